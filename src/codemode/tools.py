@@ -1,0 +1,58 @@
+"""The shared vocabulary: what a tool is, a call to it, and what came back.
+
+Connectors produce ``ToolSpec``s; stubs, search and the token ledger read them; the bridge moves
+``ToolCall``s; connectors answer with ``ToolResult``s. Everything here is plain data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["JSONObject", "SourceKind", "ToolCall", "ToolResult", "ToolSpec"]
+
+JSONObject = dict[str, Any]
+SourceKind = Literal["mcp", "openapi", "python"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool of one server, as its source describes it.
+
+    ``name`` is the upstream name (what the upstream must be called with); the generated Python
+    identifier is derived from it by ``codemode.stubs.naming``.
+    """
+
+    server: str
+    name: str
+    description: str = ""
+    input_schema: JSONObject = field(default_factory=lambda: {"type": "object"})
+    output_schema: JSONObject | None = None
+    source: SourceKind = "mcp"
+    read_only: bool | None = None
+    destructive: bool | None = None
+    # OpenAPI only: where the operation lives.
+    method: str | None = None
+    path: str | None = None
+    operation_id: str | None = None
+    title: str | None = None
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.server}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    server: str
+    tool: str
+    arguments: JSONObject
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool returned. ``value`` is JSON-like Python data (or ``bytes``/``str``)."""
+
+    value: Any
+    is_error: bool = False
+    error_message: str | None = None
