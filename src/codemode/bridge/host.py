@@ -1,0 +1,155 @@
+"""The host side of the bridge: answers one execution's tool calls and imports.
+
+The bridge knows nothing of MCP. It checks that the execution may call the tool, hands the call
+to a ``ToolInvoker`` and frames the answer. Policy, PII tokenization and audit are wrappers
+around the ``ToolInvoker`` (see ``codemode.bridge.invokers``): this module stays small.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from codemode.errors import CodemodeError, ToolError, ToolNotGrantedError
+from codemode.tools import ToolCall
+
+__all__ = [
+    "BridgeHost",
+    "Grant",
+    "ModuleProvider",
+    "ModuleSource",
+    "ToolInvoker",
+    "allow_all",
+]
+
+
+class ToolInvoker(Protocol):
+    """Runs one tool call on the host. Raises ``ToolError`` (its message goes to the code)."""
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleSource:
+    source: str
+    is_package: bool
+    filename: str
+
+
+class ModuleProvider(Protocol):
+    """Source of the generated ``servers.*`` modules; None when there is no such module."""
+
+    def module_source(self, fullname: str) -> ModuleSource | None: ...
+
+
+Grant = Callable[[str, str], bool]
+
+
+def allow_all(server: str, tool: str) -> bool:
+    return True
+
+
+@dataclass
+class CallStats:
+    count: int = 0
+    failures: int = 0
+    by_tool: Counter[str] = field(default_factory=Counter)
+    failed_by_tool: Counter[str] = field(default_factory=Counter)
+    refused: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "failures": self.failures,
+            "by_tool": {
+                name: {"calls": n, "failures": self.failed_by_tool.get(name, 0)}
+                for name, n in sorted(self.by_tool.items())
+            },
+        }
+
+
+class BridgeHost:
+    """Serves the requests of one execution. After ``close()`` every request is refused."""
+
+    def __init__(
+        self,
+        execution: int,
+        *,
+        invoker: ToolInvoker | None,
+        modules: ModuleProvider | None,
+        grant: Grant = allow_all,
+        deadline: float,
+    ) -> None:
+        self.execution = execution
+        self.invoker = invoker
+        self.modules = modules
+        self.grant = grant
+        self.deadline = deadline
+        self.stats = CallStats()
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def handle(self, frame: dict[str, Any]) -> dict[str, Any]:
+        """Answer one request frame with a reply frame. Never raises."""
+        request_id = frame.get("id")
+        if not isinstance(request_id, int):
+            return _error(None, "bad_frame", "a request needs an integer 'id'")
+        if self.closed or frame.get("exec") != self.execution:
+            return _error(request_id, "late_frame", "this execution has ended; request refused")
+        op = frame.get("op")
+        if op == "call":
+            return self._call(request_id, frame)
+        if op == "import":
+            return self._import(request_id, frame)
+        return _error(request_id, "bad_frame", f"unknown request {op!r}")
+
+    def _call(self, request_id: int, frame: dict[str, Any]) -> dict[str, Any]:
+        server, tool, args = frame.get("server"), frame.get("tool"), frame.get("args")
+        if not isinstance(server, str) or not isinstance(tool, str) or not isinstance(args, dict):
+            return _error(request_id, "bad_frame", "a call needs 'server', 'tool' and 'args'")
+        name = f"{server}.{tool}"
+        stats = self.stats
+        stats.count += 1
+        stats.by_tool[name] += 1
+        try:
+            if not self.grant(server, tool):
+                stats.refused += 1
+                raise ToolNotGrantedError(f"{name} is not available to this execution")
+            if self.invoker is None:
+                raise ToolError(f"no tools are connected, so {name} cannot be called")
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise ToolError(f"{name}: the execution ran out of time")
+            value = self.invoker.invoke(ToolCall(server, tool, args), timeout_s=remaining)
+        except CodemodeError as error:
+            stats.failures += 1
+            stats.failed_by_tool[name] += 1
+            return _error(request_id, error.code, error.message)
+        except Exception as error:  # noqa: BLE001 - a broken tool must not crash the host
+            stats.failures += 1
+            stats.failed_by_tool[name] += 1
+            return _error(request_id, "tool_error", f"{name} failed: {type(error).__name__}")
+        return {"op": "reply", "id": request_id, "ok": True, "value": value}
+
+    def _import(self, request_id: int, frame: dict[str, Any]) -> dict[str, Any]:
+        name = frame.get("name")
+        if not isinstance(name, str):
+            return _error(request_id, "bad_frame", "an import needs a 'name'")
+        module = self.modules.module_source(name) if self.modules else None
+        if module is None:
+            return _error(
+                request_id,
+                "module_not_found",
+                f"No module named {name!r}. Use the search tool to find server names.",
+            )
+        value = {"source": module.source, "package": module.is_package, "filename": module.filename}
+        return {"op": "reply", "id": request_id, "ok": True, "value": value}
+
+
+def _error(request_id: int | None, code: str, message: str) -> dict[str, Any]:
+    return {"op": "reply", "id": request_id, "ok": False, "error": {"code": code, "message": message}}

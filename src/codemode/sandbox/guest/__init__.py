@@ -1,0 +1,1 @@
+"""Code that runs inside the sandbox. Standard library only; never imported by the host."""

@@ -1,0 +1,221 @@
+"""The guest: the sandbox's interpreter loop. Standard library only.
+
+It waits for ``exec`` frames, runs the code in a persistent namespace (like a notebook), and
+answers with a ``done`` frame: exit code, the error with the line in the agent's code, the
+files created or modified in the workspace. stdout and stderr go straight to pipes the host
+drains and caps; the guest never decides what the model sees.
+"""
+
+import ast
+import os
+import signal
+import socket
+import sys
+import time
+
+from . import runtime, wire
+
+CODE_FILENAME = "<code>"
+_MAX_SCAN = 5000
+
+
+def _parse_args(argv):
+    fd, paths, workspace = None, [], None
+    it = iter(argv)
+    for arg in it:
+        if arg == "--fd":
+            fd = int(next(it))
+        elif arg == "--path":
+            paths.append(next(it))
+        elif arg == "--workspace":
+            workspace = next(it)
+    return fd, paths, workspace
+
+
+def _scan(root):
+    """Workspace files -> (mtime_ns, size). Links are listed, never followed."""
+    found = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, rel) if rel else root))
+        except OSError:
+            continue
+        for entry in entries:
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        stack.append(path)
+                    continue
+            except OSError:
+                continue
+            found[path] = (st.st_mtime_ns, st.st_size)
+            if len(found) >= _MAX_SCAN:
+                return found, True
+    return found, False
+
+
+def _describe(error, code_lines):
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == CODE_FILENAME]
+    line = frames[-1].lineno if frames else None
+    if isinstance(error, SyntaxError) and error.filename == CODE_FILENAME:
+        line = error.lineno
+    lines = ["Traceback (agent code only):"]
+    for frame in frames[-8:]:
+        where = f"  line {frame.lineno}" + (f", in {frame.name}" if frame.name != "<module>" else "")
+        lines.append(where)
+        if frame.line:
+            lines.append(f"    {frame.line.strip()}")
+    if isinstance(error, SyntaxError) and error.lineno and 0 < error.lineno <= len(code_lines):
+        lines.append(f"  line {error.lineno}")
+        lines.append(f"    {code_lines[error.lineno - 1].strip()}")
+    message = str(error) if not isinstance(error, SyntaxError) else (error.msg or str(error))
+    lines.append(f"{type(error).__name__}: {message}")
+    described = {
+        "type": type(error).__name__,
+        "message": message[:4000],
+        "line": line,
+        "traceback": "\n".join(lines)[-4000:],
+    }
+    if isinstance(error, runtime.ToolError):
+        described["tool"] = error.tool
+    return described
+
+
+def _reap_strays():
+    """End every process the code started; they must not outlive the execution."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+class Guest:
+    def __init__(self, sock, workspace, isolated):
+        self.sock = sock
+        self.workspace = workspace
+        self.isolated = isolated
+        self.baseline_modules = set(sys.modules)
+        self.namespace = self._fresh_namespace()
+
+    @staticmethod
+    def _fresh_namespace():
+        return {"__name__": "__main__", "__builtins__": __builtins__}
+
+    def reset(self):
+        self.namespace = self._fresh_namespace()
+        for name in list(sys.modules):
+            if name not in self.baseline_modules and name != "servers._runtime":
+                del sys.modules[name]
+
+    def run(self, frame):
+        code = frame.get("code", "")
+        if frame.get("fresh"):
+            self.reset()
+        runtime.bridge.execution = frame["exec"]
+        before, _ = _scan(self.workspace)
+        started = time.perf_counter()
+        exit_code, error = 0, None
+        code_lines = code.splitlines()
+        try:
+            compiled = compile(
+                code, CODE_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+            )
+            import linecache
+
+            linecache.cache[CODE_FILENAME] = (len(code), None, code.splitlines(True), CODE_FILENAME)
+            result = eval(compiled, self.namespace)  # noqa: S307 - this is the sandbox
+            if result is not None and hasattr(result, "__await__"):
+                import asyncio
+
+                asyncio.run(_await(result))
+        except SystemExit as stop:
+            exit_code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+            if stop.code is not None and not isinstance(stop.code, int):
+                print(stop.code, file=sys.stderr)
+        except BaseException as caught:  # noqa: BLE001 - everything is reported
+            exit_code = 1
+            error = _describe(caught, code_lines)
+            print(error["traceback"], file=sys.stderr)
+            caught = None  # noqa: F841 - drop the frame references
+        duration = time.perf_counter() - started
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - the code may have closed or replaced it
+                pass
+        if self.isolated:
+            _reap_strays()
+        after, capped = _scan(self.workspace)
+        created = sorted(p for p in after if p not in before)
+        modified = sorted(p for p in after if p in before and after[p] != before[p])
+        deleted = sorted(p for p in before if p not in after)
+        usage = None
+        try:
+            st = os.statvfs(self.workspace)
+            usage = {"used": (st.f_blocks - st.f_bfree) * st.f_frsize, "total": st.f_blocks * st.f_frsize}
+        except OSError:
+            pass
+        return {
+            "op": "done",
+            "exec": frame["exec"],
+            "exit_code": exit_code,
+            "error": error,
+            "files": {
+                "created": created[:200],
+                "modified": modified[:200],
+                "deleted": deleted[:200],
+                "scan_capped": capped,
+            },
+            "workspace": usage,
+            "guest_ms": duration * 1000,
+        }
+
+
+async def _await(awaitable):
+    return await awaitable
+
+
+def main(argv):
+    fd, paths, workspace = _parse_args(argv)
+    if paths:
+        import site
+
+        for path in paths:
+            site.addsitedir(path)
+    # Drop every descriptor we did not ask for (bwrap's, or anything inherited by mistake).
+    os.closerange(3, fd)
+    os.closerange(fd + 1, 4096)
+    sock = socket.socket(fileno=fd)
+    isolated = workspace is None
+    workspace = workspace or os.getcwd()
+    runtime.install(sock)
+    guest = Guest(sock, workspace, isolated)
+    sock.sendall(wire.encode_frame({"op": "ready", "pid": os.getpid()}))
+    while True:
+        try:
+            frame = wire.read_frame(sock)
+        except EOFError:
+            return
+        op = frame.get("op")
+        if op == "exec":
+            reply = guest.run(frame)
+        elif op == "ping":
+            reply = {"op": "pong"}
+        elif op == "exit":
+            return
+        else:
+            continue
+        sock.sendall(wire.encode_frame(reply))

@@ -1,0 +1,103 @@
+"""``servers._runtime`` inside the sandbox: tool calls and module imports over the bridge.
+
+Standard library only. The host decides everything: which tools this execution may call, what
+they return, and the source of every ``servers.*`` module.
+"""
+
+import importlib.abc
+import importlib.machinery
+import linecache
+import sys
+import threading
+
+from . import wire
+
+__all__ = ["ToolError", "call_tool"]
+
+
+class ToolError(Exception):
+    """A tool call failed. ``str(error)`` is the upstream's message; catch it like any error."""
+
+    def __init__(self, message, *, tool=None, code=None):
+        super().__init__(message)
+        self.tool = tool
+        self.code = code
+
+
+class _Bridge:
+    def __init__(self):
+        self.sock = None
+        self.lock = threading.Lock()
+        self.execution = 0
+        self.next_id = 0
+
+    def request(self, frame):
+        with self.lock:
+            self.next_id += 1
+            frame["id"] = self.next_id
+            frame["exec"] = self.execution
+            self.sock.sendall(wire.encode_frame(frame))
+            reply = wire.read_frame(self.sock)
+        if reply.get("id") != frame["id"]:
+            raise ToolError("bridge out of sync: the reply does not match the request")
+        return reply
+
+
+bridge = _Bridge()
+
+
+def call_tool(server, tool, arguments):
+    """Call ``server.tool`` on the host with ``arguments`` (a dict). Raises ToolError."""
+    if not isinstance(arguments, dict):
+        raise TypeError("arguments must be a dict")
+    try:
+        reply = bridge.request({"op": "call", "server": server, "tool": tool, "args": arguments})
+    except wire.WireError as error:
+        raise ToolError(f"{server}.{tool}: {error}", tool=f"{server}.{tool}") from None
+    if reply.get("ok"):
+        return reply.get("value")
+    error = reply.get("error") or {}
+    raise ToolError(
+        error.get("message", "tool call failed"),
+        tool=f"{server}.{tool}",
+        code=error.get("code"),
+    )
+
+
+class ServersFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports ``servers`` and ``servers.*`` from sources the host generates on demand."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "servers" and not fullname.startswith("servers."):
+            return None
+        reply = bridge.request({"op": "import", "name": fullname})
+        if not reply.get("ok"):
+            raise ModuleNotFoundError(
+                (reply.get("error") or {}).get("message", f"No module named {fullname!r}"),
+                name=fullname,
+            )
+        module = reply["value"]
+        spec = importlib.machinery.ModuleSpec(
+            fullname, self, origin=module["filename"], is_package=module["package"]
+        )
+        spec.has_location = True
+        spec.loader_state = module
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        state = module.__spec__.loader_state
+        filename = state["filename"]
+        source = state["source"]
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        module.__file__ = filename
+        exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+
+
+def install(sock):
+    bridge.sock = sock
+    runtime = sys.modules[__name__]
+    sys.modules["servers._runtime"] = runtime
+    sys.meta_path.insert(0, ServersFinder())

@@ -1,0 +1,217 @@
+"""Bridge frames for the guest: a 4-byte big-endian length, then a MessagePack body.
+
+Standard library only: this file runs inside the sandbox. It implements the MessagePack subset
+the bridge uses (nil, bool, int, float, str, bin, array, map). The host decodes with the C
+``msgpack`` library and strict limits; the guest only ever decodes what the host sent.
+"""
+
+import struct
+
+_pack_len = struct.Struct(">I").pack
+_unpack_len = struct.Struct(">I").unpack_from
+_F64 = struct.Struct(">d")
+_B = struct.Struct(">B")
+_H = struct.Struct(">H")
+_I = struct.Struct(">I")
+_Q = struct.Struct(">Q")
+_b = struct.Struct(">b")
+_h = struct.Struct(">h")
+_i = struct.Struct(">i")
+_q = struct.Struct(">q")
+
+
+class WireError(Exception):
+    pass
+
+
+def _enc(obj, out):
+    t = type(obj)
+    if t is str:
+        data = obj.encode("utf-8", "surrogatepass")
+        n = len(data)
+        if n < 32:
+            out.append(bytes((0xA0 | n,)))
+        elif n < 0x100:
+            out.append(b"\xd9" + _B.pack(n))
+        elif n < 0x10000:
+            out.append(b"\xda" + _H.pack(n))
+        else:
+            out.append(b"\xdb" + _I.pack(n))
+        out.append(data)
+    elif t is int:
+        if 0 <= obj < 128:
+            out.append(bytes((obj,)))
+        elif -32 <= obj < 0:
+            out.append(bytes((obj & 0xFF,)))
+        elif 0 <= obj < (1 << 64):
+            out.append(b"\xcf" + _Q.pack(obj))
+        elif -(1 << 63) <= obj < 0:
+            out.append(b"\xd3" + _q.pack(obj))
+        else:
+            raise WireError("integer out of the 64-bit range; send it as a string")
+    elif t is dict:
+        n = len(obj)
+        if n < 16:
+            out.append(bytes((0x80 | n,)))
+        elif n < 0x10000:
+            out.append(b"\xde" + _H.pack(n))
+        else:
+            out.append(b"\xdf" + _I.pack(n))
+        for key, value in obj.items():
+            if type(key) is not str:
+                key = str(key)
+            _enc(key, out)
+            _enc(value, out)
+    elif t is list or t is tuple:
+        n = len(obj)
+        if n < 16:
+            out.append(bytes((0x90 | n,)))
+        elif n < 0x10000:
+            out.append(b"\xdc" + _H.pack(n))
+        else:
+            out.append(b"\xdd" + _I.pack(n))
+        for item in obj:
+            _enc(item, out)
+    elif obj is None:
+        out.append(b"\xc0")
+    elif obj is True:
+        out.append(b"\xc3")
+    elif obj is False:
+        out.append(b"\xc2")
+    elif t is float:
+        out.append(b"\xcb" + _F64.pack(obj))
+    elif t is bytes or t is bytearray or t is memoryview:
+        data = bytes(obj)
+        n = len(data)
+        if n < 0x100:
+            out.append(b"\xc4" + _B.pack(n))
+        elif n < 0x10000:
+            out.append(b"\xc5" + _H.pack(n))
+        else:
+            out.append(b"\xc6" + _I.pack(n))
+        out.append(data)
+    elif isinstance(obj, bool):
+        _enc(bool(obj), out)
+    elif isinstance(obj, int):
+        _enc(int(obj), out)
+    elif isinstance(obj, float):
+        _enc(float(obj), out)
+    elif isinstance(obj, str):
+        _enc(str(obj), out)
+    elif isinstance(obj, dict):
+        _enc(dict(obj), out)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        _enc(list(obj), out)
+    else:
+        raise WireError(
+            f"cannot send a {t.__name__} to a tool; use str, int, float, bool, None, "
+            "bytes, list or dict"
+        )
+
+
+def encode_frame(obj):
+    parts = [b""]
+    _enc(obj, parts)
+    body = b"".join(parts)
+    return _pack_len(len(body)) + body
+
+
+def decode(data):
+    value, end = _dec(memoryview(data), 0)
+    if end != len(data):
+        raise WireError("trailing bytes in frame")
+    return value
+
+
+def _dec(buf, pos):
+    b = buf[pos]
+    pos += 1
+    if b < 0x80:
+        return b, pos
+    if 0x80 <= b <= 0x8F:
+        return _map(buf, pos, b & 0x0F)
+    if 0x90 <= b <= 0x9F:
+        return _arr(buf, pos, b & 0x0F)
+    if 0xA0 <= b <= 0xBF:
+        n = b & 0x1F
+        return str(buf[pos : pos + n], "utf-8", "surrogatepass"), pos + n
+    if b >= 0xE0:
+        return b - 0x100, pos
+    if b == 0xC0:
+        return None, pos
+    if b == 0xC2:
+        return False, pos
+    if b == 0xC3:
+        return True, pos
+    if b in (0xD9, 0xDA, 0xDB):
+        size = {0xD9: _B, 0xDA: _H, 0xDB: _I}[b]
+        (n,) = size.unpack_from(buf, pos)
+        pos += size.size
+        return str(buf[pos : pos + n], "utf-8", "surrogatepass"), pos + n
+    if b in (0xC4, 0xC5, 0xC6):
+        size = {0xC4: _B, 0xC5: _H, 0xC6: _I}[b]
+        (n,) = size.unpack_from(buf, pos)
+        pos += size.size
+        return bytes(buf[pos : pos + n]), pos + n
+    fixed = _FIXED.get(b)
+    if fixed is not None:
+        (value,) = fixed.unpack_from(buf, pos)
+        return value, pos + fixed.size
+    if b in (0xDC, 0xDD):
+        size = _H if b == 0xDC else _I
+        (n,) = size.unpack_from(buf, pos)
+        return _arr(buf, pos + size.size, n)
+    if b in (0xDE, 0xDF):
+        size = _H if b == 0xDE else _I
+        (n,) = size.unpack_from(buf, pos)
+        return _map(buf, pos + size.size, n)
+    raise WireError(f"unsupported MessagePack type byte 0x{b:02x}")
+
+
+_FIXED = {
+    0xCA: struct.Struct(">f"),
+    0xCB: _F64,
+    0xCC: _B,
+    0xCD: _H,
+    0xCE: _I,
+    0xCF: _Q,
+    0xD0: _b,
+    0xD1: _h,
+    0xD2: _i,
+    0xD3: _q,
+}
+
+
+def _arr(buf, pos, n):
+    items = []
+    append = items.append
+    for _ in range(n):
+        item, pos = _dec(buf, pos)
+        append(item)
+    return items, pos
+
+
+def _map(buf, pos, n):
+    result = {}
+    for _ in range(n):
+        key, pos = _dec(buf, pos)
+        value, pos = _dec(buf, pos)
+        result[key] = value
+    return result, pos
+
+
+def read_exact(sock, n):
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise EOFError("bridge closed")
+        got += k
+    return buf
+
+
+def read_frame(sock):
+    (n,) = _unpack_len(read_exact(sock, 4))
+    return decode(read_exact(sock, n))

@@ -1,0 +1,140 @@
+"""The execution result: what ``execute`` returns to the model. Small and predictable."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from codemode.sandbox.capture import HeadTail
+
+__all__ = ["ExecutionResult", "Status", "clip_head_tail", "clip_tail"]
+
+Status = Literal["ok", "error", "timeout", "limit"]
+LimitName = Literal["wall_time", "cpu_time", "memory", "processes", "sandbox_exit"]
+
+
+@dataclass
+class ExecutionResult:
+    status: Status
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    error: dict[str, Any] | None
+    files: dict[str, list[str]]
+    tool_calls: dict[str, Any]
+    duration_ms: float
+    truncated: dict[str, int]
+    hint: str
+    limit: str | None = None
+    session: str | None = None
+    # True when the sandbox was replaced after this execution: variables and files are gone.
+    sandbox_reset: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        extra = data.pop("extra")
+        data.update(extra)
+        if data["limit"] is None:
+            del data["limit"]
+        return data
+
+    def render_text(self) -> str:
+        """A compact rendering for the model (the JSON object carries the same facts)."""
+        head = f"status: {self.status}"
+        if self.limit:
+            head += f" ({self.limit})"
+        if self.exit_code not in (0, None):
+            head += f", exit code {self.exit_code}"
+        head += f", {self.duration_ms:.0f} ms"
+        calls = self.tool_calls.get("count", 0)
+        if calls:
+            head += f", {calls} tool calls ({self.tool_calls.get('failures', 0)} failed)"
+        lines = [head]
+        if self.stdout:
+            lines += ["stdout:", self.stdout.rstrip("\n")]
+        if self.error:
+            where = f" at line {self.error['line']}" if self.error.get("line") else ""
+            lines.append(f"error{where}: {self.error['type']}: {self.error['message']}")
+        if self.stderr and (self.status != "ok" or not self.error):
+            lines += ["stderr:", self.stderr.rstrip("\n")]
+        changed = [*self.files.get("created", []), *self.files.get("modified", [])]
+        if changed:
+            lines.append("files: " + ", ".join(changed[:20]) + (" ..." if len(changed) > 20 else ""))
+        if self.session:
+            lines.append(f"session: {self.session}")
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return "\n".join(lines)
+
+
+def _marker(n: int) -> str:
+    return f"[... {n:,} bytes omitted ...]"
+
+
+def clip_tail(stream: HeadTail, chars: int) -> tuple[str, int]:
+    """The last ``chars`` characters, with a marker when anything before them was dropped."""
+    head, tail, dropped = stream.text()
+    if dropped == 0:
+        text = head + tail
+        if len(text) <= chars:
+            return text, 0
+        cut = len(text[:-chars].encode("utf-8", "replace"))
+        return _marker(cut) + "\n" + text[-chars:], cut
+    cut = stream.total - len(tail[-chars:].encode("utf-8", "replace"))
+    return _marker(cut) + "\n" + tail[-chars:], cut
+
+
+def clip_head_tail(stream: HeadTail, head_chars: int, tail_chars: int) -> tuple[str, int]:
+    head, tail, dropped = stream.text()
+    text = head + tail if dropped == 0 else None
+    if text is not None and len(text) <= head_chars + tail_chars:
+        return text, 0
+    first = (text if text is not None else head)[:head_chars]
+    last = (text if text is not None else tail)[-tail_chars:]
+    omitted = stream.total - len(first.encode("utf-8", "replace")) - len(
+        last.encode("utf-8", "replace")
+    )
+    return f"{first}\n{_marker(max(omitted, 0))}\n{last}", max(omitted, 0)
+
+
+def make_hint(result: ExecutionResult, timeout_s: float) -> str:
+    reset = " The sandbox was restarted: variables and workspace files are gone."
+    if result.status == "timeout":
+        return (
+            f"Timed out after {timeout_s:g} s.{reset} Do less per execution or work on smaller "
+            "pieces."
+        )
+    if result.status == "limit":
+        advice = {
+            "memory": "Hit the memory limit. Process data in chunks and free what you no longer need.",
+            "processes": "Hit the process limit. Start fewer processes or threads.",
+            "cpu_time": "Hit the CPU time limit. Use a cheaper algorithm or less data.",
+            "sandbox_exit": "The interpreter exited (os._exit or a crash).",
+        }.get(result.limit or "", "Hit a sandbox limit.")
+        return advice + reset
+    error = result.error
+    if result.status == "error" and error:
+        kind = error.get("type", "")
+        line = f" at line {error['line']}" if error.get("line") else ""
+        if kind == "ToolError":
+            return "A tool call failed: read the message; check arguments with help(module.function)."
+        if kind in ("SyntaxError", "IndentationError", "TabError"):
+            return f"Fix the syntax{line} and run again."
+        if kind in ("ModuleNotFoundError", "ImportError") and "servers" in error.get("message", ""):
+            return "Use search to find the right server and function names."
+        if kind == "NameError":
+            return (
+                f"Undefined name{line}. Variables persist only from executions that ran "
+                "without an error before that point."
+            )
+        return f"Fix the {kind}{line} and run again; state from before the error is kept."
+    if result.truncated.get("stdout_bytes"):
+        return "Output was cut: print only what you need; keep large data in variables or files."
+    if not result.stdout and result.status == "ok":
+        return "No output: print() what you want to see."
+    return ""

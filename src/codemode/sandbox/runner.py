@@ -1,0 +1,351 @@
+"""One sandbox seen from the host: run code in it, serve its bridge, watch its limits.
+
+The execution loop is one thread multiplexing the bridge socket and the two output pipes, so
+output written before the guest says "done" is always drained before the result is built.
+Timeouts and limits are enforced from outside: the whole sandbox is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import selectors
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame
+from codemode.bridge.host import BridgeHost, Grant, ModuleProvider, ToolInvoker, allow_all
+from codemode.errors import SandboxError
+from codemode.sandbox.backends import SandboxProcess
+from codemode.sandbox.capture import HeadTail
+from codemode.sandbox.result import ExecutionResult, clip_head_tail, clip_tail, make_hint
+from codemode.sandbox.settings import Limits
+
+__all__ = ["Sandbox"]
+
+_F_SETPIPE_SZ = 1031
+_WATCH_INTERVAL_S = 0.05
+_READ_CHUNK = 1 << 20
+
+
+@dataclass
+class _Outcome:
+    done: dict[str, Any] | None = None
+    status: str = "ok"
+    limit: str | None = None
+    died: bool = False
+
+
+class Sandbox:
+    """A started guest. Not thread-safe: one execution at a time (sessions serialize)."""
+
+    def __init__(self, process: SandboxProcess, limits: Limits) -> None:
+        self.process = process
+        self.limits = limits
+        self.decoder = FrameDecoder()
+        self.selector = selectors.DefaultSelector()
+        self.executions = 0
+        self.dead = False
+        self.ready = False
+        self.guest_pid: int | None = None
+        self._lock = threading.Lock()
+        for fd in (process.stdout_fd, process.stderr_fd):
+            os.set_blocking(fd, False)
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, _READ_CHUNK)
+        process.sock.setblocking(False)
+        self.selector.register(process.sock, selectors.EVENT_READ, "sock")
+        self.selector.register(process.stdout_fd, selectors.EVENT_READ, "stdout")
+        self.selector.register(process.stderr_fd, selectors.EVENT_READ, "stderr")
+        self._stdout = HeadTail(limits.output_kept_bytes)
+        self._stderr = HeadTail(limits.output_kept_bytes)
+
+    @property
+    def isolated(self) -> bool:
+        return self.process.isolated
+
+    def wait_ready(self, timeout_s: float = 10.0) -> None:
+        """Block until the guest says it is ready, or raise SandboxError with bwrap's words."""
+        deadline = time.monotonic() + timeout_s
+        while not self.ready:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                raise SandboxError(f"the sandbox did not start within {timeout_s:g} s")
+            for key, _ in self.selector.select(remaining):
+                if key.data == "sock":
+                    for frame in self._read_frames():
+                        if isinstance(frame, dict) and frame.get("op") == "ready":
+                            self.ready = True
+                            pid = frame.get("pid")
+                            self.guest_pid = pid if isinstance(pid, int) else None
+                else:
+                    self._drain(key.data)
+            if self.dead:
+                _, text, _ = self._stderr.text()
+                raise SandboxError(
+                    f"the sandbox exited while starting: {text.strip()[-500:] or 'no message'}",
+                    fix="run `codemode exec -` with `print(1)` to see the full error; check that "
+                    "bubblewrap can create user namespaces here",
+                )
+        self._stdout = HeadTail(self.limits.output_kept_bytes)
+        self._stderr = HeadTail(self.limits.output_kept_bytes)
+
+    def _read_frames(self) -> list[dict[str, Any] | MalformedFrame]:
+        frames: list[dict[str, Any] | MalformedFrame] = []
+        while True:
+            try:
+                data = self.process.sock.recv(_READ_CHUNK)
+            except (BlockingIOError, InterruptedError):
+                return frames
+            except OSError:
+                data = b""
+            if not data:
+                self.dead = True
+                return frames
+            frames += self.decoder.feed(data)
+
+    def _drain(self, which: str) -> None:
+        fd = self.process.stdout_fd if which == "stdout" else self.process.stderr_fd
+        sink = self._stdout if which == "stdout" else self._stderr
+        if fd < 0:
+            return
+        while True:
+            try:
+                data = os.read(fd, _READ_CHUNK)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                with contextlib.suppress(KeyError, ValueError):
+                    self.selector.unregister(fd)
+                return
+            sink.write(data)
+
+    def _send(self, frame: dict[str, Any], deadline: float) -> bool:
+        """Send one frame, bounded by the deadline. False if the guest does not take it."""
+        data = memoryview(encode_frame(frame))
+        sock = self.process.sock
+        while data:
+            try:
+                sent = sock.send(data)
+                data = data[sent:]
+            except (BlockingIOError, InterruptedError):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                # Keep draining output while the guest is slow to read, or it may deadlock.
+                self._wait_writable(remaining)
+            except OSError:
+                return False
+        return True
+
+    def _wait_writable(self, timeout: float) -> None:
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.process.sock, selectors.EVENT_WRITE)
+            for fd in (self.process.stdout_fd, self.process.stderr_fd):
+                if fd >= 0:
+                    sel.register(fd, selectors.EVENT_READ)
+            for key, _ in sel.select(min(timeout, _WATCH_INTERVAL_S)):
+                if key.fd == self.process.stdout_fd:
+                    self._drain("stdout")
+                elif key.fd == self.process.stderr_fd:
+                    self._drain("stderr")
+
+    def execute(
+        self,
+        code: str,
+        *,
+        invoker: ToolInvoker | None = None,
+        modules: ModuleProvider | None = None,
+        grant: Grant = allow_all,
+        fresh: bool = False,
+        timeout_s: float | None = None,
+    ) -> ExecutionResult:
+        with self._lock:
+            return self._execute(code, invoker, modules, grant, fresh, timeout_s)
+
+    def _execute(
+        self,
+        code: str,
+        invoker: ToolInvoker | None,
+        modules: ModuleProvider | None,
+        grant: Grant,
+        fresh: bool,
+        timeout_s: float | None,
+    ) -> ExecutionResult:
+        if self.dead:
+            raise SandboxError("this sandbox has been stopped", fix="start a new session")
+        limits = self.limits
+        wall = timeout_s if timeout_s is not None else limits.wall_time_s
+        started = time.monotonic()
+        deadline = started + wall
+        self.executions += 1
+        execution = self.executions
+        self._stdout = HeadTail(limits.output_kept_bytes)
+        self._stderr = HeadTail(limits.output_kept_bytes)
+        host = BridgeHost(
+            execution, invoker=invoker, modules=modules, grant=grant, deadline=deadline
+        )
+        cpu_start = self.process.cpu_seconds()
+        outcome = _Outcome()
+        frame = {"op": "exec", "exec": execution, "code": code, "fresh": fresh}
+        if not self._send(frame, deadline):
+            outcome.status, outcome.limit = "timeout", "wall_time"
+        next_watch = started + _WATCH_INTERVAL_S
+        while outcome.done is None and outcome.status == "ok":
+            now = time.monotonic()
+            if now >= deadline:
+                outcome.status, outcome.limit = "timeout", "wall_time"
+                break
+            if now >= next_watch:
+                next_watch = now + _WATCH_INTERVAL_S
+                if self._limit_broken(outcome, cpu_start):
+                    break
+            events = self.selector.select(min(deadline, next_watch) - now)
+            for key, _ in events:
+                if key.data != "sock":
+                    self._drain(key.data)
+                    continue
+                for incoming in self._read_frames():
+                    self._dispatch(incoming, host, outcome, deadline)
+                if self.dead and outcome.done is None:
+                    outcome.died = True
+                    self._classify_death(outcome)
+        host.close()
+        self._drain("stdout")
+        self._drain("stderr")
+        if outcome.status != "ok" or outcome.died:
+            self.kill()
+            self._drain("stdout")
+            self._drain("stderr")
+        return self._result(outcome, host, started, wall)
+
+    def _dispatch(
+        self,
+        incoming: dict[str, Any] | MalformedFrame,
+        host: BridgeHost,
+        outcome: _Outcome,
+        deadline: float,
+    ) -> None:
+        if isinstance(incoming, MalformedFrame):
+            reply: dict[str, Any] = {
+                "op": "reply",
+                "id": None,
+                "ok": False,
+                "error": {"code": "bad_frame", "message": incoming.reason},
+            }
+        elif incoming.get("op") == "done":
+            if incoming.get("exec") == host.execution and outcome.done is None:
+                outcome.done = incoming
+                return
+            reply = {
+                "op": "reply",
+                "id": incoming.get("id") if isinstance(incoming.get("id"), int) else None,
+                "ok": False,
+                "error": {"code": "late_frame", "message": "no such execution is running"},
+            }
+        else:
+            reply = host.handle(incoming)
+        if not self._send(reply, deadline):
+            outcome.status, outcome.limit = "timeout", "wall_time"
+
+    def _limit_broken(self, outcome: _Outcome, cpu_start: float) -> bool:
+        cgroup = self.process.cgroup
+        if cgroup is not None:
+            if cgroup.pids_limit_hit():
+                outcome.status, outcome.limit = "limit", "processes"
+                return True
+            if cgroup.memory_limit_hit():
+                outcome.status, outcome.limit = "limit", "memory"
+                return True
+        if self.process.cpu_seconds() - cpu_start > self.limits.cpu_time_s:
+            outcome.status, outcome.limit = "limit", "cpu_time"
+            return True
+        return False
+
+    def _classify_death(self, outcome: _Outcome) -> None:
+        cgroup = self.process.cgroup
+        if cgroup is not None and cgroup.memory_limit_hit():
+            outcome.status, outcome.limit = "limit", "memory"
+        elif cgroup is not None and cgroup.pids_limit_hit():
+            outcome.status, outcome.limit = "limit", "processes"
+        else:
+            outcome.status, outcome.limit = "limit", "sandbox_exit"
+
+    def _result(
+        self, outcome: _Outcome, host: BridgeHost, started: float, wall: float
+    ) -> ExecutionResult:
+        limits = self.limits
+        done = outcome.done or {}
+        error = done.get("error") if isinstance(done.get("error"), dict) else None
+        status = outcome.status
+        limit = outcome.limit
+        if status == "ok":
+            if error is not None and error.get("type") == "MemoryError":
+                status, limit = "limit", "memory"
+            elif error is not None or done.get("exit_code", 0) != 0:
+                status = "error"
+        if status == "limit" and limit == "memory" and not self.dead:
+            self.kill()  # the namespace may still hold the memory; start clean
+        stdout, stdout_cut = clip_tail(self._stdout, limits.stdout_tail_chars)
+        stderr, stderr_cut = clip_head_tail(
+            self._stderr, limits.stderr_head_chars, limits.stderr_tail_chars
+        )
+        files_raw = done.get("files") if isinstance(done.get("files"), dict) else {}
+        files = {
+            key: [str(p) for p in files_raw.get(key, []) if isinstance(p, str)][:200]
+            for key in ("created", "modified", "deleted")
+        }
+        exit_code = done.get("exit_code") if isinstance(done.get("exit_code"), int) else None
+        result = ExecutionResult(
+            status=status,  # type: ignore[arg-type]
+            exit_code=exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            error=_clean_error(error),
+            files=files,
+            tool_calls=host.stats.to_dict(),
+            duration_ms=round((time.monotonic() - started) * 1000, 3),
+            truncated={
+                "stdout_bytes": stdout_cut,
+                "stderr_bytes": stderr_cut,
+                "stdout_total_bytes": self._stdout.total,
+                "stderr_total_bytes": self._stderr.total,
+            },
+            hint="",
+            limit=limit,
+            sandbox_reset=self.dead,
+        )
+        workspace = done.get("workspace")
+        if isinstance(workspace, dict):
+            result.extra["workspace_bytes"] = workspace.get("used")
+        result.hint = make_hint(result, wall)
+        return result
+
+    def kill(self) -> None:
+        if not self.dead or self.process.alive() or self.process.cgroup is not None:
+            self.dead = True
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.selector.close()
+            self.process.kill()
+        self.dead = True
+
+    close = kill
+
+
+def _clean_error(error: dict[str, Any] | None) -> dict[str, Any] | None:
+    if error is None:
+        return None
+    line = error.get("line")
+    return {
+        "type": str(error.get("type", "Error"))[:100],
+        "message": str(error.get("message", ""))[:2000],
+        "line": line if isinstance(line, int) else None,
+        "traceback": str(error.get("traceback", ""))[:4000],
+        **({"tool": str(error["tool"])} if error.get("tool") else {}),
+    }
