@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the third-party MCP servers the tests run against. Idempotent; run by `make third-party`.
+#   npm:  third_party/node_modules   (pinned by third_party/package.json and its lock file)
+#   PyPI: .third_party/<server>/     (one virtualenv per server, so their `mcp` pins never meet ours)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+PYTHON=${PYTHON:-python3}
+# name=requirement [extra requirements...]; `mcp<2` where the server breaks under mcp 2.
+PYPI_SERVERS=(
+  "mcp-server-git=mcp-server-git==2026.10.19"
+  "mcp-server-time=mcp-server-time==2026.10.19"
+)
+
+command -v node >/dev/null || { echo "install_third_party: node is missing (apt-get install nodejs npm)" >&2; exit 1; }
+command -v npm >/dev/null || { echo "install_third_party: npm is missing (apt-get install npm)" >&2; exit 1; }
+
+cd "$ROOT/third_party"
+if [[ -f package-lock.json ]]; then
+  npm ci --no-audit --no-fund --loglevel=error
+else
+  npm install --no-audit --no-fund --loglevel=error
+fi
+
+for entry in "${PYPI_SERVERS[@]}"; do
+  name=${entry%%=*}
+  reqs=${entry#*=}
+  venv="$ROOT/.third_party/$name"
+  stamp="$venv/.requirements"
+  if [[ -x "$venv/bin/$name" && -f "$stamp" && "$(cat "$stamp")" == "$reqs" ]]; then
+    continue
+  fi
+  rm -rf "$venv"
+  "$PYTHON" -m venv "$venv"
+  # shellcheck disable=SC2086 # reqs is a space-separated list on purpose
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check $reqs
+  echo "$reqs" >"$stamp"
+done
+echo "install_third_party: done"

@@ -1,0 +1,202 @@
+"""The catalog: every tool of every upstream, listed once and called by ``(server, tool)``.
+
+``load()`` lists all upstreams concurrently; one that fails is recorded in ``failures`` and the
+rest load. Definitions come from the definition cache when the server's config fingerprint
+matches. A server announcing ``tools/list_changed`` is re-listed in the background and the
+catalog's listeners are told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import logging
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
+
+from codemode.catalog.cache import DefinitionCache
+from codemode.connectors.base import Connector
+from codemode.errors import CodemodeError, ToolNotFoundError, UpstreamUnavailableError
+from codemode.tools import ToolResult, ToolSpec
+
+__all__ = ["Catalog", "ChangeListener"]
+
+logger = logging.getLogger(__name__)
+
+ChangeListener = Callable[[str], None]
+
+
+class Catalog:
+    """Tools of several connectors. ``fingerprints`` maps a server to its config hash (cache key);
+    servers without one are never cached. Servers in ``eager`` are started by ``load()`` even when
+    their tools come from the cache."""
+
+    def __init__(
+        self,
+        connectors: Iterable[Connector],
+        *,
+        cache: DefinitionCache | None = None,
+        fingerprints: Mapping[str, str] | None = None,
+        eager: Collection[str] = (),
+    ) -> None:
+        self._connectors: dict[str, Connector] = {}
+        for connector in connectors:
+            if connector.name in self._connectors:
+                raise ValueError(f"two connectors named {connector.name!r}")
+            self._connectors[connector.name] = connector
+            _attach_listener(connector, self._on_tools_changed)
+        self._cache = cache
+        self._fingerprints = dict(fingerprints or {})
+        self._eager = set(eager)
+        self._tools: dict[str, dict[str, ToolSpec]] = {}
+        self.failures: dict[str, str] = {}
+        self._listeners: list[ChangeListener] = []
+        self._refreshes: set[asyncio.Task[None]] = set()
+        self.version = 0
+
+    # --- reading ----------------------------------------------------------------------------
+
+    @property
+    def servers(self) -> list[str]:
+        return list(self._connectors)
+
+    def connector(self, server: str) -> Connector:
+        return self._connectors[server]
+
+    def specs(self) -> list[ToolSpec]:
+        return [spec for tools in self._tools.values() for spec in tools.values()]
+
+    def server_specs(self, server: str) -> list[ToolSpec]:
+        return list(self._tools.get(server, {}).values())
+
+    def get(self, server: str, tool: str) -> ToolSpec:
+        tools = self._tools.get(server)
+        if tools is None:
+            if server in self.failures:
+                raise UpstreamUnavailableError(
+                    f"server {server!r} is unavailable: {self.failures[server]}",
+                    fix="fix the server (see its error) and retry; it is retried on each call",
+                )
+            raise ToolNotFoundError(
+                f"no server named {server!r}", fix=_suggest(server, list(self._connectors))
+            )
+        spec = tools.get(tool)
+        if spec is None:
+            raise ToolNotFoundError(
+                f"server {server!r} has no tool {tool!r}", fix=_suggest(tool, list(tools))
+            )
+        return spec
+
+    def add_listener(self, listener: ChangeListener) -> None:
+        """``listener(server)`` runs after a server's tools were re-listed."""
+        self._listeners.append(listener)
+
+    # --- loading ------------------------------------------------------------------------------
+
+    async def load(self) -> dict[str, str]:
+        """List every server's tools concurrently. Returns the failures (server -> message)."""
+        await asyncio.gather(*(self._load_one(name) for name in self._connectors))
+        return dict(self.failures)
+
+    async def _load_one(self, server: str) -> None:
+        connector = self._connectors[server]
+        fingerprint = self._fingerprints.get(server)
+        cached = (
+            self._cache.get(server, fingerprint)
+            if self._cache is not None and fingerprint
+            else None
+        )
+        try:
+            if cached is not None:
+                specs = cached
+                if server in self._eager:
+                    await _start(connector)
+            else:
+                specs = await connector.list_tools()
+                if self._cache is not None and fingerprint:
+                    self._cache.put(server, fingerprint, specs)
+        except CodemodeError as error:
+            self._fail(server, str(error))
+            return
+        except Exception as error:
+            logger.exception("loading server %r failed", server)
+            self._fail(server, f"{type(error).__name__}: {error}")
+            return
+        self._tools[server] = {spec.name: spec for spec in specs}
+        self.failures.pop(server, None)
+
+    def _fail(self, server: str, message: str) -> None:
+        logger.warning("server %r did not load: %s", server, message)
+        self.failures[server] = message
+        self._tools.pop(server, None)
+
+    async def refresh(self, server: str) -> None:
+        """Re-list one server's tools (cache bypassed and updated), then tell the listeners."""
+        if server not in self._connectors:
+            raise ToolNotFoundError(
+                f"no server named {server!r}", fix=_suggest(server, self.servers)
+            )
+        if self._cache is not None:
+            self._cache.invalidate(server)
+        await self._load_one(server)
+        self.version += 1
+        for listener in list(self._listeners):
+            try:
+                listener(server)
+            except Exception:
+                logger.exception("catalog listener failed for %r", server)
+
+    def _on_tools_changed(self, server: str) -> None:
+        task = asyncio.get_running_loop().create_task(self.refresh(server))
+        self._refreshes.add(task)
+        task.add_done_callback(self._refreshes.discard)
+
+    # --- calling ------------------------------------------------------------------------------
+
+    async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        if server in self.failures and server not in self._tools:
+            await self._load_one(server)  # a server that was down at load may be back
+        self.get(server, tool)
+        return await self._connectors[server].call_tool(tool, arguments)
+
+    async def start(self, servers: Iterable[str] | None = None) -> None:
+        """Start connectors that support it (MCP) ahead of the first call."""
+        names = list(servers) if servers is not None else list(self._connectors)
+        await asyncio.gather(*(_start(self._connectors[name]) for name in names))
+
+    async def aclose(self) -> None:
+        for task in list(self._refreshes):
+            task.cancel()
+        if self._refreshes:
+            await asyncio.wait(self._refreshes, timeout=5.0)
+        results = await asyncio.gather(
+            *(connector.aclose() for connector in self._connectors.values()),
+            return_exceptions=True,
+        )
+        for name, result in zip(self._connectors, results, strict=True):
+            if isinstance(result, BaseException):
+                logger.warning("closing server %r failed: %r", name, result)
+        close = getattr(self._cache, "close", None)
+        if callable(close):
+            close()
+
+
+async def _start(connector: Connector) -> None:
+    start = getattr(connector, "start", None)
+    if callable(start):
+        await start()
+
+
+def _attach_listener(connector: Connector, callback: Callable[[str], None]) -> None:
+    target: Any = connector
+    while "inner" in getattr(target, "__dict__", {}):  # unwrap FilteredConnector & co.
+        target = target.inner
+    if hasattr(target, "on_tools_changed"):
+        target.on_tools_changed = callback
+
+
+def _suggest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=3)
+    if close:
+        return f"did you mean {', '.join(repr(c) for c in close)}?"
+    return "search the catalog for the right name"

@@ -1,0 +1,659 @@
+"""MCP servers as a connector: over stdio (a child process) or streamable HTTP (a URL).
+
+One long-lived connection per upstream, owned by a background task (the SDK's ``Client`` is an
+async context manager that must be entered and left by the same task). The connection starts on
+first use or with ``await connector.start()``; when the upstream dies (end of its stream) the
+next call starts it again, with a bounded backoff after repeated failures. Every wait is bounded.
+A dead upstream raises ``UpstreamUnavailableError`` naming the server and, for stdio, the tail of
+its stderr. ``aclose()`` stops the child: stdin closed, then SIGTERM to its process group, then
+SIGKILL (the SDK's shutdown sequence).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from codemode.errors import ToolError, UpstreamUnavailableError
+from codemode.tools import ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp import Client
+    from mcp.client._transport import TransportStreams
+
+__all__ = [
+    "HTTPTarget",
+    "MCPConnector",
+    "StdioTarget",
+    "ToolsChangedCallback",
+    "child_environment",
+    "tool_result_from_mcp",
+    "tool_spec_from_mcp",
+]
+
+logger = logging.getLogger(__name__)
+
+ToolsChangedCallback = Callable[[str], Awaitable[None] | None]
+
+# Host variables a child may see; everything else it gets from its own `env` config.
+ENV_ALLOWLIST = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "SYSTEMROOT",
+)
+_CONNECTION_CLOSED = -32000
+_STDERR_TAIL_CHARS = 800
+_STDERR_MAX_BYTES = 1 << 20
+_MAX_LIST_PAGES = 100
+_STOP_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class StdioTarget:
+    """An MCP server launched as a child process speaking MCP on stdin/stdout."""
+
+    command: str
+    args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+    def describe(self) -> str:
+        return " ".join([self.command, *self.args])
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPTarget:
+    """An MCP server reached over streamable HTTP."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return self.url
+
+
+def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """The allow-listed part of our environment plus the server's configured variables."""
+    env = {key: os.environ[key] for key in ENV_ALLOWLIST if key in os.environ}
+    env.update(extra)
+    return env
+
+
+class MCPConnector:
+    """An MCP server behind the ``Connector`` protocol.
+
+    ``target`` is a ``StdioTarget``, an ``HTTPTarget`` or, in tests, an in-process SDK server
+    object (``mcp.server.MCPServer``). Uses asyncio tasks: call it from an asyncio event loop.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        target: StdioTarget | HTTPTarget | Any,
+        *,
+        call_timeout_s: float = 60.0,
+        start_timeout_s: float = 30.0,
+        max_backoff_s: float = 30.0,
+        on_tools_changed: ToolsChangedCallback | None = None,
+    ) -> None:
+        self.name = name
+        self.target = target
+        self.call_timeout_s = call_timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.max_backoff_s = max_backoff_s
+        self.on_tools_changed = on_tools_changed
+        self._connection: _Connection | None = None
+        self._lock = asyncio.Lock()
+        self._failures = 0
+        self._last_failure = 0.0
+        self._last_error = ""
+        self._closed = False
+        self.starts = 0  # how many connections were opened (restarts included)
+
+    # --- Connector protocol -----------------------------------------------------------------
+
+    async def list_tools(self) -> list[ToolSpec]:
+        connection = await self._ensure_started()
+        specs: list[ToolSpec] = []
+        cursor: str | None = None
+        try:
+            for _ in range(_MAX_LIST_PAGES):
+                async with asyncio.timeout(self.call_timeout_s):
+                    page = await connection.client.list_tools(cursor=cursor)
+                specs.extend(tool_spec_from_mcp(self.name, tool) for tool in page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        except TimeoutError:
+            raise UpstreamUnavailableError(
+                f"MCP server {self.name!r} did not list its tools within {self.call_timeout_s:g} s",
+                fix="check that the server is healthy, or raise its timeout_s in the config",
+            ) from None
+        except Exception as error:
+            raise self._unavailable(connection, "while listing its tools", error) from error
+        self._failures = 0
+        return specs
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        from mcp import MCPError
+
+        connection = await self._ensure_started()
+        try:
+            async with asyncio.timeout(self.call_timeout_s):
+                result = await connection.client.call_tool(tool, arguments)
+        except TimeoutError:
+            raise ToolError(
+                f"{self.name}.{tool} did not answer within {self.call_timeout_s:g} s",
+                fix="retry with a smaller request, or raise the server's timeout_s in the config",
+            ) from None
+        except MCPError as error:
+            if error.code != _CONNECTION_CLOSED and not connection.lost.is_set():
+                # The server answered with a protocol error (unknown tool, bad arguments...).
+                return ToolResult(value=None, is_error=True, error_message=error.message)
+            raise self._unavailable(connection, f"during a call to {tool!r}", error) from error
+        except (OSError, ConnectionError) as error:
+            raise self._unavailable(connection, f"during a call to {tool!r}", error) from error
+        except Exception as error:
+            if connection.lost.is_set():
+                raise self._unavailable(connection, f"during a call to {tool!r}", error) from error
+            # httpx errors, malformed results: report, keep the connection.
+            logger.warning("call %s.%s failed: %r", self.name, tool, error)
+            return ToolResult(
+                value=None, is_error=True, error_message=f"{type(error).__name__}: {error}"
+            )
+        self._failures = 0
+        return tool_result_from_mcp(result)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        async with self._lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.stop()
+
+    # --- life cycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect now rather than at first use. Raises ``UpstreamUnavailableError``."""
+        await self._ensure_started()
+
+    @property
+    def connected(self) -> bool:
+        connection = self._connection
+        return connection is not None and connection.ready and not connection.lost.is_set()
+
+    @property
+    def pid(self) -> int | None:
+        """The stdio child's process id while connected (for diagnostics and tests)."""
+        connection = self._connection
+        return connection.find_pid() if connection is not None else None
+
+    @property
+    def protocol_version(self) -> str | None:
+        connection = self._connection
+        if connection is None or not connection.ready:
+            return None
+        return connection.client.protocol_version
+
+    async def _ensure_started(self) -> _Connection:
+        connection = self._connection
+        if connection is not None and connection.ready and not connection.lost.is_set():
+            return connection
+        async with self._lock:
+            if self._closed:
+                raise UpstreamUnavailableError(
+                    f"MCP server {self.name!r} was shut down",
+                    fix="open a new catalog or connector",
+                )
+            connection = self._connection
+            if connection is not None and connection.ready and not connection.lost.is_set():
+                return connection
+            if connection is not None:
+                self._connection = None
+                self._record_failure(connection.describe_loss())
+                await connection.stop()
+            wait = self._backoff_remaining()
+            if wait > 0:
+                raise UpstreamUnavailableError(
+                    f"MCP server {self.name!r} is down ({self._last_error}); "
+                    f"next restart attempt in {wait:.1f} s",
+                    fix="check the server's command and logs; it is restarted automatically",
+                )
+            connection = _Connection(self)
+            self.starts += 1
+            try:
+                await connection.open(self.start_timeout_s)
+            except BaseException as error:
+                await connection.stop()
+                message = connection.describe_start_failure(error)
+                self._record_failure(message)
+                if isinstance(error, asyncio.CancelledError):
+                    raise
+                raise UpstreamUnavailableError(
+                    f"MCP server {self.name!r} could not start: {message}",
+                    fix=f"check that `{_describe(self.target)}` runs and speaks MCP",
+                ) from None
+            self._connection = connection
+            return connection
+
+    def _record_failure(self, message: str) -> None:
+        self._failures += 1
+        self._last_failure = time.monotonic()
+        self._last_error = message
+
+    def _backoff_remaining(self) -> float:
+        if self._failures < 2:
+            return 0.0
+        delay = min(0.25 * 2.0 ** (self._failures - 2), self.max_backoff_s)
+        return max(0.0, self._last_failure + delay - time.monotonic())
+
+    def _unavailable(self, connection: _Connection, when: str, error: BaseException) -> ToolError:
+        connection.lost.set()
+        detail = connection.stderr_tail()
+        suffix = f"; its stderr ends with: {detail}" if detail else ""
+        return UpstreamUnavailableError(
+            f"MCP server {self.name!r} failed {when} ({type(error).__name__}: {error}){suffix}",
+            fix="retry: the server is restarted on the next call",
+        )
+
+    async def _tools_changed(self) -> None:
+        callback = self.on_tools_changed
+        if callback is None:
+            return
+        try:
+            outcome = callback(self.name)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:
+            logger.exception("tools-changed callback for %r failed", self.name)
+
+
+def _describe(target: object) -> str:
+    describe = getattr(target, "describe", None)
+    return str(describe()) if callable(describe) else type(target).__name__
+
+
+class _Connection:
+    """One live session with the upstream, owned by its own task."""
+
+    def __init__(self, owner: MCPConnector) -> None:
+        self.owner = owner
+        self.lost = asyncio.Event()
+        self.ready = False
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._client: Client | None = None
+        self._stderr: IO[str] | None = None
+        self._pid: int | None = None
+        if isinstance(owner.target, StdioTarget):
+            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+
+    @property
+    def client(self) -> Client:
+        assert self._client is not None
+        return self._client
+
+    async def open(self, timeout_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        started: asyncio.Future[None] = loop.create_future()
+        self._task = asyncio.create_task(self._run(started), name=f"mcp:{self.owner.name}")
+        try:
+            async with asyncio.timeout(timeout_s):
+                await asyncio.shield(started)
+        except TimeoutError:
+            raise TimeoutError(f"no answer to the MCP handshake within {timeout_s:g} s") from None
+        self.ready = True
+
+    async def stop(self) -> None:
+        self._stop.set()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                async with asyncio.timeout(_STOP_TIMEOUT_S):
+                    await asyncio.shield(task)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(task, 2.0)
+            except Exception:
+                logger.debug("MCP connection task for %r ended with an error", self.owner.name)
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    async def _run(self, started: asyncio.Future[None]) -> None:
+        from mcp import Client
+        from mcp.types import Implementation
+
+        server: Any = self.owner.target
+        if _is_remote(server):
+            server = self._transport()
+        try:
+            async with Client(
+                server,
+                cache=None,
+                message_handler=self._on_message,
+                client_info=Implementation(name="codemode", version=_version()),
+            ) as client:
+                _tolerate_invalid_structured_content(client, self.owner.name)
+                self._client = client
+                if not started.done():
+                    started.set_result(None)
+                async with _listening(client, self.owner) as _:
+                    await _first_of(self._stop, self.lost)
+        except BaseException as error:
+            if not started.done():
+                if isinstance(error, asyncio.CancelledError):
+                    started.cancel()
+                else:
+                    started.set_exception(error)
+            elif not self._stop.is_set():
+                logger.warning("MCP server %r connection ended: %r", self.owner.name, error)
+            if isinstance(error, asyncio.CancelledError):
+                raise
+        finally:
+            self.lost.set()
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[TransportStreams]:
+        return _watched_transport(self.owner.target, self._stderr, self.lost)
+
+    async def _on_message(self, message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            await self.owner._tools_changed()
+
+    # --- diagnostics --------------------------------------------------------------------------
+
+    def stderr_tail(self) -> str:
+        handle = self._stderr
+        if handle is None:
+            return ""
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            with open(os.dup(handle.fileno()), "rb") as raw:  # noqa: PTH123
+                raw.seek(max(0, size - 4 * _STDERR_TAIL_CHARS))
+                text = raw.read().decode("utf-8", "replace")
+            if size > _STDERR_MAX_BYTES:
+                handle.truncate(0)
+        except OSError:
+            return ""
+        return " ".join(text.split())[-_STDERR_TAIL_CHARS:]
+
+    def describe_loss(self) -> str:
+        tail = self.stderr_tail()
+        return "the server exited" + (f"; stderr: {tail}" if tail else "")
+
+    def describe_start_failure(self, error: BaseException) -> str:
+        text = _error_text(error)
+        tail = self.stderr_tail()
+        return text + (f"; its stderr ends with: {tail}" if tail else "")
+
+    def find_pid(self) -> int | None:
+        """The direct child whose stderr is our capture file (Linux /proc)."""
+        if self._pid is not None or self._stderr is None or self.lost.is_set():
+            return self._pid if not self.lost.is_set() else None
+        try:
+            ours = os.fstat(self._stderr.fileno())
+        except (OSError, ValueError):
+            return None
+        me = os.getpid()
+        with contextlib.suppress(OSError):
+            for entry in os.scandir("/proc"):
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry.name}/stat", encoding="ascii") as stat:  # noqa: PTH123
+                        ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+                    if ppid != me:
+                        continue
+                    theirs = Path(f"/proc/{entry.name}/fd/2").stat()
+                except (OSError, ValueError, IndexError):
+                    continue
+                if (theirs.st_dev, theirs.st_ino) == (ours.st_dev, ours.st_ino):
+                    self._pid = int(entry.name)
+                    break
+        return self._pid
+
+
+def _is_remote(target: object) -> bool:
+    return isinstance(target, StdioTarget | HTTPTarget)
+
+
+def _version() -> str:
+    from codemode import __version__
+
+    return __version__
+
+
+def _error_text(error: BaseException) -> str:
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(_error_text(inner) for inner in error.exceptions)
+    if isinstance(error, FileNotFoundError):
+        return f"command not found ({error.filename or error})"
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+async def _first_of(*events: asyncio.Event) -> None:
+    waiters = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
+@contextlib.asynccontextmanager
+async def _listening(client: Client, owner: MCPConnector) -> AsyncIterator[None]:
+    """On a 2026-07-28 connection, list changes arrive on a `subscriptions/listen` stream."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    capability = client.server_capabilities.tools
+    wanted = client.protocol_version in MODERN_PROTOCOL_VERSIONS and bool(
+        capability is not None and capability.list_changed
+    )
+    if not wanted:
+        yield
+        return
+
+    async def listen() -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    await owner._tools_changed()
+        except Exception as error:
+            logger.debug("tools/list_changed listener for %r ended: %r", owner.name, error)
+
+    task = asyncio.create_task(listen(), name=f"mcp-listen:{owner.name}")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(task, 2.0)
+
+
+@contextlib.asynccontextmanager
+async def _watched_transport(
+    target: StdioTarget | HTTPTarget, stderr: IO[str] | None, lost: asyncio.Event
+) -> AsyncIterator[TransportStreams]:
+    """The SDK transport, with its read stream watched so the end of it sets ``lost``."""
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    try:
+        if isinstance(target, StdioTarget):
+            params = StdioServerParameters(
+                command=target.command,
+                args=list(target.args),
+                env=child_environment(target.env),
+                cwd=target.cwd,
+            )
+            async with stdio_client(params, errlog=stderr or sys.stderr) as (read, write):  # type: ignore[arg-type]
+                yield _WatchedReadStream(read, lost), write
+        else:
+            async with (
+                create_mcp_http_client(headers=dict(target.headers)) as http,
+                streamable_http_client(target.url, http_client=http) as (read, write),
+            ):
+                yield _WatchedReadStream(read, lost), write
+    finally:
+        lost.set()
+
+
+class _WatchedReadStream:
+    """Delegates to the transport's read stream; its end means the upstream is gone."""
+
+    def __init__(self, inner: Any, lost: asyncio.Event) -> None:
+        self._inner = inner
+        self._lost = lost
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def receive(self) -> Any:
+        import anyio
+
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._lost.set()
+            raise
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _tolerate_invalid_structured_content(client: Client, server: str) -> None:
+    """Fall back to the text content when structured content breaks the tool's output schema.
+
+    The SDK validates inside ``ClientSession.call_tool`` and raises after the call has run; a
+    call cannot be repeated safely, so the check is wrapped instead of the call.
+    """
+    session = client.session
+    strict = session.validate_tool_result
+
+    async def lenient(name: str, result: mcp_types.CallToolResult) -> None:
+        try:
+            await strict(name, result)
+        except RuntimeError as error:
+            logger.warning("%s.%s: %s; using the text content instead", server, name, error)
+            result.structured_content = None
+
+    session.validate_tool_result = lenient  # type: ignore[method-assign]
+
+
+# --- MCP types -> codemode vocabulary ---------------------------------------------------------
+
+
+def tool_spec_from_mcp(server: str, tool: mcp_types.Tool) -> ToolSpec:
+    annotations = tool.annotations
+    return ToolSpec(
+        server=server,
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=dict(tool.input_schema) or {"type": "object"},
+        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
+        source="mcp",
+        read_only=annotations.read_only_hint if annotations else None,
+        destructive=annotations.destructive_hint if annotations else None,
+        title=tool.title or (annotations.title if annotations else None),
+    )
+
+
+def tool_result_from_mcp(result: mcp_types.CallToolResult) -> ToolResult:
+    import mcp_types
+
+    blocks = [_content_value(block) for block in result.content]
+    if result.structured_content is not None:
+        value: Any = result.structured_content
+    elif not blocks:
+        value = None
+    elif len(blocks) == 1:
+        value = blocks[0]
+    else:
+        value = blocks
+    error_message = None
+    if result.is_error:
+        texts = [block.text for block in result.content if isinstance(block, mcp_types.TextContent)]
+        error_message = "\n".join(texts) or "the tool reported an error"
+    return ToolResult(value=value, is_error=result.is_error, error_message=error_message)
+
+
+def _content_value(block: Any) -> Any:
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return _maybe_json(block.text)
+    if kind in ("image", "audio"):
+        return {"type": kind, "mime_type": block.mime_type, "data": block.data}
+    if kind == "resource_link":
+        return {
+            "type": "resource_link",
+            "uri": str(block.uri),
+            "name": block.name,
+            "mime_type": block.mime_type,
+        }
+    if kind == "resource":
+        resource = block.resource
+        item: dict[str, Any] = {
+            "type": "resource",
+            "uri": str(resource.uri),
+            "mime_type": resource.mime_type,
+        }
+        if hasattr(resource, "text"):
+            item["text"] = resource.text
+        else:
+            item["blob"] = getattr(resource, "blob", None)
+        return item
+    return block.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _maybe_json(text: str) -> Any:
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            return text
+    return text
