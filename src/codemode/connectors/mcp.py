@@ -248,8 +248,8 @@ class MCPConnector:
             try:
                 await connection.open(self.start_timeout_s)
             except BaseException as error:
-                await connection.stop()
                 message = connection.describe_start_failure(error)
+                await connection.stop()
                 self._record_failure(message)
                 if isinstance(error, asyncio.CancelledError):
                     raise

@@ -138,8 +138,16 @@ def _build_tool(server: str, tool_name: str, function: Callable[..., Any]) -> _T
             annotation,
             Field(default, description=param_docs.get(parameter.name)),
         )
-    model = create_model(f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
-    schema = model.model_json_schema()
+    try:
+        model = create_model(
+            f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        schema = model.model_json_schema()
+    except Exception as error:
+        raise SchemaError(
+            f"cannot build a schema for {server}.{tool_name}: {error}",
+            fix="use JSON-friendly parameter types (on Python 3.11, typing_extensions.TypedDict)",
+        ) from error
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         if isinstance(prop, dict):
