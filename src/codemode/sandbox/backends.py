@@ -47,6 +47,16 @@ _BOOTSTRAP = (
     "import sys;sys.path.insert(0,{root!r});"
     "from _codemode_guest.main import main;main(sys.argv[1:])"
 )
+_ENV_BINARY = "/usr/bin/env"
+_GUEST_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": WORKSPACE,
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+    "MPLBACKEND": "Agg",
+    "MPLCONFIGDIR": "/tmp/matplotlib",
+    "OMP_NUM_THREADS": "2",
+}
 # Host variables that are safe and sometimes needed (old OpenBLAS builds crash without them).
 _PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
@@ -78,9 +88,21 @@ class SandboxProcess:
         return _tree_cpu_seconds(self.popen.pid)
 
     def kill(self) -> None:
-        """Kill every process of the sandbox and release everything it held. Idempotent."""
-        with contextlib.suppress(ProcessLookupError):
-            self.popen.kill()
+        """Kill every process of the sandbox and release everything it held. Idempotent.
+
+        The sandbox's pid 1 is killed first, which ends its whole pid namespace; bwrap outside
+        then reaps it and exits. Killing bwrap first would orphan pid 1 to the host's init,
+        which may never reap it (a zombie left behind).
+        """
+        if self.popen.poll() is None:
+            for child in _children(self.popen.pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(child, signal.SIGKILL)
+            try:
+                self.popen.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    self.popen.kill()
         if self.cgroup is not None:
             self.cgroup.kill_all()
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -140,6 +162,27 @@ def _default_python_paths() -> tuple[str, ...]:
         if path not in found and Path(path).is_dir():
             found.append(path)
     return tuple(found)
+
+
+def _created_parents(paths: list[str]) -> set[str]:
+    """Ancestors of bind targets that exist only because bwrap made them (not /usr...)."""
+    parents: set[str] = set()
+    for path in paths:
+        parts = Path(path).parts[1:-1]
+        for depth in range(1, len(parts) + 1):
+            parent = "/" + "/".join(parts[:depth])
+            if parent not in ("/usr", "/etc", "/dev", "/proc", "/tmp") and not parent.startswith(
+                "/usr/"
+            ):
+                parents.add(parent)
+    return parents
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
 
 
 def _tree_cpu_seconds(root_pid: int) -> float:
@@ -253,20 +296,22 @@ class BwrapBackend:
             "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
             "--size", str(min(limits.tmp_bytes, 64 * 1024 * 1024)), "--tmpfs", "/dev/shm",
             "--size", str(limits.workspace_bytes), "--tmpfs", WORKSPACE,
-            "--chdir", WORKSPACE,
+            # The guest starts with an empty environment (so /proc/*/environ holds nothing)
+            # and sets its variables itself from --env arguments.
             "--clearenv",
-            "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
-            "--setenv", "HOME", WORKSPACE,
-            "--setenv", "TMPDIR", "/tmp",
-            "--setenv", "LANG", "C.UTF-8",
-            "--setenv", "MPLBACKEND", "Agg",
-            "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib",
         ]  # fmt: skip
-        for name in _PASS_THROUGH_ENV:
-            if name in os.environ:
-                args += ["--setenv", name, os.environ[name]]
-        args += ["--seccomp", str(seccomp_fd), "--", interpreter, "-I", "-S", "-B", "-c"]
+        # Directories bwrap created to hold read-only binds: traversable, not listable.
+        for hidden in sorted(_created_parents(bound + [SANDBOX_GUEST_ROOT])):
+            args += ["--chmod", "0111", hidden]
+        args += ["--remount-ro", "/"]
+        # bwrap always sets PWD; `env -i` hands the interpreter a truly empty environment.
+        args += ["--chdir", "/", "--seccomp", str(seccomp_fd), "--", _ENV_BINARY, "-i"]
+        args += [interpreter, "-I", "-S", "-B", "-c"]
         args += [_BOOTSTRAP.format(root=SANDBOX_GUEST_ROOT), "--fd", str(bridge_fd)]
+        args += ["--workspace", WORKSPACE, "--isolated"]
+        env = {**_GUEST_ENV, **{k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ}}
+        for key, value in env.items():
+            args += ["--env", f"{key}={value}"]
         for path in bound[1:]:
             if path != os.path.realpath(sys.base_prefix):
                 args += ["--path", path]

@@ -20,7 +20,7 @@ _MAX_SCAN = 5000
 
 
 def _parse_args(argv):
-    fd, paths, workspace = None, [], None
+    fd, paths, workspace, isolated = None, [], None, False
     it = iter(argv)
     for arg in it:
         if arg == "--fd":
@@ -29,7 +29,12 @@ def _parse_args(argv):
             paths.append(next(it))
         elif arg == "--workspace":
             workspace = next(it)
-    return fd, paths, workspace
+        elif arg == "--isolated":
+            isolated = True
+        elif arg == "--env":
+            key, _, value = next(it).partition("=")
+            os.environ[key] = value
+    return fd, paths, workspace, isolated
 
 
 def _scan(root):
@@ -189,7 +194,8 @@ async def _await(awaitable):
 
 
 def main(argv):
-    fd, paths, workspace = _parse_args(argv)
+    fd, paths, workspace, isolated = _parse_args(argv)
+    os.chdir(workspace)
     if paths:
         import site
 
@@ -199,8 +205,6 @@ def main(argv):
     os.closerange(3, fd)
     os.closerange(fd + 1, 4096)
     sock = socket.socket(fileno=fd)
-    isolated = workspace is None
-    workspace = workspace or os.getcwd()
     runtime.install(sock)
     guest = Guest(sock, workspace, isolated)
     sock.sendall(wire.encode_frame({"op": "ready", "pid": os.getpid()}))

@@ -1,0 +1,150 @@
+"""Warm pool: sandboxes started ahead of demand, refilled in the background.
+
+Every sandbox is started by the pool's one long-lived thread. bwrap's ``--die-with-parent`` ties
+a sandbox's life to the *thread* that forked it, so a sandbox started from a short-lived worker
+thread would be killed when that thread exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import weakref
+from collections import deque
+from concurrent.futures import Future
+
+from codemode.errors import CodemodeError, SandboxError
+from codemode.sandbox.backends import SandboxBackend
+from codemode.sandbox.runner import Sandbox
+
+__all__ = ["SandboxPool"]
+
+log = logging.getLogger(__name__)
+
+
+class SandboxPool:
+    """Keeps ``size`` ready sandboxes. ``acquire`` never waits for the refill thread."""
+
+    def __init__(
+        self, backend: SandboxBackend, size: int = 2, *, start_timeout_s: float = 15.0
+    ) -> None:
+        if size < 0:
+            raise SandboxError("pool size cannot be negative", fix="set sandbox.pool_size >= 0")
+        self.backend = backend
+        self.size = size
+        self.start_timeout_s = start_timeout_s
+        self._ready: deque[Sandbox] = deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._requests: deque[Future[Sandbox]] = deque()
+        self._all: weakref.WeakSet[Sandbox] = weakref.WeakSet()
+        self.last_error: CodemodeError | None = None
+
+    def start(self) -> SandboxPool:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._refill, name="codemode-sandbox-pool", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def _spawn_here(self) -> Sandbox:
+        sandbox = Sandbox(self.backend.spawn(), self.backend.limits)
+        self._all.add(sandbox)
+        sandbox.wait_ready(self.start_timeout_s)
+        return sandbox
+
+    def spawn(self) -> Sandbox:
+        """Start one sandbox now (on the pool's thread) and wait until its guest is ready."""
+        future: Future[Sandbox] = Future()
+        with self._cond:
+            if self._closed:
+                raise SandboxError("the sandbox pool is closed")
+            if self._thread is None:
+                self.start()
+            self._requests.append(future)
+            self._cond.notify_all()
+        return future.result(timeout=self.start_timeout_s + 30)
+
+    def acquire(self) -> Sandbox:
+        with self._cond:
+            if self._closed:
+                raise SandboxError("the sandbox pool is closed")
+            while self._ready:
+                sandbox = self._ready.popleft()
+                self._cond.notify_all()
+                if sandbox.process.alive():
+                    return sandbox
+                sandbox.kill()
+        return self.spawn()
+
+    @property
+    def ready_count(self) -> int:
+        with self._cond:
+            return len(self._ready)
+
+    def wait_full(self, timeout_s: float = 30.0) -> bool:
+        """Wait until the pool holds ``size`` sandboxes (for benchmarks and tests)."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: len(self._ready) >= self.size or self._closed, timeout_s
+            )
+
+    def _refill(self) -> None:
+        failures = 0
+        while True:
+            with self._cond:
+                self._cond.wait_for(
+                    lambda: self._closed or self._requests or len(self._ready) < self.size
+                )
+                if self._closed:
+                    for pending in self._requests:
+                        pending.set_exception(SandboxError("the sandbox pool is closed"))
+                    self._requests.clear()
+                    return
+                request = self._requests.popleft() if self._requests else None
+            if request is not None:
+                try:
+                    request.set_result(self._spawn_here())
+                except BaseException as error:  # noqa: BLE001 - handed to the waiting caller
+                    request.set_exception(error)
+                continue
+            try:
+                sandbox = self._spawn_here()
+                failures = 0
+            except CodemodeError as error:
+                self.last_error = error
+                failures += 1
+                log.warning("sandbox pool could not start a sandbox: %s", error)
+                with self._cond:
+                    # Back off instead of spinning when sandboxes cannot start at all.
+                    self._cond.wait(timeout=min(0.1 * 2**failures, 5.0))
+                continue
+            with self._cond:
+                if self._closed:
+                    sandbox.kill()
+                    return
+                self._ready.append(sandbox)
+                self._cond.notify_all()
+
+    def close(self) -> None:
+        """Stop every sandbox this pool started (sessions' included), then the thread."""
+        with self._cond:
+            self._closed = True
+            self._ready.clear()
+        for sandbox in list(self._all):
+            sandbox.kill()
+        with self._cond:
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+
+    def __enter__(self) -> SandboxPool:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
