@@ -69,7 +69,8 @@ CREATE INDEX leads_country ON leads (country);
 _MAIL_SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE subscribers (
-    list_name TEXT NOT NULL, email TEXT NOT NULL, name TEXT NOT NULL, added TEXT NOT NULL,
+    list_name TEXT NOT NULL, email TEXT NOT NULL COLLATE NOCASE, name TEXT NOT NULL,
+    added TEXT NOT NULL,
     PRIMARY KEY (list_name, email)
 );
 CREATE TABLE outbox (
