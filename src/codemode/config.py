@@ -284,6 +284,8 @@ def _server_from_table(name: str, table: Any, path: Path, *, prefix: str) -> Ser
             fix=f"rename it, e.g. to {safe!r}",
         )
     kinds = [key for key in _KIND_KEYS if key in table]
+    if not kinds:  # a misspelt kind key deserves a did-you-mean, not "none found"
+        _check_keys(table, frozenset().union(*_KEYS_BY_KIND.values()), source, prefix)
     if len(kinds) != 1:
         found = " and ".join(repr(k) for k in kinds) if kinds else "none"
         raise ConfigError(

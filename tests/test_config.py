@@ -1,0 +1,220 @@
+"""load_config: codemode.toml and mcpServers JSON, env references, and every error."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemode.config import load_config
+from codemode.errors import ConfigError
+
+
+def write(tmp_path: Path, text: str, name: str = "codemode.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_toml_all_server_kinds(tmp_path, monkeypatch):
+    monkeypatch.setenv("GH_TOKEN", "secret-1")
+    monkeypatch.delenv("MISSING_WITH_DEFAULT", raising=False)
+    path = write(
+        tmp_path,
+        """
+[servers.files]
+command = "npx"
+args = ["-y", "server-filesystem", "${MISSING_WITH_DEFAULT:-/data}"]
+env = { TOKEN = "${GH_TOKEN}" }
+cwd = "work"
+start = "startup"
+tools = ["read_*"]
+timeout_s = 5
+
+[servers.remote]
+url = "https://example.test/mcp"
+headers = { Authorization = "Bearer ${GH_TOKEN}" }
+
+[servers.stripe]
+openapi = "specs/stripe.json"
+base_url = "https://api.stripe.test"
+
+[servers.local]
+python = "my_tools:TOOLS"
+enabled = false
+
+[sandbox]
+pool_size = 3
+
+[sandbox.limits]
+wall_time_s = 5
+
+[gateway]
+max_sessions = 8
+state_dir = "state"
+""",
+    )
+    config = load_config(path)
+    files = config.servers["files"]
+    assert (files.kind, files.command) == ("stdio", "npx")
+    assert files.args == ("-y", "server-filesystem", "/data")
+    assert dict(files.env) == {"TOKEN": "secret-1"}
+    assert files.cwd == str(tmp_path / "work")
+    assert files.start == "startup" and files.tools == ("read_*",) and files.timeout_s == 5.0
+    remote = config.servers["remote"]
+    assert remote.kind == "http" and dict(remote.headers) == {"Authorization": "Bearer secret-1"}
+    stripe = config.servers["stripe"]
+    assert stripe.openapi == str(tmp_path / "specs" / "stripe.json")
+    assert stripe.base_url == "https://api.stripe.test"
+    assert config.servers["local"].python == "my_tools:TOOLS"
+    assert [s.name for s in config.enabled_servers()] == ["files", "remote", "stripe"]
+    assert config.sandbox.pool_size == 3 and config.sandbox.limits.wall_time_s == 5
+    assert config.gateway.max_sessions == 8 and config.gateway.session_idle_timeout_s == 900
+    assert config.gateway.state_dir == tmp_path / "state"
+    assert config.source == path
+
+
+def test_mcp_servers_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("API_KEY", "k")
+    path = write(
+        tmp_path,
+        json.dumps(
+            {
+                "mcpServers": {
+                    "memory": {
+                        "command": "npx",
+                        "args": ["-y", "@modelcontextprotocol/server-memory"],
+                        "env": {"KEY": "${API_KEY}"},
+                        "autoApprove": ["read_graph"],
+                    },
+                    "web": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"X": "1"}},
+                    "off": {"command": "x", "disabled": True},
+                },
+                "globalShortcut": "Ctrl+Space",
+            }
+        ),
+        name="claude_desktop_config.json",
+    )
+    config = load_config(path)
+    memory = config.servers["memory"]
+    assert memory.kind == "stdio" and memory.args[-1] == "@modelcontextprotocol/server-memory"
+    assert dict(memory.env) == {"KEY": "k"}
+    assert config.servers["web"].url == "http://127.0.0.1:9/mcp"
+    assert config.servers["off"].enabled is False
+    assert [s.name for s in config.enabled_servers()] == ["memory", "web"]
+
+
+def test_default_config_is_the_demo_servers(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = load_config(None)
+    assert config.source is None
+    assert list(config.servers) == ["docs", "crm"]
+    docs = config.servers["docs"]
+    assert docs.command == sys.executable and docs.args == ("-m", "codemode.demo.docs_server")
+
+
+def test_local_codemode_toml_is_used_when_present(tmp_path, monkeypatch):
+    write(tmp_path, '[servers.one]\ncommand = "one"\n')
+    monkeypatch.chdir(tmp_path)
+    assert list(load_config(None).servers) == ["one"]
+
+
+def test_state_dir_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODEMODE_STATE_DIR", str(tmp_path / "s"))
+    assert load_config(write(tmp_path, "")).gateway.state_dir == tmp_path / "s"
+
+
+def test_fingerprint_changes_with_config(tmp_path):
+    a = load_config(write(tmp_path, '[servers.x]\ncommand = "a"\n', "a.toml")).servers["x"]
+    b = load_config(write(tmp_path, '[servers.x]\ncommand = "b"\n', "b.toml")).servers["x"]
+    a2 = load_config(write(tmp_path, '[servers.x]\ncommand = "a"\n', "c.toml")).servers["x"]
+    assert a.fingerprint() == a2.fingerprint() != b.fingerprint()
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "message", "fix"),
+    [
+        ('[servers.x]\ncomand = "a"\n', "servers.x.comand", "unknown key", "'command'"),
+        ("[servers.x]\nenabled = true\n", "servers.x", "exactly one of", "keep one"),
+        ('[servers.x]\ncommand = "a"\nargz = []\n', "servers.x.argz", "unknown key", "'args'"),
+        ('[serverz.x]\ncommand = "a"\n', "serverz", "unknown key", "'servers'"),
+        ('[servers.x]\ncommand = "a"\nurl = "http://h"\n', "servers.x", "exactly one", "keep"),
+        ('[servers.x]\ncommand = "a"\nargs = "no"\n', "servers.x.args", "list of strings", "args"),
+        ('[servers.x]\nurl = "ftp://h"\n', "servers.x.url", "not an http", "full URL"),
+        ('[servers.x]\npython = "nomodule"\n', "servers.x.python", "module:attribute", "TOOLS"),
+        (
+            '[servers.x]\ncommand = "a"\nstart = "now"\n',
+            "servers.x.start",
+            "start policy",
+            "first_use",
+        ),
+        (
+            '[servers.x]\ncommand = "a"\nenabled = "yes"\n',
+            "servers.x.enabled",
+            "true or false",
+            "enabled",
+        ),
+        ('[servers.x]\ncommand = "a"\ntools = "r*"\n', "servers.x.tools", "patterns", "tools ="),
+        (
+            '[servers.x]\ncommand = "a"\nenv = { A = 1 }\n',
+            "servers.x.env.A",
+            "must be a string",
+            "quote",
+        ),
+        ('[servers."bad name"]\ncommand = "a"\n', "servers.bad name", "server name", "bad_name"),
+        ("[gateway]\nmax_sessions = 0\n", "gateway.max_sessions", "positive", "max_sessions"),
+        ("[gateway]\nidle = 3\n", "gateway.idle", "unknown key", "session_idle_timeout_s"),
+        ("[sandbox]\npool = 3\n", "sandbox.pool", "unknown setting", "pool_size"),
+        ("[servers\n", None, "not valid TOML", "syntax"),
+    ],
+)
+def test_toml_errors_name_file_key_and_fix(tmp_path, text, key, message, fix):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    error = info.value
+    assert error.path == str(path)
+    assert error.key == key
+    assert message in str(error)
+    assert error.fix and fix in error.fix
+    assert str(path) in str(error)
+
+
+def test_missing_environment_variable(tmp_path, monkeypatch):
+    monkeypatch.delenv("NOPE_TOKEN", raising=False)
+    path = write(tmp_path, '[servers.x]\nurl = "http://h/mcp"\nheaders = { A = "${NOPE_TOKEN}" }\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.key == "servers.x.headers.A"
+    assert "NOPE_TOKEN" in str(info.value) and "export NOPE_TOKEN" in (info.value.fix or "")
+
+
+@pytest.mark.parametrize(
+    ("data", "key", "message"),
+    [
+        ({"servers": {}}, "mcpServers", "mcpServers"),
+        ({"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}, "mcpServers.x.type", "SSE"),
+        ({"mcpServers": {"x": {"command": "a", "foo": 1}}}, "mcpServers.x.foo", "unknown key"),
+        ({"mcpServers": {"x": []}}, "mcpServers.x", "table/object"),
+        (
+            {"mcpServers": {"x": {"type": "http", "command": "a"}}},
+            "mcpServers.x.type",
+            "mismatched",
+        ),
+    ],
+)
+def test_json_errors(tmp_path, data, key, message):
+    path = write(tmp_path, json.dumps(data), "mcp.json")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.key == key and message in str(info.value) and info.value.fix
+
+
+def test_bad_json_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load_config(write(tmp_path, "{nope", "x.json"))
+    with pytest.raises(ConfigError, match="not found") as info:
+        load_config(tmp_path / "absent.toml")
+    assert info.value.fix
