@@ -64,7 +64,8 @@ class Catalog:
         return self._connectors[server]
 
     def specs(self) -> list[ToolSpec]:
-        return [spec for tools in self._tools.values() for spec in tools.values()]
+        # In connector order, whatever order the upstreams answered in.
+        return [spec for name in self._connectors for spec in self._tools.get(name, {}).values()]
 
     def server_specs(self, server: str) -> list[ToolSpec]:
         return list(self._tools.get(server, {}).values())
