@@ -1,0 +1,73 @@
+"""The two tools an agent sees: ``search`` and ``execute``. Plain data, plus ``mcp`` Tool objects.
+
+The descriptions are the whole manual: they teach the workflow (search, import, call, print
+little, keep state in the session, catch ``ToolError``) in as few tokens as we could.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from codemode.search.base import DEFAULT_LIMIT
+
+if TYPE_CHECKING:
+    from mcp.types import Tool
+
+__all__ = ["EXECUTE", "META_TOOLS", "SEARCH", "mcp_tools", "tool_definitions"]
+
+SEARCH: dict[str, Any] = {
+    "name": "search",
+    "description": (
+        "Find Python functions for your task among the available tools. "
+        "Returns the best matches with signatures. "
+        "detail: name, summary (default) or full (source with docs)."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What you want to do"},
+            "detail": {"type": "string", "enum": ["name", "summary", "full"]},
+            "limit": {"type": "integer", "minimum": 1, "default": DEFAULT_LIMIT},
+        },
+        "required": ["query"],
+    },
+}
+
+EXECUTE: dict[str, Any] = {
+    "name": "execute",
+    "description": (
+        "Run Python code in a sandbox. Use functions found by search: "
+        "`from servers import github` then `github.some_tool(...)`. "
+        "Only printed output comes back: print just what you need and keep big data in "
+        "variables or files. Variables and files persist in a session: pass back the returned "
+        "`session` (fresh=true starts anew). A failed tool call raises ToolError."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string"},
+            "session": {"type": "string"},
+            "fresh": {"type": "boolean"},
+        },
+        "required": ["code"],
+    },
+}
+
+META_TOOLS: tuple[dict[str, Any], ...] = (SEARCH, EXECUTE)
+
+
+def tool_definitions() -> list[dict[str, Any]]:
+    """The definitions as an MCP client puts them in context (wire names: ``inputSchema``)."""
+    return [
+        {"name": t["name"], "description": t["description"], "inputSchema": t["input_schema"]}
+        for t in META_TOOLS
+    ]
+
+
+def mcp_tools() -> list[Tool]:
+    from mcp.types import Tool
+
+    return [
+        Tool(name=t["name"], description=t["description"], input_schema=t["input_schema"])
+        for t in META_TOOLS
+    ]

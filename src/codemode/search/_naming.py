@@ -1,0 +1,62 @@
+"""Python names for tools, the ones the generated stubs use (``codemode.stubs.naming``).
+
+Function names are assigned per server in one go because colliding names are de-duplicated
+within a server. A minimal fallback with the same rule keeps search usable without the stubs
+package.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import Iterable, Sequence
+
+from codemode.tools import ToolSpec
+
+__all__ = ["python_names"]
+
+_NON_IDENT = re.compile(r"[^0-9a-zA-Z]+")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])|([A-Z]+)([A-Z][a-z])")
+
+
+def _identifier(name: str) -> str:
+    spaced = _CAMEL.sub(lambda m: f"{m[1] or m[3]}_{m[2] or m[4]}", name)
+    ident = _NON_IDENT.sub("_", spaced).strip("_").lower() or "x"
+    if ident[0].isdigit():
+        ident = f"x_{ident}"
+    return f"{ident}_" if keyword.iskeyword(ident) else ident
+
+
+def _assign(names: Iterable[str]) -> dict[str, str]:
+    try:
+        from codemode.stubs.naming import assign_names
+    except ImportError:
+        taken: set[str] = set()
+        result: dict[str, str] = {}
+        for name in sorted(set(names)):
+            base = candidate = _identifier(name)
+            n = 2
+            while candidate in taken:
+                candidate, n = f"{base}_{n}", n + 1
+            taken.add(candidate)
+            result[name] = candidate
+        return result
+    return assign_names(names)
+
+
+def _module(server: str) -> str:
+    try:
+        from codemode.stubs.naming import identifier
+    except ImportError:
+        return _identifier(server)
+    return identifier(server)
+
+
+def python_names(specs: Sequence[ToolSpec]) -> list[tuple[str, str]]:
+    """``(module, function)`` per spec: ``from servers import module``, ``module.function()``."""
+    by_server: dict[str, list[str]] = {}
+    for spec in specs:
+        by_server.setdefault(spec.server, []).append(spec.name)
+    functions = {server: _assign(names) for server, names in by_server.items()}
+    modules = {server: _module(server) for server in by_server}
+    return [(modules[s.server], functions[s.server][s.name]) for s in specs]

@@ -1,0 +1,159 @@
+"""What search sees of a tool: its text split into weighted fields, plus what an answer shows."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from codemode.search._naming import python_names
+from codemode.search.text import split_words, strip_markup
+from codemode.tools import JSONObject, ToolSpec
+
+__all__ = [
+    "FIELDS",
+    "ToolDocument",
+    "first_sentence",
+    "signature",
+    "tool_document",
+    "tool_documents",
+]
+
+# Index columns, in order. Weights live with the index (fts.py).
+FIELDS = ("server", "name", "summary", "description", "params", "body", "path")
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\[(])")
+_SPACES = re.compile(r"\s+")
+_MAX_SIGNATURE_PARAMS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDocument:
+    spec: ToolSpec
+    module: str  # the server's Python module name: ``from servers import <module>``
+    function: str  # the tool's Python function name in that module
+    summary: str  # one line
+    signature: str  # ``function(a: str, b: int = ...) -> dict``
+    fields: tuple[str, ...]  # raw text per FIELDS entry
+    semantic_text: str  # what the embedding model reads
+
+
+def first_sentence(text: str, limit: int = 160) -> str:
+    """The first sentence of ``text`` without markup, at most ``limit`` characters."""
+    flat = _SPACES.sub(" ", strip_markup(text)).strip()
+    sentence = _SENTENCE_END.split(flat, maxsplit=1)[0] if flat else ""
+    if len(sentence) > limit:
+        sentence = sentence[: limit - 1].rsplit(" ", 1)[0] + "…"
+    return sentence
+
+
+def _resolve(schema: Any, root: JSONObject, depth: int = 0) -> JSONObject:
+    """Follow a local ``$ref`` (``#/...``) once or twice; anything else is returned as is."""
+    while isinstance(schema, dict) and "$ref" in schema and depth < 8:
+        ref = schema["$ref"]
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            return {}
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = (
+                node.get(part.replace("~1", "/").replace("~0", "~"), {})
+                if isinstance(node, dict)
+                else {}
+            )
+        schema, depth = node, depth + 1
+    return schema if isinstance(schema, dict) else {}
+
+
+def _properties(schema: JSONObject, root: JSONObject) -> dict[str, JSONObject]:
+    schema = _resolve(schema, root)
+    props: dict[str, JSONObject] = {}
+    for raw in [schema, *schema.get("allOf", [])]:
+        part = _resolve(raw, root)
+        for key, value in (part.get("properties") or {}).items():
+            props[str(key)] = _resolve(value, root)
+    return props
+
+
+def _nested_names(schema: JSONObject, root: JSONObject, depth: int) -> Iterator[str]:
+    if depth <= 0:
+        return
+    schema = _resolve(schema, root)
+    if schema.get("type") == "array" or "items" in schema:
+        schema = _resolve(schema.get("items", {}), root)
+    for name, sub in _properties(schema, root).items():
+        yield name
+        yield from _nested_names(sub, root, depth - 1)
+
+
+def _type_hint(schema: JSONObject, root: JSONObject) -> str:
+    schema = _resolve(schema, root)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if "enum" in schema and kind in (None, "string"):
+        return "str"
+    return {
+        "string": "str",
+        "integer": "int",
+        "number": "float",
+        "boolean": "bool",
+        "array": "list",
+        "object": "dict",
+    }.get(str(kind), "Any")
+
+
+def signature(spec: ToolSpec, function: str) -> str:
+    """A one-line Python signature: required parameters, then a few optional ones, then ``...``."""
+    root = spec.input_schema
+    props = _properties(root, root)
+    required = [n for n in root.get("required", []) if n in props]
+    optional = [n for n in props if n not in required]
+    shown = [f"{n}: {_type_hint(props[n], root)}" for n in required]
+    room = max(0, _MAX_SIGNATURE_PARAMS - len(shown))
+    shown += [f"{n}=…" for n in optional[:room]]
+    if len(optional) > room:
+        shown.append("…")
+    returns = _type_hint(spec.output_schema, root) if spec.output_schema else "Any"
+    return f"{function}({', '.join(shown)}) -> {returns}"
+
+
+def tool_documents(specs: Iterable[ToolSpec]) -> list[ToolDocument]:
+    """Documents for ``specs``; pass a server's tools together (names are assigned per server)."""
+    specs = list(specs)
+    return [
+        tool_document(spec, module, function)
+        for spec, (module, function) in zip(specs, python_names(specs), strict=True)
+    ]
+
+
+def tool_document(spec: ToolSpec, module: str, function: str) -> ToolDocument:
+    root = spec.input_schema
+    props = _properties(root, root)
+    summary = first_sentence(spec.title or spec.description) or function.replace("_", " ")
+    params_text = " ".join(f"{name} {prop.get('description', '')}" for name, prop in props.items())
+    body_names = " ".join(
+        name for sub in props.values() for name in _nested_names(sub, root, depth=2)
+    )
+    name_text = " ".join(
+        dict.fromkeys(part for part in (spec.name, function, spec.operation_id or "") if part)
+    )
+    path_text = spec.path or ""
+    description = strip_markup(spec.description)
+    fields = (spec.server, name_text, summary, description, params_text, body_names, path_text)
+    path_words = " ".join(w for w in split_words(path_text) if w not in ("v1", "v2", "v3"))
+    detail = first_sentence(description, limit=300) if description else ""
+    if detail == summary:
+        detail = ""
+    semantic_text = ". ".join(
+        part for part in (summary, " ".join(split_words(function)), path_words, detail) if part
+    )
+    return ToolDocument(
+        spec=spec,
+        module=module,
+        function=function,
+        summary=summary,
+        signature=signature(spec, function),
+        fields=fields,
+        semantic_text=semantic_text,
+    )

@@ -1,0 +1,125 @@
+"""Lexical search: SQLite FTS5 with BM25 over weighted columns (a BM25F in spirit).
+
+Text is split, stemmed and stripped of stopwords in Python (``search.text``) before it reaches
+SQLite, so the index and the queries agree on words; FTS5 only splits on spaces and ranks.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from codemode.search.base import DEFAULT_LIMIT, Hit, hit_from_document
+from codemode.search.documents import FIELDS, ToolDocument, tool_documents
+from codemode.search.text import expand_query, terms
+from codemode.tools import ToolSpec
+
+__all__ = ["DEFAULT_WEIGHTS", "FtsIndex"]
+
+DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {
+        "server": 1.0,
+        "name": 4.0,
+        "summary": 4.0,
+        "description": 1.0,
+        "params": 0.4,
+        "body": 0.4,
+        "path": 2.0,
+    }
+)
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+class FtsIndex:
+    """A ``SearchIndex`` in an in-memory SQLite database."""
+
+    semantic = False
+
+    def __init__(
+        self,
+        weights: Mapping[str, float] = DEFAULT_WEIGHTS,
+        *,
+        synonyms: bool = True,
+        prefix: bool = True,
+    ) -> None:
+        unknown = set(weights) - set(FIELDS)
+        if unknown:
+            raise ValueError(f"unknown search fields {sorted(unknown)}; use some of {FIELDS}")
+        self._weights = tuple(float(weights.get(name, 0.0)) for name in FIELDS)
+        self._synonyms = synonyms
+        self._prefix = prefix
+        self._documents: list[ToolDocument] = []
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        columns = ", ".join(FIELDS)
+        self._db.execute(
+            f"CREATE VIRTUAL TABLE tools USING fts5({columns}, "
+            "tokenize = 'unicode61 remove_diacritics 0', prefix = '3')"
+        )
+
+    def __len__(self) -> int:
+        return len(self._documents)
+
+    @property
+    def documents(self) -> list[ToolDocument]:
+        """Indexed tools in insertion order; position ``i`` is row ``i + 1``."""
+        return self._documents
+
+    def add(self, specs: Iterable[ToolSpec]) -> None:
+        self.add_documents(tool_documents(specs))
+
+    def add_documents(self, documents: Iterable[ToolDocument]) -> None:
+        rows: list[tuple[object, ...]] = []
+        with self._lock:
+            for document in documents:
+                self._documents.append(document)
+                rows.append(
+                    (
+                        len(self._documents),
+                        *(" ".join(terms(text, drop_stopwords=True)) for text in document.fields),
+                    )
+                )
+            placeholders = ", ".join("?" * (len(FIELDS) + 1))
+            self._db.executemany(  # column names are constants, values are bound
+                f"INSERT INTO tools(rowid, {', '.join(FIELDS)}) VALUES ({placeholders})",  # noqa: S608
+                rows,
+            )
+            self._db.commit()
+
+    def match_expression(self, query: str) -> str:
+        """The FTS5 MATCH expression for ``query`` (empty when the query has no words)."""
+        parts: list[str] = []
+        for word, synonyms in expand_query(query):
+            options = [_quote(word) + ("*" if self._prefix and len(word) >= 3 else "")]
+            if self._synonyms:
+                options += [_quote(s) for s in synonyms]
+            parts.append(options[0] if len(options) == 1 else f"({' OR '.join(options)})")
+        return " OR ".join(parts)
+
+    def ranked(self, query: str, limit: int) -> list[tuple[int, float]]:
+        """``(position, score)`` pairs, best first; scores are positive, higher is better."""
+        expression = self.match_expression(query)
+        if not expression or limit <= 0:
+            return []
+        weights = ", ".join(repr(w) for w in self._weights)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT rowid, bm25(tools, {weights}) AS rank FROM tools "  # noqa: S608 (floats)
+                "WHERE tools MATCH ? ORDER BY rank LIMIT ?",
+                (expression, limit),
+            ).fetchall()
+        return [(int(rowid) - 1, -float(rank)) for rowid, rank in rows]
+
+    def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+        return [
+            hit_from_document(self._documents[position], score)
+            for position, score in self.ranked(query, limit)
+        ]
+
+    def close(self) -> None:
+        self._db.close()
