@@ -17,11 +17,17 @@ command -v node >/dev/null || { echo "install_third_party: node is missing (apt-
 command -v npm >/dev/null || { echo "install_third_party: npm is missing (apt-get install npm)" >&2; exit 1; }
 
 cd "$ROOT/third_party"
-if [[ -f package-lock.json ]]; then
+npm_stamp=node_modules/.codemode-installed
+wanted=$(cat package.json package-lock.json 2>/dev/null | sha256sum | cut -d' ' -f1)
+if [[ -f "$npm_stamp" && "$(cat "$npm_stamp")" == "$wanted" ]]; then
+  : # already installed from this package.json and lock file
+elif [[ -f package-lock.json ]]; then
   npm ci --no-audit --no-fund --loglevel=error
 else
   npm install --no-audit --no-fund --loglevel=error
 fi
+wanted=$(cat package.json package-lock.json | sha256sum | cut -d' ' -f1)
+echo "$wanted" >"$npm_stamp"
 
 for entry in "${PYPI_SERVERS[@]}"; do
   name=${entry%%=*}
