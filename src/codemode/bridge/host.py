@@ -141,6 +141,8 @@ class BridgeHost:
         if not isinstance(name, str):
             return _error(request_id, "bad_frame", "an import needs a 'name'")
         module = self.modules.module_source(name) if self.modules else None
+        if module is None and name == "servers":
+            module = _EMPTY_ROOT
         if module is None:
             return _error(
                 request_id,
@@ -149,6 +151,13 @@ class BridgeHost:
             )
         value = {"source": module.source, "package": module.is_package, "filename": module.filename}
         return {"op": "reply", "id": request_id, "ok": True, "value": value}
+
+
+_EMPTY_ROOT = ModuleSource(
+    '"""No tool servers are connected."""\nfrom servers._runtime import ToolError, call_tool\n',
+    True,
+    "servers/__init__.py",
+)
 
 
 def _error(request_id: int | None, code: str, message: str) -> dict[str, Any]:

@@ -115,6 +115,8 @@ class SandboxPool:
                 sandbox = self._spawn_here()
                 failures = 0
             except CodemodeError as error:
+                if self._closed:
+                    return
                 self.last_error = error
                 failures += 1
                 log.warning("sandbox pool could not start a sandbox: %s", error)
