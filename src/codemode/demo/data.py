@@ -41,7 +41,7 @@ __all__ = [
 DATA_ENV = "CODEMODE_DEMO_DATA"
 DEFAULT_SEED = 20261006
 # Bump when generated content or schemas change; old files are then refused with a clear message.
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 
 _DOCS_SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
