@@ -54,6 +54,7 @@ async def annotations(client: Client) -> dict[str, tuple[bool | None, bool | Non
     tools = (await client.list_tools()).tools
     for tool in tools:
         assert tool.description and tool.output_schema, tool.name
+        assert "\n" not in tool.description and "  " not in tool.description, tool.name
     return {
         t.name: (t.annotations.read_only_hint, t.annotations.destructive_hint)  # type: ignore[union-attr]
         for t in tools

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp.types import ToolAnnotations
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
 EMAIL = re.compile(r"^[A-Za-z0-9._%+'-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$")
 
 
@@ -30,6 +32,17 @@ def writes(*, destructive: bool, idempotent: bool, open_world: bool = False) -> 
         idempotent_hint=idempotent,
         open_world_hint=open_world,
     )
+
+
+def tool(server: MCPServer, annotations: ToolAnnotations) -> Callable[[_Fn], _Fn]:
+    """Register a tool whose description is its docstring on one line (no indentation tokens)."""
+
+    def register(fn: _Fn) -> _Fn:
+        description = " ".join(inspect.cleandoc(fn.__doc__ or "").split())
+        server.add_tool(fn, description=description, annotations=annotations)
+        return fn
+
+    return register
 
 
 class Store:

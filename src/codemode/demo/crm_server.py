@@ -14,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemode.demo._server import EMAIL, READ_ONLY, Store, like_pattern, serve, writes
+from codemode.demo._server import EMAIL, READ_ONLY, Store, like_pattern, serve, tool, writes
 from codemode.demo.data import crm_db
 from codemode.demo.leads import INDUSTRIES
 
@@ -180,7 +180,7 @@ def build_server(data_dir: Path) -> MCPServer:
             raise _no_lead(lead_id)
         return LeadSummary(**dict(row))
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(server, READ_ONLY)
     def search_leads(
         query: Annotated[
             str | None,
@@ -207,7 +207,7 @@ def build_server(data_dir: Path) -> MCPServer:
             ).fetchall()
         return LeadPage(total=total, offset=offset, leads=[LeadSummary(**dict(r)) for r in rows])
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(server, READ_ONLY)
     def get_lead(lead_id: LeadId) -> Lead:
         """Read one lead with all its fields, including the full notes."""
         with store.read() as db:
@@ -219,7 +219,7 @@ def build_server(data_dir: Path) -> MCPServer:
             raise _no_lead(lead_id)
         return Lead(**dict(row))
 
-    @server.tool(annotations=writes(destructive=True, idempotent=True))
+    @tool(server, writes(destructive=True, idempotent=True))
     def update_lead(lead_id: LeadId, fields: LeadUpdate) -> UpdateResult:
         """Change fields of a lead, e.g. {"stage": "Proposal"} or {"notes": "..."}.
         Setting notes replaces them; append_note adds to them instead."""
@@ -244,7 +244,7 @@ def build_server(data_dir: Path) -> MCPServer:
                 raise _no_lead(lead_id)
             return UpdateResult(lead=summary(db, lead_id), updated_fields=list(changes))
 
-    @server.tool(annotations=writes(destructive=False, idempotent=False))
+    @tool(server, writes(destructive=False, idempotent=False))
     def append_note(
         lead_id: LeadId,
         note: Annotated[str, Field(min_length=1)],
@@ -262,7 +262,7 @@ def build_server(data_dir: Path) -> MCPServer:
             chars = db.execute("SELECT length(notes) FROM leads WHERE id = ?", (lead_id,))
             return NoteResult(lead_id=lead_id, notes_chars=chars.fetchone()[0])
 
-    @server.tool(annotations=writes(destructive=True, idempotent=True))
+    @tool(server, writes(destructive=True, idempotent=True))
     def delete_lead(lead_id: LeadId) -> DeleteResult:
         """Delete a lead permanently. This cannot be undone."""
         with store.write() as db:
@@ -270,7 +270,7 @@ def build_server(data_dir: Path) -> MCPServer:
                 raise _no_lead(lead_id)
         return DeleteResult(lead_id=lead_id, deleted=True)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(server, READ_ONLY)
     def list_contacts(
         query: Annotated[str | None, Field(description="text in name, email or company")] = None,
         *,

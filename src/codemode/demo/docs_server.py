@@ -15,7 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from codemode.demo._server import READ_ONLY, Store, serve, writes
+from codemode.demo._server import READ_ONLY, Store, serve, tool, writes
 from codemode.demo.data import docs_db
 
 __all__ = ["build_server", "main"]
@@ -79,7 +79,7 @@ def build_server(data_dir: Path) -> MCPServer:
         log_level="WARNING",
     )
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(server, READ_ONLY)
     def list_documents(
         folder: Annotated[
             str | None, Field(description="folder path such as '/Meetings'; includes subfolders")
@@ -103,7 +103,7 @@ def build_server(data_dir: Path) -> MCPServer:
             folder=folder, total=total, documents=[DocumentInfo(**dict(r)) for r in rows]
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(server, READ_ONLY)
     def search_documents(
         query: Annotated[str, Field(description="words to look for in titles and content")],
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
@@ -124,7 +124,7 @@ def build_server(data_dir: Path) -> MCPServer:
                 rows = db.execute(sql, (_fts_query(words, "OR"), limit)).fetchall()
         return SearchResults(query=query, hits=[SearchHit(**dict(r)) for r in rows])
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(server, READ_ONLY)
     def get_document(
         document_id: Annotated[str, Field(description="id from list_documents or search")],
     ) -> Document:
@@ -141,7 +141,7 @@ def build_server(data_dir: Path) -> MCPServer:
             )
         return Document(**dict(row))
 
-    @server.tool(annotations=writes(destructive=False, idempotent=False))
+    @tool(server, writes(destructive=False, idempotent=False))
     def create_document(
         title: Annotated[str, Field(min_length=1, max_length=300)],
         content: str,

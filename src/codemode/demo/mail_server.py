@@ -16,7 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from codemode.demo._server import EMAIL, READ_ONLY, Store, serve, writes
+from codemode.demo._server import EMAIL, READ_ONLY, Store, serve, tool, writes
 from codemode.demo.data import mail_db
 
 __all__ = ["build_server", "main"]
@@ -70,7 +70,7 @@ def build_server(data_dir: Path) -> MCPServer:
         log_level="WARNING",
     )
 
-    @server.tool(annotations=writes(destructive=False, idempotent=True))
+    @tool(server, writes(destructive=False, idempotent=True))
     def add_subscriber(
         list_name: ListName,
         email: str,
@@ -88,7 +88,7 @@ def build_server(data_dir: Path) -> MCPServer:
             list_name=list_name, email=email.lower(), name=name, added=cur.rowcount == 1
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(server, READ_ONLY)
     def list_subscribers(list_name: ListName) -> SubscriberList:
         """Every subscriber of a mailing list, in the order they were added."""
         with store.read() as db:
@@ -99,7 +99,7 @@ def build_server(data_dir: Path) -> MCPServer:
         subscribers = [Subscriber(**dict(r)) for r in rows]
         return SubscriberList(list_name=list_name, count=len(subscribers), subscribers=subscribers)
 
-    @server.tool(annotations=writes(destructive=False, idempotent=False, open_world=True))
+    @tool(server, writes(destructive=False, idempotent=False, open_world=True))
     def send_email(
         to: Annotated[str, Field(description="one recipient address")],
         subject: Annotated[str, Field(min_length=1, max_length=300)],
