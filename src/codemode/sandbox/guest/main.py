@@ -196,11 +196,12 @@ async def _await(awaitable):
 def main(argv):
     fd, paths, workspace, isolated = _parse_args(argv)
     os.chdir(workspace)
-    if paths:
-        import site
+    import site
 
-        for path in paths:
-            site.addsitedir(path)
+    site.sethelper()  # help() and exit(), which -S leaves out
+    site.setquit()
+    for path in paths:
+        site.addsitedir(path)
     # Drop every descriptor we did not ask for (bwrap's, or anything inherited by mistake).
     os.closerange(3, fd)
     os.closerange(fd + 1, 4096)

@@ -1,0 +1,206 @@
+"""The codemode engine: catalog + generated API + search + sandbox sessions, in one object.
+
+The MCP gateway, the CLI and the agent loop are all clients of this class::
+
+    async with Codemode(load_config(path)) as engine:
+        answer = await engine.search("create an issue")
+        result = await engine.execute("from servers import github\\n...")
+        again = await engine.execute("print(x)", session=result.session)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from codemode.bridge.host import ModuleSource
+from codemode.catalog.catalog import Catalog
+from codemode.catalog.loading import catalog_from_config
+from codemode.config import CodemodeConfig
+from codemode.engine.invoker import CatalogInvoker
+from codemode.engine.registry import SessionRegistry
+from codemode.errors import SandboxError
+from codemode.sandbox.backends import SandboxBackend, make_backend
+from codemode.sandbox.pool import SandboxPool
+from codemode.sandbox.result import ExecutionResult
+
+__all__ = ["Codemode", "SearchAnswer", "StubModules"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    text: str
+    hits: list[dict[str, Any]]
+
+
+class StubModules:
+    """Adapts the stub library to the bridge's ``ModuleProvider``."""
+
+    def __init__(self, library: Any) -> None:
+        self.library = library
+
+    def module_source(self, fullname: str) -> ModuleSource | None:
+        source = self.library.module_source(fullname)
+        if source is None:
+            return None
+        parts = fullname.split(".")
+        is_package = len(parts) <= 2
+        filename = "/".join(parts) + ("/__init__.py" if is_package else ".py")
+        return ModuleSource(source, is_package, filename)
+
+
+class Codemode:
+    def __init__(
+        self,
+        config: CodemodeConfig,
+        *,
+        openapi_specs: Sequence[Path] = (),
+        catalog: Catalog | None = None,
+        backend: SandboxBackend | None = None,
+        semantic: bool | None = None,
+    ) -> None:
+        self.config = config
+        self.catalog = catalog or catalog_from_config(config, openapi_specs)
+        self.backend = backend
+        self.semantic = semantic
+        self.pool: SandboxPool | None = None
+        self.registry: SessionRegistry | None = None
+        self._invoker: CatalogInvoker | None = None
+        self._views_version = -1
+        self._views_lock = threading.Lock()
+        self._stubs: Any = None
+        self._modules: StubModules | None = None
+        self._index: Any = None
+        self._tools: set[tuple[str, str]] = set()
+        self._limiter = anyio.CapacityLimiter(max(config.gateway.max_sessions, 1))
+        self._expiry: asyncio.Task[None] | None = None
+
+    # --- life cycle -------------------------------------------------------------------------
+
+    async def start(self) -> Codemode:
+        """Start the sandbox pool and list every upstream (a dead one is reported, not fatal)."""
+        backend = self.backend or make_backend(self.config.sandbox)
+        self.pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+        gateway = self.config.gateway
+        self.registry = SessionRegistry(
+            self.pool,
+            idle_timeout_s=gateway.session_idle_timeout_s,
+            max_sessions=gateway.max_sessions,
+        )
+        self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
+        failures = await self.catalog.load()
+        for server, message in failures.items():
+            log.warning("server %s is unavailable: %s", server, message)
+        await anyio.to_thread.run_sync(self._refresh_views)
+        self._expiry = asyncio.create_task(self._expire_loop())
+        return self
+
+    async def aclose(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        if self.registry is not None:
+            await anyio.to_thread.run_sync(self.registry.close_all)
+        if self.pool is not None:
+            await anyio.to_thread.run_sync(self.pool.close)
+        await self.catalog.aclose()
+
+    async def __aenter__(self) -> Codemode:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _expire_loop(self) -> None:
+        assert self.registry is not None
+        interval = min(max(self.registry.idle_timeout_s / 4, 0.5), 60.0)
+        while True:
+            await asyncio.sleep(interval)
+            await anyio.to_thread.run_sync(self.registry.expire_idle)
+
+    # --- views of the catalog: stubs, search index, grants ---------------------------------
+
+    def _refresh_views(self) -> None:
+        with self._views_lock:
+            if self._views_version == self.catalog.version:
+                return
+            from codemode.stubs.package import StubLibrary
+
+            specs = self.catalog.specs()
+            self._stubs = StubLibrary(specs)
+            self._modules = StubModules(self._stubs)
+            self._index = None  # built on the first search: execute never needs it
+            self._tools = {(spec.server, spec.name) for spec in specs}
+            self._views_version = self.catalog.version
+
+    def _search_index(self) -> Any:
+        with self._views_lock:
+            if self._index is None:
+                from codemode.search.semantic import build_index
+
+                self._index = build_index(self.catalog.specs(), semantic=self.semantic)
+            return self._index
+
+    async def _views(self) -> None:
+        if self._views_version != self.catalog.version:
+            await anyio.to_thread.run_sync(self._refresh_views)
+
+    def _granted(self, server: str, tool: str) -> bool:
+        return (server, tool) in self._tools
+
+    # --- the two meta-tools -----------------------------------------------------------------
+
+    async def search(self, query: str, *, detail: str = "summary", limit: int = 5) -> SearchAnswer:
+        from codemode.search.render import check_detail, render_answer
+
+        level = check_detail(detail)
+        limit = max(1, min(int(limit), 50))
+        await self._views()
+        index = self._index or await anyio.to_thread.run_sync(self._search_index)
+        hits = index.search(query, limit)
+        text = render_answer(hits, level, source=self._stubs.tool_source)
+        return SearchAnswer(text, [hit.to_json() for hit in hits])
+
+    async def execute(
+        self,
+        code: str,
+        *,
+        session: str | None = None,
+        fresh: bool = False,
+        timeout_s: float | None = None,
+        owner: str | None = None,
+    ) -> ExecutionResult:
+        if self.registry is None:
+            raise SandboxError("the engine is not started", fix="call `await engine.start()`")
+        await self._views()
+        record = self.registry.checkout(session, owner)
+        try:
+            result = await anyio.to_thread.run_sync(
+                lambda: record.sandbox.execute(
+                    code,
+                    invoker=self._invoker,
+                    modules=self._modules,
+                    grant=self._granted,
+                    fresh=fresh,
+                    timeout_s=timeout_s,
+                ),
+                limiter=self._limiter,
+            )
+        finally:
+            self.registry.release(record)
+        result.session = record.handle
+        return result
+
+    async def close_session(self, handle: str) -> bool:
+        if self.registry is None:
+            return False
+        return await anyio.to_thread.run_sync(self.registry.close, handle)

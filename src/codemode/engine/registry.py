@@ -1,0 +1,105 @@
+"""Session handles: unguessable, bound to their owner, expired when idle."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+
+from codemode.errors import SessionError
+from codemode.sandbox.pool import SandboxPool
+from codemode.sandbox.session import SandboxSession
+
+__all__ = ["SessionRecord", "SessionRegistry"]
+
+
+@dataclass
+class SessionRecord:
+    handle: str
+    owner: str | None
+    sandbox: SandboxSession
+    created: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0
+
+
+class SessionRegistry:
+    """Thread-safe map of session handles to sandbox sessions."""
+
+    def __init__(self, pool: SandboxPool, *, idle_timeout_s: float, max_sessions: int) -> None:
+        self.pool = pool
+        self.idle_timeout_s = idle_timeout_s
+        self.max_sessions = max_sessions
+        self._sessions: dict[str, SessionRecord] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    def open(self, owner: str | None) -> SessionRecord:
+        self.expire_idle()
+        with self._lock:
+            if len(self._sessions) >= self.max_sessions:
+                raise SessionError(
+                    f"too many sessions ({self.max_sessions}); close or reuse one",
+                    fix="pass the `session` handle from an earlier result, or raise "
+                    "gateway.max_sessions",
+                )
+            handle = "s_" + secrets.token_urlsafe(18)
+            record = SessionRecord(handle, owner, SandboxSession(self.pool, handle))
+            self._sessions[handle] = record
+            return record
+
+    def get(self, handle: str, owner: str | None) -> SessionRecord:
+        with self._lock:
+            record = self._sessions.get(handle)
+            # A foreign handle looks exactly like an unknown one: no oracle for guessing.
+            if record is None or (record.owner is not None and record.owner != owner):
+                raise SessionError(
+                    f"unknown or expired session {handle[:12]!r}",
+                    fix="omit `session` to start a new one (files and variables start empty)",
+                )
+            record.last_used = time.monotonic()
+            return record
+
+    def checkout(self, handle: str | None, owner: str | None) -> SessionRecord:
+        record = self.open(owner) if handle is None else self.get(handle, owner)
+        with self._lock:
+            record.busy += 1
+        return record
+
+    def release(self, record: SessionRecord) -> None:
+        with self._lock:
+            record.busy -= 1
+            record.last_used = time.monotonic()
+
+    def close(self, handle: str) -> bool:
+        with self._lock:
+            record = self._sessions.pop(handle, None)
+        if record is None:
+            return False
+        record.sandbox.close()
+        return True
+
+    def expire_idle(self) -> list[str]:
+        now = time.monotonic()
+        with self._lock:
+            expired = [
+                record
+                for record in self._sessions.values()
+                if record.busy == 0 and now - record.last_used > self.idle_timeout_s
+            ]
+            for record in expired:
+                del self._sessions[record.handle]
+        for record in expired:
+            record.sandbox.close()
+        return [record.handle for record in expired]
+
+    def close_all(self) -> None:
+        with self._lock:
+            records = list(self._sessions.values())
+            self._sessions.clear()
+        for record in records:
+            record.sandbox.close()
