@@ -16,22 +16,67 @@ from codemode.sandbox.isolation import require_isolation
 HOSTILE_DIR = Path(__file__).parent / "hostile"
 
 
-def sandbox_processes() -> set[int]:
-    """PIDs of every bwrap process (and their descendants) on the host."""
+def _process_table() -> dict[int, tuple[int, str, str]]:
+    """pid -> (ppid, stat, comm) for every process on the host."""
     out = subprocess.run(
         ["ps", "-eo", "pid,ppid,stat,comm"], capture_output=True, text=True, check=True
     ).stdout.splitlines()[1:]
-    rows = [line.split(None, 3) for line in out]
-    bwraps = {int(r[0]) for r in rows if len(r) == 4 and r[3] == "bwrap"}
-    children = {int(r[0]) for r in rows if len(r) == 4 and int(r[1]) in bwraps}
-    return bwraps | children
+    table = {}
+    for line in out:
+        row = line.split(None, 3)
+        if len(row) == 4:
+            table[int(row[0])] = (int(row[1]), row[2], row[3])
+    return table
+
+
+def _descendants(root: int, table: dict[int, tuple[int, str, str]]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    pending = list(children.get(root, []))
+    while pending:
+        pid = pending.pop()
+        if pid not in found:
+            found.add(pid)
+            pending.extend(children.get(pid, []))
+    return found
+
+
+def _in_child_pid_namespace(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            return len(line.split()) > 2
+    return False
+
+
+def sandbox_processes() -> set[int]:
+    """PIDs of every bwrap process this test process started, and all their descendants.
+
+    Scoped to this process: other people's sandboxes on a shared machine are not ours.
+    """
+    table = _process_table()
+    mine = _descendants(os.getpid(), table)
+    bwraps = {pid for pid in mine if table[pid][2] == "bwrap"}
+    found = set(bwraps)
+    for pid in bwraps:
+        found |= _descendants(pid, table)
+    return found
 
 
 def zombies() -> list[str]:
-    out = subprocess.run(
-        ["ps", "-eo", "pid,stat,comm"], capture_output=True, text=True, check=True
-    ).stdout.splitlines()[1:]
-    return [line for line in out if line.split()[1].startswith("Z")]
+    """Zombies that belong to a sandbox: ours, bwrap, or inside a child pid namespace."""
+    table = _process_table()
+    mine = _descendants(os.getpid(), table)
+    return [
+        f"{pid} {stat} {comm}"
+        for pid, (_, stat, comm) in table.items()
+        if stat.startswith("Z") and (pid in mine or comm == "bwrap" or _in_child_pid_namespace(pid))
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -93,3 +138,111 @@ def idle_pool_pids(pool: SandboxPool) -> set[int]:
 
 def host_markers_absent(*paths: str) -> bool:
     return not any(os.path.lexists(p) for p in paths)
+
+
+# --- Fixtures for the hostile-code suite (tests/sandbox/test_hostile_*.py) --------------------
+
+
+def _verified(pool: SandboxPool, name: str) -> SandboxSession:
+    session = SandboxSession(pool, name)
+    session.execute("pass")
+    assert session.sandbox is not None
+    require_isolation(session.sandbox)  # raises (the test fails) rather than run unisolated
+    return session
+
+
+def _assert_host_clean(*pools: SandboxPool) -> None:
+    for pool in pools:
+        pool.wait_full(30)
+    idle: set[int] = set()
+    for pool in pools:
+        idle |= idle_pool_pids(pool)
+    leftover = sandbox_processes() - idle
+    assert not leftover, f"processes left behind: {leftover}"
+    assert not zombies(), f"zombies left behind: {zombies()}"
+
+
+@pytest.fixture
+def second_isolated_session(
+    isolated_session: SandboxSession, pool: SandboxPool
+) -> Iterator[SandboxSession]:
+    """Another verified session from the same pool; closed before ``isolated_session``'s checks."""
+    session = _verified(pool, "hostile-2")
+    yield session
+    session.close()
+
+
+CANARY_VARIABLE = "CODEMODE_CANARY_SECRET"
+
+
+@pytest.fixture
+def canary_secret() -> Iterator[str]:
+    """A secret put in this process's environment before any sandbox of ``canary_session``."""
+    import uuid
+
+    secret = f"canary-{uuid.uuid4().hex}"
+    previous = os.environ.get(CANARY_VARIABLE)
+    os.environ[CANARY_VARIABLE] = secret
+    yield secret
+    if previous is None:
+        os.environ.pop(CANARY_VARIABLE, None)
+    else:
+        os.environ[CANARY_VARIABLE] = previous
+
+
+@pytest.fixture
+def canary_session(
+    canary_secret: str, backend: BwrapBackend, pool: SandboxPool
+) -> Iterator[SandboxSession]:
+    """A verified session from a dedicated pool started after the canary was set."""
+    with SandboxPool(backend, size=1) as own_pool:
+        session = _verified(own_pool, "canary")
+        yield session
+        session.close()
+    _assert_host_clean(pool)
+
+
+class HostChecks:
+    """Host-side checks the hostile tests share (they never run payload code on the host)."""
+
+    @staticmethod
+    def next_execution_works(session: SandboxSession) -> None:
+        result = session.execute("print('ok')", timeout_s=10)
+        assert (result.status, result.stdout) == ("ok", "ok\n"), result.to_dict()
+
+    @staticmethod
+    def markers_absent(*paths: str) -> bool:
+        return host_markers_absent(*paths)
+
+    @staticmethod
+    def extra_sandbox_processes(session: SandboxSession) -> list[str]:
+        """Processes in the session's live sandbox besides bwrap, its pid 1 and the guest."""
+        sandbox = session.sandbox
+        assert sandbox is not None and not sandbox.dead, "the sandbox is gone"
+        table = _process_table()
+        outer = sandbox.process.pid
+        extra = []
+        for pid in sorted(_descendants(outer, table)):
+            ppid, stat, comm = table[pid]
+            if ppid == outer and comm == "bwrap":
+                continue  # the sandbox's pid 1
+            if table[ppid][2] == "bwrap" and _namespace_pid(pid) == sandbox.guest_pid:
+                continue  # the guest interpreter
+            extra.append(f"{pid} {stat} {comm}")
+        return extra
+
+
+def _namespace_pid(pid: int) -> int | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            return int(line.split()[-1])
+    return None
+
+
+@pytest.fixture
+def host() -> type[HostChecks]:
+    return HostChecks
