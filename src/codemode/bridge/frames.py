@@ -60,6 +60,10 @@ class FrameDecoder:
         self.max_frame_bytes = max_frame_bytes
         self._buffer = bytearray()
         self._skip = 0
+        # A large frame's body is collected as chunks and joined once (no quadratic copies).
+        self._need = 0
+        self._chunks: list[bytes] = []
+        self._have = 0
 
     def feed(self, data: bytes) -> list[dict[str, Any] | MalformedFrame]:
         out: list[dict[str, Any] | MalformedFrame] = []
@@ -68,6 +72,16 @@ class FrameDecoder:
             taken = min(self._skip, len(view))
             self._skip -= taken
             view = view[taken:]
+        if self._need:
+            taken = min(self._need - self._have, len(view))
+            self._chunks.append(bytes(view[:taken]))
+            self._have += taken
+            view = view[taken:]
+            if self._have < self._need:
+                return out
+            body = b"".join(self._chunks)
+            self._need, self._have, self._chunks = 0, 0, []
+            out.append(self._decode(body))
         self._buffer += view
         buf = self._buffer
         pos = 0
@@ -84,15 +98,20 @@ class FrameDecoder:
                 self._skip = size - taken
                 pos += 4 + taken
                 continue
-            if len(buf) - pos - 4 < size:
+            available = len(buf) - pos - 4
+            if available < size:
+                if size > 65536:
+                    self._need = size
+                    self._chunks = [bytes(buf[pos + 4 :])]
+                    self._have = available
+                    pos = len(buf)
                 break
-            body = bytes(buf[pos + 4 : pos + 4 + size])
+            out.append(self._decode(memoryview(buf)[pos + 4 : pos + 4 + size]))
             pos += 4 + size
-            out.append(self._decode(body))
         del buf[:pos]
         return out
 
-    def _decode(self, body: bytes) -> dict[str, Any] | MalformedFrame:
+    def _decode(self, body: bytes | memoryview) -> dict[str, Any] | MalformedFrame:
         try:
             value = msgpack.unpackb(
                 body,

@@ -178,6 +178,19 @@ def _created_parents(paths: list[str]) -> set[str]:
     return parents
 
 
+_BRIDGE_BUFFER_BYTES = 4 * 1024 * 1024
+
+
+def _bridge_socketpair() -> tuple[socket.socket, socket.socket]:
+    """The bridge: large buffers so a 10 MB value crosses in a few system calls."""
+    pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    for end in pair:
+        for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+            with contextlib.suppress(OSError):
+                end.setsockopt(socket.SOL_SOCKET, option, _BRIDGE_BUFFER_BYTES)
+    return pair
+
+
 def _children(pid: int) -> list[int]:
     try:
         return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -318,7 +331,7 @@ class BwrapBackend:
         return args
 
     def spawn(self) -> SandboxProcess:
-        host_sock, guest_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        host_sock, guest_sock = _bridge_socketpair()
         seccomp_read, seccomp_write = os.pipe()
         cgroup = None
         try:
@@ -382,7 +395,7 @@ class UnsafeHostBackend:
         self._cleanup = _finalizer(self, self._root)
 
     def spawn(self) -> SandboxProcess:
-        host_sock, guest_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        host_sock, guest_sock = _bridge_socketpair()
         workspace = Path(tempfile.mkdtemp(prefix="codemode-ws-"))
         paths = self.settings.python_paths or _default_python_paths()
         args = [_interpreter(), "-I", "-S", "-B", "-c", _BOOTSTRAP.format(root=str(self._root))]

@@ -112,8 +112,8 @@ def _enc(obj, out):
 def encode_frame(obj):
     parts = [b""]
     _enc(obj, parts)
-    body = b"".join(parts)
-    return _pack_len(len(body)) + body
+    parts[0] = _pack_len(sum(map(len, parts)))
+    return b"".join(parts)
 
 
 def decode(data):

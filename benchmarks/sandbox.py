@@ -1,0 +1,244 @@
+"""Sandbox benchmarks W1-W4 with full isolation on, beside baselines measured in the same run.
+
+    .venv/bin/python benchmarks/sandbox.py [--quick] [--json]
+
+W1  print(1+1): warm session; new session from the warm pool; cold start with no pool
+W2  1,000 calls of a host tool add(a, b): per-call round trip (timed inside the sandbox)
+W3  a 10 MB string returned by one host tool and passed to another
+W4  pure-Python sum of squares to 5e6, as a ratio to host CPython
+idle memory of one sandbox (RSS of its processes)
+
+Baselines: a plain `python -I -S` subprocess and in-process exec. Medians of repeated runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession, SandboxSettings
+from codemode.sandbox.isolation import require_isolation
+from codemode.tools import ToolCall
+
+
+class HostTools:
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        if call.tool == "add":
+            return call.arguments["a"] + call.arguments["b"]
+        if call.tool == "blob":
+            return "x" * call.arguments["n"]
+        if call.tool == "size":
+            return len(call.arguments["text"])
+        raise KeyError(call.tool)
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000
+
+
+def median_of(samples: list[float]) -> float:
+    return statistics.median(samples)
+
+
+def p(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
+
+
+def timed(fn: Any, repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def rss_kib(pid: int) -> int:
+    total = 0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            pending += [
+                int(c)
+                for c in Path(f"/proc/{current}/task/{current}/children").read_text().split()
+            ]
+        except OSError:
+            continue
+    return total
+
+
+def guest_rss_kib(pid: int) -> int:
+    """RSS of the guest interpreter alone (the deepest process of the sandbox)."""
+    current = pid
+    while True:
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            break
+        if not children:
+            break
+        current = int(children[0])
+    for line in Path(f"/proc/{current}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    scale = 0.2 if args.quick else 1.0
+    rows: list[tuple[str, str, str, str]] = []
+    numbers: dict[str, float] = {}
+
+    backend = BwrapBackend(SandboxSettings(pool_size=2))
+    pool = SandboxPool(backend, size=2).start()
+    session = SandboxSession(pool, "bench")
+    session.execute("pass")
+    assert session.sandbox is not None
+    require_isolation(session.sandbox)
+    tools = HostTools()
+
+    # --- W1 -------------------------------------------------------------------------------
+    for _ in range(50):
+        session.execute("print(1+1)")
+    warm = timed(lambda: session.execute("print(1+1)"), int(1000 * scale))
+    inproc_code = compile("x = 1+1", "<bench>", "exec")
+    inproc = timed(lambda: exec(inproc_code, {}), 1000)  # noqa: S102 - baseline
+    subproc = timed(
+        lambda: subprocess.run([sys.executable, "-I", "-S", "-c", "print(1+1)"], check=True,
+                               capture_output=True),
+        max(int(30 * scale), 5),
+    )
+    new_from_pool = []
+    for _ in range(max(int(30 * scale), 5)):
+        pool.wait_full(30)
+        start = time.perf_counter()
+        fresh = SandboxSession(pool, "new")
+        fresh.execute("print(1+1)")
+        new_from_pool.append(time.perf_counter() - start)
+        fresh.close()
+    cold_pool = SandboxPool(backend, size=0)
+    cold = []
+    for _ in range(max(int(20 * scale), 5)):
+        start = time.perf_counter()
+        sandbox = cold_pool.spawn()
+        sandbox.execute("print(1+1)")
+        cold.append(time.perf_counter() - start)
+        sandbox.kill()
+    cold_pool.close()
+    numbers |= {
+        "w1_warm_p50_ms": ms(median_of(warm)),
+        "w1_warm_p95_ms": ms(p(warm, 0.95)),
+        "w1_new_session_from_pool_p50_ms": ms(median_of(new_from_pool)),
+        "w1_cold_start_p50_ms": ms(median_of(cold)),
+        "baseline_subprocess_python_p50_ms": ms(median_of(subproc)),
+        "baseline_inprocess_exec_p50_ms": ms(median_of(inproc)),
+    }
+    rows += [
+        ("W1 warm execution p50", f"{numbers['w1_warm_p50_ms']:.3f} ms", "<= 0.5 ms",
+         f"{numbers['baseline_subprocess_python_p50_ms'] / numbers['w1_warm_p50_ms']:.0f}x faster than python -I -S subprocess"),
+        ("W1 new session from pool p50", f"{numbers['w1_new_session_from_pool_p50_ms']:.2f} ms",
+         "<= 5 ms", ""),
+        ("W1 cold start, no pool p50", f"{numbers['w1_cold_start_p50_ms']:.1f} ms", "<= 40 ms",
+         f"subprocess python: {numbers['baseline_subprocess_python_p50_ms']:.1f} ms"),
+        ("   baseline in-process exec p50", f"{numbers['baseline_inprocess_exec_p50_ms'] * 1000:.1f} us", "", ""),
+    ]
+
+    # --- W2 -------------------------------------------------------------------------------
+    code = (
+        "import time\nfrom servers._runtime import call_tool\n"
+        "lat = []\n"
+        "for i in range(1000):\n"
+        "    t = time.perf_counter(); call_tool('math', 'add', {'a': i, 'b': 1}); "
+        "lat.append(time.perf_counter() - t)\n"
+        "lat.sort(); print(lat[500] * 1e6, lat[950] * 1e6, sum(lat) * 1e3)\n"
+    )
+    runs = [session.execute(code, invoker=tools).stdout.split() for _ in range(max(int(5 * scale), 3))]
+    p50s = [float(r[0]) for r in runs]
+    p95s = [float(r[1]) for r in runs]
+    totals = [float(r[2]) for r in runs]
+
+    def local_add(a: int, b: int) -> int:
+        return a + b
+
+    local = timed(lambda: [local_add(i, 1) for i in range(1000)], 20)
+    numbers |= {
+        "w2_roundtrip_p50_us": median_of(p50s),
+        "w2_roundtrip_p95_us": median_of(p95s),
+        "w2_1000_calls_ms": median_of(totals),
+        "baseline_inprocess_1000_calls_ms": ms(median_of(local)),
+    }
+    rows += [
+        ("W2 tool call round trip p50", f"{numbers['w2_roundtrip_p50_us']:.1f} us", "<= 30 us",
+         f"p95 {numbers['w2_roundtrip_p95_us']:.1f} us; 1,000 calls {numbers['w2_1000_calls_ms']:.1f} ms "
+         f"(in-process: {numbers['baseline_inprocess_1000_calls_ms']:.3f} ms)"),
+    ]
+
+    # --- W3 -------------------------------------------------------------------------------
+    code = (
+        "import time\nfrom servers._runtime import call_tool\n"
+        "t = time.perf_counter()\n"
+        "blob = call_tool('files', 'blob', {'n': 10_000_000})\n"
+        "n = call_tool('files', 'size', {'text': blob})\n"
+        "print((time.perf_counter() - t) * 1e3, n)\n"
+    )
+    w3 = [float(session.execute(code, invoker=tools).stdout.split()[0]) for _ in range(max(int(9 * scale), 3))]
+    blob_local = timed(lambda: len(tools.invoke(ToolCall("f", "blob", {"n": 10_000_000}), timeout_s=1)), 5)
+    numbers |= {"w3_10mb_through_two_tools_ms": median_of(w3),
+                "baseline_inprocess_10mb_ms": ms(median_of(blob_local))}
+    rows.append(("W3 10 MB tool -> code -> tool", f"{numbers['w3_10mb_through_two_tools_ms']:.1f} ms",
+                 "<= 25 ms", f"in-process: {numbers['baseline_inprocess_10mb_ms']:.1f} ms"))
+
+    # --- W4 -------------------------------------------------------------------------------
+    work = "t = time.perf_counter()\ns = 0\nfor i in range(5_000_000):\n    s += i * i\nelapsed = time.perf_counter() - t\n"
+    repeats = max(int(5 * scale), 3)
+    inside = [float(session.execute("import time\n" + work + "print(elapsed)").stdout) for _ in range(repeats)]
+    host = []
+    for _ in range(repeats):
+        namespace: dict[str, Any] = {"time": time}
+        exec(compile(work, "<w4>", "exec"), namespace)  # noqa: S102 - baseline
+        host.append(namespace["elapsed"])
+    numbers |= {"w4_sandbox_s": median_of(inside), "w4_host_s": median_of(host),
+                "w4_ratio": median_of(inside) / median_of(host)}
+    rows.append(("W4 sum of squares to 5e6", f"{numbers['w4_ratio']:.2f}x CPython", "<= 1.1x",
+                 f"sandbox {numbers['w4_sandbox_s']:.3f} s, host {numbers['w4_host_s']:.3f} s"))
+
+    # --- idle memory ------------------------------------------------------------------------
+    idle = SandboxSession(pool, "idle")
+    idle.execute("pass")
+    assert idle.sandbox is not None
+    pid = idle.sandbox.process.pid
+    numbers |= {"idle_guest_rss_mib": guest_rss_kib(pid) / 1024,
+                "idle_sandbox_rss_mib": rss_kib(pid) / 1024}
+    rows.append(("Idle sandbox RSS (guest)", f"{numbers['idle_guest_rss_mib']:.1f} MiB", "<= 15 MB",
+                 f"all its processes incl. 2 bwrap: {numbers['idle_sandbox_rss_mib']:.1f} MiB"))
+    idle.close()
+    session.close()
+    pool.close()
+
+    if args.json:
+        print(json.dumps(numbers, indent=2))
+        return 0
+    width = max(len(r[0]) for r in rows) + 2
+    print(f"{'benchmark':<{width}}{'measured':>16}  {'target':>10}  notes")
+    for name, value, target, note in rows:
+        print(f"{name:<{width}}{value:>16}  {target:>10}  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
