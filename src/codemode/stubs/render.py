@@ -123,6 +123,8 @@ def _function_doc(spec: ToolSpec, params: list[tuple[str, str, str, bool, Any]])
                 facts.append(notes)
             if upstream != python:
                 facts.append(f"sent as {upstream!r}")
+            if not text and not facts:
+                facts.append("required")
             entry = f"{python}: {text}" if text else f"{python}:"
             if facts:
                 entry += f" ({'; '.join(facts)})"

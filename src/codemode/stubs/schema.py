@@ -186,10 +186,8 @@ class TypeBuilder:
         self.typing_names.add("TypedDict")
         if functional:
             doc_line = f"# {doc}\n" if doc else ""
-            block = (
-                f'{doc_line}{cls} = TypedDict(\n    "{cls}",\n    {{\n{body}\n    }}'
-                f"{header_total},\n)"
-            )
+            total = "\n    total=False," if not all_required else ""
+            block = f'{doc_line}{cls} = TypedDict(\n    "{cls}",\n    {{\n{body}\n    }},{total}\n)'
         else:
             doc_line = f"    {_docstring(doc)}\n\n" if doc else ""
             block = f"class {cls}(TypedDict{header_total}):\n{doc_line}{body}"
