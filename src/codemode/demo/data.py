@@ -158,7 +158,26 @@ def _check_meta(path: Path, seed: int) -> None:
         )
 
 
+def _stale(path: Path, seed: int) -> bool:
+    """True when ``path`` was made by another generator version (demo data is disposable)."""
+    try:
+        with contextlib.closing(open_db(path)) as conn:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.Error:
+        return True
+    return meta.get("generator_version") != GENERATOR_VERSION and meta.get("seed") == str(seed)
+
+
+def _move_aside(path: Path) -> None:
+    suffix = f".stale-{os.getpid()}"
+    for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            part.replace(part.with_name(part.name + suffix))
+
+
 def _materialize(path: Path, build: Callable[[sqlite3.Connection, int], None], seed: int) -> Path:
+    if path.exists() and _stale(path, seed):
+        _move_aside(path)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
