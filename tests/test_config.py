@@ -110,7 +110,7 @@ def test_default_config_is_the_demo_servers(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     config = load_config(None)
     assert config.source is None
-    assert list(config.servers) == ["docs", "crm"]
+    assert list(config.servers) == ["docs", "crm", "mail"]
     docs = config.servers["docs"]
     assert docs.command == sys.executable and docs.args == ("-m", "codemode.demo.docs_server")
 

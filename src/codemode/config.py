@@ -125,7 +125,7 @@ class CodemodeConfig:
 
 
 def default_config() -> CodemodeConfig:
-    """The embedded default: the two built-in demo MCP servers over stdio."""
+    """The embedded default: the built-in demo MCP servers (docs, crm, mail) over stdio."""
     servers = {
         name: ServerConfig(
             name=name,
@@ -133,7 +133,7 @@ def default_config() -> CodemodeConfig:
             command=sys.executable,
             args=("-m", f"codemode.demo.{name}_server"),
         )
-        for name in ("docs", "crm")
+        for name in ("docs", "crm", "mail")
     }
     return CodemodeConfig(servers=servers)
 

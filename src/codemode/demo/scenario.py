@@ -1,0 +1,229 @@
+"""The built-in demo: the seed articles' scenario end to end through the real gateway.
+
+An official MCP client starts ``codemode serve`` over stdio (with the demo servers as its
+upstreams, on a fresh copy of the sample data) and runs two tasks with FIXED agent code (no
+model is involved, so no API key is needed). For each task it prints a ledger, counted with
+the o200k tokenizer, of what a tool-calling agent would push through its context against what
+codemode moved.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codemode.demo import ACME_LEAD_ID, MEETING_DOCUMENT_ID, server_commands
+from codemode.tokens import count_tokens
+
+__all__ = ["Baseline", "LedgerLine", "TaskLedger", "run_demo"]
+
+TRANSCRIPT_TASK_CODE = f"""\
+from servers import docs, crm
+doc = docs.get_document(document_id="{MEETING_DOCUMENT_ID}")
+lead = crm.get_lead(lead_id="{ACME_LEAD_ID}")
+crm.update_lead(lead_id=lead["id"], fields={{"notes": doc["content"]}})
+check = crm.get_lead(lead_id=lead["id"])
+print(f"copied {{len(doc['content']):,}} characters into {{lead['company']}}'s notes:",
+      check["notes"] == doc["content"])
+"""
+
+FILTER_TASK_CODE = """\
+from servers import crm
+rows = crm.search_leads(limit=500)["leads"]
+hot = [r for r in rows if r["stage"] in ("Negotiation", "Proposal") and r["deal_value"] >= 150_000]
+top = sorted(hot, key=lambda r: r["deal_value"], reverse=True)[:5]
+print(f"{len(rows)} leads -> {len(hot)} late-stage deals >= $150k; top 5:")
+for r in top:
+    print(f"  {r['id']}  {r['company']:<28} {r['stage']:<12} ${r['deal_value']:>11,}")
+"""
+
+
+@dataclass
+class LedgerLine:
+    what: str
+    tokens: int
+
+
+@dataclass
+class TaskLedger:
+    title: str
+    tool_calling: list[LedgerLine] = field(default_factory=list)
+    codemode: list[LedgerLine] = field(default_factory=list)
+    output: str = ""
+    seconds: float = 0.0
+
+    @property
+    def tool_calling_total(self) -> int:
+        return sum(line.tokens for line in self.tool_calling)
+
+    @property
+    def codemode_total(self) -> int:
+        return sum(line.tokens for line in self.codemode)
+
+    @property
+    def saving(self) -> float:
+        return 1 - self.codemode_total / self.tool_calling_total
+
+    def render(self) -> str:
+        width = 58
+        lines = [f"== {self.title} ({self.seconds:.1f} s)", self.output.rstrip(), ""]
+        lines.append(f"{'tool calling (every definition and result in context)':<{width}}tokens")
+        lines += [f"  {line.what:<{width - 2}}{line.tokens:>8,}" for line in self.tool_calling]
+        lines.append(f"  {'total':<{width - 2}}{self.tool_calling_total:>8,}")
+        lines.append(f"{'codemode (search + execute; data stays in the sandbox)':<{width}}")
+        lines += [f"  {line.what:<{width - 2}}{line.tokens:>8,}" for line in self.codemode]
+        lines.append(f"  {'total':<{width - 2}}{self.codemode_total:>8,}")
+        lines.append(
+            f"codemode used {self.saving:.1%} fewer tokens "
+            f"({self.tool_calling_total:,} -> {self.codemode_total:,})"
+        )
+        return "\n".join(lines)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _tool_result_text(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def _write_config(directory: Path, data_dir: Path) -> Path:
+    commands = server_commands(data_dir)
+    lines = ["# Written by `codemode demo`: the built-in demo servers on a fresh data copy.", ""]
+    for name in ("docs", "crm", "mail"):
+        command, *args = commands[name]
+        lines += [f"[servers.{name}]", f"command = {_json(command)}", f"args = {_json(args)}", ""]
+    lines += ["[sandbox]", "pool_size = 1", ""]
+    path = directory / "codemode.toml"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+async def run_demo(progress: Callable[[str], None] = print) -> list[TaskLedger]:
+    from mcp import Client, StdioServerParameters
+
+    with tempfile.TemporaryDirectory(prefix="codemode-demo-") as tmp:
+        directory = Path(tmp)
+        config = _write_config(directory, directory / "data")
+        progress("Starting the codemode gateway (MCP over stdio) with the demo servers...")
+        started = time.perf_counter()
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "codemode", "serve", "--config", str(config)],
+            cwd=str(directory),
+        )
+        async with Client(params) as client:
+            listed = await client.list_tools()
+            surface = count_tokens(
+                _json([t.model_dump(by_alias=True, exclude_none=True) for t in listed.tools])
+            )
+            progress(f"Gateway ready in {time.perf_counter() - started:.1f} s: tools "
+                     f"{', '.join(t.name for t in listed.tools)} ({surface} tokens).")
+            baseline = await _baseline(directory / "data")
+            # Tool calling would have moved the transcript before codemode's run changed it.
+            return [
+                await _transcript_task(client, surface, baseline, progress),
+                await _filter_task(client, surface, baseline, progress),
+            ]
+
+
+@dataclass
+class Baseline:
+    """What a tool-calling agent would put through its context, measured on the real servers."""
+
+    definitions: list[dict[str, Any]]
+    transcript: Any
+    leads: Any
+
+
+async def _baseline(data_dir: Path) -> Baseline:
+    from mcp import Client, StdioServerParameters
+
+    definitions: list[dict[str, Any]] = []
+    values: dict[str, Any] = {}
+    calls = {
+        "docs": ("get_document", {"document_id": MEETING_DOCUMENT_ID}),
+        "crm": ("search_leads", {"limit": 500}),
+    }
+    for name, (tool, arguments) in calls.items():
+        command, *args = server_commands(data_dir)[name]
+        async with Client(StdioServerParameters(command=command, args=args)) as client:
+            for listed in (await client.list_tools()).tools:
+                definitions.append(listed.model_dump(by_alias=True, exclude_none=True, mode="json"))
+            result = await client.call_tool(tool, arguments)
+            values[name] = result.structured_content or _tool_result_text(result)
+    return Baseline(definitions, values["docs"], values["crm"])
+
+
+async def _search(client: Any, query: str) -> int:
+    result = await client.call_tool("search", {"query": query})
+    return count_tokens(_json({"query": query})) + count_tokens(_tool_result_text(result))
+
+
+async def _execute(client: Any, code: str) -> tuple[dict[str, Any], int]:
+    result = await client.call_tool("execute", {"code": code})
+    structured = result.structured_content or {}
+    if structured.get("status") != "ok":
+        raise RuntimeError(f"demo code failed: {_tool_result_text(result)}")
+    # What reaches the model: the code it wrote and the compact text rendering.
+    return structured, count_tokens(_json({"code": code})) + count_tokens(_tool_result_text(result))
+
+
+async def _transcript_task(
+    client: Any, surface: int, baseline: Baseline, progress: Callable[[str], None]
+) -> TaskLedger:
+    progress("Task 1: copy the Q3 review meeting transcript into the Acme Corp lead's notes.")
+    ledger = TaskLedger("Task 1: meeting transcript -> CRM notes")
+    started = time.perf_counter()
+    searches = await _search(client, "read a meeting transcript document")
+    searches += await _search(client, "update the notes of a CRM lead")
+    result, execute_tokens = await _execute(client, TRANSCRIPT_TASK_CODE)
+    ledger.seconds = time.perf_counter() - started
+    ledger.output = result["stdout"]
+    content = baseline.transcript.get("content", "") if isinstance(baseline.transcript, dict) else ""
+    ledger.tool_calling = [
+        LedgerLine(f"{len(baseline.definitions)} tool definitions (docs + crm)",
+                   count_tokens(_json(baseline.definitions))),
+        LedgerLine("transcript read: get_document result", count_tokens(_json(baseline.transcript))),
+        LedgerLine("transcript written back: update_lead arguments",
+                   count_tokens(_json({"lead_id": ACME_LEAD_ID, "fields": {"notes": content}}))),
+    ]
+    ledger.codemode = [
+        LedgerLine("tool surface: search + execute", surface),
+        LedgerLine("2 searches: queries and answers", searches),
+        LedgerLine("execute: the code and its printed result", execute_tokens),
+    ]
+    return ledger
+
+
+async def _filter_task(
+    client: Any, surface: int, baseline: Baseline, progress: Callable[[str], None]
+) -> TaskLedger:
+    progress("Task 2: find the five biggest late-stage deals among all CRM leads.")
+    ledger = TaskLedger("Task 2: a few hundred CRM rows filtered to five in the sandbox")
+    started = time.perf_counter()
+    searches = await _search(client, "list CRM leads with their stage and deal value")
+    result, execute_tokens = await _execute(client, FILTER_TASK_CODE)
+    ledger.seconds = time.perf_counter() - started
+    ledger.output = result["stdout"]
+    top5 = result["stdout"].splitlines()[1:]
+    ledger.tool_calling = [
+        LedgerLine(f"{len(baseline.definitions)} tool definitions (docs + crm)",
+                   count_tokens(_json(baseline.definitions))),
+        LedgerLine("search_leads result: every lead into context",
+                   count_tokens(_json(baseline.leads))),
+        LedgerLine("the model writes out the five it picked", count_tokens("\n".join(top5))),
+    ]
+    ledger.codemode = [
+        LedgerLine("tool surface: search + execute", surface),
+        LedgerLine("1 search: query and answer", searches),
+        LedgerLine("execute: the code and its printed result", execute_tokens),
+    ]
+    return ledger
