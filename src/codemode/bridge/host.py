@@ -7,9 +7,11 @@ around the ``ToolInvoker`` (see ``codemode.bridge.invokers``): this module stays
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -17,7 +19,9 @@ from codemode.errors import CodemodeError, ToolError, ToolNotGrantedError
 from codemode.tools import ToolCall
 
 __all__ = [
+    "Approver",
     "BridgeHost",
+    "execution_clock_paused",
     "Grant",
     "ModuleProvider",
     "ModuleSource",
@@ -46,6 +50,35 @@ class ModuleProvider(Protocol):
 
 
 Grant = Callable[[str, str], bool]
+
+
+class Approver(Protocol):
+    """Asks a human whether ``call`` may run. Blocks until answered; True means approved.
+
+    The time spent waiting does not count against the execution's wall-time limit.
+    """
+
+    def request(self, call: ToolCall, *, reason: str) -> bool: ...
+
+
+_current_host: contextvars.ContextVar[BridgeHost | None] = contextvars.ContextVar(
+    "codemode_bridge_host", default=None
+)
+
+
+@contextlib.contextmanager
+def execution_clock_paused() -> Iterator[None]:
+    """Inside a tool call: the time spent in this block extends the execution's deadline.
+
+    For waits on a human (approvals), which must not make the agent's code time out.
+    """
+    host = _current_host.get()
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        if host is not None:
+            host.deadline += time.monotonic() - started
 
 
 def allow_all(server: str, tool: str) -> bool:
@@ -125,7 +158,11 @@ class BridgeHost:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 raise ToolError(f"{name}: the execution ran out of time")
-            value = self.invoker.invoke(ToolCall(server, tool, args), timeout_s=remaining)
+            token = _current_host.set(self)
+            try:
+                value = self.invoker.invoke(ToolCall(server, tool, args), timeout_s=remaining)
+            finally:
+                _current_host.reset(token)
         except CodemodeError as error:
             stats.failures += 1
             stats.failed_by_tool[name] += 1

@@ -199,6 +199,7 @@ class Sandbox:
         next_watch = started + _WATCH_INTERVAL_S
         while outcome.done is None and outcome.status == "ok":
             now = time.monotonic()
+            deadline = host.deadline  # a tool call may extend it (time waiting for approval)
             if now >= deadline:
                 outcome.status, outcome.limit = "timeout", "wall_time"
                 break
@@ -251,7 +252,7 @@ class Sandbox:
             }
         else:
             reply = host.handle(incoming)
-        if not self._send(reply, deadline):
+        if not self._send(reply, host.deadline):
             outcome.status, outcome.limit = "timeout", "wall_time"
 
     def _limit_broken(self, outcome: _Outcome, cpu_start: float) -> bool:
