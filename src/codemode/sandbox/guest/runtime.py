@@ -9,6 +9,7 @@ import importlib.machinery
 import linecache
 import sys
 import threading
+import types
 
 from . import wire
 
@@ -94,6 +95,14 @@ class ServersFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         module.__file__ = filename
         exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+        if module.__name__.count(".") == 2:
+            # Importing servers.x.tool rebinds servers.x.tool to the module: keep it callable.
+            module.__class__ = _ToolModule
+
+
+class _ToolModule(types.ModuleType):
+    def __call__(self, *args, **kwargs):
+        return getattr(self, self.__name__.rpartition(".")[2])(*args, **kwargs)
 
 
 def install(sock):
