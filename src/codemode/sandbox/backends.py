@@ -305,6 +305,9 @@ class BwrapBackend:
         args += [
             "--ro-bind", str(GUEST_DIR), f"{SANDBOX_GUEST_ROOT}/{GUEST_PACKAGE}",
             "--proc", "/proc",
+            # Started as root, the sandbox's uid is the host's kuid 0; sysctl files check only
+            # that uid, so global ones (kernel.core_pattern...) would be writable. Read-only.
+            "--ro-bind", "/proc/sys", "/proc/sys",
             "--dev", "/dev",
             "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
             "--size", str(min(limits.tmp_bytes, 64 * 1024 * 1024)), "--tmpfs", "/dev/shm",
