@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def tune(hybrid: Any, dev: list[dict[str, Any]], servers: dict[str, str]) -> list[dict[str, Any]]:
     rows = []
-    for alpha in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
+    for alpha in (0.0, 0.1, 0.2, 0.3, 0.5):
         for candidates in (20, 50, 100):
             hybrid.alpha, hybrid.candidates = alpha, candidates
             score = evaluate(hybrid.search, dev, servers)["dev/all"]

@@ -135,8 +135,9 @@ def tool_document(spec: ToolSpec, module: str, function: str) -> ToolDocument:
     body_names = " ".join(
         name for sub in props.values() for name in _nested_names(sub, root, depth=2)
     )
+    # Each word once: the upstream name, the Python name and the operation id repeat each other.
     name_text = " ".join(
-        dict.fromkeys(part for part in (spec.name, function, spec.operation_id or "") if part)
+        dict.fromkeys(split_words(f"{spec.name} {function} {spec.operation_id or ''}"))
     )
     path_text = spec.path or ""
     description = strip_markup(spec.description)

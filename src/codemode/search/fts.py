@@ -24,11 +24,14 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
         "name": 4.0,
         "summary": 4.0,
         "description": 1.0,
-        "params": 0.4,
-        "body": 0.4,
+        "params": 2.0,
+        "body": 1.0,
         "path": 2.0,
     }
 )
+
+
+_POOL = 200
 
 
 def _quote(term: str) -> str:
@@ -46,6 +49,7 @@ class FtsIndex:
         *,
         synonyms: bool = True,
         prefix: bool = True,
+        synonym_weight: float = 0.3,
     ) -> None:
         unknown = set(weights) - set(FIELDS)
         if unknown:
@@ -53,6 +57,7 @@ class FtsIndex:
         self._weights = tuple(float(weights.get(name, 0.0)) for name in FIELDS)
         self._synonyms = synonyms
         self._prefix = prefix
+        self.synonym_weight = synonym_weight
         self._documents: list[ToolDocument] = []
         self._lock = threading.Lock()
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
@@ -91,20 +96,18 @@ class FtsIndex:
             )
             self._db.commit()
 
-    def match_expression(self, query: str) -> str:
-        """The FTS5 MATCH expression for ``query`` (empty when the query has no words)."""
-        parts: list[str] = []
-        for word, synonyms in expand_query(query):
-            options = [_quote(word) + ("*" if self._prefix and len(word) >= 3 else "")]
-            if self._synonyms:
-                options += [_quote(s) for s in synonyms]
-            parts.append(options[0] if len(options) == 1 else f"({' OR '.join(options)})")
-        return " OR ".join(parts)
+    def match_expression(self, query: str, *, synonyms: bool = False) -> str:
+        """The FTS5 MATCH expression for the query's own words, or for their synonyms."""
+        options: list[str] = []
+        for word, others in expand_query(query):
+            if synonyms:
+                options += [_quote(s) for s in others]
+            else:
+                options.append(_quote(word) + ("*" if self._prefix and len(word) >= 3 else ""))
+        return " OR ".join(dict.fromkeys(options))
 
-    def ranked(self, query: str, limit: int) -> list[tuple[int, float]]:
-        """``(position, score)`` pairs, best first; scores are positive, higher is better."""
-        expression = self.match_expression(query)
-        if not expression or limit <= 0:
+    def _bm25(self, expression: str, limit: int) -> list[tuple[int, float]]:
+        if not expression:
             return []
         weights = ", ".join(repr(w) for w in self._weights)
         with self._lock:
@@ -114,6 +117,23 @@ class FtsIndex:
                 (expression, limit),
             ).fetchall()
         return [(int(rowid) - 1, -float(rank)) for rowid, rank in rows]
+
+    def ranked(self, query: str, limit: int) -> list[tuple[int, float]]:
+        """``(position, score)`` pairs, best first; scores are positive, higher is better.
+
+        Synonyms are ranked by a second query and count ``synonym_weight`` as much as the
+        query's own words: in one OR query a tool matching five synonyms of "create" would
+        beat the tool that matches the user's words.
+        """
+        if limit <= 0:
+            return []
+        pool = max(limit, _POOL)
+        scores = dict(self._bm25(self.match_expression(query), pool))
+        if self._synonyms and self.synonym_weight > 0:
+            for position, score in self._bm25(self.match_expression(query, synonyms=True), pool):
+                scores[position] = scores.get(position, 0.0) + self.synonym_weight * score
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        return ranked[:limit]
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
         return [

@@ -31,8 +31,8 @@ log = logging.getLogger("codemode.search")
 _warned: list[bool] = []
 
 # Tuned on the dev split of benchmarks/search_tasks.json (see benchmarks/search.py).
-DEFAULT_ALPHA = 0.5
-DEFAULT_CANDIDATES = 50
+DEFAULT_ALPHA = 0.2
+DEFAULT_CANDIDATES = 100
 DOCUMENT_MAX_TOKENS = 96
 
 

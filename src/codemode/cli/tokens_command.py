@@ -1,0 +1,43 @@
+"""``codemode tokens``: the token ledger of the catalog (plain MCP tools against codemode)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["HELP", "add_arguments", "run"]
+
+HELP = "Count tokens: tools as plain MCP definitions vs codemode's surface and search answers."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="codemode.toml or mcpServers JSON")
+    parser.add_argument(
+        "--openapi",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="add an OpenAPI spec; its server is named after the file",
+    )
+    parser.add_argument("--json", action="store_true", help="print rows as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from codemode.cli.search_command import load_specs
+    from codemode.tokens import build_ledger
+
+    rows = build_ledger(load_specs(args.config, args.openapi))
+    if args.json:
+        print(json.dumps({row.source: row.to_json() for row in rows}, indent=1))
+        return 0
+    print(f"{'source':<36} {'tools':>6} {'as MCP tools':>13} {'codemode':>9} {'answer':>7}")
+    for row in rows:
+        print(
+            f"{row.source:<36} {row.tools:>6} {row.tool_definition_tokens:>13,} "
+            f"{row.surface_tokens:>9,} {row.search_answer_tokens:>7,}"
+        )
+    print("o200k tokens. codemode = the search and execute definitions, whatever the catalog;")
+    print("answer = median top-5 search answer at the default detail.")
+    return 0

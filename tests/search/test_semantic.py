@@ -1,0 +1,97 @@
+import logging
+
+import numpy as np
+import pytest
+
+from codemode.search import semantic
+from codemode.search.encoder import MiniLMEncoder
+from codemode.search.fts import FtsIndex
+from codemode.search.semantic import HybridIndex, build_index
+
+
+class CountingEncoder:
+    """The real encoder, counting how many texts it embeds."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.max_length = inner.max_length
+        self.dimension = inner.dimension
+        self.texts = 0
+
+    def encode(self, texts, **kwargs):
+        self.texts += len(texts)
+        return self.inner.encode(texts, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return MiniLMEncoder(max_length=96)
+
+
+@pytest.fixture(scope="module")
+def subset(stripe_specs):
+    wanted = ("Refund", "Customers", "Subscription", "Payout", "WebhookEndpoint")
+    return [s for s in stripe_specs if any(w in s.name for w in wanted)][:60]
+
+
+def test_hybrid_finds_paraphrased_tasks(subset, encoder, tmp_path):
+    index = HybridIndex(encoder=encoder, cache_dir=tmp_path)
+    index.add(subset)
+    top = [h.operation_id for h in index.search("give a customer their money back", 5)]
+    assert {"PostRefunds", "PostChargesChargeRefund", "PostChargesChargeRefunds"} & set(top)
+    top = [h.operation_id for h in index.search("create a customer", 3)]
+    assert "PostCustomers" in top
+    top = [h.operation_id for h in index.search("stop someone's monthly membership", 5)]
+    cancels = {
+        "DeleteSubscriptionsSubscriptionExposedId",
+        "DeleteCustomersCustomerSubscriptionsSubscriptionExposedId",
+    }
+    assert cancels & set(top)
+
+
+def test_embeddings_are_cached_on_disk(subset, encoder, tmp_path):
+    first = CountingEncoder(encoder)
+    HybridIndex(encoder=first, cache_dir=tmp_path).add(subset)
+    assert first.texts == len(subset)
+    assert len(list((tmp_path / "embeddings").glob("*.npy"))) == 1
+
+    second = CountingEncoder(encoder)
+    index = HybridIndex(encoder=second, cache_dir=tmp_path)
+    index.add(subset)
+    assert second.texts == 0
+    assert index.search("refund", 1)
+    # A changed document is a different cache entry.
+    third = CountingEncoder(encoder)
+    HybridIndex(encoder=third, cache_dir=tmp_path).add(subset[:-1])
+    assert third.texts == len(subset) - 1
+
+
+def test_scores_blend_both_signals(subset, encoder, tmp_path):
+    index = HybridIndex(encoder=encoder, cache_dir=tmp_path, alpha=1.0)
+    index.add(subset)
+    lexical = FtsIndex()
+    lexical.add(subset)
+    query = "update a customer"
+    assert [h.tool for h in index.search(query, 3)] == [h.tool for h in lexical.search(query, 3)]
+    index.alpha = 0.0
+    scores = index.scores(query)
+    best = max(scores, key=scores.__getitem__)
+    cosine = index._vectors @ encoder.encode([query])[0]
+    assert best == int(np.argmax(cosine))
+
+
+def test_build_index_falls_back_to_lexical_and_says_so_once(subset, monkeypatch, caplog):
+    monkeypatch.setattr(semantic, "semantic_available", lambda: False)
+    monkeypatch.setattr(semantic, "_warned", [])
+    with caplog.at_level(logging.WARNING, logger="codemode.search"):
+        first = build_index(subset)
+        build_index(subset)
+    assert isinstance(first, FtsIndex)
+    assert not first.semantic
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1
+    assert "pip install" in messages[0]
+
+
+def test_build_index_lexical_on_request(subset):
+    assert isinstance(build_index(subset, semantic=False), FtsIndex)
