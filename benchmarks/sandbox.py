@@ -70,8 +70,7 @@ def rss_kib(pid: int) -> int:
                 if line.startswith("VmRSS:"):
                     total += int(line.split()[1])
             pending += [
-                int(c)
-                for c in Path(f"/proc/{current}/task/{current}/children").read_text().split()
+                int(c) for c in Path(f"/proc/{current}/task/{current}/children").read_text().split()
             ]
         except OSError:
             continue
@@ -117,10 +116,11 @@ def main() -> int:
         session.execute("print(1+1)")
     warm = timed(lambda: session.execute("print(1+1)"), int(1000 * scale))
     inproc_code = compile("x = 1+1", "<bench>", "exec")
-    inproc = timed(lambda: exec(inproc_code, {}), 1000)  # noqa: S102 - baseline
+    inproc = timed(lambda: exec(inproc_code, {}), 1000)
     subproc = timed(
-        lambda: subprocess.run([sys.executable, "-I", "-S", "-c", "print(1+1)"], check=True,
-                               capture_output=True),
+        lambda: subprocess.run(
+            [sys.executable, "-I", "-S", "-c", "print(1+1)"], check=True, capture_output=True
+        ),
         max(int(30 * scale), 5),
     )
     new_from_pool = []
@@ -149,13 +149,30 @@ def main() -> int:
         "baseline_inprocess_exec_p50_ms": ms(median_of(inproc)),
     }
     rows += [
-        ("W1 warm execution p50", f"{numbers['w1_warm_p50_ms']:.3f} ms", "<= 0.5 ms",
-         f"{numbers['baseline_subprocess_python_p50_ms'] / numbers['w1_warm_p50_ms']:.0f}x faster than python -I -S subprocess"),
-        ("W1 new session from pool p50", f"{numbers['w1_new_session_from_pool_p50_ms']:.2f} ms",
-         "<= 5 ms", ""),
-        ("W1 cold start, no pool p50", f"{numbers['w1_cold_start_p50_ms']:.1f} ms", "<= 40 ms",
-         f"subprocess python: {numbers['baseline_subprocess_python_p50_ms']:.1f} ms"),
-        ("   baseline in-process exec p50", f"{numbers['baseline_inprocess_exec_p50_ms'] * 1000:.1f} us", "", ""),
+        (
+            "W1 warm execution p50",
+            f"{numbers['w1_warm_p50_ms']:.3f} ms",
+            "<= 0.5 ms",
+            f"{numbers['baseline_subprocess_python_p50_ms'] / numbers['w1_warm_p50_ms']:.0f}x faster than python -I -S subprocess",
+        ),
+        (
+            "W1 new session from pool p50",
+            f"{numbers['w1_new_session_from_pool_p50_ms']:.2f} ms",
+            "<= 5 ms",
+            "",
+        ),
+        (
+            "W1 cold start, no pool p50",
+            f"{numbers['w1_cold_start_p50_ms']:.1f} ms",
+            "<= 40 ms",
+            f"subprocess python: {numbers['baseline_subprocess_python_p50_ms']:.1f} ms",
+        ),
+        (
+            "   baseline in-process exec p50",
+            f"{numbers['baseline_inprocess_exec_p50_ms'] * 1000:.1f} us",
+            "",
+            "",
+        ),
     ]
 
     # --- W2 -------------------------------------------------------------------------------
@@ -167,7 +184,9 @@ def main() -> int:
         "lat.append(time.perf_counter() - t)\n"
         "lat.sort(); print(lat[500] * 1e6, lat[950] * 1e6, sum(lat) * 1e3)\n"
     )
-    runs = [session.execute(code, invoker=tools).stdout.split() for _ in range(max(int(5 * scale), 3))]
+    runs = [
+        session.execute(code, invoker=tools).stdout.split() for _ in range(max(int(5 * scale), 3))
+    ]
     p50s = [float(r[0]) for r in runs]
     p95s = [float(r[1]) for r in runs]
     totals = [float(r[2]) for r in runs]
@@ -183,9 +202,13 @@ def main() -> int:
         "baseline_inprocess_1000_calls_ms": ms(median_of(local)),
     }
     rows += [
-        ("W2 tool call round trip p50", f"{numbers['w2_roundtrip_p50_us']:.1f} us", "<= 30 us",
-         f"p95 {numbers['w2_roundtrip_p95_us']:.1f} us; 1,000 calls {numbers['w2_1000_calls_ms']:.1f} ms "
-         f"(in-process: {numbers['baseline_inprocess_1000_calls_ms']:.3f} ms)"),
+        (
+            "W2 tool call round trip p50",
+            f"{numbers['w2_roundtrip_p50_us']:.1f} us",
+            "<= 30 us",
+            f"p95 {numbers['w2_roundtrip_p95_us']:.1f} us; 1,000 calls {numbers['w2_1000_calls_ms']:.1f} ms "
+            f"(in-process: {numbers['baseline_inprocess_1000_calls_ms']:.3f} ms)",
+        ),
     ]
 
     # --- W3 -------------------------------------------------------------------------------
@@ -196,36 +219,69 @@ def main() -> int:
         "n = call_tool('files', 'size', {'text': blob})\n"
         "print((time.perf_counter() - t) * 1e3, n)\n"
     )
-    w3 = [float(session.execute(code, invoker=tools).stdout.split()[0]) for _ in range(max(int(9 * scale), 3))]
-    blob_local = timed(lambda: len(tools.invoke(ToolCall("f", "blob", {"n": 10_000_000}), timeout_s=1)), 5)
-    numbers |= {"w3_10mb_through_two_tools_ms": median_of(w3),
-                "baseline_inprocess_10mb_ms": ms(median_of(blob_local))}
-    rows.append(("W3 10 MB tool -> code -> tool", f"{numbers['w3_10mb_through_two_tools_ms']:.1f} ms",
-                 "<= 25 ms", f"in-process: {numbers['baseline_inprocess_10mb_ms']:.1f} ms"))
+    w3 = [
+        float(session.execute(code, invoker=tools).stdout.split()[0])
+        for _ in range(max(int(9 * scale), 3))
+    ]
+    blob_local = timed(
+        lambda: len(tools.invoke(ToolCall("f", "blob", {"n": 10_000_000}), timeout_s=1)), 5
+    )
+    numbers |= {
+        "w3_10mb_through_two_tools_ms": median_of(w3),
+        "baseline_inprocess_10mb_ms": ms(median_of(blob_local)),
+    }
+    rows.append(
+        (
+            "W3 10 MB tool -> code -> tool",
+            f"{numbers['w3_10mb_through_two_tools_ms']:.1f} ms",
+            "<= 25 ms",
+            f"in-process: {numbers['baseline_inprocess_10mb_ms']:.1f} ms",
+        )
+    )
 
     # --- W4 -------------------------------------------------------------------------------
     work = "t = time.perf_counter()\ns = 0\nfor i in range(5_000_000):\n    s += i * i\nelapsed = time.perf_counter() - t\n"
     repeats = max(int(5 * scale), 3)
-    inside = [float(session.execute("import time\n" + work + "print(elapsed)").stdout) for _ in range(repeats)]
+    inside = [
+        float(session.execute("import time\n" + work + "print(elapsed)").stdout)
+        for _ in range(repeats)
+    ]
     host = []
     for _ in range(repeats):
         namespace: dict[str, Any] = {"time": time}
-        exec(compile(work, "<w4>", "exec"), namespace)  # noqa: S102 - baseline
+        exec(compile(work, "<w4>", "exec"), namespace)
         host.append(namespace["elapsed"])
-    numbers |= {"w4_sandbox_s": median_of(inside), "w4_host_s": median_of(host),
-                "w4_ratio": median_of(inside) / median_of(host)}
-    rows.append(("W4 sum of squares to 5e6", f"{numbers['w4_ratio']:.2f}x CPython", "<= 1.1x",
-                 f"sandbox {numbers['w4_sandbox_s']:.3f} s, host {numbers['w4_host_s']:.3f} s"))
+    numbers |= {
+        "w4_sandbox_s": median_of(inside),
+        "w4_host_s": median_of(host),
+        "w4_ratio": median_of(inside) / median_of(host),
+    }
+    rows.append(
+        (
+            "W4 sum of squares to 5e6",
+            f"{numbers['w4_ratio']:.2f}x CPython",
+            "<= 1.1x",
+            f"sandbox {numbers['w4_sandbox_s']:.3f} s, host {numbers['w4_host_s']:.3f} s",
+        )
+    )
 
     # --- idle memory ------------------------------------------------------------------------
     idle = SandboxSession(pool, "idle")
     idle.execute("pass")
     assert idle.sandbox is not None
     pid = idle.sandbox.process.pid
-    numbers |= {"idle_guest_rss_mib": guest_rss_kib(pid) / 1024,
-                "idle_sandbox_rss_mib": rss_kib(pid) / 1024}
-    rows.append(("Idle sandbox RSS (guest)", f"{numbers['idle_guest_rss_mib']:.1f} MiB", "<= 15 MB",
-                 f"all its processes incl. 2 bwrap: {numbers['idle_sandbox_rss_mib']:.1f} MiB"))
+    numbers |= {
+        "idle_guest_rss_mib": guest_rss_kib(pid) / 1024,
+        "idle_sandbox_rss_mib": rss_kib(pid) / 1024,
+    }
+    rows.append(
+        (
+            "Idle sandbox RSS (guest)",
+            f"{numbers['idle_guest_rss_mib']:.1f} MiB",
+            "<= 15 MB",
+            f"all its processes incl. 2 bwrap: {numbers['idle_sandbox_rss_mib']:.1f} MiB",
+        )
+    )
     idle.close()
     session.close()
     pool.close()

@@ -34,9 +34,7 @@ class Tools:
 class Stubs:
     def module_source(self, fullname: str) -> ModuleSource | None:
         sources = {
-            "servers": (
-                '"""Tool servers."""\nfrom servers._runtime import ToolError\n', True
-            ),
+            "servers": ('"""Tool servers."""\nfrom servers._runtime import ToolError\n', True),
             "servers.math": (
                 "from servers._runtime import call_tool\n\n"
                 "def add(a: int, b: int) -> int:\n"
@@ -102,9 +100,7 @@ def test_sys_exit_sets_the_exit_code(session: SandboxSession):
 def test_variables_and_files_persist_and_fresh_clears_variables_only(session: SandboxSession):
     session.execute("counter = 41\nopen('keep.txt', 'w').write('kept')")
     assert session.execute("counter += 1\nprint(counter)").stdout == "42\n"
-    fresh = session.execute(
-        "print('counter' in globals(), open('keep.txt').read())", fresh=True
-    )
+    fresh = session.execute("print('counter' in globals(), open('keep.txt').read())", fresh=True)
     assert fresh.stdout == "False kept\n"
     modified = session.execute("open('keep.txt', 'a').write('!')")
     assert modified.files["modified"] == ["keep.txt"]

@@ -198,4 +198,9 @@ _EMPTY_ROOT = ModuleSource(
 
 
 def _error(request_id: int | None, code: str, message: str) -> dict[str, Any]:
-    return {"op": "reply", "id": request_id, "ok": False, "error": {"code": code, "message": message}}
+    return {
+        "op": "reply",
+        "id": request_id,
+        "ok": False,
+        "error": {"code": code, "message": message},
+    }

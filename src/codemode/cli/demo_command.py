@@ -26,7 +26,9 @@ def run(args: argparse.Namespace) -> int:
     print("codemode demo: the agent code below is fixed (no model, no API key needed).")
     ledgers = anyio.run(lambda: run_demo(progress))
     if args.json:
-        print(json.dumps([asdict(ledger) | {"saving": ledger.saving} for ledger in ledgers], indent=2))
+        print(
+            json.dumps([asdict(ledger) | {"saving": ledger.saving} for ledger in ledgers], indent=2)
+        )
         return 0
     for ledger in ledgers:
         print()

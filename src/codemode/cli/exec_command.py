@@ -29,7 +29,9 @@ def _read_code(name: str) -> str:
     try:
         return Path(name).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"cannot read {name}: {error}", fix="pass a readable UTF-8 file or -") from None
+        raise UsageError(
+            f"cannot read {name}: {error}", fix="pass a readable UTF-8 file or -"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ def _command_module(name: str) -> ModuleType:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codemode",
-        description="Agents use tools by writing code: search tool APIs, execute code in a sandbox.",
+        description="Agents use tools by writing code: search tool APIs, run code in a sandbox.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:

@@ -124,8 +124,10 @@ async def run_demo(progress: Callable[[str], None] = print) -> list[TaskLedger]:
             surface = count_tokens(
                 _json([t.model_dump(by_alias=True, exclude_none=True) for t in listed.tools])
             )
-            progress(f"Gateway ready in {time.perf_counter() - started:.1f} s: tools "
-                     f"{', '.join(t.name for t in listed.tools)} ({surface} tokens).")
+            progress(
+                f"Gateway ready in {time.perf_counter() - started:.1f} s: tools "
+                f"{', '.join(t.name for t in listed.tools)} ({surface} tokens)."
+            )
             baseline = await _baseline(directory / "data")
             # Tool calling would have moved the transcript before codemode's run changed it.
             return [
@@ -148,15 +150,17 @@ async def _baseline(data_dir: Path) -> Baseline:
 
     definitions: list[dict[str, Any]] = []
     values: dict[str, Any] = {}
-    calls = {
+    calls: dict[str, tuple[str, dict[str, Any]]] = {
         "docs": ("get_document", {"document_id": MEETING_DOCUMENT_ID}),
         "crm": ("search_leads", {"limit": 500}),
     }
     for name, (tool, arguments) in calls.items():
         command, *args = server_commands(data_dir)[name]
         async with Client(StdioServerParameters(command=command, args=args)) as client:
-            for listed in (await client.list_tools()).tools:
-                definitions.append(listed.model_dump(by_alias=True, exclude_none=True, mode="json"))
+            listed = (await client.list_tools()).tools
+            definitions += [
+                tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in listed
+            ]
             result = await client.call_tool(tool, arguments)
             values[name] = result.structured_content or _tool_result_text(result)
     return Baseline(definitions, values["docs"], values["crm"])
@@ -187,13 +191,21 @@ async def _transcript_task(
     result, execute_tokens = await _execute(client, TRANSCRIPT_TASK_CODE)
     ledger.seconds = time.perf_counter() - started
     ledger.output = result["stdout"]
-    content = baseline.transcript.get("content", "") if isinstance(baseline.transcript, dict) else ""
+    content = (
+        baseline.transcript.get("content", "") if isinstance(baseline.transcript, dict) else ""
+    )
     ledger.tool_calling = [
-        LedgerLine(f"{len(baseline.definitions)} tool definitions (docs + crm)",
-                   count_tokens(_json(baseline.definitions))),
-        LedgerLine("transcript read: get_document result", count_tokens(_json(baseline.transcript))),
-        LedgerLine("transcript written back: update_lead arguments",
-                   count_tokens(_json({"lead_id": ACME_LEAD_ID, "fields": {"notes": content}}))),
+        LedgerLine(
+            f"{len(baseline.definitions)} tool definitions (docs + crm)",
+            count_tokens(_json(baseline.definitions)),
+        ),
+        LedgerLine(
+            "transcript read: get_document result", count_tokens(_json(baseline.transcript))
+        ),
+        LedgerLine(
+            "transcript written back: update_lead arguments",
+            count_tokens(_json({"lead_id": ACME_LEAD_ID, "fields": {"notes": content}})),
+        ),
     ]
     ledger.codemode = [
         LedgerLine("tool surface: search + execute", surface),
@@ -215,10 +227,13 @@ async def _filter_task(
     ledger.output = result["stdout"]
     top5 = result["stdout"].splitlines()[1:]
     ledger.tool_calling = [
-        LedgerLine(f"{len(baseline.definitions)} tool definitions (docs + crm)",
-                   count_tokens(_json(baseline.definitions))),
-        LedgerLine("search_leads result: every lead into context",
-                   count_tokens(_json(baseline.leads))),
+        LedgerLine(
+            f"{len(baseline.definitions)} tool definitions (docs + crm)",
+            count_tokens(_json(baseline.definitions)),
+        ),
+        LedgerLine(
+            "search_leads result: every lead into context", count_tokens(_json(baseline.leads))
+        ),
         LedgerLine("the model writes out the five it picked", count_tokens("\n".join(top5))),
     ]
     ledger.codemode = [

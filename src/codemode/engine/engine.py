@@ -13,21 +13,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
 
-from codemode.bridge.host import ModuleSource
+from codemode.bridge.host import ModuleSource, ToolInvoker
 from codemode.catalog.catalog import Catalog
 from codemode.catalog.loading import catalog_from_config
 from codemode.config import CodemodeConfig
+from codemode.engine.approvals import ApprovalBroker, PendingApproval
 from codemode.engine.invoker import CatalogInvoker
-from codemode.engine.registry import SessionRegistry
-from codemode.errors import SandboxError
+from codemode.engine.registry import SessionRecord, SessionRegistry
+from codemode.errors import SandboxError, SessionError
 from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
@@ -84,6 +86,7 @@ class Codemode:
         self._tools: set[tuple[str, str]] = set()
         self._limiter = anyio.CapacityLimiter(max(config.gateway.max_sessions, 1))
         self._expiry: asyncio.Task[None] | None = None
+        self.approvals = ApprovalBroker()
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -97,6 +100,7 @@ class Codemode:
             idle_timeout_s=gateway.session_idle_timeout_s,
             max_sessions=gateway.max_sessions,
         )
+        self.registry.on_close.append(lambda record: self.approvals.cancel_session(record.handle))
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
         failures = await self.catalog.load()
         for server, message in failures.items():
@@ -179,25 +183,99 @@ class Codemode:
         timeout_s: float | None = None,
         owner: str | None = None,
     ) -> ExecutionResult:
+        """Run ``code`` in a session (a new one when ``session`` is None).
+
+        Returns ``approval_required`` when the code reached a call a human must approve;
+        ``approve`` then resumes the same execution.
+        """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         await self._views()
         record = self.registry.checkout(session, owner)
-        try:
-            result = await anyio.to_thread.run_sync(
-                lambda: record.sandbox.execute(
-                    code,
-                    invoker=self._invoker,
-                    modules=self._modules,
-                    grant=self._granted,
-                    fresh=fresh,
-                    timeout_s=timeout_s,
-                ),
-                limiter=self._limiter,
-            )
-        finally:
+        if record.paused is not None:
             self.registry.release(record)
+            pending = self.approvals.pending_for(record.handle)
+            raise SessionError(
+                "this session is paused, waiting for an approval"
+                + (f" ({pending.id})" if pending else ""),
+                fix="call approve with that approval id (allow true or false) first",
+            )
+        invoker = self._invoker_for(record)
+        modules, grant = self._modules, self._granted
+
+        def run() -> ExecutionResult:
+            return record.sandbox.execute(
+                code,
+                invoker=invoker,
+                modules=modules,
+                grant=grant,
+                fresh=fresh,
+                timeout_s=timeout_s,
+            )
+
+        job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
+        return await self._follow(record, job)
+
+    async def approve(
+        self, approval_id: str, allow: bool, *, owner: str | None = None
+    ) -> ExecutionResult:
+        """Answer a pending approval and wait for the resumed execution (or its next pause)."""
+        if self.registry is None:
+            raise SandboxError("the engine is not started", fix="call `await engine.start()`")
+        pending = self.approvals.answer(approval_id, allow, owner)
+        record = self.registry.get(pending.session, owner)
+        job = record.paused
+        if job is None:
+            raise SessionError("that execution is no longer running")
+        return await self._follow(record, job)
+
+    async def _follow(
+        self, record: SessionRecord, job: asyncio.Task[ExecutionResult]
+    ) -> ExecutionResult:
+        """Wait until the execution finishes or pauses for an approval, whichever is first."""
+        assert self.registry is not None
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        attention: asyncio.Future[PendingApproval] = loop.create_future()
+
+        def settle(pending: PendingApproval) -> None:
+            if not attention.done():
+                attention.set_result(pending)
+
+        def notice(pending: PendingApproval) -> None:
+            loop.call_soon_threadsafe(settle, pending)
+
+        self.approvals.listen(record.handle, notice)
+        already = self.approvals.pending_for(record.handle)
+        if already is not None:
+            notice(already)
+        try:
+            waiting: list[asyncio.Future[Any]] = [job, attention]
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.approvals.unlisten(record.handle)
+        if not job.done():
+            record.paused = job
+            approval = attention.result().describe()
+            return ExecutionResult.approval_required(
+                approval, record.handle, round((time.monotonic() - started) * 1000, 3)
+            )
+        record.paused = None
+        self.registry.release(record)
+        result = job.result()
         result.session = record.handle
+        return self._finish(record, result)
+
+    def _invoker_for(self, record: SessionRecord) -> ToolInvoker:
+        """The session's chain of wrappers around the catalog (built once per session)."""
+        chain = record.state.get("invoker")
+        if chain is None:
+            assert self._invoker is not None
+            chain = record.state["invoker"] = self._invoker
+        return cast(ToolInvoker, chain)
+
+    def _finish(self, record: SessionRecord, result: ExecutionResult) -> ExecutionResult:
+        """Last look at a result before it leaves the engine (the PII second net goes here)."""
         return result
 
     async def close_session(self, handle: str) -> bool:

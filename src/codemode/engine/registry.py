@@ -5,7 +5,9 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from codemode.errors import SessionError
 from codemode.sandbox.pool import SandboxPool
@@ -22,6 +24,10 @@ class SessionRecord:
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     busy: int = 0
+    # An execution paused for approval (an asyncio task), resumed by the engine's approve().
+    paused: Any = None
+    # Per-session state owned by the engine's wrappers (invoker chain, PII vault...).
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 class SessionRegistry:
@@ -33,6 +39,8 @@ class SessionRegistry:
         self.max_sessions = max_sessions
         self._sessions: dict[str, SessionRecord] = {}
         self._lock = threading.Lock()
+        # Called (on any thread) when a session closes or expires: wipe vaults, deny approvals.
+        self.on_close: list[Callable[[SessionRecord], None]] = []
 
     def __len__(self) -> int:
         with self._lock:
@@ -80,8 +88,13 @@ class SessionRegistry:
             record = self._sessions.pop(handle, None)
         if record is None:
             return False
-        record.sandbox.close()
+        self._closed(record)
         return True
+
+    def _closed(self, record: SessionRecord) -> None:
+        for hook in self.on_close:
+            hook(record)
+        record.sandbox.close()
 
     def expire_idle(self) -> list[str]:
         now = time.monotonic()
@@ -94,7 +107,7 @@ class SessionRegistry:
             for record in expired:
                 del self._sessions[record.handle]
         for record in expired:
-            record.sandbox.close()
+            self._closed(record)
         return [record.handle for record in expired]
 
     def close_all(self) -> None:
@@ -102,4 +115,4 @@ class SessionRegistry:
             records = list(self._sessions.values())
             self._sessions.clear()
         for record in records:
-            record.sandbox.close()
+            self._closed(record)

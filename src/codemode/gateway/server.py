@@ -12,7 +12,7 @@ import logging
 import weakref
 from typing import Any
 
-import mcp.types as types
+from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
@@ -91,7 +91,9 @@ def build_server(engine: Codemode) -> Server[Any]:
         if not isinstance(fresh, bool):
             return _argument_error("`fresh` must be true or false")
         legacy = ctx.protocol_version.startswith("2025") or ctx.protocol_version.startswith("2024")
-        connection = ctx.session
+        # ctx.session is a new proxy per request; the SDK's Connection is what lives as long as
+        # the client's connection (the only stable key for a 2025-era client).
+        connection = getattr(ctx.session, "_connection", ctx.session)
         if session is None and legacy:
             session = connection_sessions.get(connection)
         owner = caller_identity(ctx)

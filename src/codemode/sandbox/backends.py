@@ -279,16 +279,22 @@ class BwrapBackend:
             "--disable-userns",
             "--die-with-parent",
             "--new-session",
-            "--cap-drop", "ALL",
-            "--uid", "1000",
-            "--gid", "1000",
-            "--hostname", "sandbox",
-            "--ro-bind", "/usr", "/usr",
+            "--cap-drop",
+            "ALL",
+            "--uid",
+            "1000",
+            "--gid",
+            "1000",
+            "--hostname",
+            "sandbox",
+            "--ro-bind",
+            "/usr",
+            "/usr",
         ]
         for name in ("bin", "lib", "lib64", "sbin"):
             link = Path("/") / name
             if link.is_symlink():
-                args += ["--symlink", os.readlink(link), f"/{name}"]
+                args += ["--symlink", str(link.readlink()), f"/{name}"]
             elif link.is_dir():
                 args += ["--ro-bind", str(link), f"/{name}"]
         for etc in ("ld.so.cache", "localtime", "nsswitch.conf", "mime.types"):
@@ -317,7 +323,7 @@ class BwrapBackend:
             "--clearenv",
         ]  # fmt: skip
         # Directories bwrap created to hold read-only binds: traversable, not listable.
-        for hidden in sorted(_created_parents(bound + [SANDBOX_GUEST_ROOT])):
+        for hidden in sorted(_created_parents([*bound, SANDBOX_GUEST_ROOT])):
             args += ["--chmod", "0111", hidden]
         args += ["--remount-ro", "/"]
         # bwrap always sets PWD; `env -i` hands the interpreter a truly empty environment.
@@ -346,9 +352,7 @@ class BwrapBackend:
                     max_pids=self.limits.processes + 2,  # bwrap's own two processes
                     memory_bytes=self.limits.memory_bytes,
                 )
-            setup = _child_setup(
-                self.limits, cgroup.procs_files() if cgroup else [], set_as=True
-            )
+            setup = _child_setup(self.limits, cgroup.procs_files() if cgroup else [], set_as=True)
             guest_fd = guest_sock.fileno()
             popen = subprocess.Popen(
                 self.command(guest_fd, seccomp_read),

@@ -96,7 +96,7 @@ class CgroupSet:
             return False
         if _is_v2():
             text = self._read("memory", "memory.events")
-            keys = ("oom", "oom_kill")
+            keys: tuple[str, ...] = ("oom", "oom_kill")
         else:
             text = self._read("memory", "memory.oom_control")
             keys = ("oom_kill",)

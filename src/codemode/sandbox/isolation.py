@@ -12,7 +12,8 @@ __all__ = ["IsolationReport", "probe_isolation", "require_isolation"]
 
 _PROBE = r"""
 import json, os, socket
-facts = {"uid": os.getuid(), "pid": os.getpid(), "environ": open("/proc/self/environ", "rb").read() != b""}
+facts = {"uid": os.getuid(), "pid": os.getpid()}
+facts["environ"] = open("/proc/self/environ", "rb").read() != b""
 try:
     socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     facts["inet_socket"] = True

@@ -81,6 +81,10 @@ class SandboxPool:
         return self.spawn()
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def ready_count(self) -> int:
         with self._cond:
             return len(self._ready)
@@ -115,7 +119,7 @@ class SandboxPool:
                 sandbox = self._spawn_here()
                 failures = 0
             except CodemodeError as error:
-                if self._closed:
+                if self.closed:
                     return
                 self.last_error = error
                 failures += 1
@@ -125,7 +129,7 @@ class SandboxPool:
                     self._cond.wait(timeout=min(0.1 * 2**failures, 5.0))
                 continue
             with self._cond:
-                if self._closed:
+                if self.closed:
                     sandbox.kill()
                     return
                 self._ready.append(sandbox)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -9,7 +10,7 @@ from codemode.sandbox.capture import HeadTail
 
 __all__ = ["ExecutionResult", "Status", "clip_head_tail", "clip_tail"]
 
-Status = Literal["ok", "error", "timeout", "limit"]
+Status = Literal["ok", "error", "timeout", "limit", "approval_required"]
 LimitName = Literal["wall_time", "cpu_time", "memory", "processes", "sandbox_exit"]
 
 
@@ -43,9 +44,43 @@ class ExecutionResult:
             del data["limit"]
         return data
 
+    @classmethod
+    def approval_required(
+        cls, approval: dict[str, Any], session: str | None, duration_ms: float
+    ) -> ExecutionResult:
+        """The execution is paused at a tool call that a human must approve first."""
+        return cls(
+            status="approval_required",
+            exit_code=None,
+            stdout="",
+            stderr="",
+            error=None,
+            files={"created": [], "modified": [], "deleted": []},
+            tool_calls={},
+            duration_ms=duration_ms,
+            truncated={},
+            hint=(
+                f"Paused before {approval['tool']}: ask the user, then call approve with "
+                f"approval={approval['id']!r} and allow=true or false to resume."
+            ),
+            session=session,
+            extra={"approval": approval},
+        )
+
     def render_text(self) -> str:
         """A compact rendering for the model (the JSON object carries the same facts)."""
         head = f"status: {self.status}"
+        approval = self.extra.get("approval")
+        if approval:
+            lines = [
+                head,
+                f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])[:500]})",
+                f"reason: {approval['reason']}",
+                f"approval: {approval['id']}",
+                f"session: {self.session}",
+                f"hint: {self.hint}",
+            ]
+            return "\n".join(lines)
         if self.limit:
             head += f" ({self.limit})"
         if self.exit_code not in (0, None):
@@ -64,7 +99,9 @@ class ExecutionResult:
             lines += ["stderr:", self.stderr.rstrip("\n")]
         changed = [*self.files.get("created", []), *self.files.get("modified", [])]
         if changed:
-            lines.append("files: " + ", ".join(changed[:20]) + (" ..." if len(changed) > 20 else ""))
+            lines.append(
+                "files: " + ", ".join(changed[:20]) + (" ..." if len(changed) > 20 else "")
+            )
         if self.session:
             lines.append(f"session: {self.session}")
         if self.hint:
@@ -96,8 +133,8 @@ def clip_head_tail(stream: HeadTail, head_chars: int, tail_chars: int) -> tuple[
         return text, 0
     first = (text if text is not None else head)[:head_chars]
     last = (text if text is not None else tail)[-tail_chars:]
-    omitted = stream.total - len(first.encode("utf-8", "replace")) - len(
-        last.encode("utf-8", "replace")
+    omitted = (
+        stream.total - len(first.encode("utf-8", "replace")) - len(last.encode("utf-8", "replace"))
     )
     return f"{first}\n{_marker(max(omitted, 0))}\n{last}", max(omitted, 0)
 
@@ -111,7 +148,7 @@ def make_hint(result: ExecutionResult, timeout_s: float) -> str:
         )
     if result.status == "limit":
         advice = {
-            "memory": "Hit the memory limit. Process data in chunks and free what you no longer need.",
+            "memory": "Hit the memory limit. Work in chunks; free what you no longer need.",
             "processes": "Hit the process limit. Start fewer processes or threads.",
             "cpu_time": "Hit the CPU time limit. Use a cheaper algorithm or less data.",
             "sandbox_exit": "The interpreter exited (os._exit or a crash).",
@@ -122,7 +159,9 @@ def make_hint(result: ExecutionResult, timeout_s: float) -> str:
         kind = error.get("type", "")
         line = f" at line {error['line']}" if error.get("line") else ""
         if kind == "ToolError":
-            return "A tool call failed: read the message; check arguments with help(module.function)."
+            return (
+                "A tool call failed: read the message; check arguments with help(module.function)."
+            )
         if kind in ("SyntaxError", "IndentationError", "TabError"):
             return f"Fix the syntax{line} and run again."
         if kind in ("ModuleNotFoundError", "ImportError") and "servers" in error.get("message", ""):

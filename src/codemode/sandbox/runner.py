@@ -63,6 +63,10 @@ class Sandbox:
         self._stdout = HeadTail(limits.output_kept_bytes)
         self._stderr = HeadTail(limits.output_kept_bytes)
 
+    def is_dead(self) -> bool:
+        """Read fresh: a frame read or a kill on this thread may have changed it."""
+        return self.dead
+
     @property
     def isolated(self) -> bool:
         return self.process.isolated
@@ -214,7 +218,7 @@ class Sandbox:
                     continue
                 for incoming in self._read_frames():
                     self._dispatch(incoming, host, outcome, deadline)
-                if self.dead and outcome.done is None:
+                if self.is_dead() and outcome.done is None:
                     outcome.died = True
                     self._classify_death(outcome)
         host.close()
@@ -297,7 +301,7 @@ class Sandbox:
         stderr, stderr_cut = clip_head_tail(
             self._stderr, limits.stderr_head_chars, limits.stderr_tail_chars
         )
-        files_raw = done.get("files") if isinstance(done.get("files"), dict) else {}
+        files_raw: dict[str, Any] = done["files"] if isinstance(done.get("files"), dict) else {}
         files = {
             key: [str(p) for p in files_raw.get(key, []) if isinstance(p, str)][:200]
             for key in ("created", "modified", "deleted")

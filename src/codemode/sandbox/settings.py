@@ -90,7 +90,8 @@ def _build(kind: type[T], data: dict[str, Any], source: str, prefix: str) -> T:
                 f"invalid value {value!r}",
                 path=source,
                 key=f"{prefix}.{key}",
-                fix=f"expected {'true or false' if isinstance(default, bool) else 'a positive number'}",
+                fix="expected "
+                + ("true or false" if isinstance(default, bool) else "a number > 0"),
             )
         values[key] = type(default)(value) if isinstance(default, int | float) else value
     return kind(**values)

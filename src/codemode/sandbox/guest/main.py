@@ -72,7 +72,9 @@ def _describe(error, code_lines):
         line = error.lineno
     lines = ["Traceback (agent code only):"]
     for frame in frames[-8:]:
-        where = f"  line {frame.lineno}" + (f", in {frame.name}" if frame.name != "<module>" else "")
+        where = f"  line {frame.lineno}" + (
+            f", in {frame.name}" if frame.name != "<module>" else ""
+        )
         lines.append(where)
         if frame.line:
             lines.append(f"    {frame.line.strip()}")
@@ -141,7 +143,7 @@ class Guest:
             import linecache
 
             linecache.cache[CODE_FILENAME] = (len(code), None, code.splitlines(True), CODE_FILENAME)
-            result = eval(compiled, self.namespace)  # noqa: S307 - this is the sandbox
+            result = eval(compiled, self.namespace)
             if result is not None and hasattr(result, "__await__"):
                 import asyncio
 
@@ -150,16 +152,16 @@ class Guest:
             exit_code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
             if stop.code is not None and not isinstance(stop.code, int):
                 print(stop.code, file=sys.stderr)
-        except BaseException as caught:  # noqa: BLE001 - everything is reported
+        except BaseException as caught:
             exit_code = 1
             error = _describe(caught, code_lines)
             print(error["traceback"], file=sys.stderr)
-            caught = None  # noqa: F841 - drop the frame references
+            caught = None
         duration = time.perf_counter() - started
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except Exception:  # noqa: BLE001 - the code may have closed or replaced it
+            except Exception:
                 pass
         if self.isolated:
             _reap_strays()
@@ -170,7 +172,10 @@ class Guest:
         usage = None
         try:
             st = os.statvfs(self.workspace)
-            usage = {"used": (st.f_blocks - st.f_bfree) * st.f_frsize, "total": st.f_blocks * st.f_frsize}
+            usage = {
+                "used": (st.f_blocks - st.f_bfree) * st.f_frsize,
+                "total": st.f_blocks * st.f_frsize,
+            }
         except OSError:
             pass
         return {
