@@ -6,12 +6,13 @@ from codemode.tokens import count_tokens, surface_tokens
 
 def test_surface_is_small_whatever_the_catalog():
     assert surface_tokens() == count_tokens(json.dumps(tool_definitions(), ensure_ascii=False))
-    assert surface_tokens() < 300  # the target is 500; we aim at about 250
+    assert surface_tokens() < 350  # the target is 500
 
 
 def test_two_tools_with_their_arguments():
     defs = {d["name"]: d for d in tool_definitions()}
-    assert set(defs) == {"search", "execute"}
+    assert set(defs) == {"search", "execute", "approve"}
+    assert defs["approve"]["inputSchema"]["required"] == ["approval", "allow"]
     assert set(defs["search"]["inputSchema"]["properties"]) == {"query", "detail", "limit"}
     assert defs["search"]["inputSchema"]["required"] == ["query"]
     assert defs["search"]["inputSchema"]["properties"]["detail"]["enum"] == [
@@ -32,6 +33,6 @@ def test_execute_description_teaches_the_workflow():
 
 def test_mcp_tool_objects_round_trip():
     tools = mcp_tools()
-    assert [t.name for t in tools] == ["search", "execute"]
+    assert [t.name for t in tools] == ["search", "execute", "approve"]
     wire = [t.model_dump(by_alias=True, exclude_none=True) for t in tools]
     assert wire == tool_definitions()

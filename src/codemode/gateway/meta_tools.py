@@ -13,7 +13,7 @@ from codemode.search.base import DEFAULT_LIMIT
 if TYPE_CHECKING:
     from mcp.types import Tool
 
-__all__ = ["EXECUTE", "META_TOOLS", "SEARCH", "mcp_tools", "tool_definitions"]
+__all__ = ["APPROVE", "EXECUTE", "META_TOOLS", "SEARCH", "mcp_tools", "tool_definitions"]
 
 SEARCH: dict[str, Any] = {
     "name": "search",
@@ -40,7 +40,8 @@ EXECUTE: dict[str, Any] = {
         "`from servers import github` then `github.some_tool(...)`. "
         "Only printed output comes back: print just what you need and keep big data in "
         "variables or files. Variables and files persist in a session: pass back the returned "
-        "`session` (fresh=true starts anew). A failed tool call raises ToolError."
+        "`session` (fresh=true clears variables, keeps files). A failed tool call raises "
+        "ToolError."
     ),
     "input_schema": {
         "type": "object",
@@ -53,7 +54,20 @@ EXECUTE: dict[str, Any] = {
     },
 }
 
-META_TOOLS: tuple[dict[str, Any], ...] = (SEARCH, EXECUTE)
+APPROVE: dict[str, Any] = {
+    "name": "approve",
+    "description": (
+        "Resume an execution paused with status approval_required, once the user decided: "
+        "allow=false makes the call raise ToolError."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {"approval": {"type": "string"}, "allow": {"type": "boolean"}},
+        "required": ["approval", "allow"],
+    },
+}
+
+META_TOOLS: tuple[dict[str, Any], ...] = (SEARCH, EXECUTE, APPROVE)
 
 
 def tool_definitions() -> list[dict[str, Any]]:

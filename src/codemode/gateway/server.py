@@ -20,6 +20,7 @@ from codemode import __version__
 from codemode.engine import Codemode
 from codemode.errors import CodemodeError
 from codemode.gateway.meta_tools import mcp_tools
+from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["build_server", "caller_identity"]
 
@@ -100,11 +101,23 @@ def build_server(engine: Codemode) -> Server[Any]:
         result = await engine.execute(code, session=session, fresh=fresh, owner=owner)
         if legacy and result.session:
             connection_sessions[connection] = result.session
+        return _execution_result(result)
+
+    def _execution_result(result: ExecutionResult) -> types.CallToolResult:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result.render_text())],
             structured_content=result.to_dict(),
-            is_error=result.status != "ok",
+            is_error=result.status not in ("ok", "approval_required"),
         )
+
+    async def approve(
+        ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        approval, allow = arguments.get("approval"), arguments.get("allow")
+        if not isinstance(approval, str) or not isinstance(allow, bool):
+            return _argument_error("`approval` (the id from the result) and `allow` (true/false)")
+        result = await engine.approve(approval, allow, owner=caller_identity(ctx))
+        return _execution_result(result)
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -115,12 +128,16 @@ def build_server(engine: Codemode) -> Server[Any]:
                 return await search(arguments)
             if params.name == "execute":
                 return await execute(ctx, arguments)
+            if params.name == "approve":
+                return await approve(ctx, arguments)
         except CodemodeError as error:
             return _text(str(error), error=True)
         except Exception:
             log.exception("%s failed", params.name)
             return _text(f"{params.name} failed inside codemode; see the gateway's log", error=True)
-        return _text(f"unknown tool {params.name!r}; the tools are search and execute", error=True)
+        return _text(
+            f"unknown tool {params.name!r}; the tools are search, execute and approve", error=True
+        )
 
     return Server(
         "codemode",
