@@ -221,6 +221,9 @@ class Sandbox:
                 if self.is_dead() and outcome.done is None:
                     outcome.died = True
                     self._classify_death(outcome)
+        if outcome.status == "ok" and not outcome.died:
+            # A limit hit just before "done" (the watcher polls every 50 ms) is still a limit.
+            self._limit_broken(outcome, cpu_start)
         host.close()
         self._drain("stdout")
         self._drain("stderr")
