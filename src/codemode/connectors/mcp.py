@@ -339,7 +339,7 @@ class _Connection:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(task, 2.0)
-            except Exception:
+            except Exception:  # noqa: BLE001 - shutting down; logged only
                 logger.debug("MCP connection task for %r ended with an error", self.owner.name)
         if self._stderr is not None:
             self._stderr.close()
@@ -483,7 +483,7 @@ async def _listening(client: Client, owner: MCPConnector) -> AsyncIterator[None]
             async with client.listen(tools_list_changed=True) as subscription:
                 async for _event in subscription:
                     await owner._tools_changed()
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - a listener must not kill the loop
             logger.debug("tools/list_changed listener for %r ended: %r", owner.name, error)
 
     task = asyncio.create_task(listen(), name=f"mcp-listen:{owner.name}")

@@ -96,7 +96,7 @@ class PythonConnector:
                 value = await asyncio.to_thread(entry.function, **kwargs)
                 if inspect.isawaitable(value):
                     value = await value
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - a failing function is a tool error
             return ToolResult(
                 value=None, is_error=True, error_message=f"{type(error).__name__}: {error}"
             )
@@ -157,7 +157,7 @@ def _build_tool(server: str, tool_name: str, function: Callable[..., Any]) -> _T
     if returns not in (inspect.Signature.empty, Any, None, type(None)):
         try:
             output_schema = TypeAdapter(returns).json_schema(mode="serialization")
-        except Exception:
+        except Exception:  # noqa: BLE001 - no output schema for odd return types
             output_schema = None
     spec = ToolSpec(
         server=server,
