@@ -95,11 +95,13 @@ class SandboxProcess:
         which may never reap it (a zombie left behind).
         """
         if self.popen.poll() is None:
-            for child in _children(self.popen.pid):
+            children = _children(self.popen.pid)
+            for child in children:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(child, signal.SIGKILL)
             try:
-                self.popen.wait(timeout=2)
+                # bwrap exits as soon as its child does; with no child yet, do not wait.
+                self.popen.wait(timeout=2 if children else 0.05)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     self.popen.kill()

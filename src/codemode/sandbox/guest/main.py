@@ -6,7 +6,6 @@ files created or modified in the workspace. stdout and stderr go straight to pip
 drains and caps; the guest never decides what the model sees.
 """
 
-import ast
 import os
 import signal
 import socket
@@ -16,6 +15,8 @@ import time
 from . import runtime, wire
 
 CODE_FILENAME = "<code>"
+# ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, without importing ast (it costs milliseconds at start-up).
+_TOP_LEVEL_AWAIT = 0x2000
 _MAX_SCAN = 5000
 
 
@@ -138,7 +139,7 @@ class Guest:
         code_lines = code.splitlines()
         try:
             compiled = compile(
-                code, CODE_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+                code, CODE_FILENAME, "exec", flags=_TOP_LEVEL_AWAIT, dont_inherit=True
             )
             import linecache
 

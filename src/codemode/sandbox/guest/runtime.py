@@ -4,7 +4,6 @@ Standard library only. The host decides everything: which tools this execution m
 they return, and the source of every ``servers.*`` module.
 """
 
-import importlib.abc
 import importlib.machinery
 import linecache
 import sys
@@ -65,7 +64,7 @@ def call_tool(server, tool, arguments):
     )
 
 
-class ServersFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class ServersFinder:
     """Imports ``servers`` and ``servers.*`` from sources the host generates on demand."""
 
     def find_spec(self, fullname, path=None, target=None):
