@@ -139,6 +139,7 @@ def write_config(
     *,
     env: Mapping[str, Mapping[str, str]] | None = None,
     pool_size: int = 2,
+    gateway: Mapping[str, float | int] | None = None,
 ) -> Path:
     lines = [f"# written by {__name__}", ""]
     for name, (command, *args) in upstreams.items():
@@ -152,7 +153,9 @@ def write_config(
             lines.append(f"env = {{ {pairs} }}")
         lines.append("")
     lines += ["[sandbox]", f"pool_size = {pool_size}", ""]
-    lines += ["[gateway]", f'state_dir = "{root / "state"}"', ""]
+    lines += ["[gateway]", f'state_dir = "{root / "state"}"']
+    lines += [f"{key} = {value}" for key, value in (gateway or {}).items()]
+    lines.append("")
     path = root / "codemode.toml"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
