@@ -59,7 +59,7 @@ def make(
 
 SEND = ToolCall("mail", "send_email", {"to": "x"})
 DELETE = ToolCall("crm", "delete_contact", {"id": 7})
-ASK_MAIL = {"rules": [{"tools": ["mail.*"], "action": "ask"}]}
+ASK_MAIL: dict[str, Any] = {"rules": [{"tools": ["mail.*"], "action": "ask"}]}
 
 
 def test_allowed_call_runs_once() -> None:

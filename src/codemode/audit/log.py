@@ -1,0 +1,38 @@
+"""The ``AuditLog`` seam and its in-memory twin (for tests and for running without a disk)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+from codemode.audit.events import AuditEvent, AuditFilter, event_matches
+
+__all__ = ["AuditLog", "MemoryAuditLog"]
+
+
+class AuditLog(Protocol):
+    """An append-only store of audit events, safe to use from several threads."""
+
+    def append(self, event: AuditEvent) -> None: ...
+
+    def query(self, filters: AuditFilter | None = None) -> list[AuditEvent]:
+        """The newest ``filters.limit`` matching events, oldest first."""
+        ...
+
+
+class MemoryAuditLog:
+    def __init__(self) -> None:
+        self._events: list[AuditEvent] = []
+        self._lock = threading.Lock()
+
+    def append(self, event: AuditEvent) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    def query(self, filters: AuditFilter | None = None) -> list[AuditEvent]:
+        filters = filters or AuditFilter()
+        with self._lock:
+            found = [event for event in self._events if event_matches(event, filters)]
+        if filters.limit is not None:
+            found = found[-filters.limit :] if filters.limit > 0 else []
+        return found

@@ -1,0 +1,261 @@
+"""The audit log in one SQLite file: WAL, an append-only table, safe for threads and processes.
+
+Rows cannot be changed or deleted (triggers refuse it). Writers in other processes wait for
+each other (busy timeout). A file that turns out to be corrupt is renamed
+``<name>.corrupt-<time>-<pid>`` and a new log is started in its place: auditing goes on, and the
+old file is kept for whoever investigates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from codemode.audit.events import AuditEvent, AuditFilter, Outcome
+from codemode.policy.outcome import Verdict
+
+__all__ = ["SQLiteAuditLog"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+_BUSY_TIMEOUT_S = 15.0
+_CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+_COLUMNS = (
+    "time, session, server, tool, args_digest, decision, duration_ms, outcome, error_code, "
+    "message, rule"
+)
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time REAL NOT NULL,
+    session TEXT NOT NULL,
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    args_digest TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    duration_ms REAL NOT NULL,
+    outcome TEXT NOT NULL,
+    error_code TEXT,
+    message TEXT NOT NULL,
+    rule TEXT
+);
+CREATE INDEX IF NOT EXISTS events_time ON events (time);
+CREATE INDEX IF NOT EXISTS events_session ON events (session, id);
+CREATE TRIGGER IF NOT EXISTS events_append_only_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_append_only_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+
+
+def _is_corruption(error: sqlite3.DatabaseError) -> bool:
+    name = getattr(error, "sqlite_errorname", None)
+    if name is not None:
+        return name in _CORRUPT or name.startswith("SQLITE_CORRUPT")
+    text = str(error)
+    return "malformed" in text or "not a database" in text
+
+
+class SQLiteAuditLog:
+    """``AuditLog`` over ``path``. One connection per instance, shared by its threads."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.recovered: list[Path] = []  # files moved aside because they were corrupt
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None
+        with self._lock:
+            self._with_recovery(lambda connection: None)
+
+    # --- the AuditLog protocol ----------------------------------------------------------------
+
+    def append(self, event: AuditEvent) -> None:
+        row = (
+            event.time,
+            event.session,
+            event.server,
+            event.tool,
+            event.args_digest,
+            event.decision,
+            event.duration_ms,
+            event.outcome,
+            event.error_code,
+            event.message,
+            event.rule,
+        )
+
+        def insert(connection: sqlite3.Connection) -> None:
+            connection.execute(
+                f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 11)})",  # noqa: S608
+                row,
+            )
+
+        with self._lock:
+            self._with_recovery(insert)
+
+    def query(self, filters: AuditFilter | None = None) -> list[AuditEvent]:
+        filters = filters or AuditFilter()
+        if filters.limit is not None and filters.limit <= 0:
+            return []
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("session", filters.session),
+            ("decision", filters.decision),
+            ("outcome", filters.outcome),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if filters.tool is not None:
+            where.append("(server || '.' || tool) GLOB ?")
+            params.append(filters.tool.replace("[!", "[^"))
+        if filters.since is not None:
+            where.append("time >= ?")
+            params.append(filters.since)
+        if filters.until is not None:
+            where.append("time < ?")
+            params.append(filters.until)
+        # Only fixed column names are formatted in; every value is a parameter.
+        sql = f"SELECT {_COLUMNS} FROM events"  # noqa: S608
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC"
+        if filters.limit is not None:
+            sql += " LIMIT ?"
+            params.append(filters.limit)
+
+        def select(connection: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            return connection.execute(sql, params).fetchall()
+
+        with self._lock:
+            rows = self._with_recovery(select)
+        return [_event(row) for row in reversed(rows)]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def __enter__(self) -> SQLiteAuditLog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- connection and recovery --------------------------------------------------------------
+
+    def _with_recovery(self, operation: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``operation``; on a corrupt file move it aside, start afresh and run it again."""
+        try:
+            return operation(self._connect())
+        except sqlite3.DatabaseError as error:
+            if _is_corruption(error):
+                log.warning("audit log %s is corrupt (%s); starting a new one", self.path, error)
+                self._disconnect()
+                self._move_aside()
+            elif self._replaced():  # another process moved a corrupt file aside under us
+                self._disconnect()
+            else:
+                raise
+            return operation(self._connect())
+
+    def _replaced(self) -> bool:
+        if self._identity is None:
+            return False
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return True
+        return self._identity != (stat.st_dev, stat.st_ino)
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is not None:
+            if not self._replaced():
+                return self._connection
+            self._disconnect()
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Created here (not by SQLite) so that only the owner can read it.
+        descriptor = os.open(self.path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        try:
+            stat = os.fstat(descriptor)
+        finally:
+            os.close(descriptor)
+        # Known before connecting, so that recovery from a file that is corrupt from the start
+        # moves aside this file and never a fresh one another process put in its place.
+        self._identity = (stat.st_dev, stat.st_ino)
+        connection = sqlite3.connect(
+            self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                try:
+                    connection.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
+                except BaseException:
+                    if connection.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            connection.execute("ROLLBACK")
+                    raise
+        except BaseException:
+            connection.close()
+            raise
+        self._connection = connection
+        return connection
+
+    def _disconnect(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._connection.close()
+            self._connection = None
+
+    def _move_aside(self) -> None:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return
+        # Another process may already have replaced the corrupt file with a fresh log: leave
+        # that one alone.
+        if self._identity is not None and self._identity != (stat.st_dev, stat.st_ino):
+            self._identity = None
+            return
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+        with contextlib.suppress(FileNotFoundError):
+            self.path.rename(target)
+            self.recovered.append(target)
+        for suffix in ("-wal", "-shm"):
+            side = self.path.with_name(self.path.name + suffix)
+            with contextlib.suppress(FileNotFoundError):
+                side.rename(target.with_name(target.name + suffix))
+        self._identity = None
+
+
+def _event(row: tuple[Any, ...]) -> AuditEvent:
+    return AuditEvent(
+        time=float(row[0]),
+        session=str(row[1]),
+        server=str(row[2]),
+        tool=str(row[3]),
+        args_digest=str(row[4]),
+        decision=cast(Verdict, row[5]),
+        duration_ms=float(row[6]),
+        outcome=cast(Outcome, row[7]),
+        error_code=row[8],
+        message=str(row[9]),
+        rule=row[10],
+    )
