@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
+import re
 
 import pytest
 
 from codemode.audit import AuditEvent, argument_digest, format_time, scrub
+from codemode.audit import redaction as scrub_module
 
 
 def test_digest_is_sha256_of_canonical_json() -> None:
@@ -47,10 +50,24 @@ def test_digest_accepts_values_json_cannot_encode() -> None:
         ("connect to 192.168.10.4 failed", "192.168", "<IP>"),
     ],
 )
-def test_scrub_removes_pii_and_secrets(text: str, gone: str, marker: str) -> None:
+@pytest.mark.parametrize("with_privacy", [True, False])
+def test_scrub_removes_pii_and_secrets(
+    text: str, gone: str, marker: str, with_privacy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not with_privacy:  # the built-in patterns alone
+        monkeypatch.setattr(scrub_module, "_privacy_redact", lambda: None)
     cleaned = scrub(text)
     assert gone not in cleaned
-    assert marker in cleaned
+    if with_privacy:
+        assert re.search(r"<[A-Z_]+>", cleaned), cleaned
+    else:
+        assert marker in cleaned
+
+
+def test_privacy_detectors_are_used_when_present() -> None:
+    if importlib.util.find_spec("codemode.privacy.detectors") is None:
+        pytest.fail("codemode.privacy.detectors is part of the project and should be importable")
+    assert scrub("card 4111 1111 1111 1111") == "card <CARD>"
 
 
 def test_scrub_keeps_what_helps() -> None:

@@ -21,7 +21,7 @@ from codemode.audit.events import (
 )
 from codemode.audit.invoker import AuditInvoker
 from codemode.audit.log import AuditLog, MemoryAuditLog
-from codemode.audit.scrub import scrub
+from codemode.audit.redaction import scrub
 from codemode.audit.sqlite import SQLiteAuditLog
 
 __all__ = [

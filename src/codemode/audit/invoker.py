@@ -14,7 +14,7 @@ from typing import Any
 
 from codemode.audit.events import AuditEvent, Outcome, argument_digest
 from codemode.audit.log import AuditLog
-from codemode.audit.scrub import scrub
+from codemode.audit.redaction import scrub
 from codemode.bridge.host import ToolInvoker
 from codemode.errors import CodemodeError
 from codemode.policy.outcome import PolicyRefusedError, Verdict, verdict_scope

@@ -1,8 +1,9 @@
 """Make a short message safe for the audit log: no e-mail addresses, numbers, keys or secrets.
 
-When ``codemode.privacy.detectors`` offers ``redact(text) -> str`` it runs first; the built-in
-patterns below run always, as a second net. They are deliberately greedy: a log line that lost
-a harmless number is better than one that kept a phone number.
+When ``codemode.privacy.detectors`` exists, its ``default_detectors().detect(text)`` runs first
+and each detection becomes ``<KIND>``. The built-in patterns below run always, as a second net.
+They are deliberately greedy: a log line that lost a harmless number is better than one that
+kept a phone number.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import importlib.util
 import re
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 __all__ = ["MAX_MESSAGE_CHARS", "scrub"]
 
@@ -53,14 +55,27 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 @cache
 def _privacy_redact() -> Callable[[str], str] | None:
+    """``codemode.privacy``'s detectors as a redact function, when that package is there."""
     if importlib.util.find_spec("codemode.privacy") is None:
         return None
     try:
-        module = importlib.import_module("codemode.privacy.detectors")
-    except ImportError:
+        module: Any = importlib.import_module("codemode.privacy.detectors")
+        detectors = module.default_detectors()
+    except Exception:  # noqa: BLE001 - without it, the built-in patterns still run
         return None
-    redact = getattr(module, "redact", None)
-    return redact if callable(redact) else None
+
+    def redact(text: str) -> str:
+        pieces: list[str] = []
+        end = 0
+        for found in detectors.detect(text):  # sorted and non-overlapping
+            if found.start < end:
+                continue
+            pieces += [text[end : found.start], f"<{found.kind}>"]
+            end = found.end
+        pieces.append(text[end:])
+        return "".join(pieces)
+
+    return redact
 
 
 def scrub(text: str, *, limit: int = MAX_MESSAGE_CHARS) -> str:
