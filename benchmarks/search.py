@@ -24,7 +24,7 @@ from codemode.search.fts import FtsIndex
 from codemode.tools import ToolSpec
 
 HERE = Path(__file__).resolve().parent
-TASKS = HERE / "search_tasks.json"
+TASKS = (HERE / "search_tasks.json", HERE / "search_tasks_fresh.json")
 SPECS_DIR = HERE.parent.parent / "shared" / "specs"
 
 
@@ -44,7 +44,7 @@ def evaluate(
     tasks: Sequence[dict[str, Any]],
     servers: dict[str, str],
 ) -> dict[str, dict[str, float]]:
-    """recall@5 and MRR@10 per (split, spec) group, plus 'all'."""
+    """recall@5 and MRR@10 per (split, spec) group; split 'orig' is dev + heldout, 'all' is all."""
     groups: dict[str, list[tuple[float, float]]] = {}
     for task in tasks:
         hits = search(task["query"], 10)
@@ -55,12 +55,8 @@ def evaluate(
             None,
         )
         row = (1.0 if rank and rank <= 5 else 0.0, 1.0 / rank if rank else 0.0)
-        for key in (
-            f"{task['split']}/{task['spec']}",
-            f"{task['split']}/all",
-            f"all/{task['spec']}",
-            "all/all",
-        ):
+        splits = [task["split"], "all"] + (["orig"] if task["split"] in ("dev", "heldout") else [])
+        for key in [f"{split}/{spec}" for split in splits for spec in (task["spec"], "all")]:
             groups.setdefault(key, []).append(row)
     return {
         key: {
@@ -91,13 +87,20 @@ def latency(index: SearchIndex, queries: Sequence[str], rounds: int = 5) -> dict
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=SPECS_DIR)
+    parser.add_argument(
+        "--tasks",
+        type=Path,
+        action="append",
+        help="task file (repeatable); default: search_tasks.json and search_tasks_fresh.json",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--tune", action="store_true", help="grid-search the blend on dev")
     parser.add_argument("--no-semantic", action="store_true")
     args = parser.parse_args(argv)
 
-    suite = json.loads(TASKS.read_text())
-    tasks = suite["tasks"]
+    suites = [json.loads(path.read_text()) for path in args.tasks or TASKS]
+    suite = suites[0]
+    tasks = [task for each in suites for task in each["tasks"]]
     report: dict[str, Any] = {"tasks": len(tasks), "specs": {}}
     servers: dict[str, str] = {}
     all_specs: list[ToolSpec] = []
@@ -177,7 +180,7 @@ def print_report(report: dict[str, Any]) -> None:
     specs = ["cloudflare", "github", "stripe", "all"]
     print(f"\n{'method':<18} {'split':<8} " + " ".join(f"{s:>16}" for s in specs))
     for method, groups in report["results"].items():
-        for split in ("dev", "heldout", "all"):
+        for split in ("dev", "heldout", "orig", "fresh", "all"):
             cells = []
             for spec in specs:
                 g = groups.get(f"{split}/{spec}")

@@ -36,6 +36,8 @@ class ToolSpec:
     path: str | None = None
     operation_id: str | None = None
     title: str | None = None
+    # OpenAPI operation tags (the product area, e.g. "DNS Records for a Zone"); search indexes them.
+    tags: tuple[str, ...] = ()
 
     @property
     def qualified_name(self) -> str:

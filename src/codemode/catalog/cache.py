@@ -30,7 +30,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2  # 2: ToolSpec.tags
 _SPEC_FIELDS = frozenset(field.name for field in dataclasses.fields(ToolSpec))
 
 
@@ -49,7 +49,10 @@ def spec_to_json(spec: ToolSpec) -> dict[str, Any]:
 
 
 def spec_from_json(data: dict[str, Any]) -> ToolSpec:
-    return ToolSpec(**{key: value for key, value in data.items() if key in _SPEC_FIELDS})
+    fields = {key: value for key, value in data.items() if key in _SPEC_FIELDS}
+    if "tags" in fields:  # JSON has no tuples
+        fields["tags"] = tuple(fields["tags"])
+    return ToolSpec(**fields)
 
 
 class MemoryDefinitionCache:

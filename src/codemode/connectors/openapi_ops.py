@@ -184,6 +184,7 @@ def _operation(
             path=path,
             operation_id=op.get("operationId") if isinstance(op.get("operationId"), str) else None,
             title=op.get("summary") if isinstance(op.get("summary"), str) else None,
+            tags=tuple(tag for tag in op.get("tags") or () if isinstance(tag, str)),
         ),
         method=method.upper(),
         path=path,
