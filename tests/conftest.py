@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+# Tests never write codemode state (audit log, caches) into the user's home directory.
+os.environ.setdefault("CODEMODE_STATE_DIR", tempfile.mkdtemp(prefix="codemode-test-state-"))
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE_BIN = ROOT / "third_party" / "node_modules" / ".bin"

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from codemode.errors import ConfigError
+from codemode.policy.settings import PolicySettings
+from codemode.privacy.settings import PrivacySettings
 from codemode.sandbox.settings import SandboxSettings
 
 __all__ = [
@@ -117,6 +119,8 @@ class CodemodeConfig:
     servers: Mapping[str, ServerConfig]
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
+    policy: PolicySettings = field(default_factory=PolicySettings)
+    privacy: PrivacySettings = field(default_factory=PrivacySettings)
     # The file it came from; None for the embedded default.
     source: Path | None = None
 
@@ -173,15 +177,33 @@ def _load_toml(text: str, path: Path) -> CodemodeConfig:
         raise ConfigError(
             f"not valid TOML: {error}", path=source, fix="fix the syntax at the line shown"
         ) from None
-    _check_keys(data, {"servers", "sandbox", "gateway"}, source, prefix="")
+    _check_keys(data, {"servers", *_SETTINGS_SECTIONS}, source, prefix="")
     servers_table = _table(data.get("servers", {}), source, "servers")
     servers: dict[str, ServerConfig] = {}
     for name, table in servers_table.items():
         servers[name] = _server_from_table(name, table, path, prefix=f"servers.{name}")
+    return _with_settings(servers, data, path)
+
+
+_SETTINGS_SECTIONS = ("sandbox", "gateway", "policy", "privacy")
+
+
+def _with_settings(
+    servers: dict[str, ServerConfig], data: Mapping[str, Any], path: Path
+) -> CodemodeConfig:
+    """codemode's own sections, the same in TOML and under the JSON file's "codemode" key."""
+    source = str(path)
     sandbox_table = _table(data.get("sandbox", {}), source, "sandbox")
-    sandbox = SandboxSettings.from_mapping(dict(sandbox_table), source=source)
-    gateway = _gateway(_table(data.get("gateway", {}), source, "gateway"), path)
-    return CodemodeConfig(servers=servers, sandbox=sandbox, gateway=gateway, source=path)
+    return CodemodeConfig(
+        servers=servers,
+        sandbox=SandboxSettings.from_mapping(dict(sandbox_table), source=source),
+        gateway=_gateway(_table(data.get("gateway", {}), source, "gateway"), path),
+        policy=PolicySettings.from_mapping(_table(data.get("policy", {}), source, "policy"), source),
+        privacy=PrivacySettings.from_mapping(
+            _table(data.get("privacy", {}), source, "privacy"), source
+        ),
+        source=path,
+    )
 
 
 def _gateway(table: Mapping[str, Any], path: Path) -> GatewaySettings:
@@ -245,7 +267,9 @@ def _load_json(text: str, path: Path) -> CodemodeConfig:
         if transport is not None:
             _check_transport(transport, entry, source, prefix)
         servers[name] = _server_from_table(name, entry, path, prefix=prefix)
-    return CodemodeConfig(servers=servers, source=path)
+    settings = _table(data.get("codemode", {}), source, "codemode")
+    _check_keys(settings, set(_SETTINGS_SECTIONS), source, prefix="codemode")
+    return _with_settings(servers, settings, path)
 
 
 def _check_transport(transport: object, entry: Mapping[str, Any], source: str, prefix: str) -> None:

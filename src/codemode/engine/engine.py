@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import secrets
 import threading
 import time
 from collections.abc import Sequence
@@ -26,13 +28,14 @@ from codemode.bridge.host import ModuleSource, ToolInvoker
 from codemode.catalog.catalog import Catalog
 from codemode.catalog.loading import catalog_from_config
 from codemode.config import CodemodeConfig
-from codemode.engine.approvals import ApprovalBroker, PendingApproval
+from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.invoker import CatalogInvoker
 from codemode.engine.registry import SessionRecord, SessionRegistry
-from codemode.errors import SandboxError, SessionError
+from codemode.errors import CodemodeError, SandboxError, SessionError
 from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
+from codemode.tools import ToolSpec
 
 __all__ = ["Codemode", "SearchAnswer", "StubModules"]
 
@@ -70,6 +73,8 @@ class Codemode:
         catalog: Catalog | None = None,
         backend: SandboxBackend | None = None,
         semantic: bool | None = None,
+        audit: bool = True,
+        audit_log: Any = None,
     ) -> None:
         self.config = config
         self.catalog = catalog or catalog_from_config(config, openapi_specs)
@@ -87,6 +92,9 @@ class Codemode:
         self._limiter = anyio.CapacityLimiter(max(config.gateway.max_sessions, 1))
         self._expiry: asyncio.Task[None] | None = None
         self.approvals = ApprovalBroker()
+        self.audit = audit
+        self.audit_log: Any = audit_log
+        self._digest_key: bytes | None = None
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -100,7 +108,9 @@ class Codemode:
             idle_timeout_s=gateway.session_idle_timeout_s,
             max_sessions=gateway.max_sessions,
         )
-        self.registry.on_close.append(lambda record: self.approvals.cancel_session(record.handle))
+        self.registry.on_close.append(self._wipe_session)
+        if self.audit_log is None and self.audit:
+            await anyio.to_thread.run_sync(self._open_audit_log)
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
         failures = await self.catalog.load()
         for server, message in failures.items():
@@ -116,6 +126,8 @@ class Codemode:
             await anyio.to_thread.run_sync(self.registry.close_all)
         if self.pool is not None:
             await anyio.to_thread.run_sync(self.pool.close)
+        if self.audit_log is not None and hasattr(self.audit_log, "close"):
+            self.audit_log.close()
         await self.catalog.aclose()
 
     async def __aenter__(self) -> Codemode:
@@ -267,16 +279,76 @@ class Codemode:
         return self._finish(record, result)
 
     def _invoker_for(self, record: SessionRecord) -> ToolInvoker:
-        """The session's chain of wrappers around the catalog (built once per session)."""
+        """The session's chain of wrappers around the catalog (built once per session).
+
+        audit -> policy (deny, ask, budgets) -> privacy (tokens back to values, flow rules;
+        results to tokens) -> catalog. Policy, approvals and the audit see tokenized arguments.
+        """
         chain = record.state.get("invoker")
-        if chain is None:
-            assert self._invoker is not None
-            chain = record.state["invoker"] = self._invoker
-        return cast(ToolInvoker, chain)
+        if chain is not None:
+            return cast(ToolInvoker, chain)
+        from codemode.audit import AuditInvoker
+        from codemode.policy import Budget, Policy, PolicyInvoker
+        from codemode.privacy.invoker import PrivacyInvoker
+        from codemode.privacy.vault import Vault
+
+        assert self._invoker is not None
+        invoker: ToolInvoker = self._invoker
+        if self.config.privacy.enabled:
+            vault = record.state["vault"] = Vault()
+            invoker = PrivacyInvoker(invoker, vault, self.config.privacy)
+        invoker = PolicyInvoker(
+            invoker,
+            Policy(self.config.policy, self._spec_or_none),
+            approver=SessionApprover(self.approvals, record.handle, record.owner),
+            budget=Budget(self.config.policy.budget),
+        )
+        if self.audit_log is not None:
+            invoker = AuditInvoker(
+                invoker, self.audit_log, record.handle, digest_key=self._digest_key
+            )
+        record.state["invoker"] = invoker
+        return invoker
+
+    def _spec_or_none(self, server: str, tool: str) -> ToolSpec | None:
+        try:
+            return self.catalog.get(server, tool)
+        except CodemodeError:
+            return None
 
     def _finish(self, record: SessionRecord, result: ExecutionResult) -> ExecutionResult:
-        """Last look at a result before it leaves the engine (the PII second net goes here)."""
+        """The second net: printed output is scanned for PII before it reaches the model."""
+        vault = record.state.get("vault")
+        if vault is None:
+            return result
+        from codemode.privacy.invoker import scan_output
+
+        settings = self.config.privacy
+        result.stdout = scan_output(result.stdout, vault, settings)
+        result.stderr = scan_output(result.stderr, vault, settings)
+        if result.error:
+            for key in ("message", "traceback"):
+                result.error[key] = scan_output(str(result.error.get(key, "")), vault, settings)
         return result
+
+    def _open_audit_log(self) -> None:
+        from codemode.audit import SQLiteAuditLog
+
+        state_dir = self.config.gateway.state_dir
+        state_dir.mkdir(parents=True, exist_ok=True)
+        key_file = state_dir / "audit.key"
+        if not key_file.exists():
+            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(secrets.token_bytes(32))
+        self._digest_key = key_file.read_bytes()
+        self.audit_log = SQLiteAuditLog(state_dir / "audit.sqlite")
+
+    def _wipe_session(self, record: SessionRecord) -> None:
+        self.approvals.cancel_session(record.handle)
+        vault = record.state.get("vault")
+        if vault is not None:
+            vault.wipe()
 
     async def close_session(self, handle: str) -> bool:
         if self.registry is None:
