@@ -1,0 +1,34 @@
+"""PII tokenization at the bridge: sensitive values stay on the host, the code sees tokens.
+
+detectors   what counts as sensitive (EMAIL, PHONE, CARD, IBAN, IP, national ids, SECRET)
+fields      glob paths naming fields of a tool result (``contacts[].email``)
+vault       value <-> token, per session, host side only
+tokenizer   walk results (tokenize) and call arguments (detokenize)
+settings    the ``[privacy]`` config table, flow rules
+invoker     ``PrivacyInvoker`` (the bridge wrapper) and ``scan_output`` (the second net)
+assertions  ``assert_no_pii`` for tests
+"""
+
+from codemode.privacy.assertions import assert_no_pii, find_pii
+from codemode.privacy.detectors import BUILTIN_KINDS, Detection, DetectorSet
+from codemode.privacy.invoker import DataFlowDeniedError, PrivacyInvoker, scan_output
+from codemode.privacy.settings import PrivacySettings
+from codemode.privacy.tokenizer import OUTPUT_SOURCE, Tokenizer, detokenize
+from codemode.privacy.vault import TokenSource, Vault
+
+__all__ = [
+    "BUILTIN_KINDS",
+    "OUTPUT_SOURCE",
+    "DataFlowDeniedError",
+    "Detection",
+    "DetectorSet",
+    "PrivacyInvoker",
+    "PrivacySettings",
+    "TokenSource",
+    "Tokenizer",
+    "Vault",
+    "assert_no_pii",
+    "detokenize",
+    "find_pii",
+    "scan_output",
+]

@@ -1,0 +1,574 @@
+"""Detectors for personal data and secrets in text.
+
+Each detector has a kind (``EMAIL``, ``PHONE`` ...), a regex that finds candidates and, where the
+format has one, a checksum or range check that rejects look-alikes. The candidate regexes are
+anchored by look-arounds so that a value embedded in a longer identifier (an order id, a UUID, a
+version number) is not taken apart.
+
+Built-in kinds and what they accept:
+
+``EMAIL``      RFC-shaped ASCII addresses with a letter TLD.
+``PHONE``      ``+`` international numbers (8-15 digits, groups split by space, dot, dash or a
+               parenthesised area code); North American ``(415) 555-0142`` / ``415-555-0142``;
+               national numbers with a trunk ``0`` (``020 7946 0958``, ``030/1234567``,
+               ``01 55 50 12 34``; 9-12 digits, dots not accepted, date-shaped runs rejected).
+               Bare digit runs are never phones.
+``CARD``       13-19 digits, bare or in groups, with a known issuer prefix whose length fits, and
+               a valid Luhn check digit.
+``IBAN``       a known country, its exact length, and the ISO 13616 mod-97 check.
+``IP``         IPv4 (not after "version"/"build", not a netmask) and IPv6 (parsed by
+               ``ipaddress``; at least three groups, so times and MAC addresses fail).
+``SSN``        US SSN ``AAA-GG-SSSS`` (dashes or spaces); area 000, 666 and 900-999, group 00,
+               serial 0000 and the advertising numbers 078-05-1120 and 219-09-9999 excluded.
+``UK_NINO``    UK National Insurance number (prefix letters per HMRC rules; no checksum exists).
+``DE_TAX_ID``  German Steuer-ID: 11 digits, one digit repeated 2-3 times in the first ten, and
+               the ISO 7064 MOD 11,10 check digit.
+``ES_DNI``     Spanish DNI (8 digits + mod-23 letter) and NIE (X/Y/Z + 7 digits + letter).
+``SECRET``     known key prefixes (``sk_live_``, ``sk_test_``, ``rk_live_``, ``sk-``/``sk-ant-``,
+               ``ghp_`` and the other GitHub token prefixes, ``github_pat_``, ``xox[abprs]-``,
+               ``AKIA``/``ASIA``, ``AIza``), JWTs, PEM private keys, and a value after a keyword
+               such as ``api_key=``, ``"token": "``, ``password:`` or ``Bearer`` that is long and
+               random-looking (any value of 6+ characters after a password keyword).
+
+``NATIONAL_ID`` names the four national id kinds at once. User patterns add kinds of their own.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "BUILTIN_KINDS",
+    "KIND_GROUPS",
+    "Detection",
+    "Detector",
+    "DetectorSet",
+    "default_detectors",
+    "expand_kinds",
+    "looks_secret",
+    "luhn_valid",
+]
+
+Validator = Callable[[re.Match[str]], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """One detected value: ``text[start:end] == value``."""
+
+    kind: str
+    start: int
+    end: int
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Detector:
+    """A candidate regex and an optional check. The value is group ``value`` if the regex has it."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    validate: Validator | None = None
+
+    def find(self, text: str) -> Iterable[Detection]:
+        has_group = "value" in self.pattern.groupindex
+        for match in self.pattern.finditer(text):
+            if self.validate is not None and not self.validate(match):
+                continue
+            start, end = match.span("value") if has_group else match.span()
+            if end > start:
+                yield Detection(self.kind, start, end, text[start:end])
+
+
+# --- checks ---------------------------------------------------------------------------------
+
+
+def _digits(text: str) -> str:
+    return "".join(ch for ch in text if ch.isdigit())
+
+
+def luhn_valid(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = ord(char) - 48
+        if index % 2:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+# (prefix range low, high, allowed lengths)
+_CARD_ISSUERS: tuple[tuple[int, int, frozenset[int]], ...] = (
+    (4, 4, frozenset({13, 16, 19})),  # Visa
+    (51, 55, frozenset({16})),  # Mastercard
+    (2221, 2720, frozenset({16})),  # Mastercard 2-series
+    (34, 34, frozenset({15})),  # American Express
+    (37, 37, frozenset({15})),
+    (300, 305, frozenset({14, 16, 17, 18, 19})),  # Diners Club
+    (36, 36, frozenset({14, 16, 17, 18, 19})),
+    (38, 39, frozenset({14, 16, 17, 18, 19})),
+    (6011, 6011, frozenset({16, 17, 18, 19})),  # Discover
+    (644, 649, frozenset({16, 17, 18, 19})),
+    (65, 65, frozenset({16, 17, 18, 19})),
+    (3528, 3589, frozenset({16, 17, 18, 19})),  # JCB
+    (62, 62, frozenset({16, 17, 18, 19})),  # UnionPay
+    (50, 50, frozenset(range(12, 20))),  # Maestro
+    (56, 58, frozenset(range(12, 20))),
+    (63, 63, frozenset(range(12, 20))),
+    (67, 67, frozenset(range(12, 20))),
+)
+
+
+def _card_valid(match: re.Match[str]) -> bool:
+    raw = match.group()
+    separators = {ch for ch in raw if not ch.isdigit()}
+    if len(separators) > 1:
+        return False
+    digits = _digits(raw)
+    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+        return False
+    issuer = any(
+        low <= int(digits[: len(str(low))]) <= high and len(digits) in lengths
+        for low, high, lengths in _CARD_ISSUERS
+    )
+    return issuer and luhn_valid(digits)
+
+
+_IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22,
+    "BR": 29, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20,
+    "EG": 29, "ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18,
+    "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IS": 26, "IT": 27, "JO": 30,
+    "KW": 30, "KZ": 20, "LB": 28, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MD": 24,
+    "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28,
+    "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SE": 24, "SI": 19, "SK": 24,
+    "SM": 27, "TN": 24, "TR": 26, "UA": 29, "VG": 24, "XK": 20,
+}  # fmt: skip
+
+
+def _iban_valid(match: re.Match[str]) -> bool:
+    iban = match.group().replace(" ", "")
+    if _IBAN_LENGTHS.get(iban[:2]) != len(iban):
+        return False
+    rearranged = iban[4:] + iban[:4]
+    number = "".join(str(int(ch, 36)) for ch in rearranged)
+    return int(number) % 97 == 1
+
+
+_VERSION_CONTEXT = re.compile(r"(?i)(?:version|ver|release|build|v)[\s:=]*$")
+
+
+def _ipv4_valid(match: re.Match[str]) -> bool:
+    octets = [int(part) for part in match.group().split(".")]
+    if octets[0] in {0, 255}:  # "this network", broadcast, or a netmask such as 255.255.255.0
+        return False
+    before = match.string[max(0, match.start() - 16) : match.start()]
+    return _VERSION_CONTEXT.search(before) is None
+
+
+def _ipv6_valid(match: re.Match[str]) -> bool:
+    value = match.group()
+    groups = [part for part in value.split(":") if part]
+    if len(groups) < 3:
+        return False
+    try:
+        ipaddress.IPv6Address(value)
+    except ValueError:
+        return False
+    return True
+
+
+_DATE_SHAPE = re.compile(r"^(\d{1,4})[-/](\d{1,2})[-/](\d{1,4})")
+
+
+def _looks_like_date(text: str) -> bool:
+    found = _DATE_SHAPE.match(text)
+    if found is None:
+        return False
+    a, b, c = (int(part) for part in found.groups())
+    return (1 <= b <= 12 and (1 <= a <= 31 or 1 <= c <= 31)) or (1 <= a <= 12 and 1 <= b <= 31)
+
+
+def _intl_phone_valid(match: re.Match[str]) -> bool:
+    return 8 <= len(_digits(match.group())) <= 15
+
+
+def _nanp_valid(match: re.Match[str]) -> bool:
+    digits = _digits(match.group())
+    if len(digits) == 11:
+        digits = digits[1:]
+    area, exchange = digits[:3], digits[3:6]
+    return (
+        area[0] not in "01"
+        and exchange[0] not in "01"
+        and area[1:] != "11"
+        and exchange[1:] != "11"
+    )
+
+
+def _trunk_phone_valid(match: re.Match[str]) -> bool:
+    raw = match.group()
+    digits = _digits(raw)
+    low, high = (11, 15) if digits.startswith("00") else (9, 12)
+    return low <= len(digits) <= high and not _looks_like_date(raw.lstrip("("))
+
+
+_SSN_ADVERTISING = frozenset({"078051120", "219099999"})
+
+
+def _ssn_valid(match: re.Match[str]) -> bool:
+    raw = match.group()
+    if raw[3] != raw[6]:
+        return False
+    digits = _digits(raw)
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    return (
+        area not in {"000", "666"}
+        and area[0] != "9"
+        and group != "00"
+        and serial != "0000"
+        and digits not in _SSN_ADVERTISING
+    )
+
+
+def _consistent_spaces(match: re.Match[str]) -> bool:
+    raw = match.group()
+    spaces = raw.count(" ")
+    return spaces in {0, raw.strip().count(" ")} and (spaces == 0 or spaces >= 3)
+
+
+def _de_tax_id_valid(match: re.Match[str]) -> bool:
+    digits = _digits(match.group())
+    if len(digits) != 11:
+        return False
+    counts = Counter(digits[:10])
+    repeated = [digit for digit, n in counts.items() if n > 1]
+    if len(repeated) != 1 or counts[repeated[0]] > 3:
+        return False
+    if repeated[0] * 3 in digits[:10]:
+        return False
+    product = 10
+    for char in digits[:10]:
+        total = (int(char) + product) % 10 or 10
+        product = (total * 2) % 11
+    check = 11 - product
+    return (0 if check == 10 else check) == int(digits[10])
+
+
+_DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
+
+
+def _es_dni_valid(match: re.Match[str]) -> bool:
+    raw = match.group().replace("-", "")
+    body, letter = raw[:-1], raw[-1]
+    if body[0] in "XYZ":
+        body = str("XYZ".index(body[0])) + body[1:]
+    return _DNI_LETTERS[int(body) % 23] == letter
+
+
+def _entropy(text: str) -> float:
+    counts = Counter(text)
+    size = len(text)
+    return -sum(n / size * math.log2(n / size) for n in counts.values())
+
+
+_PASSWORD_WORDS = re.compile(r"(?i)pass|pwd")
+_PLACEHOLDERS = re.compile(r"(?i)^(?:\*+|x+|null|none|redacted|changeme|\$\{.*\}|\{\{.*\}\})$")
+
+
+def looks_secret(value: str, *, password: bool = False) -> bool:
+    """Whether a value behind a secret-like keyword or field name is worth hiding."""
+    if _PLACEHOLDERS.match(value) or any(ch.isspace() for ch in value):
+        return False
+    if password:
+        return len(value) >= 6
+    classes = sum(
+        (
+            any(ch.isdigit() for ch in value),
+            any(ch.islower() for ch in value),
+            any(ch.isupper() for ch in value),
+        )
+    )
+    return len(value) >= 16 and classes >= 2 and _entropy(value) >= 3.0
+
+
+def _keyword_secret_valid(match: re.Match[str]) -> bool:
+    keyword = match.group("kw") or ""
+    return looks_secret(match.group("value"), password=bool(_PASSWORD_WORDS.search(keyword)))
+
+
+# --- the built-in detectors -----------------------------------------------------------------
+
+_TAIL = r"(?![\w]|[.\-/]\d)"  # not followed by more of a number or identifier
+
+_BUILTIN_SPECS: dict[str, list[tuple[str, Validator | None]]] = {
+    "SECRET": [
+        (r"(?<![\w-])-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----[\s\S]{1,16000}?"
+         r"-----END [A-Z ]{0,20}PRIVATE KEY-----", None),
+        (r"(?<![\w-])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,247}(?![\w-])", None),
+        (r"(?<![\w-])sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,200}(?![\w-])", None),
+        (r"(?<![\w-])gh[pousr]_[A-Za-z0-9]{36,251}(?![\w-])", None),
+        (r"(?<![\w-])github_pat_[A-Za-z0-9_]{22,244}(?![\w-])", None),
+        (r"(?<![\w-])xox[abprs]-[A-Za-z0-9\-]{10,250}(?![\w-])", None),
+        (r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])", None),
+        (r"(?<![\w-])AIza[0-9A-Za-z_\-]{35}(?![\w-])", None),
+        (r"(?<![\w-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}(?![\w-])",
+         None),
+        (r"(?i:(?:(?<![A-Za-z0-9])(?P<kw>api[_-]?key|apikey|secret|token|password|passwd|pwd"
+         r"|access[_-]?key|private[_-]?key|client[_-]?secret|auth)(?![A-Za-z0-9])"
+         r"[\"']?\s{0,3}[:=]\s{0,3}[\"']?|(?<![A-Za-z0-9])bearer\s{1,3})"
+         r"(?P<value>[A-Za-z0-9_\-+/=.~!@#$%^&*]{6,512}))",
+         _keyword_secret_valid),
+    ],
+    "EMAIL": [
+        (r"(?<![\w.+%\-])[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}@"
+         r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}(?![\w\-])", None),
+    ],
+    "IBAN": [
+        (r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?"
+         r"(?![A-Za-z0-9])", _iban_valid),
+    ],
+    "CARD": [
+        (r"(?<![\w.\-])(?:\d{4}[ \-]){3}\d{1,7}" + _TAIL, _card_valid),
+        (r"(?<![\w.\-])\d{4}[ \-]\d{6}[ \-]\d{4,5}" + _TAIL, _card_valid),
+        (r"(?<![\w.\-])\d{13,19}" + _TAIL, _card_valid),
+    ],
+    "SSN": [
+        (r"(?<![\w.\-])\d{3}[ \-]\d{2}[ \-]\d{4}" + _TAIL, _ssn_valid),
+    ],
+    "UK_NINO": [
+        (r"(?<![A-Za-z0-9])(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+         r" ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])", _consistent_spaces),
+    ],
+    "DE_TAX_ID": [
+        (r"(?<![\w.,\-])[1-9]\d(?: ?\d{3}){3}" + _TAIL, _de_tax_id_valid),
+    ],
+    "ES_DNI": [
+        (r"(?<![\w\-])(?:\d{8}|[XYZ]\d{7})-?[A-HJ-NP-TV-Z](?![\w])", _es_dni_valid),
+    ],
+    "IP": [
+        (r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
+         r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d)", _ipv4_valid),
+        (r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|\d{1,3}(?:\.\d{1,3}){3})?"
+         r"(?![\w:]|\.\d)", _ipv6_valid),
+    ],
+    "PHONE": [
+        (r"(?<![\w+])\+\d{1,15}(?:[ .\-]?\(\d{1,4}\)\d{0,8})?(?:[ .\-]\d{1,8}){0,7}"
+         + _TAIL, _intl_phone_valid),
+        (r"(?<![\w.\-+(/])(?:1[ .\-])?(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}" + _TAIL,
+         _nanp_valid),
+        (r"(?<![\w.\-+/])(?:0[1-9]\d{0,3}|00[1-9]\d{0,2})(?:[ \-/]\d{2,8}){1,5}" + _TAIL,
+         _trunk_phone_valid),
+        (r"(?<![\w.\-+/])\(0[1-9]\d{0,3}\) ?\d{2,8}(?:[ \-]\d{2,8}){0,4}" + _TAIL,
+         _trunk_phone_valid),
+    ],
+}  # fmt: skip
+
+BUILTIN_KINDS: tuple[str, ...] = tuple(_BUILTIN_SPECS)
+KIND_GROUPS: Mapping[str, tuple[str, ...]] = {
+    "NATIONAL_ID": ("SSN", "UK_NINO", "DE_TAX_ID", "ES_DNI"),
+}
+
+# A cheap test each candidate regex needs to pass before it runs: every built-in pattern can only
+# match text that passes its gate. Numbers other than IPv4 need six digits close together.
+_SIX_DIGITS = re.compile(r"\d(?:\D{0,3}\d){5}")
+_DIGIT_DOT = re.compile(r"\d\.\d")
+_KEYWORD_HINT = re.compile(r"[:=]|(?i:bearer)")
+_PREFIX_HINT = re.compile(
+    r"sk[_\-]|rk_|gh[pousr]_|github_pat_|xox[abprs]-|-----|AKIA|ASIA|AIza|eyJ"
+)
+
+
+def _six_digits(text: str) -> bool:
+    return _SIX_DIGITS.search(text) is not None
+
+
+def _digit_dot(text: str) -> bool:
+    return _DIGIT_DOT.search(text) is not None
+
+
+def _has_at(text: str) -> bool:
+    return "@" in text
+
+
+def _has_colon(text: str) -> bool:
+    return ":" in text
+
+
+def _keyword_hint(text: str) -> bool:
+    return _KEYWORD_HINT.search(text) is not None
+
+
+def _prefix_hint(text: str) -> bool:
+    return _PREFIX_HINT.search(text) is not None
+
+
+def _gate(detector: Detector) -> Callable[[str], bool]:
+    kind, pattern = detector.kind, detector.pattern.pattern
+    if kind == "SECRET":
+        return _keyword_hint if detector.pattern.groupindex else _prefix_hint
+    if kind == "EMAIL":
+        return _has_at
+    if kind == "IP":
+        return _has_colon if pattern.startswith("(?<![\\w:.])") else _digit_dot
+    return _six_digits
+
+
+class _Scanner:
+    """The patterns of one kind that share a gate, run as one regex where possible.
+
+    Patterns without named groups are joined into one alternation; should a joined match fail
+    its check, they are run one by one instead, so nothing they would find is lost.
+    """
+
+    def __init__(self, detectors: Sequence[Detector]) -> None:
+        joinable = [d for d in detectors if not d.pattern.groupindex]
+        if len(joinable) > 1:
+            self.joined = tuple(joinable)
+            self.separate = tuple(d for d in detectors if d.pattern.groupindex)
+            branches = "|".join(f"(?P<_{i}>{d.pattern.pattern})" for i, d in enumerate(joinable))
+            self.combined: re.Pattern[str] | None = re.compile(branches)
+        else:
+            self.joined = ()
+            self.separate = tuple(detectors)
+            self.combined = None
+
+    def find_into(self, text: str, found: list[Detection]) -> None:
+        if self.combined is not None:
+            mark = len(found)
+            for match in self.combined.finditer(text):
+                detector = self.joined[int(match.lastgroup[1:])] if match.lastgroup else None
+                if detector is None or (
+                    detector.validate is not None and not detector.validate(match)
+                ):
+                    del found[mark:]
+                    for one in self.joined:
+                        found.extend(one.find(text))
+                    break
+                found.append(Detection(detector.kind, match.start(), match.end(), match.group()))
+        for detector in self.separate:
+            found.extend(detector.find(text))
+
+
+#: Up to this length, the patterns of several kinds that share a gate run as one alternation
+#: (much faster on short values); longer text runs them kind by kind (faster there).
+_JOIN_KINDS_MAX_LEN = 96
+Gate = Callable[[str], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class _GateGroup:
+    gate: Gate
+    short: tuple[_Scanner, ...]
+    long: tuple[_Scanner, ...]
+
+
+def _gate_groups(detectors: Sequence[Detector]) -> tuple[_GateGroup, ...]:
+    by_gate: dict[Gate, list[Detector]] = {}
+    for detector in detectors:
+        by_gate.setdefault(_gate(detector), []).append(detector)
+    groups: list[_GateGroup] = []
+    for gate, members in by_gate.items():
+        by_kind: dict[str, list[Detector]] = {}
+        for detector in members:
+            by_kind.setdefault(detector.kind, []).append(detector)
+        long = tuple(_Scanner(group) for group in by_kind.values())
+        short = (_Scanner(members),) if len(by_kind) > 1 else long
+        groups.append(_GateGroup(gate, short, long))
+    return tuple(groups)
+
+
+_BUILTINS: dict[str, tuple[Detector, ...]] = {
+    kind: tuple(Detector(kind, re.compile(pattern), check) for pattern, check in specs)
+    for kind, specs in _BUILTIN_SPECS.items()
+}
+
+
+def expand_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
+    """Replace group names (``NATIONAL_ID``) by their kinds; keep order, drop repeats."""
+    out: list[str] = []
+    for kind in kinds:
+        for item in KIND_GROUPS.get(kind, (kind,)):
+            if item not in out:
+                out.append(item)
+    return tuple(out)
+
+
+_CACHE_MAX_LEN = 2048
+
+
+class DetectorSet:
+    """Finds non-overlapping detections in text.
+
+    Where detections overlap, user patterns win, then built-ins in ``BUILTIN_KINDS`` order.
+    Built-in patterns run only on text that passes their cheap gate (a digit, an ``@``), and
+    results for short strings are cached, so repeated values (countries, titles) cost little.
+    """
+
+    def __init__(
+        self,
+        kinds: Sequence[str] = BUILTIN_KINDS,
+        patterns: Mapping[str, re.Pattern[str]] | None = None,
+    ) -> None:
+        selected = expand_kinds(kinds)
+        unknown = [kind for kind in selected if kind not in _BUILTINS]
+        if unknown:
+            raise ValueError(f"unknown detector kinds {unknown}; known: {list(BUILTIN_KINDS)}")
+        self.kinds = tuple(kind for kind in BUILTIN_KINDS if kind in selected)
+        self.user = tuple(Detector(kind, rx) for kind, rx in (patterns or {}).items())
+        self._groups = _gate_groups([d for kind in self.kinds for d in _BUILTINS[kind]])
+        self._rank = {kind: rank for rank, kind in enumerate(self.all_kinds)}
+        self._cached = functools.lru_cache(maxsize=16384)(self._detect)
+
+    @property
+    def all_kinds(self) -> tuple[str, ...]:
+        return tuple(d.kind for d in self.user) + self.kinds
+
+    def clear_cache(self) -> None:
+        self._cached.cache_clear()
+
+    def detect(self, text: str) -> tuple[Detection, ...]:
+        if len(text) <= _CACHE_MAX_LEN:
+            return self._cached(text)
+        return self._detect(text)
+
+    def _detect(self, text: str) -> tuple[Detection, ...]:
+        found: list[Detection] = []
+        for detector in self.user:
+            found.extend(detector.find(text))
+        short = len(text) <= _JOIN_KINDS_MAX_LEN
+        for group in self._groups:
+            if group.gate(text):
+                for scanner in group.short if short else group.long:
+                    scanner.find_into(text, found)
+        if not found:
+            return ()
+        if len(found) == 1:
+            return (found[0],)
+        rank = self._rank
+        found.sort(key=lambda item: rank[item.kind])
+        return _non_overlapping(found)
+
+
+def _non_overlapping(found: list[Detection]) -> tuple[Detection, ...]:
+    # ``found`` is in priority order; keep each detection that overlaps none kept before it.
+    kept: list[Detection] = []
+    for item in found:
+        if all(item.end <= other.start or item.start >= other.end for other in kept):
+            kept.append(item)
+    kept.sort(key=lambda item: item.start)
+    return tuple(kept)
+
+
+@functools.lru_cache(maxsize=1)
+def default_detectors() -> DetectorSet:
+    """Every built-in detector (what ``assert_no_pii`` and ``scan_output`` use by default)."""
+    return DetectorSet()

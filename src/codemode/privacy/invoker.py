@@ -1,0 +1,105 @@
+"""``PrivacyInvoker``: the bridge wrapper that keeps personal data and secrets on the host.
+
+On each call it puts vault values back into the arguments (if the data-flow rules allow the
+destination), calls the inner invoker, and replaces sensitive values in the result by tokens.
+A ``ToolError`` from inside is tokenized too, since upstream messages often echo their input.
+``scan_output`` is the second net, for what the code prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codemode.bridge.host import ToolInvoker
+from codemode.errors import ToolError
+from codemode.privacy.settings import PrivacySettings
+from codemode.privacy.tokenizer import OUTPUT_SOURCE, detokenize
+from codemode.privacy.vault import TokenSource, Vault, VaultEntry
+from codemode.tools import ToolCall
+
+__all__ = ["DataFlowDeniedError", "PrivacyInvoker", "scan_output"]
+
+
+class DataFlowDeniedError(ToolError):
+    """A call would send tokenized data to a server the flow rules do not allow."""
+
+    code = "data_flow_denied"
+
+
+class PrivacyInvoker:
+    """A ``ToolInvoker`` wrapper: detokenize arguments, call ``inner``, tokenize the result."""
+
+    def __init__(self, inner: ToolInvoker, vault: Vault, settings: PrivacySettings) -> None:
+        self.inner = inner
+        self.vault = vault
+        self.settings = settings
+        self._tokenizer = settings.tokenizer()
+
+    def wipe(self) -> None:
+        """End of the session: forget every value (the vault and the tokenizer's caches)."""
+        self.vault.wipe()
+        self._tokenizer.clear_caches()
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        if not self.settings.enabled:
+            return self.inner.invoke(call, timeout_s=timeout_s)
+        sent: list[VaultEntry] = []
+
+        def check(destination: str, entry: VaultEntry) -> None:
+            self._check_flow(call, destination, entry)
+            sent.append(entry)
+
+        arguments = detokenize(call.arguments, self.vault, destination=call.server, check=check)
+        for entry in sent:
+            self.vault.mark_delivered(entry.token, call.server)
+        real_call = ToolCall(call.server, call.tool, arguments) if sent else call
+        try:
+            result = self.inner.invoke(real_call, timeout_s=timeout_s)
+        except ToolError as error:
+            raise self._tokenized_error(call, error) from None
+        return self._tokenizer.tokenize(result, self.vault, server=call.server, tool=call.tool)
+
+    def scan_output(self, text: str) -> str:
+        """Tokenize printed output with this invoker's settings and vault."""
+        if not self.settings.enabled or not text:
+            return text
+        source = TokenSource(OUTPUT_SOURCE, "", "output")
+        return self._tokenizer.scan_text(text, self.vault, source=source)
+
+    def _check_flow(self, call: ToolCall, destination: str, entry: VaultEntry) -> None:
+        for origin in sorted(entry.origins):
+            if origin == OUTPUT_SOURCE or self.settings.may_flow(origin, destination):
+                continue
+            targets, key = self.settings.flow_targets(origin)
+            allowed = ", ".join(f'"{t}"' for t in targets) or "nothing else"
+            raise DataFlowDeniedError(
+                f"{call.server}.{call.tool}: argument {entry.token} holds data from server "
+                f"{origin!r}, which may not be sent to {destination!r} (rule {key}: {origin} "
+                f"data may go back to {origin} and to {allowed})",
+                fix=f'if this flow is intended, the codemode config must list "{destination}" '
+                f"in [privacy.flows] {origin} = [...]; otherwise do not pass {entry.token} to "
+                f"{destination}",
+            )
+
+    def _tokenized_error(self, call: ToolCall, error: ToolError) -> ToolError:
+        source = TokenSource(call.server, call.tool, "error")
+        tokenizer = self._tokenizer
+        message = tokenizer.scan_text(error.message, self.vault, source=source)
+        fix = error.fix and tokenizer.scan_text(error.fix, self.vault, source=source)
+        try:
+            return type(error)(message, fix=fix)
+        except TypeError:  # a subclass with another signature
+            return ToolError(message, fix=fix)
+
+
+def scan_output(text: str, vault: Vault, settings: PrivacySettings | None = None) -> str:
+    """Tokenize printed stdout/stderr before the model sees it.
+
+    Values the vault already holds map to their tokens (wherever they occur); new detections
+    get new tokens, whose data may then be sent anywhere (the code held it in clear already).
+    """
+    settings = settings if settings is not None else PrivacySettings()
+    if not settings.enabled or not text:
+        return text
+    source = TokenSource(OUTPUT_SOURCE, "", "output")
+    return settings.tokenizer().scan_text(text, vault, source=source)

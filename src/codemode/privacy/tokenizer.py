@@ -1,0 +1,305 @@
+"""Replace sensitive values in JSON-like data by vault tokens, and put them back.
+
+``Tokenizer.tokenize`` walks a tool result (dicts, lists, strings, numbers) and replaces each
+detected value, also inside longer text, by its token. Fields named by the server's glob paths
+are replaced whole whatever they hold, and a string under a secret-like key (``password``,
+``api_key``, ``access_token`` ...) is replaced when it looks like a secret. Dict keys are
+scanned too. Token-shaped text that a tool returns is never mistaken for a token: unknown names
+are reserved so they are never issued, and an issued name becomes a value of its own.
+
+``detokenize`` walks call arguments and puts the value back for every token of the vault, after
+asking ``check`` whether it may go to the destination.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from codemode.privacy.detectors import Detection, DetectorSet, looks_secret
+from codemode.privacy.fields import FieldMatcher, State
+from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
+
+__all__ = ["OUTPUT_SOURCE", "Tokenizer", "detokenize"]
+
+#: The pseudo-server of values first seen in printed output rather than in a tool result.
+OUTPUT_SOURCE = "<output>"
+
+_SECRET_KEY = re.compile(
+    r"(?i)(?:^|[_\-.])(?P<name>password|passwd|pwd|passphrase|secret|api_?key|apikey"
+    r"|access_?key|private_?key|client_?secret|secret_?key|token|access_?token|refresh_?token"
+    r"|auth_?token|session_?token|bearer|authorization)$"
+)
+_NOT_KIND = re.compile(r"[^A-Z0-9_]+")
+
+PathItem = str | int
+Check = Callable[[str, VaultEntry], None]
+
+
+_KEY_CACHE_MAX = 4096
+
+
+def _key_info(key: str, detectors: DetectorSet) -> tuple[bool, bool | None]:
+    secret = _SECRET_KEY.search(key)
+    password = None if secret is None else secret.group("name").lower().startswith(("pass", "pwd"))
+    return bool(detectors.detect(key)) or ("<" in key and ">" in key), password
+
+
+def _field_kind(key: str) -> str:
+    kind = _NOT_KIND.sub("_", key.upper()).strip("_")
+    return kind if kind[:1].isalpha() else f"FIELD_{kind}".rstrip("_")
+
+
+def _render_path(path: Sequence[PathItem]) -> str:
+    out = ""
+    for item in path:
+        out += f"[{item}]" if isinstance(item, int) else (f".{item}" if out else item)
+    return out
+
+
+class Tokenizer:
+    """Tokenizes results with one set of detectors and per-server field rules."""
+
+    def __init__(
+        self, detectors: DetectorSet, fields: Mapping[str, Sequence[str]] | None = None
+    ) -> None:
+        self.detectors = detectors
+        self._fields = {server: FieldMatcher(p) for server, p in (fields or {}).items() if p}
+        # dict key -> (holds a detection, None or whether it names a password/secret)
+        self._key_info: dict[str, tuple[bool, bool | None]] = {}
+
+    def clear_caches(self) -> None:
+        """Forget the strings seen so far (they may hold personal data)."""
+        self.detectors.clear_cache()
+        self._key_info.clear()
+
+    def tokenize(self, value: Any, vault: Vault, *, server: str, tool: str) -> Any:
+        """A copy of ``value`` with sensitive values replaced by tokens (``value`` is untouched)."""
+        if value is None or isinstance(value, bool | int | float | bytes):
+            return value
+        matcher = self._fields.get(server)
+        walk = _Walk(self.detectors, vault, server, tool, matcher, self._key_info)
+        return walk.node(value, [], walk.start, None)
+
+    def scan_text(
+        self,
+        text: str,
+        vault: Vault,
+        *,
+        source: TokenSource,
+        known: bool = True,
+    ) -> str:
+        """Tokenize free text (printed output). Tokens already in it stay as they are.
+
+        With ``known``, values the vault already holds are replaced wherever they occur, even
+        where no detector would find them (such as a name taken from a named field).
+        """
+        detections = list(self.detectors.detect(text))
+        if known:
+            detections = _merge(_known_values(text, vault), detections)
+        if not detections:
+            return text
+        return _replace(text, detections, vault, lambda _d: source)
+
+
+class _Walk:
+    def __init__(
+        self,
+        detectors: DetectorSet,
+        vault: Vault,
+        server: str,
+        tool: str,
+        matcher: FieldMatcher | None,
+        key_info: dict[str, tuple[bool, bool | None]],
+    ) -> None:
+        self.detectors = detectors
+        self.vault = vault
+        self.server = server
+        self.tool = tool
+        self.matcher = matcher
+        self.key_info = key_info
+        self.start: State = matcher.start if matcher is not None else frozenset()
+
+    def source(self, path: Sequence[PathItem]) -> TokenSource:
+        return TokenSource(self.server, self.tool, _render_path(path))
+
+    def node(self, value: Any, path: list[PathItem], state: State, whole: str | None) -> Any:
+        if isinstance(value, str):
+            if whole is not None and value:
+                return self.vault.token_for(whole, value, self.source(path))
+            return self.text(value, path)
+        if isinstance(value, dict):
+            return self.mapping(value, path, state, whole)
+        if isinstance(value, list | tuple):
+            out = []
+            for index, item in enumerate(value):
+                path.append(index)
+                out.append(self.node(item, path, state, whole))
+                path.pop()
+            return out
+        if whole is not None and isinstance(value, int | float) and not isinstance(value, bool):
+            return self.vault.token_for(whole, value, self.source(path))
+        return value
+
+    def mapping(
+        self, value: dict[Any, Any], path: list[PathItem], state: State, whole: str | None
+    ) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        matcher = self.matcher
+        key_info = self.key_info
+        for key, item in value.items():
+            if not isinstance(key, str):
+                path.append(str(key))
+                out[key] = self.node(item, path, state, whole)
+                path.pop()
+                continue
+            path.append(key)
+            info = key_info.get(key)
+            if info is None:
+                info = _key_info(key, self.detectors)
+                if len(key_info) < _KEY_CACHE_MAX:
+                    key_info[key] = info
+            has_pii, secret = info
+            new_key = self.text(key, path) if has_pii else key
+            inner_whole, inner_state = whole, state
+            if state and matcher is not None:
+                inner_state = matcher.step(state, key)
+                if inner_whole is None and matcher.matched(inner_state):
+                    inner_whole = _field_kind(key)
+            if (
+                secret is not None
+                and inner_whole is None
+                and isinstance(item, str)
+                and looks_secret(item, password=secret)
+            ):
+                out[new_key] = self.vault.token_for("SECRET", item, self.source(path))
+            else:
+                out[new_key] = self.node(item, path, inner_state, inner_whole)
+            path.pop()
+        return out
+
+    def text(self, text: str, path: Sequence[PathItem]) -> str:
+        detections: Sequence[Detection] = self.detectors.detect(text)
+        if "<" in text and ">" in text:
+            detections = _merge(self._token_literals(text), list(detections))
+        if not detections:
+            return text
+        source = self.source(path)
+        return _replace(text, detections, self.vault, lambda _d: source)
+
+    def _token_literals(self, text: str) -> list[Detection]:
+        # Token-shaped text from a tool: reserve unknown names; vault issued ones as values.
+        found: list[Detection] = []
+        for match in TOKEN_PATTERN.finditer(text):
+            if self.vault.issued(match.group()):
+                found.append(Detection(match.group(1), match.start(), match.end(), match.group()))
+            else:
+                self.vault.reserve(match.group())
+        return found
+
+
+def _merge(first: list[Detection], second: list[Detection]) -> list[Detection]:
+    """``first`` wins where they overlap; sorted by position."""
+    if not first:
+        return second
+    kept = list(first)
+    kept.extend(
+        item
+        for item in second
+        if all(item.end <= other.start or item.start >= other.end for other in first)
+    )
+    kept.sort(key=lambda item: item.start)
+    return kept
+
+
+def _replace(
+    text: str,
+    detections: Sequence[Detection],
+    vault: Vault,
+    source: Callable[[Detection], TokenSource],
+) -> str:
+    parts: list[str] = []
+    position = 0
+    for item in detections:
+        parts.append(text[position : item.start])
+        if item.kind == "":  # already a token of this vault (from ``_known_values``)
+            parts.append(item.value)
+        else:
+            parts.append(vault.token_for(item.kind, item.value, source(item)))
+        position = item.end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+_MIN_KNOWN_LEN = 4
+
+
+def _known_values(text: str, vault: Vault) -> list[Detection]:
+    """Spans of ``text`` holding a value the vault knows, marked with kind "" and the token."""
+    present: dict[str, str] = {}
+    for entry in vault.entries():
+        value = entry.value if isinstance(entry.value, str) else _number_text(entry.value)
+        if value is not None and len(value) >= _MIN_KNOWN_LEN and value in text:
+            present[value] = entry.token
+    if not present:
+        return []
+    alternation = "|".join(re.escape(v) for v in sorted(present, key=len, reverse=True))
+    return [
+        Detection("", match.start(), match.end(), present[match.group()])
+        for match in re.finditer(alternation, text)
+    ]
+
+
+def _number_text(value: VaultValue) -> str | None:
+    return str(value) if isinstance(value, int | float) else None
+
+
+def detokenize(value: Any, vault: Vault, *, destination: str, check: Check | None = None) -> Any:
+    """A copy of ``value`` with every token of ``vault`` replaced by its value.
+
+    A string that is exactly one token gets the original value back (a number stays a number);
+    tokens inside text are replaced by the value's text. ``check(destination, entry)`` runs for
+    each token first and may raise. Tokens the vault does not know stay as they are.
+    """
+    if isinstance(value, str):
+        return _detokenize_text(value, vault, destination, check)
+    if isinstance(value, dict):
+        return {
+            (
+                _text_of(_detokenize_text(k, vault, destination, check))
+                if isinstance(k, str)
+                else k
+            ): (detokenize(v, vault, destination=destination, check=check))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [detokenize(item, vault, destination=destination, check=check) for item in value]
+    return value
+
+
+def _text_of(value: VaultValue) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _detokenize_text(text: str, vault: Vault, destination: str, check: Check | None) -> VaultValue:
+    if "<" not in text or len(vault) == 0:
+        return text
+    whole = TOKEN_PATTERN.fullmatch(text)
+    if whole is not None:
+        entry = vault.lookup(text)
+        if entry is None:
+            return text
+        if check is not None:
+            check(destination, entry)
+        return entry.value
+
+    def put_back(match: re.Match[str]) -> str:
+        entry = vault.lookup(match.group())
+        if entry is None:
+            return match.group()
+        if check is not None:
+            check(destination, entry)
+        return _text_of(entry.value)
+
+    return TOKEN_PATTERN.sub(put_back, text)

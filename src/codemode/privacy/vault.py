@@ -1,0 +1,143 @@
+"""The per-session vault: sensitive values and the tokens that stand for them, host side only.
+
+A value always gets the same token within a session (``<EMAIL_1>``), whatever detector or field
+rule found it and whichever tool returned it. Token names that already occur in data the vault
+has seen (``reserve``) are never issued, so a token can never be confused with text that was
+there before. Nothing is written anywhere; ``wipe`` forgets everything.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+__all__ = ["TOKEN_PATTERN", "TokenSource", "Vault", "VaultEntry"]
+
+#: What a token looks like: ``<KIND_N>`` with an upper-case kind.
+TOKEN_PATTERN = re.compile(r"<([A-Z][A-Z0-9_]*)_([1-9]\d{0,8})>")
+_KIND = re.compile(r"[A-Z][A-Z0-9_]*")
+
+#: Sources kept per token for reports; the set of origin servers is always complete.
+_MAX_SOURCES = 8
+
+VaultValue = str | int | float
+
+
+@dataclass(frozen=True, slots=True)
+class TokenSource:
+    """Where a value was first seen: ``server``/``tool`` and the field path inside the result."""
+
+    server: str
+    tool: str
+    path: str
+
+    def describe(self) -> str:
+        where = f"{self.server}.{self.tool}" if self.tool else self.server
+        return f"{where} at {self.path}" if self.path else where
+
+
+@dataclass(slots=True)
+class VaultEntry:
+    token: str
+    kind: str
+    value: VaultValue
+    #: Servers the value came from, except those that only returned it after a call gave it.
+    origins: set[str] = field(default_factory=set)
+    #: Servers a detokenized call has sent the value to.
+    delivered: set[str] = field(default_factory=set)
+    sources: list[TokenSource] = field(default_factory=list)
+
+
+class Vault:
+    """Value <-> token map for one session. Thread-safe; lives and dies with the session."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_token: dict[str, VaultEntry] = {}
+        self._by_value: dict[tuple[type, VaultValue], VaultEntry] = {}
+        self._counters: dict[str, int] = {}
+        self._reserved: set[str] = set()
+        self._version = 0
+
+    def __len__(self) -> int:
+        return len(self._by_token)
+
+    @property
+    def version(self) -> int:
+        """Grows whenever an entry is added or the vault is wiped (for caches built on it)."""
+        return self._version
+
+    def token_for(self, kind: str, value: VaultValue, source: TokenSource) -> str:
+        """The token for ``value``, issued now if new; ``source`` is remembered either way."""
+        if not _KIND.fullmatch(kind):
+            raise ValueError(f"token kind {kind!r} must be upper-case letters, digits and '_'")
+        key = (type(value), value)
+        with self._lock:
+            entry = self._by_value.get(key)
+            if entry is None:
+                entry = VaultEntry(self._next_token(kind), kind, value)
+                self._by_value[key] = entry
+                self._by_token[entry.token] = entry
+                self._version += 1
+            if source.server not in entry.delivered:
+                entry.origins.add(source.server)
+            if len(entry.sources) < _MAX_SOURCES and source not in entry.sources:
+                entry.sources.append(source)
+            return entry.token
+
+    def _next_token(self, kind: str) -> str:
+        number = self._counters.get(kind, 0)
+        while True:
+            number += 1
+            token = f"<{kind}_{number}>"
+            if token not in self._reserved:
+                self._counters[kind] = number
+                return token
+
+    def mark_delivered(self, token: str, server: str) -> None:
+        """``server`` was sent the value: if it returns it, it is not a new origin."""
+        with self._lock:
+            entry = self._by_token.get(token)
+            if entry is not None:
+                entry.delivered.add(server)
+
+    def reserve(self, token: str) -> None:
+        """Never issue ``token``: it occurs in data as it came from a tool."""
+        with self._lock:
+            self._reserved.add(token)
+
+    def issued(self, token: str) -> bool:
+        return token in self._by_token
+
+    def lookup(self, token: str) -> VaultEntry | None:
+        with self._lock:
+            return self._by_token.get(token)
+
+    def value_of(self, token: str) -> VaultValue | None:
+        entry = self.lookup(token)
+        return None if entry is None else entry.value
+
+    def token_of(self, value: VaultValue) -> str | None:
+        with self._lock:
+            entry = self._by_value.get((type(value), value))
+            return None if entry is None else entry.token
+
+    def entries(self) -> Iterator[VaultEntry]:
+        """A snapshot of the entries, oldest first."""
+        with self._lock:
+            snapshot = list(self._by_token.values())
+        return iter(snapshot)
+
+    def wipe(self) -> None:
+        """Forget every value, token and reservation."""
+        with self._lock:
+            self._by_token.clear()
+            self._by_value.clear()
+            self._counters.clear()
+            self._reserved.clear()
+            self._version += 1
+
+    def __repr__(self) -> str:  # never show values
+        return f"<Vault: {len(self._by_token)} tokens>"
