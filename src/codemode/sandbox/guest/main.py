@@ -64,6 +64,18 @@ def _scan(root):
     return found, False
 
 
+def _shown(name):
+    """A file name as valid UTF-8: an undecodable name would make the whole frame malformed."""
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeError:
+        return repr(name)
+
+
+def _utf8(text):
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _describe(error, code_lines):
     import traceback
 
@@ -84,14 +96,15 @@ def _describe(error, code_lines):
         lines.append(f"    {code_lines[error.lineno - 1].strip()}")
     message = str(error) if not isinstance(error, SyntaxError) else (error.msg or str(error))
     lines.append(f"{type(error).__name__}: {message}")
+    # Valid UTF-8 only: a lone surrogate would make the whole "done" frame undecodable.
     described = {
-        "type": type(error).__name__,
-        "message": message[:4000],
+        "type": _utf8(type(error).__name__),
+        "message": _utf8(message[:4000]),
         "line": line,
-        "traceback": "\n".join(lines)[-4000:],
+        "traceback": _utf8("\n".join(lines)[-4000:]),
     }
     if isinstance(error, runtime.ToolError):
-        described["tool"] = error.tool
+        described["tool"] = _utf8(error.tool) if isinstance(error.tool, str) else error.tool
     return described
 
 
@@ -101,13 +114,15 @@ def _reap_strays():
         os.kill(-1, signal.SIGKILL)
     except OSError:
         pass
+    # Block: SIGKILLed children take a moment to die, and WNOHANG would leave them as zombies
+    # (each still holding a pid of the limit). The host's deadline bounds this wait.
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            os.waitpid(-1, 0)
         except ChildProcessError:
             return
-        if pid == 0:
-            return
+        except InterruptedError:
+            continue
 
 
 class Guest:
@@ -185,9 +200,9 @@ class Guest:
             "exit_code": exit_code,
             "error": error,
             "files": {
-                "created": created[:200],
-                "modified": modified[:200],
-                "deleted": deleted[:200],
+                "created": [_shown(p) for p in created[:200]],
+                "modified": [_shown(p) for p in modified[:200]],
+                "deleted": [_shown(p) for p in deleted[:200]],
                 "scan_capped": capped,
             },
             "workspace": usage,
