@@ -306,7 +306,8 @@ class Sandbox:
         )
         files_raw: dict[str, Any] = done["files"] if isinstance(done.get("files"), dict) else {}
         files = {
-            key: [str(p) for p in files_raw.get(key, []) if isinstance(p, str)][:200]
+            # The guest's frame is untrusted: a forged "done" may put anything here.
+            key: [p for p in _as_list(files_raw.get(key)) if isinstance(p, str)][:200]
             for key in ("created", "modified", "deleted")
         }
         exit_code = done.get("exit_code") if isinstance(done.get("exit_code"), int) else None
@@ -344,6 +345,10 @@ class Sandbox:
         self.dead = True
 
     close = kill
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _clean_error(error: dict[str, Any] | None) -> dict[str, Any] | None:
