@@ -38,7 +38,9 @@ while True:
 """,
     "shell fork bomb": """
 import subprocess
+import time
 subprocess.run(["sh", "-c", "b() { b | b & }; b"], timeout=100)
+time.sleep(100)  # the bomb runs on in the background, reparented to the sandbox's pid 1
 """,
     "threading bomb": """
 import threading
