@@ -43,6 +43,17 @@ for r in top:
     print(f"  {r['id']}  {r['company']:<28} {r['stage']:<12} ${r['deal_value']:>11,}")
 """
 
+PRIVACY_TASK_CODE = """\
+from servers import crm, mail
+contacts = crm.list_contacts(industry="Retail", limit=200)["contacts"]
+for c in contacts:
+    mail.add_subscriber(list_name="retail-webinar", email=c["email"], name=c["name"])
+count = mail.list_subscribers(list_name="retail-webinar")["count"]
+print(f"added {len(contacts)} retail contacts; retail-webinar has {count} subscribers")
+first = contacts[0]
+print("the first as the code sees it:", first["name"], first["email"], first["phone"])
+"""
+
 
 @dataclass
 class LedgerLine:
@@ -57,6 +68,7 @@ class TaskLedger:
     codemode: list[LedgerLine] = field(default_factory=list)
     output: str = ""
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
 
     @property
     def tool_calling_total(self) -> int:
@@ -72,7 +84,8 @@ class TaskLedger:
 
     def render(self) -> str:
         width = 58
-        lines = [f"== {self.title} ({self.seconds:.1f} s)", self.output.rstrip(), ""]
+        lines = [f"== {self.title} ({self.seconds:.1f} s)", self.output.rstrip(), *self.notes]
+        lines.append("")
         lines.append(f"{'tool calling (every definition and result in context)':<{width}}tokens")
         lines += [f"  {line.what:<{width - 2}}{line.tokens:>8,}" for line in self.tool_calling]
         lines.append(f"  {'total':<{width - 2}}{self.tool_calling_total:>8,}")
@@ -100,7 +113,17 @@ def _write_config(directory: Path, data_dir: Path) -> Path:
     for name in ("docs", "crm", "mail"):
         command, *args = commands[name]
         lines += [f"[servers.{name}]", f"command = {_json(command)}", f"args = {_json(args)}", ""]
-    lines += ["[sandbox]", "pool_size = 1", ""]
+    lines += [
+        "[sandbox]",
+        "pool_size = 1",
+        "",
+        "# Values that look like PII are tokenized before the code sees them; these flows let",
+        "# the transcript reach the CRM and CRM contacts reach the mailing tool.",
+        "[privacy.flows]",
+        'docs = ["crm"]',
+        'crm = ["mail"]',
+        "",
+    ]
     path = directory / "codemode.toml"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
@@ -133,6 +156,7 @@ async def run_demo(progress: Callable[[str], None] = print) -> list[TaskLedger]:
             return [
                 await _transcript_task(client, surface, baseline, progress),
                 await _filter_task(client, surface, baseline, progress),
+                await _privacy_task(client, surface, baseline, directory / "data", progress),
             ]
 
 
@@ -143,6 +167,8 @@ class Baseline:
     definitions: list[dict[str, Any]]
     transcript: Any
     leads: Any
+    contacts: Any
+    mail_definitions: list[dict[str, Any]]
 
 
 async def _baseline(data_dir: Path) -> Baseline:
@@ -163,7 +189,18 @@ async def _baseline(data_dir: Path) -> Baseline:
             ]
             result = await client.call_tool(tool, arguments)
             values[name] = result.structured_content or _tool_result_text(result)
-    return Baseline(definitions, values["docs"], values["crm"])
+            if name == "crm":
+                contacts = await client.call_tool(
+                    "list_contacts", {"industry": "Retail", "limit": 200}
+                )
+                values["contacts"] = contacts.structured_content
+        command, *args = server_commands(data_dir)["mail"]
+        async with Client(StdioServerParameters(command=command, args=args)) as client:
+            mail = [
+                tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+                for tool in (await client.list_tools()).tools
+            ]
+    return Baseline(definitions, values["docs"], values["crm"], values["contacts"], mail)
 
 
 async def _search(client: Any, query: str) -> int:
@@ -171,13 +208,30 @@ async def _search(client: Any, query: str) -> int:
     return count_tokens(_json({"query": query})) + count_tokens(_tool_result_text(result))
 
 
-async def _execute(client: Any, code: str) -> tuple[dict[str, Any], int]:
+async def _execute(
+    client: Any, code: str, progress: Callable[[str], None] = print
+) -> tuple[dict[str, Any], int, list[Any]]:
+    """Run the code; approve (as the user) any call the policy pauses. Returns the final
+    result, the tokens the model would have seen (its code, every result, its answers) and
+    the raw MCP results."""
     result = await client.call_tool("execute", {"code": code})
+    raw = [result]
+    tokens = count_tokens(_json({"code": code})) + count_tokens(_tool_result_text(result))
     structured = result.structured_content or {}
+    while structured.get("status") == "approval_required":
+        approval = structured["approval"]
+        progress(
+            f"  paused before {approval['tool']} ({approval['reason'].split(';')[0]}); "
+            "the user approves"
+        )
+        answer = {"approval": approval["id"], "allow": True}
+        result = await client.call_tool("approve", answer)
+        raw.append(result)
+        tokens += count_tokens(_json(answer)) + count_tokens(_tool_result_text(result))
+        structured = result.structured_content or {}
     if structured.get("status") != "ok":
         raise RuntimeError(f"demo code failed: {_tool_result_text(result)}")
-    # What reaches the model: the code it wrote and the compact text rendering.
-    return structured, count_tokens(_json({"code": code})) + count_tokens(_tool_result_text(result))
+    return structured, tokens, raw
 
 
 async def _transcript_task(
@@ -188,7 +242,7 @@ async def _transcript_task(
     started = time.perf_counter()
     searches = await _search(client, "read a meeting transcript document")
     searches += await _search(client, "update the notes of a CRM lead")
-    result, execute_tokens = await _execute(client, TRANSCRIPT_TASK_CODE)
+    result, execute_tokens, _ = await _execute(client, TRANSCRIPT_TASK_CODE, progress)
     ledger.seconds = time.perf_counter() - started
     ledger.output = result["stdout"]
     content = (
@@ -208,9 +262,9 @@ async def _transcript_task(
         ),
     ]
     ledger.codemode = [
-        LedgerLine("tool surface: search + execute", surface),
+        LedgerLine("tool surface: search, execute, approve", surface),
         LedgerLine("2 searches: queries and answers", searches),
-        LedgerLine("execute: the code and its printed result", execute_tokens),
+        LedgerLine("execute + approve: the code and its printed result", execute_tokens),
     ]
     return ledger
 
@@ -222,7 +276,7 @@ async def _filter_task(
     ledger = TaskLedger("Task 2: a few hundred CRM rows filtered to five in the sandbox")
     started = time.perf_counter()
     searches = await _search(client, "list CRM leads with their stage and deal value")
-    result, execute_tokens = await _execute(client, FILTER_TASK_CODE)
+    result, execute_tokens, _ = await _execute(client, FILTER_TASK_CODE, progress)
     ledger.seconds = time.perf_counter() - started
     ledger.output = result["stdout"]
     top5 = result["stdout"].splitlines()[1:]
@@ -237,8 +291,85 @@ async def _filter_task(
         LedgerLine("the model writes out the five it picked", count_tokens("\n".join(top5))),
     ]
     ledger.codemode = [
-        LedgerLine("tool surface: search + execute", surface),
+        LedgerLine("tool surface: search, execute, approve", surface),
         LedgerLine("1 search: query and answer", searches),
         LedgerLine("execute: the code and its printed result", execute_tokens),
     ]
     return ledger
+
+
+async def _privacy_task(
+    client: Any,
+    surface: int,
+    baseline: Baseline,
+    data_dir: Path,
+    progress: Callable[[str], None],
+) -> TaskLedger:
+    from codemode.privacy.assertions import find_pii
+
+    progress("Task 3: copy the retail contacts from the CRM into a mailing list, privately.")
+    ledger = TaskLedger("Task 3: CRM contacts -> mailing list, no PII in the model's context")
+    started = time.perf_counter()
+    answer = await client.call_tool("search", {"query": "add a subscriber to a mailing list"})
+    searches = count_tokens(_tool_result_text(answer))
+    result, execute_tokens, raw = await _execute(client, PRIVACY_TASK_CODE, progress)
+    ledger.seconds = time.perf_counter() - started
+    ledger.output = result["stdout"]
+    # Everything the model received in this task, as the client got it (text and structure).
+    seen = [_tool_result_text(answer)] + [
+        _tool_result_text(r) + _json(r.structured_content) for r in raw
+    ]
+    leaks = [item for text in seen for item in find_pii(text, kinds=("EMAIL", "PHONE"))]
+    delivered = _subscribers(data_dir / "mail.sqlite", "retail-webinar")
+    ledger.notes = [
+        f"email addresses or phone numbers in what the model saw: {len(leaks)}",
+        f"real addresses the mailing tool received: {delivered} (e.g. "
+        f"{_first_address(data_dir / 'mail.sqlite')})",
+    ]
+    contacts = baseline.contacts.get("contacts", []) if isinstance(baseline.contacts, dict) else []
+    calls = [
+        {"list_name": "retail-webinar", "email": c.get("email"), "name": c.get("name")}
+        for c in contacts
+    ]
+    ledger.tool_calling = [
+        LedgerLine(
+            f"{len(baseline.definitions) + len(baseline.mail_definitions)} tool definitions",
+            count_tokens(_json(baseline.definitions + baseline.mail_definitions)),
+        ),
+        LedgerLine(
+            "list_contacts result, every email and phone", count_tokens(_json(baseline.contacts))
+        ),
+        LedgerLine(
+            f"{len(calls)} add_subscriber calls (arguments)",
+            sum(count_tokens(_json(call)) for call in calls),
+        ),
+    ]
+    ledger.codemode = [
+        LedgerLine("tool surface: search, execute, approve", surface),
+        LedgerLine("1 search: query and answer", searches),
+        LedgerLine("execute: the code and its printed result", execute_tokens),
+    ]
+    if leaks:
+        raise RuntimeError(f"the model would have seen personal data: {leaks[:3]}")
+    return ledger
+
+
+def _subscribers(path: Path, list_name: str) -> int:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        (count,) = db.execute(
+            "SELECT count(*) FROM subscribers WHERE list_name = ? AND email LIKE '%@%'",
+            (list_name,),
+        ).fetchone()
+    return int(count)
+
+
+def _first_address(path: Path) -> str:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        row = db.execute(
+            "SELECT email FROM subscribers WHERE list_name = 'retail-webinar' ORDER BY rowid"
+        ).fetchone()
+    return str(row[0]) if row else "none"

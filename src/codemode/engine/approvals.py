@@ -34,13 +34,30 @@ class PendingApproval:
     answered: threading.Event = field(default_factory=threading.Event)
 
     def describe(self) -> dict[str, Any]:
-        """What the client sees: the call with its arguments as the code passed them."""
+        """What the client sees: the call with its arguments as the code passed them (PII
+        still tokenized; long strings shortened so a 200 kB argument stays readable)."""
         return {
             "id": self.id,
             "tool": f"{self.call.server}.{self.call.tool}",
-            "arguments": self.call.arguments,
+            "arguments": _shorten(self.call.arguments),
             "reason": self.reason,
         }
+
+
+_SHOWN_CHARS = 160
+
+
+def _shorten(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str) and len(value) > _SHOWN_CHARS:
+        return f"{value[:_SHOWN_CHARS]}... ({len(value):,} characters)"
+    if depth > 6:
+        return "..."
+    if isinstance(value, dict):
+        return {key: _shorten(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list):
+        shown = [_shorten(item, depth + 1) for item in value[:20]]
+        return shown + ([f"... ({len(value)} items)"] if len(value) > 20 else [])
+    return value
 
 
 class ApprovalBroker:
