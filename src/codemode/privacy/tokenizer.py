@@ -180,6 +180,9 @@ class _Walk:
         return out
 
     def text(self, text: str, path: Sequence[PathItem]) -> str:
+        known = self.vault.seen_again(text, lambda: self.source(path))
+        if known is not None:  # a value seen before (e.g. in a named field) stays hidden
+            return known
         detections: Sequence[Detection] = self.detectors.detect(text)
         if "<" in text and ">" in text:
             detections = _merge(self._token_literals(text), list(detections))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 __all__ = ["TOKEN_PATTERN", "TokenSource", "Vault", "VaultEntry"]
@@ -86,6 +86,14 @@ class Vault:
             if len(entry.sources) < _MAX_SOURCES and source not in entry.sources:
                 entry.sources.append(source)
             return entry.token
+
+    def seen_again(self, value: VaultValue, source: Callable[[], TokenSource]) -> str | None:
+        """The token of a value the vault holds (recording ``source()``), else None."""
+        with self._lock:
+            entry = self._by_value.get((type(value), value))
+        if entry is None:
+            return None
+        return self.token_for(entry.kind, value, source())
 
     def _next_token(self, kind: str) -> str:
         number = self._counters.get(kind, 0)

@@ -1,0 +1,112 @@
+"""The vault: stable tokens per session, no collisions, sources, thread safety, wipe."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from codemode.privacy.vault import TokenSource, Vault
+
+CRM = TokenSource("crm", "list_contacts", "contacts[0].email")
+DOCS = TokenSource("docs", "read", "text")
+
+
+def test_same_value_same_token_and_counters_per_kind() -> None:
+    vault = Vault()
+    assert vault.token_for("EMAIL", "a@example.com", CRM) == "<EMAIL_1>"
+    assert vault.token_for("EMAIL", "b@example.com", CRM) == "<EMAIL_2>"
+    assert vault.token_for("PHONE", "+1 415 555 0142", CRM) == "<PHONE_1>"
+    assert vault.token_for("EMAIL", "a@example.com", DOCS) == "<EMAIL_1>"
+    # the value keeps its first token whatever kind finds it later
+    assert vault.token_for("CONTACT", "a@example.com", DOCS) == "<EMAIL_1>"
+    assert vault.value_of("<EMAIL_2>") == "b@example.com"
+    assert vault.token_of("+1 415 555 0142") == "<PHONE_1>"
+    assert vault.value_of("<EMAIL_9>") is None
+    assert len(vault) == 3
+
+
+def test_numbers_keep_their_type_and_differ_from_text() -> None:
+    vault = Vault()
+    number = vault.token_for("ACCOUNT", 12345, CRM)
+    text = vault.token_for("ACCOUNT", "12345", CRM)
+    assert number != text
+    assert vault.value_of(number) == 12345
+    assert isinstance(vault.value_of(number), int)
+
+
+def test_sources_and_origins_are_remembered() -> None:
+    vault = Vault()
+    token = vault.token_for("EMAIL", "a@example.com", CRM)
+    vault.token_for("EMAIL", "a@example.com", DOCS)
+    entry = vault.lookup(token)
+    assert entry is not None
+    assert entry.origins == {"crm", "docs"}
+    assert entry.sources == [CRM, DOCS]
+    assert CRM.describe() == "crm.list_contacts at contacts[0].email"
+
+
+def test_a_server_that_was_sent_the_value_does_not_become_an_origin() -> None:
+    vault = Vault()
+    token = vault.token_for("EMAIL", "a@example.com", CRM)
+    vault.mark_delivered(token, "mail")
+    vault.token_for("EMAIL", "a@example.com", TokenSource("mail", "add_subscriber", "email"))
+    entry = vault.lookup(token)
+    assert entry is not None
+    assert entry.origins == {"crm"}
+
+
+def test_reserved_names_are_never_issued() -> None:
+    vault = Vault()
+    vault.reserve("<EMAIL_1>")
+    vault.reserve("<EMAIL_2>")
+    assert vault.token_for("EMAIL", "a@example.com", CRM) == "<EMAIL_3>"
+    assert not vault.issued("<EMAIL_1>")
+    assert vault.issued("<EMAIL_3>")
+
+
+def test_wipe_forgets_everything() -> None:
+    vault = Vault()
+    vault.reserve("<EMAIL_1>")
+    token = vault.token_for("EMAIL", "a@example.com", CRM)
+    version = vault.version
+    vault.wipe()
+    assert len(vault) == 0
+    assert vault.value_of(token) is None
+    assert vault.token_of("a@example.com") is None
+    assert list(vault.entries()) == []
+    assert vault.version > version
+    assert vault.token_for("EMAIL", "b@example.com", CRM) == "<EMAIL_1>"
+
+
+def test_repr_shows_no_values() -> None:
+    vault = Vault()
+    vault.token_for("EMAIL", "secret.person@example.com", CRM)
+    assert "example.com" not in repr(vault)
+    assert "1 tokens" in repr(vault)
+
+
+def test_concurrent_issuing_is_consistent() -> None:
+    vault = Vault()
+    values = [f"user{i}@example.com" for i in range(200)]
+    results: list[dict[str, str]] = []
+    start = threading.Barrier(8)
+
+    def work() -> None:
+        start.wait(timeout=10)
+        results.append({v: vault.token_for("EMAIL", v, CRM) for v in values})
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert len(results) == 8
+    assert all(result == results[0] for result in results)
+    assert len(set(results[0].values())) == 200
+    assert len(vault) == 200
+
+
+def test_bad_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="upper-case"):
+        Vault().token_for("email", "a@example.com", CRM)
