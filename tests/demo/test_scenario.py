@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # the whole demo runs: about 10 s
 
 
 @pytest.fixture(scope="module")
-def ledgers(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+def ledgers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     home = tmp_path_factory.mktemp("demo-run")
     env = {**os.environ, "CODEMODE_STATE_DIR": str(home / "state")}
     done = subprocess.run(
@@ -38,8 +38,10 @@ def ledgers(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     # A one-line banner may precede the JSON document.
     start = done.stdout.index("\n[") + 1 if not done.stdout.startswith("[") else 0
     parsed = json.loads(done.stdout[start:])
-    assert isinstance(parsed, list) and len(parsed) == 2
-    return parsed
+    assert isinstance(parsed, list)
+    tasks = {task["title"].split(":")[0]: task for task in parsed}
+    assert {"Task 1", "Task 2"} <= set(tasks), list(tasks)
+    return tasks
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +62,9 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_task1_copies_the_transcript_with_at_least_98_percent_fewer_tokens(
-    ledgers: list[dict[str, Any]], sample: dict[str, Any]
+    ledgers: dict[str, dict[str, Any]], sample: dict[str, Any]
 ) -> None:
-    task = ledgers[0]
+    task = ledgers["Task 1"]
     assert task["output"].strip() == (
         f"copied {sample['transcript_chars']:,} characters into Acme Corp's notes: True"
     )
@@ -76,9 +78,9 @@ def test_task1_copies_the_transcript_with_at_least_98_percent_fewer_tokens(
 
 
 def test_task2_filters_hundreds_of_rows_to_at_most_five(
-    ledgers: list[dict[str, Any]], sample: dict[str, Any]
+    ledgers: dict[str, dict[str, Any]], sample: dict[str, Any]
 ) -> None:
-    task = ledgers[1]
+    task = ledgers["Task 2"]
     header, *rows = task["output"].strip().splitlines()
     assert header.startswith(f"{sample['leads']} leads -> {len(sample['hot'])} late-stage deals")
     assert sample["leads"] >= 200

@@ -6,8 +6,9 @@ upstream, so it starts fast.
 
 from __future__ import annotations
 
-import time
+import secrets
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,30 +34,44 @@ async def gateway(
         yield opened
 
 
-def _guests(gateway: Any, harness: Any) -> set[int]:
-    """The sandbox interpreters below the gateway."""
-    (pid,) = gateway.gateway_pids()
-    return harness.descendants(pid) & harness.pids_whose_cmdline_contains("_codemode_guest")
+def _tagged(tag: str) -> int:
+    """The host pid of the sandbox interpreter whose code renamed itself to ``tag``."""
+    found = [
+        int(path.parent.name) for path in Path("/proc").glob("[0-9]*/comm") if _read(path) == tag
+    ]
+    assert len(found) == 1, f"expected one process named {tag!r}, found {found}"
+    return found[0]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
 
 
 async def test_max_sessions_then_idle_expiry_reclaims_sandboxes(gateway: Any, harness: Any) -> None:
-    # Runs first in this module: no session exists yet.
-    first = await harness.execute_ok(gateway.client, "a = 1")
-    second = await harness.execute_ok(gateway.client, "b = 2")
+    # Runs first in this module: no session exists yet. Each session's interpreter renames
+    # itself (/proc/self/comm) so the test can find its host process.
+    tags = [f"cm{secrets.token_hex(4)}" for _ in range(2)]
+    rename = "open('/proc/self/comm', 'w').write({!r})\nvalue = 1"
+    first = await harness.execute_ok(gateway.client, rename.format(tags[0]))
+    second = await harness.execute_ok(gateway.client, rename.format(tags[1]))
+    pids = {_tagged(tag) for tag in tags}
+    assert len(pids) == 2 and all(harness.alive(pid) for pid in pids)
+
     refused = await gateway.client.call_tool("execute", {"code": "print(3)"})
     assert refused.is_error
     assert "too many sessions (2)" in harness.text_of(refused)
     assert "gateway.max_sessions" in harness.text_of(refused)
 
-    guests = _guests(gateway, harness)
-    assert len(guests) >= 2  # the two sessions' sandboxes (plus the warm spare)
-    # Idle sessions are reclaimed by the gateway on its own: their sandboxes die.
-    deadline = time.monotonic() + 30
-    while len(guests - {pid for pid in guests if harness.alive(pid)}) < 2:
-        assert time.monotonic() < deadline, "idle sessions were not reclaimed within 30 s"
-        harness.wait_until_gone(guests, timeout_s=0.2)
+    # With no further request, the gateway reclaims both idle sessions: their sandboxes die.
+    left = harness.wait_until_gone(pids, timeout_s=30)
+    assert not left, f"idle sessions' sandboxes still run after 30 s: {left}"
     for handle in (first["session"], second["session"]):
-        gone = await gateway.client.call_tool("execute", {"code": "print(a)", "session": handle})
+        gone = await gateway.client.call_tool(
+            "execute", {"code": "print(value)", "session": handle}
+        )
         assert gone.is_error and "unknown or expired session" in harness.text_of(gone)
     # The slots are free again.
     await harness.execute_ok(gateway.client, "print('new')")

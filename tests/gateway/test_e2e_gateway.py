@@ -76,7 +76,9 @@ print(len(doc["content"]), back == doc["content"])
     assert f'"name":"{entity}"' in gateway.dirs.memory_file.read_text()
 
 
-async def test_execute_writes_through_server_filesystem(gateway: Any, harness: Any) -> None:
+async def test_execute_writes_through_server_filesystem_after_approval(
+    gateway: Any, harness: Any
+) -> None:
     path = gateway.dirs.files / f"transcript-{gateway.transport}.txt"
     code = f"""\
 import hashlib
@@ -86,10 +88,39 @@ filesystem.write_file(path="{path}", content=doc["content"])
 back = filesystem.read_text_file(path="{path}")["content"]
 print(hashlib.sha256(doc["content"].encode()).hexdigest(), back == doc["content"])
 """
-    data = await harness.execute_ok(gateway.client, code)
+    paused = await harness.execute(gateway.client, code)
+    # write_file is destructive: the default policy pauses before it, as a result, not an error.
+    assert paused["status"] == "approval_required" and not paused["is_error"], paused["text"]
+    assert paused["approval"]["tool"] == "filesystem.write_file"
+    assert not path.exists()
+    result = await gateway.client.call_tool(
+        "approve", {"approval": paused["approval"]["id"], "allow": True}
+    )
+    data = harness.structured(result)
+    assert data["status"] == "ok" and not result.is_error, harness.text_of(result)
+    assert data["session"] == paused["session"]
     digest, same = data["stdout"].split()
     assert same == "True"
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+
+
+async def test_a_denied_approval_raises_tool_error_in_the_code(gateway: Any, harness: Any) -> None:
+    path = gateway.dirs.files / f"denied-{gateway.transport}.txt"
+    code = f"""\
+from servers import ToolError, filesystem
+try:
+    filesystem.write_file(path="{path}", content="no")
+except ToolError as error:
+    print("denied:", error)
+"""
+    paused = await harness.execute(gateway.client, code)
+    assert paused["status"] == "approval_required", paused["text"]
+    result = await gateway.client.call_tool(
+        "approve", {"approval": paused["approval"]["id"], "allow": False}
+    )
+    data = harness.structured(result)
+    assert data["status"] == "ok" and data["stdout"].startswith("denied:"), harness.text_of(result)
+    assert not path.exists()
 
 
 async def test_errors_come_back_as_structured_results(gateway: Any, harness: Any) -> None:
