@@ -146,7 +146,12 @@ def _patterns(value: Any, source: str) -> tuple[tuple[str, str], ...]:
                 fix="give your pattern another name, e.g. " + f"{kind}_CUSTOM",
             )
         if not isinstance(regex, str) or not regex:
-            raise ConfigError("must be a non-empty regex string", path=source, key=key)
+            raise ConfigError(
+                "must be a non-empty regex string",
+                path=source,
+                key=key,
+                fix=f'write {kind} = "REGEX", e.g. {kind} = "EMP-\\\\d{{6}}"',
+            )
         try:
             compiled = re.compile(regex)
         except re.error as error:
