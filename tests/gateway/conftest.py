@@ -299,9 +299,29 @@ class Gateway:
         return pids_whose_cmdline_contains(str(self.dirs.config))
 
 
+def sandbox_markers(pids: set[int]) -> set[str]:
+    """The per-backend directories (``/tmp/codemode-etc-*``) named in these processes' argv."""
+    markers: set[str] = set()
+    for pid in pids:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for arg in argv:
+            text = arg.decode(errors="replace")
+            if text.startswith("/tmp/codemode-etc-"):
+                markers.add(text.split("/")[2])
+    return markers
+
+
 @contextlib.asynccontextmanager
 async def open_gateway(transport: str, dirs: GatewayDirs) -> AsyncIterator[Gateway]:
-    """Start the gateway, yield it with an open client, stop it and check nothing is left."""
+    """Start the gateway, yield it with an open client, stop it and check nothing is left.
+
+    Nothing left means: no process that was below the gateway, none that names this module's
+    directory, and no sandbox of the gateway's backend (found by the backend's /tmp directory
+    in bwrap's argv), which also catches sandboxes orphaned in the middle of the module.
+    """
     gateway = Gateway(transport, dirs)
     children: set[int] = set()
     if transport == "http":
@@ -315,6 +335,7 @@ async def open_gateway(transport: str, dirs: GatewayDirs) -> AsyncIterator[Gatew
             for pid in gateway.gateway_pids():
                 children |= {pid, *descendants(pid)}
     finally:
+        markers = sandbox_markers(children)
         if gateway.http is not None:
             left = gateway.http.stop()
         else:
@@ -323,6 +344,9 @@ async def open_gateway(transport: str, dirs: GatewayDirs) -> AsyncIterator[Gatew
     assert not left, f"the gateway left processes behind: {sorted(left)}"
     # Anything that names this module's directory (upstreams, extra gateways) must be gone too.
     assert not pids_whose_cmdline_contains(str(dirs.root)), "processes of this module remain"
+    for marker in markers:
+        orphans = wait_until_gone(pids_whose_cmdline_contains(marker))
+        assert not orphans, f"sandboxes of this gateway ({marker}) outlived it: {sorted(orphans)}"
 
 
 def structured(result: Any) -> dict[str, Any]:
