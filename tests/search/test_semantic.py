@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from codemode.search import semantic
+from codemode.search.documents import tool_documents
 from codemode.search.encoder import MiniLMEncoder
 from codemode.search.fts import FtsIndex
 from codemode.search.semantic import HybridIndex, build_index
@@ -52,8 +53,10 @@ def test_hybrid_finds_paraphrased_tasks(subset, encoder, tmp_path):
 def test_embeddings_are_cached_on_disk(subset, encoder, tmp_path):
     first = CountingEncoder(encoder)
     HybridIndex(encoder=first, cache_dir=tmp_path).add(subset)
-    assert first.texts == len(subset)
-    assert len(list((tmp_path / "embeddings").glob("*.npy"))) == 1
+    views = len(tool_documents(subset[:1])[0].semantic_texts)
+    assert views == 2
+    assert first.texts == views * len(subset)
+    assert len(list((tmp_path / "embeddings").glob("*.npy"))) == views
 
     second = CountingEncoder(encoder)
     index = HybridIndex(encoder=second, cache_dir=tmp_path)
@@ -63,7 +66,42 @@ def test_embeddings_are_cached_on_disk(subset, encoder, tmp_path):
     # A changed document is a different cache entry.
     third = CountingEncoder(encoder)
     HybridIndex(encoder=third, cache_dir=tmp_path).add(subset[:-1])
-    assert third.texts == len(subset) - 1
+    assert third.texts == views * (len(subset) - 1)
+
+
+def test_query_embeddings_are_kept_in_a_bounded_lru(subset, encoder, tmp_path, monkeypatch):
+    counting = CountingEncoder(encoder)
+    index = HybridIndex(encoder=counting, cache_dir=tmp_path)
+    index.add(subset)
+    counting.texts = 0
+    first = index.search("refund a charge", 3)
+    assert index.search("refund a charge", 3) == first
+    assert counting.texts == 1
+    monkeypatch.setattr(semantic, "QUERY_CACHE_SIZE", 2)
+    for query in ("a customer", "a payout", "a webhook"):
+        index.search(query, 1)
+    assert counting.texts == 4
+    index.search("refund a charge", 1)  # pushed out by the three newer queries
+    assert counting.texts == 5
+    index.forget_queries()
+    index.search("a webhook", 1)
+    assert counting.texts == 6
+
+
+def test_group_mean_is_mixed_into_each_tool_vector(subset, encoder, tmp_path):
+    alone = HybridIndex(encoder=encoder, cache_dir=tmp_path, group_weight=0.0)
+    alone.add(subset)
+    mixed = HybridIndex(encoder=encoder, cache_dir=tmp_path, group_weight=0.5)
+    mixed.add(subset)
+    documents = alone.documents
+    rows = [i for i, d in enumerate(documents) if d.group == documents[0].group]
+    assert len(rows) > 1
+    centroid = alone._vectors[rows].mean(axis=0)
+    centroid /= np.linalg.norm(centroid)
+    expected = (alone._vectors[rows[0]] + 0.5 * centroid) / 1.5
+    assert np.allclose(mixed._vectors[rows[0]], expected, atol=1e-6)
+    assert mixed._vectors.dtype == np.float32
+    assert mixed._vectors.flags["C_CONTIGUOUS"]
 
 
 def test_scores_blend_both_signals(subset, encoder, tmp_path):

@@ -27,6 +27,7 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
         "params": 2.0,
         "body": 1.0,
         "path": 2.0,
+        "tags": 2.0,
     }
 )
 

@@ -40,7 +40,7 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("repository", "repo", "project"),
     ("issue", "ticket", "bug"),
     ("pull", "pr", "merge"),
-    ("refund", "reimburse", "money", "back"),
+    ("refund", "reimburse", "reimbursement"),
     ("payment", "charge", "pay", "paid"),
     ("subscription", "plan", "recurring"),
     ("customer", "client", "buyer", "shopper"),
