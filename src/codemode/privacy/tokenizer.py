@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from codemode.privacy.detectors import Detection, DetectorSet, looks_secret
+from codemode.privacy.detectors import Detection, DetectorSet, looks_secret, non_overlapping
 from codemode.privacy.fields import FieldMatcher, State
 from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
 
@@ -185,7 +185,7 @@ class _Walk:
             return known
         detections: Sequence[Detection] = self.detectors.detect(text)
         if "<" in text and ">" in text:
-            detections = _merge(self._token_literals(text), list(detections))
+            detections = _merge(self._token_literals(text), detections)
         if not detections:
             return text
         source = self.source(path)
@@ -202,18 +202,11 @@ class _Walk:
         return found
 
 
-def _merge(first: list[Detection], second: list[Detection]) -> list[Detection]:
+def _merge(first: list[Detection], second: Sequence[Detection]) -> list[Detection]:
     """``first`` wins where they overlap; sorted by position."""
     if not first:
-        return second
-    kept = list(first)
-    kept.extend(
-        item
-        for item in second
-        if all(item.end <= other.start or item.start >= other.end for other in first)
-    )
-    kept.sort(key=lambda item: item.start)
-    return kept
+        return list(second)
+    return non_overlapping([*first, *second])
 
 
 def _replace(
