@@ -294,3 +294,22 @@ def test_long_text_is_scanned_kind_by_kind_with_the_same_result() -> None:
         ("PHONE", "415-555-0142"),
         ("CARD", "4111 1111 1111 1111"),
     ]
+
+
+def test_user_pattern_value_group() -> None:
+    import re
+
+    detectors = DetectorSet([], {"ORDER_REF": re.compile(r"ref: (?P<value>\d{5})")})
+    assert [(d.kind, d.value) for d in detectors.detect("see ref: 12345.")] == [
+        ("ORDER_REF", "12345")
+    ]
+
+
+def test_hostile_text_stays_linear() -> None:
+    import time
+
+    detectors = DetectorSet()
+    for text in ("01 " * 20000, "1 " * 20000, "bearer " * 10000, "ab:" * 20000, "a." * 20000):
+        started = time.perf_counter()
+        detectors.detect(text)
+        assert time.perf_counter() - started < 3, text[:12]

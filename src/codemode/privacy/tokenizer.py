@@ -38,6 +38,7 @@ Check = Callable[[str, VaultEntry], None]
 
 
 _KEY_CACHE_MAX = 4096
+_PLAIN = frozenset({int, float, bool, type(None)})
 
 
 def _key_info(key: str, detectors: DetectorSet) -> tuple[bool, bool | None]:
@@ -132,6 +133,8 @@ class _Walk:
         if isinstance(value, dict):
             return self.mapping(value, path, state, whole)
         if isinstance(value, list | tuple):
+            if whole is None and set(map(type, value)) <= _PLAIN:  # numbers only: nothing to do
+                return list(value)
             out = []
             for index, item in enumerate(value):
                 path.append(index)
