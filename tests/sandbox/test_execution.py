@@ -203,22 +203,26 @@ def test_ten_megabytes_pass_from_one_tool_to_another(session: SandboxSession):
     assert len(tools.calls[1].arguments["text"]) == 10_000_000
 
 
-def test_calls_after_the_execution_ended_are_refused(session: SandboxSession):
+def test_a_thread_left_running_restarts_the_sandbox_before_it_can_call(
+    session: SandboxSession,
+):
     tools = Tools()
-    # A thread left behind tries to call a tool while the next execution runs.
-    session.execute(
-        "import threading, servers._runtime as rt\n"
-        "late = threading.Event()\n"
+    result = session.execute(
+        "import threading, time, servers._runtime as rt\n"
         "def later():\n"
-        "    late.wait()\n"
-        "    rt.bridge.execution -= 1\n"  # pretend to be the old execution
-        "    try:\n        rt.call_tool('math', 'add', {'a': 1, 'b': 1})\n"
-        "    except rt.ToolError as e:\n        print('refused:', e.code)\n"
+        "    time.sleep(0.3)\n"
+        "    rt.call_tool('math', 'add', {'a': 1, 'b': 1})\n"
         "threading.Thread(target=later).start()\n",
         invoker=tools,
     )
-    result = session.execute("late.set()\nimport time\ntime.sleep(0.5)", invoker=tools)
-    assert "refused: late_frame" in result.stdout
+    assert result.status == "ok"
+    assert result.sandbox_reset is True
+    assert result.to_dict()["left_running"] == "1 thread(s)"
+    assert "Join threads" in result.hint
+    after = session.execute(
+        "import threading, time\ntime.sleep(0.5)\nprint(threading.active_count())"
+    )
+    assert after.stdout == "1\n"
     assert tools.calls == []
 
 
@@ -240,8 +244,8 @@ def test_two_sessions_run_concurrently_without_seeing_each_other(pool: SandboxPo
             thread.start()
         for thread in threads:
             thread.join(timeout=30)
-        assert results["a"].stdout == "['a.txt'] True 2\n"
-        assert results["b"].stdout == "['b.txt'] False 2\n"
+        assert results["a"].stdout == "['a.txt'] True 1\n"  # only the guest, as pid 1
+        assert results["b"].stdout == "['b.txt'] False 1\n"
     finally:
         a.close()
         b.close()
@@ -269,3 +273,13 @@ def test_text_rendering_is_compact_and_complete(session: SandboxSession):
 def test_third_party_packages_of_the_environment_import(session: SandboxSession, code: str):
     pytest.importorskip("numpy")
     assert session.execute(code).stdout == "3\n"
+
+
+def test_tool_error_is_predefined_as_the_tool_description_promises(session: SandboxSession):
+    code = (
+        "from servers._runtime import call_tool\n"
+        "try:\n    call_tool('math', 'nope', {})\n"
+        "except ToolError as error:\n    print('caught', error)\n"
+    )
+    assert session.execute(code, invoker=Tools()).stdout == "caught no such tool: nope\n"
+    assert session.execute("print('ToolError' in globals())", fresh=True).stdout == "True\n"

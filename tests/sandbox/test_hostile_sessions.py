@@ -63,7 +63,7 @@ pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 cmdlines = [open(f"/proc/{{p}}/cmdline", "rb").read() for p in pids]
 if any(b"sleep" in c for c in cmdlines):
     seen.append("A's process")
-if pids != [1, os.getpid()]:
+if pids != sorted({{1, os.getpid()}}):
     seen.append(f"pids {{pids}}")
 import signal
 try:

@@ -23,7 +23,10 @@ def run(args: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(message, file=sys.stderr if args.json else sys.stdout, flush=True)
 
-    print("codemode demo: the agent code below is fixed (no model, no API key needed).")
+    print(
+        "codemode demo: the agent code below is fixed (no model, no API key needed).",
+        file=sys.stderr if args.json else sys.stdout,
+    )
     ledgers = anyio.run(lambda: run_demo(progress))
     if args.json:
         print(

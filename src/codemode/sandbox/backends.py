@@ -48,6 +48,11 @@ _BOOTSTRAP = (
     "from _codemode_guest.main import main;main(sys.argv[1:])"
 )
 _ENV_BINARY = "/usr/bin/env"
+# Files made inside the sandbox from bytes (no host file to bind, nothing left behind).
+_SANDBOX_FILES = {
+    "/etc/passwd": b"agent:x:1000:1000:agent:/workspace:/bin/sh\n",
+    "/etc/group": b"agent:x:1000:\n",
+}
 _GUEST_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": WORKSPACE,
@@ -193,6 +198,29 @@ def _bridge_socketpair() -> tuple[socket.socket, socket.socket]:
     return pair
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _prctl() -> Callable[[int, int], int] | None:
+    try:
+        import ctypes
+
+        function: Callable[[int, int], int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return function
+
+
+def _pipe_with(content: bytes) -> int:
+    """A pipe holding ``content`` (small: fits the pipe buffer); returns its read end."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, content)
+    finally:
+        os.close(write_end)
+    return read_end
+
+
 def _children(pid: int) -> list[int]:
     try:
         return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -222,8 +250,13 @@ def _tree_cpu_seconds(root_pid: int) -> float:
 def _child_setup(limits: Limits, procs_files: list[str], *, set_as: bool) -> Callable[[], None]:
     """Runs in the child between fork and exec: async-signal-safe calls only."""
     pid_bytes_holder: list[bytes] = []
+    prctl = _prctl()
 
     def setup() -> None:
+        if prctl is not None:
+            # bwrap itself dies with the thread that started it (the pool's), so a crashed
+            # host never leaves a sandbox behind.
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         pid_bytes_holder.append(str(os.getpid()).encode())
         for path in procs_files:
             fd = os.open(path, os.O_WRONLY)
@@ -262,16 +295,15 @@ class BwrapBackend:
             if self.settings.python_paths is not None
             else _default_python_paths()
         )
-        self._etc = Path(tempfile.mkdtemp(prefix="codemode-etc-"))
-        (self._etc / "passwd").write_text("agent:x:1000:1000:agent:/workspace:/bin/sh\n")
-        (self._etc / "group").write_text("agent:x:1000:\n")
-        self._etc_cleanup = _finalizer(self, self._etc)
 
     @cached_property
     def seccomp_bpf(self) -> bytes:
         return build_filter_bpf()
 
-    def command(self, bridge_fd: int, seccomp_fd: int) -> list[str]:
+    def command(
+        self, bridge_fd: int, seccomp_fd: int, file_fds: dict[str, int] | None = None
+    ) -> list[str]:
+        file_fds = file_fds or {}
         limits = self.limits
         interpreter = _interpreter()
         args = [
@@ -280,6 +312,9 @@ class BwrapBackend:
             "--unshare-user",
             "--disable-userns",
             "--die-with-parent",
+            # The guest itself is pid 1: no bwrap process without our seccomp filter inside the
+            # sandbox whose memory (/proc/1/mem) the code could write to.
+            "--as-pid-1",
             "--new-session",
             "--cap-drop",
             "ALL",
@@ -302,8 +337,8 @@ class BwrapBackend:
         for etc in ("ld.so.cache", "localtime", "nsswitch.conf", "mime.types"):
             if (Path("/etc") / etc).exists():
                 args += ["--ro-bind", f"/etc/{etc}", f"/etc/{etc}"]
-        args += ["--ro-bind", str(self._etc / "passwd"), "/etc/passwd"]
-        args += ["--ro-bind", str(self._etc / "group"), "/etc/group"]
+        for path, fd in file_fds.items():
+            args += ["--file", str(fd), path]  # bwrap copies the pipe's bytes into the file
         bound = ["/usr"]
         for path in (sys.base_prefix, *self.python_paths):
             real = os.path.realpath(path)
@@ -345,10 +380,13 @@ class BwrapBackend:
         host_sock, guest_sock = _bridge_socketpair()
         seccomp_read, seccomp_write = os.pipe()
         cgroup = None
+        file_fds: dict[str, int] = {}
         try:
             os.write(seccomp_write, self.seccomp_bpf)
             os.close(seccomp_write)
             seccomp_write = -1
+            for path, content in _SANDBOX_FILES.items():
+                file_fds[path] = _pipe_with(content)
             if self.use_cgroups:
                 cgroup = CgroupSet.create(
                     max_pids=self.limits.processes + 2,  # bwrap's own two processes
@@ -357,12 +395,12 @@ class BwrapBackend:
             setup = _child_setup(self.limits, cgroup.procs_files() if cgroup else [], set_as=True)
             guest_fd = guest_sock.fileno()
             popen = subprocess.Popen(
-                self.command(guest_fd, seccomp_read),
+                self.command(guest_fd, seccomp_read, file_fds),
                 env={},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(guest_fd, seccomp_read),
+                pass_fds=(guest_fd, seccomp_read, *file_fds.values()),
                 close_fds=True,
                 start_new_session=True,
                 preexec_fn=setup,  # noqa: PLW1509 - only os.write and setrlimit inside
@@ -380,6 +418,8 @@ class BwrapBackend:
             os.close(seccomp_read)
             if seccomp_write >= 0:
                 os.close(seccomp_write)
+            for fd in file_fds.values():
+                os.close(fd)
         assert popen.stdout is not None and popen.stderr is not None
         stdout_fd = os.dup(popen.stdout.fileno())
         stderr_fd = os.dup(popen.stderr.fileno())

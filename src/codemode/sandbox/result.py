@@ -11,7 +11,9 @@ from codemode.sandbox.capture import HeadTail
 __all__ = ["ExecutionResult", "Status", "clip_head_tail", "clip_tail"]
 
 Status = Literal["ok", "error", "timeout", "limit", "approval_required"]
-LimitName = Literal["wall_time", "cpu_time", "memory", "processes", "sandbox_exit"]
+LimitName = Literal[
+    "wall_time", "cpu_time", "memory", "processes", "workspace_inodes", "sandbox_exit"
+]
 
 
 @dataclass
@@ -151,6 +153,7 @@ def make_hint(result: ExecutionResult, timeout_s: float) -> str:
             "memory": "Hit the memory limit. Work in chunks; free what you no longer need.",
             "processes": "Hit the process limit. Start fewer processes or threads.",
             "cpu_time": "Hit the CPU time limit. Use a cheaper algorithm or less data.",
+            "workspace_inodes": "Too many files in the workspace. Write fewer, larger files.",
             "sandbox_exit": "The interpreter exited (os._exit or a crash).",
         }.get(result.limit or "", "Hit a sandbox limit.")
         return advice + reset

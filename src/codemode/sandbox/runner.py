@@ -14,12 +14,13 @@ import selectors
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame
 from codemode.bridge.host import BridgeHost, Grant, ModuleProvider, ToolInvoker, allow_all
 from codemode.errors import SandboxError
-from codemode.sandbox.backends import SandboxProcess
+from codemode.sandbox.backends import WORKSPACE, SandboxProcess
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.result import ExecutionResult, clip_head_tail, clip_tail, make_hint
 from codemode.sandbox.settings import Limits
@@ -37,6 +38,12 @@ class _Outcome:
     status: str = "ok"
     limit: str | None = None
     died: bool = False
+    # Set when code was left running after "done" (threads, or a forged "done").
+    left_running: str | None = None
+
+
+# CPU the guest may use between executions (it only waits for the next frame).
+_IDLE_CPU_ALLOWANCE_S = 0.05
 
 
 class Sandbox:
@@ -62,6 +69,61 @@ class Sandbox:
         self.selector.register(process.stderr_fd, selectors.EVENT_READ, "stderr")
         self._stdout = HeadTail(limits.output_kept_bytes)
         self._stderr = HeadTail(limits.output_kept_bytes)
+        self._idle_cpu: float | None = None
+        self._guest_pid_on_host: int | None = None
+
+    def guest_pid_on_host(self) -> int | None:
+        """The guest interpreter's pid as the host sees it (bwrap's child; pid 1 inside)."""
+        if self._guest_pid_on_host is None:
+            children = _children(self.process.pid)
+            self._guest_pid_on_host = children[0] if children else None
+        return self._guest_pid_on_host
+
+    def guest_threads(self) -> int:
+        """OS threads of the guest, counted from the host (the guest cannot lie about it)."""
+        pid = self.guest_pid_on_host()
+        if pid is None:
+            return 1
+        try:
+            return sum(1 for _ in Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            return 1
+
+    def ran_while_idle(self) -> bool:
+        """True when code is still running in the sandbox although its last execution ended
+        (a busy thread, or code that forged "done"). An honest guest sleeps, waiting for the
+        next frame, and uses no CPU between executions."""
+        if self._idle_cpu is None or self.dead:
+            return False
+        if self.process.cpu_seconds() - self._idle_cpu > _IDLE_CPU_ALLOWANCE_S:
+            return True
+        if self._guest_state() != "R":
+            return False
+        # Runnable right now: watch it briefly. An honest guest is about to block in recv.
+        start = self.process.cpu_seconds()
+        deadline = time.monotonic() + 0.05
+        while time.monotonic() < deadline:
+            if self._guest_state() != "R":
+                return False
+            time.sleep(0.002)
+        return self.process.cpu_seconds() - start > 0.01
+
+    def _guest_state(self) -> str:
+        pid = self.guest_pid_on_host()
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return "?"
+
+    def workspace_inodes(self) -> int:
+        pid = self.guest_pid_on_host()
+        if pid is None:
+            return 0
+        try:
+            st = os.statvfs(f"/proc/{pid}/root{WORKSPACE}")
+        except OSError:
+            return 0
+        return st.f_files - st.f_ffree
 
     def is_dead(self) -> bool:
         """Read fresh: a frame read or a kill on this thread may have changed it."""
@@ -227,10 +289,14 @@ class Sandbox:
         host.close()
         self._drain("stdout")
         self._drain("stderr")
-        if outcome.status != "ok" or outcome.died:
+        if outcome.status == "ok" and not outcome.died and self.process.isolated:
+            threads = self.guest_threads()
+            if threads > 1:
+                outcome.left_running = f"{threads - 1} thread(s)"
+        if outcome.status != "ok" or outcome.died or outcome.left_running:
             self.kill()
-            self._drain("stdout")
-            self._drain("stderr")
+        else:
+            self._idle_cpu = self.process.cpu_seconds()
         return self._result(outcome, host, started, wall)
 
     def _dispatch(
@@ -274,6 +340,9 @@ class Sandbox:
         if self.process.cpu_seconds() - cpu_start > self.limits.cpu_time_s:
             outcome.status, outcome.limit = "limit", "cpu_time"
             return True
+        if self.process.isolated and self.workspace_inodes() > self.limits.workspace_inodes:
+            outcome.status, outcome.limit = "limit", "workspace_inodes"
+            return True
         return False
 
     def _classify_death(self, outcome: _Outcome) -> None:
@@ -294,8 +363,11 @@ class Sandbox:
         status = outcome.status
         limit = outcome.limit
         if status == "ok":
-            if error is not None and error.get("type") == "MemoryError":
-                status, limit = "limit", "memory"
+            exhausted = _exhaustion(error)
+            if exhausted is not None:
+                cgroup = self.process.cgroup
+                pids_hit = cgroup is not None and cgroup.pids_limit_hit()
+                status, limit = "limit", "processes" if pids_hit else exhausted
             elif error is not None or done.get("exit_code", 0) != 0:
                 status = "error"
         if status == "limit" and limit == "memory" and not self.dead:
@@ -334,6 +406,12 @@ class Sandbox:
         if isinstance(workspace, dict):
             result.extra["workspace_bytes"] = workspace.get("used")
         result.hint = make_hint(result, wall)
+        if outcome.left_running:
+            result.extra["left_running"] = outcome.left_running
+            result.hint = (
+                f"{outcome.left_running} still ran when the code ended, so the sandbox was "
+                "restarted (variables and files are gone). Join threads before the code ends."
+            )
         return result
 
     def kill(self) -> None:
@@ -349,6 +427,25 @@ class Sandbox:
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _exhaustion(error: dict[str, Any] | None) -> str | None:
+    """The limit behind an error the code saw when the sandbox ran out of something."""
+    if error is None:
+        return None
+    kind, message = error.get("type"), str(error.get("message", ""))
+    if kind == "MemoryError" or (kind == "OSError" and "Cannot allocate memory" in message):
+        return "memory"
+    if kind == "RuntimeError" and "can't start new thread" in message:
+        return "memory"
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
 
 
 def _clean_error(error: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -45,6 +45,11 @@ class SandboxSession:
             if self._closed:
                 raise SandboxError("this session is closed", fix="start a new session")
             sandbox = self._sandbox
+            restarted = False
+            if sandbox is not None and sandbox.ran_while_idle():
+                # Code kept running after the last execution (it forged "done"): start clean.
+                sandbox.kill()
+                restarted = True
             if sandbox is None or sandbox.dead:
                 sandbox = self._sandbox = self.pool.acquire()
             self.executions += 1
@@ -59,6 +64,12 @@ class SandboxSession:
             if sandbox.dead:
                 self._sandbox = None
                 result.sandbox_reset = True
+            if restarted:
+                result.extra["restarted_before"] = True
+                result.hint = (
+                    "The previous execution left code running, so this one ran in a new "
+                    "sandbox (variables and files from before are gone). " + result.hint
+                ).strip()
             result.session = self.id
             return result
 

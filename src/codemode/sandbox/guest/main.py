@@ -135,7 +135,12 @@ class Guest:
 
     @staticmethod
     def _fresh_namespace():
-        return {"__name__": "__main__", "__builtins__": __builtins__}
+        # ToolError is predefined: the execute tool's description promises it.
+        return {
+            "__name__": "__main__",
+            "__builtins__": __builtins__,
+            "ToolError": runtime.ToolError,
+        }
 
     def reset(self):
         self.namespace = self._fresh_namespace()
