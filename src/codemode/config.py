@@ -198,7 +198,9 @@ def _with_settings(
         servers=servers,
         sandbox=SandboxSettings.from_mapping(dict(sandbox_table), source=source),
         gateway=_gateway(_table(data.get("gateway", {}), source, "gateway"), path),
-        policy=PolicySettings.from_mapping(_table(data.get("policy", {}), source, "policy"), source),
+        policy=PolicySettings.from_mapping(
+            _table(data.get("policy", {}), source, "policy"), source
+        ),
         privacy=PrivacySettings.from_mapping(
             _table(data.get("privacy", {}), source, "privacy"), source
         ),
