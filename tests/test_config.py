@@ -218,3 +218,68 @@ def test_bad_json_and_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="not found") as info:
         load_config(tmp_path / "absent.toml")
     assert info.value.fix
+
+
+POLICY_TOML = """
+[servers.crm]
+command = "crm"
+
+[policy]
+destructive = "deny"
+[[policy.rules]]
+tools = ["crm.delete_*"]
+action = "ask"
+
+[privacy.flows]
+crm = ["mail"]
+"""
+
+
+def test_policy_and_privacy_load_from_toml(tmp_path):
+    config = load_config(write(tmp_path, POLICY_TOML))
+    assert config.policy.destructive == "deny"
+    assert config.policy.rules[0].action == "ask"
+    assert config.privacy.may_flow("crm", "mail") is True
+    assert config.privacy.may_flow("crm", "other") is False
+
+
+def test_policy_and_privacy_load_from_the_json_codemode_key(tmp_path):
+    path = tmp_path / "mcp.json"
+    path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {"crm": {"command": "crm"}},
+                "codemode": {
+                    "policy": {"rules": [{"tools": ["crm.delete_*"], "action": "deny"}]},
+                    "privacy": {"flows": {"crm": ["mail"]}},
+                },
+            }
+        )
+    )
+    config = load_config(path)
+    assert config.policy.rules[0].action == "deny"
+    assert config.privacy.may_flow("crm", "mail") is True
+
+
+@pytest.mark.parametrize(
+    ("body", "key"),
+    [
+        ('[[policy.rules]]\ntools = ["crm.*"]\naction = "alow"\n', "policy.rules[0].action"),
+        ('[policy]\nmode = "readonly"\n', "policy.mode"),
+        ('[privacy]\npatterns = { BAD = "(" }\n', "privacy.patterns.BAD"),
+    ],
+)
+def test_bad_policy_and_privacy_rules_name_the_file_and_key(tmp_path, body, key):
+    path = write(tmp_path, '[servers.crm]\ncommand = "crm"\n' + body)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.key == key
+    assert str(path) in str(caught.value)
+    assert caught.value.fix
+
+
+def test_unknown_section_under_the_json_codemode_key_is_an_error(tmp_path):
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {}, "codemode": {"polcy": {}}}))
+    with pytest.raises(ConfigError, match="did you mean 'policy'"):
+        load_config(path)
