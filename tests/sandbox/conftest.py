@@ -200,6 +200,18 @@ class HostChecks:
     """Host-side checks the hostile tests share (they never run payload code on the host)."""
 
     @staticmethod
+    def pause(seconds: float) -> None:
+        """Let time pass on the host (a bounded wait on a pipe nobody writes to)."""
+        import select
+
+        read_end, write_end = os.pipe()
+        try:
+            select.select([read_end], [], [], seconds)
+        finally:
+            os.close(read_end)
+            os.close(write_end)
+
+    @staticmethod
     def next_execution_works(session: SandboxSession) -> None:
         result = session.execute("print('ok')", timeout_s=10)
         assert (result.status, result.stdout) == ("ok", "ok\n"), result.to_dict()

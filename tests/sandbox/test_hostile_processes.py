@@ -76,20 +76,30 @@ def test_no_process_outlives_the_execution(
     host.next_execution_works(isolated_session)
 
 
-def test_threads_do_not_outlive_the_execution(isolated_session: SandboxSession, host) -> None:
-    """A thread still alive when the code ends (counted from the host, in /proc) gets the
-    sandbox replaced: nothing of the code keeps running between executions."""
+def test_threads_never_run_between_executions(isolated_session: SandboxSession, host) -> None:
+    """A thread the code leaves behind is frozen (cgroup freezer) or the sandbox replaced:
+    it never runs while no execution is in progress, outside every limit."""
+    import time as host_time
+
     started = isolated_session.execute(
-        "import threading\n"
-        "def spin():\n    while True:\n        pass\n"
-        "threading.Thread(target=spin, daemon=True).start()",
+        "import threading, time\n"
+        "ticks = []\n"
+        "def spin():\n    while True:\n        ticks.append(time.monotonic())\n"
+        "threading.Thread(target=spin, daemon=True).start()\n"
+        "time.sleep(0.05)",
         timeout_s=5,
     )
     assert started.status == "ok"
+    ended = host_time.monotonic()
+    host.pause(0.5)
+    resumed = host_time.monotonic()
     later = isolated_session.execute(
-        "import threading\nprint(threading.active_count())", timeout_s=5
+        f"print('ticks' not in globals() or not any({ended + 0.05} < t < {resumed - 0.05} "
+        "for t in list(ticks)))",
+        timeout_s=5,
     )
-    assert later.stdout == "1\n", f"{later.stdout.strip()} threads alive after the execution"
+    assert later.stdout == "True\n", later.to_dict()
+    host.next_execution_works(isolated_session)
 
 
 SYSCALLS = {

@@ -60,7 +60,9 @@ _GUEST_ENV = {
     "LANG": "C.UTF-8",
     "MPLBACKEND": "Agg",
     "MPLCONFIGDIR": "/tmp/matplotlib",
-    "OMP_NUM_THREADS": "2",
+    # One BLAS thread: the sandbox has few cores, and idle pools are threads left behind.
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
 }
 # Host variables that are safe and sometimes needed (old OpenBLAS builds crash without them).
 _PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
@@ -99,6 +101,8 @@ class SandboxProcess:
         then reaps it and exits. Killing bwrap first would orphan pid 1 to the host's init,
         which may never reap it (a zombie left behind).
         """
+        if self.cgroup is not None:
+            self.cgroup.thaw()  # a frozen process does not act on SIGKILL until thawed
         if self.popen.poll() is None:
             children = _children(self.popen.pid)
             for child in children:
@@ -339,14 +343,9 @@ class BwrapBackend:
                 args += ["--ro-bind", f"/etc/{etc}", f"/etc/{etc}"]
         for path, fd in file_fds.items():
             args += ["--file", str(fd), path]  # bwrap copies the pipe's bytes into the file
-        bound = ["/usr"]
-        for path in (sys.base_prefix, *self.python_paths):
-            real = os.path.realpath(path)
-            if Path(real).is_dir() and not any(real.startswith(b + "/") for b in bound):
-                args += ["--ro-bind", real, real]
-                bound.append(real)
+        # The private mounts come before the binds below, so a bind under /tmp (a Python
+        # installed there) lands inside the private /tmp instead of being hidden by it.
         args += [
-            "--ro-bind", str(GUEST_DIR), f"{SANDBOX_GUEST_ROOT}/{GUEST_PACKAGE}",
             "--proc", "/proc",
             # Started as root, the sandbox's uid is the host's kuid 0; sysctl files check only
             # that uid, so global ones (kernel.core_pattern...) would be writable. Read-only.
@@ -355,6 +354,24 @@ class BwrapBackend:
             "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
             "--size", str(min(limits.tmp_bytes, 64 * 1024 * 1024)), "--tmpfs", "/dev/shm",
             "--size", str(limits.workspace_bytes), "--tmpfs", WORKSPACE,
+        ]  # fmt: skip
+        # The interpreter keeps its own path (its shared library is found through it).
+        bound = ["/usr"]
+        prefix = os.path.realpath(sys.base_prefix)
+        if not prefix.startswith("/usr/"):
+            args += ["--ro-bind", prefix, prefix]
+            bound.append(prefix)
+        # Importable packages are mounted under a neutral name: the host's paths (the project,
+        # the user's home) stay out of sight.
+        site_dirs = []
+        for index, path in enumerate(self.python_paths):
+            real = os.path.realpath(path)
+            if Path(real).is_dir():
+                target = f"{SANDBOX_GUEST_ROOT}/site-{index}"
+                args += ["--ro-bind", real, target]
+                site_dirs.append(target)
+        args += [
+            "--ro-bind", str(GUEST_DIR), f"{SANDBOX_GUEST_ROOT}/{GUEST_PACKAGE}",
             # The guest starts with an empty environment (so /proc/*/environ holds nothing)
             # and sets its variables itself from --env arguments.
             "--clearenv",
@@ -371,9 +388,8 @@ class BwrapBackend:
         env = {**_GUEST_ENV, **{k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ}}
         for key, value in env.items():
             args += ["--env", f"{key}={value}"]
-        for path in bound[1:]:
-            if path != os.path.realpath(sys.base_prefix):
-                args += ["--path", path]
+        for path in site_dirs:
+            args += ["--path", path]
         return args
 
     def spawn(self) -> SandboxProcess:

@@ -51,14 +51,14 @@ class CgroupSet:
                 (parent / "cgroup.subtree_control").write_text("+pids +memory +cpu")
             path = parent / name
             path.mkdir()
-            dirs = {"pids": path, "memory": path, "cpu": path}
+            dirs = {"pids": path, "memory": path, "cpu": path, "freezer": path}
             (path / "pids.max").write_text(str(max_pids))
             (path / "memory.max").write_text(str(memory_bytes))
             with contextlib.suppress(OSError):
                 (path / "memory.swap.max").write_text("0")
             return cls(dirs)
         dirs = {}
-        for controller in ("pids", "memory", "cpuacct"):
+        for controller in ("pids", "memory", "cpuacct", "freezer"):
             base = ROOT / controller
             if not base.is_dir():
                 continue
@@ -119,7 +119,29 @@ class CgroupSet:
         text = self._read("pids", "cgroup.procs")
         return [int(p) for p in text.split()]
 
+    @property
+    def can_freeze(self) -> bool:
+        return "freezer" in self.dirs
+
+    def freeze(self) -> None:
+        """Stop every process of the sandbox until ``thaw`` (nothing runs between executions)."""
+        self._set_frozen(True)
+
+    def thaw(self) -> None:
+        self._set_frozen(False)
+
+    def _set_frozen(self, frozen: bool) -> None:
+        path = self.dirs.get("freezer")
+        if path is None:
+            return
+        with contextlib.suppress(OSError):
+            if _is_v2():
+                (path / "cgroup.freeze").write_text("1" if frozen else "0")
+            else:
+                (path / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
+
     def kill_all(self) -> None:
+        self.thaw()  # a frozen process does not die until it is thawed
         for pid in self.pids():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)

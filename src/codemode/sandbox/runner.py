@@ -97,9 +97,13 @@ class Sandbox:
             return False
         if self.process.cpu_seconds() - self._idle_cpu > _IDLE_CPU_ALLOWANCE_S:
             return True
+        return self._still_running()
+
+    def _still_running(self) -> bool:
+        """Is the guest's main thread busy although it said "done"? An honest guest blocks in
+        recv at once; code that forged "done" keeps the CPU."""
         if self._guest_state() != "R":
             return False
-        # Runnable right now: watch it briefly. An honest guest is about to block in recv.
         start = self.process.cpu_seconds()
         deadline = time.monotonic() + 0.05
         while time.monotonic() < deadline:
@@ -257,6 +261,8 @@ class Sandbox:
         host = BridgeHost(
             execution, invoker=invoker, modules=modules, grant=grant, deadline=deadline
         )
+        if self.process.cgroup is not None:
+            self.process.cgroup.thaw()
         cpu_start = self.process.cpu_seconds()
         outcome = _Outcome()
         frame = {"op": "exec", "exec": execution, "code": code, "fresh": fresh}
@@ -289,7 +295,13 @@ class Sandbox:
         host.close()
         self._drain("stdout")
         self._drain("stderr")
-        if outcome.status == "ok" and not outcome.died and self.process.isolated:
+        cgroup = self.process.cgroup
+        healthy = outcome.status == "ok" and not outcome.died and self.process.isolated
+        if healthy and self._still_running():
+            outcome.left_running = "code (it sent its own 'done')"
+        elif cgroup is not None and cgroup.can_freeze:
+            pass  # frozen below: threads left behind cannot run until the next execution
+        elif healthy:
             threads = self.guest_threads()
             if threads > 1:
                 outcome.left_running = f"{threads - 1} thread(s)"
@@ -297,6 +309,8 @@ class Sandbox:
             self.kill()
         else:
             self._idle_cpu = self.process.cpu_seconds()
+            if cgroup is not None:
+                cgroup.freeze()
         return self._result(outcome, host, started, wall)
 
     def _dispatch(
