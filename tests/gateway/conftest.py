@@ -374,7 +374,12 @@ async def execute_ok(client: Any, code: str, **arguments: Any) -> dict[str, Any]
     return data
 
 
+# Every conftest.py is imported under the same top-level name, so sys.modules["conftest"] ends up
+# as whichever was imported last: keep a reference to this one while it is the one.
+_THIS_MODULE = sys.modules[__name__]
+
+
 @pytest.fixture(scope="session")
 def harness() -> Any:
     """This module's helpers for test files (conftest modules cannot be imported by name)."""
-    return sys.modules[__name__]
+    return _THIS_MODULE
