@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
+
+import anyio
 
 from codemode.config import CodemodeConfig
 from codemode.engine import Codemode
@@ -37,15 +41,34 @@ async def serve(
             file=sys.stderr,
         )
         server = build_server(engine)
-        if transport == "stdio":
-            from mcp.server.stdio import stdio_server
+        # SIGTERM and SIGINT end serving gracefully, so the engine stops every sandbox and
+        # upstream on the way out (the default action would kill the process first).
+        async with anyio.create_task_group() as group:
+            if transport == "stdio":
+                from mcp.server.stdio import stdio_server
 
-            async with stdio_server() as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+                group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
+                async with stdio_server() as (read_stream, write_stream):
+                    await server.run(
+                        read_stream, write_stream, server.create_initialization_options()
+                    )
+            else:
+                import uvicorn
+
+                app = server.streamable_http_app(host=host)
+                print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
+                uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+                # uvicorn would re-raise the signal after its shutdown, killing the process
+                # before the engine cleans up: we watch the signals instead.
+                uv.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+                group.start_soon(_stop_on_signal, lambda: setattr(uv, "should_exit", True))
+                await uv.serve()
+            group.cancel_scope.cancel()
+
+
+async def _stop_on_signal(stop: Callable[[], object]) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            print("codemode: stopping", file=sys.stderr)
+            stop()
             return
-        import uvicorn
-
-        app = server.streamable_http_app(host=host)
-        print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
-        uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
-        await uv.serve()

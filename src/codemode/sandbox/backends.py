@@ -287,6 +287,8 @@ class BwrapBackend:
         self.limits = self.settings.limits
         self.bwrap = find_bwrap()
         self.use_cgroups = cgroups_available()
+        if self.use_cgroups:
+            CgroupSet.sweep_orphans()
         if os.geteuid() == 0 and not self.use_cgroups:
             raise IsolationUnavailableError(
                 "running as root without writable cgroups: the process and memory limits "

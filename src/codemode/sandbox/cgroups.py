@@ -19,6 +19,17 @@ __all__ = ["CgroupSet", "cgroups_available"]
 
 ROOT = Path("/sys/fs/cgroup")
 _PARENT = "codemode"
+_V1_CONTROLLERS = ("pids", "memory", "cpuacct", "freezer")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _is_v2() -> bool:
@@ -43,7 +54,8 @@ class CgroupSet:
 
     @classmethod
     def create(cls, *, max_pids: int, memory_bytes: int) -> CgroupSet:
-        name = uuid.uuid4().hex[:16]
+        # The owner's pid in the name lets a later process find and end orphans.
+        name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         if _is_v2():
             parent = ROOT / _PARENT
             parent.mkdir(exist_ok=True)
@@ -58,7 +70,7 @@ class CgroupSet:
                 (path / "memory.swap.max").write_text("0")
             return cls(dirs)
         dirs = {}
-        for controller in ("pids", "memory", "cpuacct", "freezer"):
+        for controller in _V1_CONTROLLERS:
             base = ROOT / controller
             if not base.is_dir():
                 continue
@@ -145,6 +157,24 @@ class CgroupSet:
         for pid in self.pids():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+
+    @classmethod
+    def sweep_orphans(cls) -> int:
+        """End sandboxes whose owning process died without cleaning up (a crash, SIGKILL):
+        frozen ones would otherwise wait forever. Returns how many were removed."""
+        found: dict[str, dict[str, Path]] = {}
+        bases = [ROOT / _PARENT] if _is_v2() else [ROOT / c / _PARENT for c in _V1_CONTROLLERS]
+        for base in bases:
+            with contextlib.suppress(OSError):
+                for entry in base.iterdir():
+                    owner, dash, _ = entry.name.partition("-")
+                    if not (dash and owner.isdigit() and len(owner) < 10 and entry.is_dir()):
+                        continue
+                    if not _alive(int(owner)):
+                        found.setdefault(entry.name, {})[entry.parent.parent.name] = entry
+        for dirs in found.values():
+            cls(dirs).destroy()
+        return len(found)
 
     def destroy(self) -> bool:
         """Kill what is left and remove the directories. True when all were removed."""
