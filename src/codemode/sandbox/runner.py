@@ -70,6 +70,7 @@ class Sandbox:
         self._stdout = HeadTail(limits.output_kept_bytes)
         self._stderr = HeadTail(limits.output_kept_bytes)
         self._idle_cpu: float | None = None
+        self._frozen = False
         self._guest_pid_on_host: int | None = None
 
     def guest_pid_on_host(self) -> int | None:
@@ -261,8 +262,9 @@ class Sandbox:
         host = BridgeHost(
             execution, invoker=invoker, modules=modules, grant=grant, deadline=deadline
         )
-        if self.process.cgroup is not None:
+        if self._frozen and self.process.cgroup is not None:
             self.process.cgroup.thaw()
+            self._frozen = False
         cpu_start = self.process.cpu_seconds()
         outcome = _Outcome()
         frame = {"op": "exec", "exec": execution, "code": code, "fresh": fresh}
@@ -297,20 +299,20 @@ class Sandbox:
         self._drain("stderr")
         cgroup = self.process.cgroup
         healthy = outcome.status == "ok" and not outcome.died and self.process.isolated
+        threads = self.guest_threads() if healthy else 1
         if healthy and self._still_running():
             outcome.left_running = "code (it sent its own 'done')"
-        elif cgroup is not None and cgroup.can_freeze:
-            pass  # frozen below: threads left behind cannot run until the next execution
-        elif healthy:
-            threads = self.guest_threads()
-            if threads > 1:
-                outcome.left_running = f"{threads - 1} thread(s)"
+        elif threads > 1 and not (cgroup is not None and cgroup.can_freeze):
+            outcome.left_running = f"{threads - 1} thread(s)"
         if outcome.status != "ok" or outcome.died or outcome.left_running:
             self.kill()
         else:
             self._idle_cpu = self.process.cpu_seconds()
-            if cgroup is not None:
+            if threads > 1 and cgroup is not None:
+                # Threads left behind cannot run until the next execution. A lone guest
+                # thread blocked in recv runs nothing, so the common case skips this.
                 cgroup.freeze()
+                self._frozen = True
         return self._result(outcome, host, started, wall)
 
     def _dispatch(
