@@ -38,6 +38,6 @@ def run(args: argparse.Namespace) -> int:
             f"{row.source:<36} {row.tools:>6} {row.tool_definition_tokens:>13,} "
             f"{row.surface_tokens:>9,} {row.search_answer_tokens:>7,}"
         )
-    print("o200k tokens. codemode = its whole tool surface (search, execute, approve), any catalog size;")
+    print("o200k tokens. codemode = its tool surface (search, execute, approve), any catalog;")
     print("answer = median top-5 search answer at the default detail.")
     return 0
