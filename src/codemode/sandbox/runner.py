@@ -73,6 +73,7 @@ class Sandbox:
         self._idle_cpu: float | None = None
         self._frozen = False
         self._pinned_from: set[int] | None = None
+        self._guest_pinned_from: set[int] | None = None
         self._guest_pid_on_host: int | None = None
 
     def guest_pid_on_host(self) -> int | None:
@@ -255,9 +256,13 @@ class Sandbox:
         try:
             cpu = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[36])
             allowed = os.sched_getaffinity(0)
-            if cpu in allowed and len(allowed) > 1:
+            guest_allowed = os.sched_getaffinity(pid)
+            if cpu in allowed and cpu in guest_allowed and len(allowed) > 1:
+                # Both sides, or the load balancer moves the guest to the idle core.
                 os.sched_setaffinity(0, {cpu})
+                os.sched_setaffinity(pid, {cpu})
                 self._pinned_from = allowed
+                self._guest_pinned_from = guest_allowed
         except (OSError, ValueError, IndexError):
             return
 
@@ -265,6 +270,10 @@ class Sandbox:
         if self._pinned_from is not None:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, self._pinned_from)
+            pid = self.guest_pid_on_host()
+            if pid is not None and self._guest_pinned_from and not self.dead:
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(pid, self._guest_pinned_from)
             self._pinned_from = None
 
     def _execute(
