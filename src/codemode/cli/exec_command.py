@@ -19,6 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-tools", action="store_true", help="do not connect any tool server (sandbox only)"
     )
+    parser.add_argument(
+        "--approve",
+        choices=("ask", "all", "none"),
+        default="ask",
+        help="calls that need approval: ask on the terminal (default; denied without one), "
+        "approve all, or deny all",
+    )
 
 
 def _read_code(name: str) -> str:
@@ -34,12 +41,34 @@ def _read_code(name: str) -> str:
         ) from None
 
 
+def _decide(mode: str, approval: dict[str, object]) -> bool:
+    """The CLI's approver: a prompt on the terminal, or the --approve policy."""
+    if mode != "ask":
+        return mode == "all"
+    try:
+        terminal = Path("/dev/tty").open("r+", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError:
+        print(
+            f"codemode: {approval['tool']} needs approval and there is no terminal to ask; "
+            "denied (use --approve all to allow)",
+            file=sys.stderr,
+        )
+        return False
+    with terminal:
+        arguments = json.dumps(approval["arguments"], ensure_ascii=False)[:500]
+        terminal.write(f"{approval['tool']}({arguments})\nreason: {approval['reason']}\n")
+        terminal.write("allow this call? [y/N] ")
+        terminal.flush()
+        return terminal.readline().strip().lower() in ("y", "yes")
+
+
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     import anyio
+    import anyio.to_thread
 
-    from codemode.config import CodemodeConfig, load_config
+    from codemode.config import load_config
     from codemode.engine import Codemode
     from codemode.errors import UsageError
 
@@ -48,13 +77,19 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--timeout must be positive", fix="e.g. --timeout 30")
     config = load_config(args.config)
     # One execution needs one sandbox: no warm pool.
-    sandbox = dataclasses.replace(config.sandbox, pool_size=0)
-    servers = {} if args.no_tools else config.servers
-    config = CodemodeConfig(servers=servers, sandbox=sandbox, gateway=config.gateway)
+    config = dataclasses.replace(
+        config,
+        sandbox=dataclasses.replace(config.sandbox, pool_size=0),
+        servers={} if args.no_tools else config.servers,
+    )
 
     async def main() -> dict[str, object]:
         async with Codemode(config, openapi_specs=args.openapi, semantic=False) as engine:
             result = await engine.execute(code, timeout_s=args.timeout)
+            while result.status == "approval_required":
+                approval = result.extra["approval"]
+                allow = await anyio.to_thread.run_sync(_decide, args.approve, approval)
+                result = await engine.approve(approval["id"], allow)
             if args.json:
                 return result.to_dict()
             return {"text": result.render_text(), "status": result.status}

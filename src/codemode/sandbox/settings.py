@@ -13,6 +13,8 @@ __all__ = ["Limits", "SandboxSettings"]
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 T = TypeVar("T")
+# Settings where 0 means "none" rather than a mistake.
+_ZERO_ALLOWED = frozenset({"pool_size"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +81,17 @@ def _build(kind: type[T], data: dict[str, Any], source: str, prefix: str) -> T:
                 fix=f"use one of: {known}",
             )
         default = getattr(kind(), key)
+        wanted = "a number above 0"
         if isinstance(default, bool):
             ok = isinstance(value, bool)
         elif isinstance(default, int | float) and not isinstance(default, bool):
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+            zero_ok = key in _ZERO_ALLOWED
+            wanted = "a number >= 0" if zero_ok else wanted
+            ok = (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and (value >= 0 if zero_ok else value > 0)
+            )
         else:
             ok = True
         if not ok:
@@ -90,8 +99,7 @@ def _build(kind: type[T], data: dict[str, Any], source: str, prefix: str) -> T:
                 f"invalid value {value!r}",
                 path=source,
                 key=f"{prefix}.{key}",
-                fix="expected "
-                + ("true or false" if isinstance(default, bool) else "a number > 0"),
+                fix="expected " + ("true or false" if isinstance(default, bool) else wanted),
             )
         values[key] = type(default)(value) if isinstance(default, int | float) else value
     return kind(**values)
