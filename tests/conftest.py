@@ -8,6 +8,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+# mcp.client.stdio binds `errlog=sys.stderr` when first imported; import it before any test's
+# capsys swaps sys.stderr, or every later stdio client fails with "fileno".
+import mcp.client.stdio  # noqa: F401
 import pytest
 
 # Tests never write codemode state (audit log, caches) into the user's home directory.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -74,4 +73,3 @@ def test_exec_answers_approvals_as_told(crm_config, tmp_path, capsys, mode, stat
 def test_unreadable_file_is_a_clear_error(tmp_path, capsys):
     assert main(["exec", "--no-tools", str(tmp_path / "missing.py")]) == 2
     assert "cannot read" in capsys.readouterr().err
-    assert sys.stdin is not None

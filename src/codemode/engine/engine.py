@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.to_thread
@@ -37,6 +37,11 @@ from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
 from codemode.tools import ToolSpec
 
+if TYPE_CHECKING:
+    from codemode.audit import AuditLog
+    from codemode.search.base import SearchIndex
+    from codemode.stubs.package import StubLibrary
+
 __all__ = ["Codemode", "SearchAnswer", "StubModules"]
 
 log = logging.getLogger(__name__)
@@ -51,16 +56,15 @@ class SearchAnswer:
 class StubModules:
     """Adapts the stub library to the bridge's ``ModuleProvider``."""
 
-    def __init__(self, library: Any) -> None:
+    def __init__(self, library: StubLibrary) -> None:
         self.library = library
 
     def module_source(self, fullname: str) -> ModuleSource | None:
         source = self.library.module_source(fullname)
         if source is None:
             return None
-        parts = fullname.split(".")
-        is_package = len(parts) <= 2
-        filename = "/".join(parts) + ("/__init__.py" if is_package else ".py")
+        is_package = self.library.is_package(fullname)
+        filename = fullname.replace(".", "/") + ("/__init__.py" if is_package else ".py")
         return ModuleSource(source, is_package, filename)
 
 
@@ -74,7 +78,7 @@ class Codemode:
         backend: SandboxBackend | None = None,
         semantic: bool | None = None,
         audit: bool = True,
-        audit_log: Any = None,
+        audit_log: AuditLog | None = None,
     ) -> None:
         self.config = config
         self.catalog = catalog or catalog_from_config(config, openapi_specs)
@@ -85,21 +89,30 @@ class Codemode:
         self._invoker: CatalogInvoker | None = None
         self._views_version = -1
         self._views_lock = threading.Lock()
-        self._stubs: Any = None
+        self._stubs: StubLibrary | None = None
         self._modules: StubModules | None = None
-        self._index: Any = None
+        self._index: SearchIndex | None = None
         self._tools: set[tuple[str, str]] = set()
         self._limiter = anyio.CapacityLimiter(max(config.gateway.max_sessions, 1))
         self._expiry: asyncio.Task[None] | None = None
         self.approvals = ApprovalBroker()
         self.audit = audit
-        self.audit_log: Any = audit_log
+        self.audit_log: AuditLog | None = audit_log
         self._digest_key: bytes | None = None
 
     # --- life cycle -------------------------------------------------------------------------
 
     async def start(self) -> Codemode:
-        """Start the sandbox pool and list every upstream (a dead one is reported, not fatal)."""
+        """Start the sandbox pool and list every upstream (a dead one is reported, not fatal).
+        If starting fails, whatever had started is stopped again."""
+        try:
+            return await self._start()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.aclose()
+            raise
+
+    async def _start(self) -> Codemode:
         backend = self.backend or make_backend(self.config.sandbox)
         self.pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
         gateway = self.config.gateway
@@ -158,7 +171,7 @@ class Codemode:
             self._tools = {(spec.server, spec.name) for spec in specs}
             self._views_version = self.catalog.version
 
-    def _search_index(self) -> Any:
+    def _search_index(self) -> SearchIndex:
         with self._views_lock:
             if self._index is None:
                 from codemode.search.semantic import build_index
@@ -181,7 +194,10 @@ class Codemode:
         level = check_detail(detail)
         limit = max(1, min(int(limit), 50))
         await self._views()
-        index = self._index or await anyio.to_thread.run_sync(self._search_index)
+        index = self._index
+        if index is None:  # an empty index is falsy: test for None
+            index = await anyio.to_thread.run_sync(self._search_index)
+        assert self._stubs is not None  # built by _views()
         hits = index.search(query, limit)
         text = render_answer(hits, level, source=self._stubs.tool_source)
         return SearchAnswer(text, [hit.to_json() for hit in hits])

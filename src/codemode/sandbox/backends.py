@@ -104,7 +104,7 @@ class SandboxProcess:
         if self.cgroup is not None:
             self.cgroup.thaw()  # a frozen process does not act on SIGKILL until thawed
         if self.popen.poll() is None:
-            children = _children(self.popen.pid)
+            children = children_of(self.popen.pid)
             for child in children:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(child, signal.SIGKILL)
@@ -225,7 +225,8 @@ def _pipe_with(content: bytes) -> int:
     return read_end
 
 
-def _children(pid: int) -> list[int]:
+def children_of(pid: int) -> list[int]:
+    """Direct children of ``pid`` (from /proc; empty when it is gone)."""
     try:
         return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except (OSError, ValueError):

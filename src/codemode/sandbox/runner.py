@@ -20,7 +20,7 @@ from typing import Any
 from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame
 from codemode.bridge.host import BridgeHost, Grant, ModuleProvider, ToolInvoker, allow_all
 from codemode.errors import SandboxError
-from codemode.sandbox.backends import WORKSPACE, SandboxProcess
+from codemode.sandbox.backends import WORKSPACE, SandboxProcess, children_of
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.result import ExecutionResult, clip_head_tail, clip_tail, make_hint
 from codemode.sandbox.settings import Limits
@@ -79,7 +79,7 @@ class Sandbox:
     def guest_pid_on_host(self) -> int | None:
         """The guest interpreter's pid as the host sees it (bwrap's child; pid 1 inside)."""
         if self._guest_pid_on_host is None:
-            children = _children(self.process.pid)
+            children = children_of(self.process.pid)
             self._guest_pid_on_host = children[0] if children else None
         return self._guest_pid_on_host
 
@@ -118,6 +118,8 @@ class Sandbox:
 
     def _guest_state(self) -> str:
         pid = self.guest_pid_on_host()
+        if pid is None:
+            return "?"
         try:
             return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
@@ -493,13 +495,6 @@ def _exhaustion(error: dict[str, Any] | None) -> str | None:
     if kind == "RuntimeError" and "can't start new thread" in message:
         return "memory"
     return None
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except (OSError, ValueError):
-        return []
 
 
 def _clean_error(error: dict[str, Any] | None) -> dict[str, Any] | None:
