@@ -9,7 +9,8 @@
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
     │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
-    │   └── SessionError              an unknown, expired or foreign session handle
+    │   └── SessionError              a session cannot do what was asked (closed, paused...)
+    │       └── UnknownSessionError   an unknown, expired or foreign session handle
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
@@ -33,6 +34,7 @@ __all__ = [
     "ToolError",
     "ToolNotFoundError",
     "ToolNotGrantedError",
+    "UnknownSessionError",
     "UpstreamUnavailableError",
     "UsageError",
 ]
@@ -98,6 +100,10 @@ class ConnectorError(RuntimeFailure):
 
 class SessionError(RuntimeFailure):
     code = "session_error"
+
+
+class UnknownSessionError(SessionError):
+    code = "unknown_session"
 
 
 class ToolError(CodemodeError):

@@ -101,3 +101,25 @@ async def test_closing_a_paused_session_denies_and_ends_it(asking: Codemode, sho
     assert shop.orders == []
     with pytest.raises(SessionError):
         await asking.approve(paused.to_dict()["approval"]["id"], True)
+
+
+async def test_an_unknown_handle_is_its_own_error(asking: Codemode):
+    from codemode.errors import UnknownSessionError
+
+    with pytest.raises(UnknownSessionError, match="unknown or expired session"):
+        await asking.execute("print(1)", session="s_not-a-real-handle")
+
+
+async def test_a_legacy_client_whose_session_expired_gets_a_new_one(asking: Codemode):
+    from mcp import Client
+
+    from codemode.gateway.server import build_server
+
+    async with Client(build_server(asking), mode="legacy") as client:
+        first = await client.call_tool("execute", {"code": "x = 1"})
+        handle = first.structured_content["session"]
+        assert await asking.close_session(handle)  # as if it had expired
+        again = await client.call_tool("execute", {"code": "print('x' in globals())"})
+    assert again.structured_content["status"] == "ok", again.content[0].text
+    assert again.structured_content["stdout"] == "False\n"
+    assert again.structured_content["session"] != handle

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from codemode.errors import SessionError
+from codemode.errors import SessionError, UnknownSessionError
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.session import SandboxSession
 
@@ -65,7 +65,7 @@ class SessionRegistry:
             record = self._sessions.get(handle)
             # A foreign handle looks exactly like an unknown one: no oracle for guessing.
             if record is None or (record.owner is not None and record.owner != owner):
-                raise SessionError(
+                raise UnknownSessionError(
                     f"unknown or expired session {handle[:12]!r}",
                     fix="omit `session` to start a new one (files and variables start empty)",
                 )

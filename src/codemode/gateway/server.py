@@ -18,7 +18,7 @@ from mcp.server.lowlevel import Server
 
 from codemode import __version__
 from codemode.engine import Codemode
-from codemode.errors import CodemodeError
+from codemode.errors import CodemodeError, UnknownSessionError
 from codemode.gateway.meta_tools import mcp_tools
 from codemode.sandbox.result import ExecutionResult
 
@@ -95,10 +95,17 @@ def build_server(engine: Codemode) -> Server[Any]:
         # ctx.session is a new proxy per request; the SDK's Connection is what lives as long as
         # the client's connection (the only stable key for a 2025-era client).
         connection = getattr(ctx.session, "_connection", ctx.session)
-        if session is None and legacy:
+        implicit = session is None and legacy
+        if implicit:
             session = connection_sessions.get(connection)
         owner = caller_identity(ctx)
-        result = await engine.execute(code, session=session, fresh=fresh, owner=owner)
+        try:
+            result = await engine.execute(code, session=session, fresh=fresh, owner=owner)
+        except UnknownSessionError:
+            if not (implicit and session):
+                raise
+            # The connection's session expired: start a new one rather than fail forever.
+            result = await engine.execute(code, fresh=fresh, owner=owner)
         if legacy and result.session:
             connection_sessions[connection] = result.session
         return _execution_result(result)
