@@ -280,6 +280,12 @@ class Codemode:
         try:
             waiting: list[asyncio.Future[Any]] = [job, attention]
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            # The caller went away (a client disconnected); the execution runs on in its
+            # thread. Release the session when it ends, or it could never expire.
+            registry = self.registry
+            job.add_done_callback(lambda _: registry.release(record))
+            raise
         finally:
             self.approvals.unlisten(record.handle)
         if not job.done():
