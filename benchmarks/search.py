@@ -29,7 +29,7 @@ from codemode.tools import ToolSpec
 
 HERE = Path(__file__).resolve().parent
 TASKS = (HERE / "search_tasks.json", HERE / "search_tasks_fresh.json")
-SPECS_DIR = HERE.parent.parent / "shared" / "specs"
+SPECS_DIR = HERE.parent / "tests" / "data" / "specs"
 
 
 def load_specs(path: Path) -> tuple[str, list[ToolSpec], float]:

@@ -10,7 +10,7 @@ from openapi_fixture import PETSTORE
 
 from codemode.connectors.openapi import load_spec, operations_to_specs
 
-SPECS_DIR = Path(__file__).resolve().parents[3] / "shared" / "specs"
+SPECS_DIR = Path(__file__).resolve().parents[1] / "data" / "specs"
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from codemode.sandbox import BwrapBackend, Limits, SandboxPool, SandboxSession, SandboxSettings
 from codemode.sandbox.isolation import require_isolation
 
-# A copy of ../shared/hostile (the project's sample attacks), kept in the repo.
+# The project's sample attacks, kept in the repo.
 HOSTILE_DIR = Path(__file__).parent / "hostile"
 
 
