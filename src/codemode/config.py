@@ -24,6 +24,7 @@ from codemode.errors import ConfigError
 from codemode.policy.settings import PolicySettings
 from codemode.privacy.settings import PrivacySettings
 from codemode.sandbox.settings import SandboxSettings
+from codemode.tools import AnnotationsDefault
 
 __all__ = [
     "CodemodeConfig",
@@ -48,9 +49,11 @@ _KIND_KEYS: dict[str, ServerKind] = {
     "python": "python",
 }
 _COMMON_KEYS = frozenset({"enabled", "start", "tools", "timeout_s"})
+_MCP_KEYS = frozenset({"annotations_default", "decode_json"})
+_ANNOTATIONS_DEFAULTS = ("mcp", "read_only", "not_destructive")
 _KEYS_BY_KIND: dict[ServerKind, frozenset[str]] = {
-    "stdio": frozenset({"command", "args", "env", "cwd"}) | _COMMON_KEYS,
-    "http": frozenset({"url", "headers"}) | _COMMON_KEYS,
+    "stdio": frozenset({"command", "args", "env", "cwd"}) | _COMMON_KEYS | _MCP_KEYS,
+    "http": frozenset({"url", "headers"}) | _COMMON_KEYS | _MCP_KEYS,
     "openapi": frozenset({"openapi", "base_url", "headers"}) | _COMMON_KEYS,
     "python": frozenset({"python"}) | _COMMON_KEYS,
 }
@@ -86,6 +89,9 @@ class ServerConfig:
     start: StartPolicy = "first_use"
     tools: tuple[str, ...] | None = None
     timeout_s: float = 60.0
+    # MCP only: what a tool's left-out annotation hints mean, and whether JSON text is decoded.
+    annotations_default: AnnotationsDefault = "mcp"
+    decode_json: bool = False
     # The config file's directory: relative paths and `python` modules resolve against it.
     base_dir: str | None = None
 
@@ -102,6 +108,8 @@ class ServerConfig:
             "openapi": self.openapi,
             "base_url": self.base_url,
             "python": self.python,
+            "annotations_default": self.annotations_default,
+            "decode_json": self.decode_json,
         }
         text = json.dumps(material, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -410,6 +418,25 @@ def _common(table: Mapping[str, Any], values: dict[str, Any], source: str, prefi
                 fix="write e.g. timeout_s = 60",
             )
         values["timeout_s"] = float(timeout)
+    if "annotations_default" in table:
+        if table["annotations_default"] not in _ANNOTATIONS_DEFAULTS:
+            raise ConfigError(
+                f"unknown annotations default {table['annotations_default']!r}",
+                path=source,
+                key=f"{prefix}.annotations_default",
+                fix='use "mcp" (the MCP spec: unannotated tools are destructive), "read_only" '
+                'or "not_destructive"',
+            )
+        values["annotations_default"] = table["annotations_default"]
+    if "decode_json" in table:
+        if not isinstance(table["decode_json"], bool):
+            raise ConfigError(
+                "must be true or false",
+                path=source,
+                key=f"{prefix}.decode_json",
+                fix="decode_json = true",
+            )
+        values["decode_json"] = table["decode_json"]
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -261,9 +261,10 @@ def http_target(url: str, headers: Mapping[str, str] | None = None) -> Any:
     if not headers:
         return url
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
-    return _with_headers(streamable_http_client, create_mcp_http_client, url, dict(headers))
+    from codemode.sdk_compat import mcp_http_client
+
+    return _with_headers(streamable_http_client, mcp_http_client, url, dict(headers))
 
 
 @contextlib.asynccontextmanager
@@ -273,7 +274,7 @@ async def _with_headers(
     url: str,
     headers: dict[str, str],
 ) -> AsyncIterator[Any]:
-    async with make_client(headers=headers) as http, transport(url, http_client=http) as streams:
+    async with make_client(headers) as http, transport(url, http_client=http) as streams:
         yield streams
 
 

@@ -139,7 +139,7 @@ class Codemode:
             await anyio.to_thread.run_sync(self.registry.close_all)
         if self.pool is not None:
             await anyio.to_thread.run_sync(self.pool.close)
-        if self.audit_log is not None and hasattr(self.audit_log, "close"):
+        if self.audit_log is not None:
             self.audit_log.close()
         await self.catalog.aclose()
 
@@ -165,7 +165,7 @@ class Codemode:
             from codemode.stubs.package import StubLibrary
 
             specs = self.catalog.specs()
-            self._stubs = StubLibrary(specs)
+            self._stubs = StubLibrary(specs, unavailable=self.catalog.unavailable())
             self._modules = StubModules(self._stubs)
             self._index = None  # built on the first search: execute never needs it
             self._tools = {(spec.server, spec.name) for spec in specs}

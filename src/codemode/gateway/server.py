@@ -21,6 +21,7 @@ from codemode.engine import Codemode
 from codemode.errors import CodemodeError, UnknownSessionError
 from codemode.gateway.meta_tools import mcp_tools
 from codemode.sandbox.result import ExecutionResult
+from codemode.sdk_compat import connection_key
 
 __all__ = ["build_server", "caller_identity"]
 
@@ -94,7 +95,7 @@ def build_server(engine: Codemode) -> Server[Any]:
         legacy = ctx.protocol_version.startswith("2025") or ctx.protocol_version.startswith("2024")
         # ctx.session is a new proxy per request; the SDK's Connection is what lives as long as
         # the client's connection (the only stable key for a 2025-era client).
-        connection = getattr(ctx.session, "_connection", ctx.session)
+        connection = connection_key(ctx)
         implicit = session is None and legacy
         if implicit:
             session = connection_sessions.get(connection)
