@@ -63,8 +63,12 @@ async def test_load_isolates_a_dead_upstream():
     assert (await catalog.call("good", "a", {"x": 1})).value == {"tool": "a", "x": 1}
     with pytest.raises(UpstreamUnavailableError, match="bad is down"):
         await catalog.call("bad", "c", {})
+    assert list(catalog.unavailable()) == ["bad"]
+    version = catalog.version
     bad.fail = False  # it came back: the next call re-lists it
     assert (await catalog.call("bad", "c", {})).value == {"tool": "c"}
+    assert catalog.unavailable() == {}
+    assert catalog.version == version + 1  # views (stubs, search) are rebuilt with its tools
     await catalog.aclose()
     assert good.closed and bad.closed
 

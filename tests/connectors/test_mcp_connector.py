@@ -17,8 +17,8 @@ from codemode.connectors.mcp import (
     tool_result_from_mcp,
     tool_spec_from_mcp,
 )
-from codemode.sdk_compat import tolerate_invalid_structured_content
 from codemode.errors import ToolError, UpstreamUnavailableError
+from codemode.sdk_compat import tolerate_invalid_structured_content
 
 pytestmark = pytest.mark.anyio
 

@@ -140,7 +140,9 @@ async def test_network_errors_raise_upstream_unavailable():
         raise httpx2.ConnectError("connection refused", request=request)
 
     conn = OpenAPIConnector("pets", PETSTORE, transport=httpx2.MockTransport(fail))
-    with pytest.raises(UpstreamUnavailableError, match=r"GET https://pets\.example/v1/pets/1 failed"):
+    with pytest.raises(
+        UpstreamUnavailableError, match=r"GET https://pets\.example/v1/pets/1 failed"
+    ):
         await conn.call_tool("getPet", {"pet-id": "1"})
     await conn.aclose()
 

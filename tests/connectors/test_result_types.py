@@ -95,6 +95,7 @@ async def test_stubs_say_which_type_comes_back():
     finally:
         await plain.aclose()
         await decoding.aclose()
+
     def flat(source: str) -> str:  # docstrings are wrapped: compare without line breaks
         return " ".join(source.split())
 
