@@ -147,6 +147,9 @@ def write_config(
             f"[servers.{name}]",
             f"command = {json.dumps(command)}",
             f"args = {json.dumps(list(args))}",
+            # Unannotated tools would ask for approval (the MCP default); these tests are about
+            # the gateway, and tests/catalog/test_destructive_default.py covers the asking.
+            'annotations_default = "not_destructive"',
         ]
         if env and name in env:
             pairs = ", ".join(f"{key} = {json.dumps(v)}" for key, v in env[name].items())
