@@ -14,6 +14,7 @@ from codemode.audit import AuditEvent, SQLiteAuditLog
 from codemode.cli import audit_command
 from codemode.errors import UsageError
 
+
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     audit_command.add_arguments(parser)
