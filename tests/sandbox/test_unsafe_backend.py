@@ -8,23 +8,14 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from codemode.bridge.host import ToolAccess
 from codemode.sandbox import Limits, SandboxPool, SandboxSession, SandboxSettings
 from codemode.sandbox.backends import UnsafeHostBackend, make_backend
+from codemode.testing import RecordingInvoker
 from codemode.tools import ToolCall
-
-
-class Echo:
-    def __init__(self) -> None:
-        self.calls: list[ToolCall] = []
-
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        self.calls.append(call)
-        return {"echo": call.arguments}
 
 
 @pytest.fixture
@@ -64,7 +55,7 @@ def test_errors_carry_type_and_line(session: SandboxSession) -> None:
 
 
 def test_tool_calls_cross_the_bridge(session: SandboxSession) -> None:
-    echo = Echo()
+    echo = RecordingInvoker({"t.echo": lambda call: {"echo": call.arguments}})
     code = "from servers._runtime import call_tool\nprint(call_tool('t', 'echo', {'a': 1}))"
     result = session.execute(code, tools=ToolAccess(echo))
     assert result.stdout == "{'echo': {'a': 1}}\n"
