@@ -24,6 +24,7 @@ from codemode.errors import ConfigError
 from codemode.policy.settings import PolicySettings
 from codemode.privacy.settings import PrivacySettings
 from codemode.sandbox.settings import SandboxSettings
+from codemode.state.settings import StateSettings
 
 __all__ = [
     "CodemodeConfig",
@@ -121,6 +122,7 @@ class CodemodeConfig:
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
     policy: PolicySettings = field(default_factory=PolicySettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
+    state: StateSettings = field(default_factory=StateSettings)
     # The file it came from; None for the embedded default.
     source: Path | None = None
 

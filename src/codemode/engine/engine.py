@@ -38,6 +38,9 @@ from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.provider import PooledSandboxes, SandboxProvider
 from codemode.sandbox.result import ExecutionResult
+from codemode.state.open import open_state_store
+from codemode.state.tiered import TieredStore
+from codemode.state.tools import STATE_SERVER, StateTools
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -85,6 +88,7 @@ class Codemode:
         self.audit = audit
         self.audit_log: AuditLog | None = audit_log
         self._digest_key: bytes | None = None
+        self.state_store: TieredStore | None = None
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -109,9 +113,12 @@ class Codemode:
             idle_timeout_s=gateway.session_idle_timeout_s,
             max_sessions=gateway.max_sessions,
         )
-        self.registry.on_close.append(lambda session: self.approvals.cancel_session(session.handle))
+        self.registry.on_close.append(self._session_closed)
         if self.audit_log is None and self.audit:
             await anyio.to_thread.run_sync(self._open_audit_log)
+        self.state_store = await anyio.to_thread.run_sync(
+            open_state_store, self.config.state, self.config.gateway.state_dir
+        )
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
         failures = await self.catalog.load()
         for server, message in failures.items():
@@ -129,6 +136,8 @@ class Codemode:
             await anyio.to_thread.run_sync(self.sandboxes.close)
         if self.audit_log is not None:
             self.audit_log.close()
+        if self.state_store is not None:
+            await anyio.to_thread.run_sync(self.state_store.close)
         await self.catalog.aclose()
 
     async def __aenter__(self) -> Codemode:
@@ -272,6 +281,13 @@ class Codemode:
 
     def _new_session(self, handle: str, owner: str | None) -> Session:
         assert self.sandboxes is not None and self._invoker is not None  # set by start()
+        assert self.state_store is not None
+        state = StateTools(
+            self.state_store,
+            session=handle,
+            owner=owner,
+            max_value_bytes=self.config.state.max_value_bytes,
+        )
         chain = build_invoker_chain(
             self.config,
             self._invoker,
@@ -280,8 +296,14 @@ class Codemode:
             approver=SessionApprover(self.approvals, handle, owner),
             audit_log=self.audit_log,
             digest_key=self._digest_key,
+            builtins={STATE_SERVER: state},
         )
         return Session(handle, owner, self.sandboxes.open(handle), chain)
+
+    def _session_closed(self, session: Session) -> None:
+        self.approvals.cancel_session(session.handle)
+        if self.state_store is not None:
+            self.state_store.delete_prefix(f"s:{session.handle}:")
 
     def _spec_or_none(self, server: str, tool: str) -> ToolSpec | None:
         try:

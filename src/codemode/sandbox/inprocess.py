@@ -28,6 +28,7 @@ from codemode.sandbox.result import ExecutionResult, make_hint
 __all__ = ["InProcessSandbox", "InProcessSandboxes"]
 
 _FILENAME = "<code>"
+_HOST_ROOTS = ("servers", "skills", "state")
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
 
 
@@ -189,7 +190,7 @@ class _Modules:
         if name == "importlib" and not level:
             # The generated packages load submodules lazily with importlib.import_module.
             return self.importlib
-        if level or not (name == "servers" or name.startswith("servers.")):
+        if level or name.partition(".")[0] not in _HOST_ROOTS:
             return builtins.__import__(name, globals_, locals_, fromlist or (), level)
         parts = name.split(".")
         for depth in range(1, len(parts) + 1):
@@ -198,10 +199,10 @@ class _Modules:
         for item in fromlist or ():
             if item != "*" and not hasattr(module, item):
                 self._load(f"{name}.{item}", missing_ok=True)
-        return module if fromlist else self.loaded["servers"]
+        return module if fromlist else self.loaded[parts[0]]
 
     def import_module(self, name: str) -> Any:
-        if not (name == "servers" or name.startswith("servers.")):
+        if name.partition(".")[0] not in _HOST_ROOTS:
             return importlib.import_module(name)
         self.import_(name)
         return self.loaded[name]
