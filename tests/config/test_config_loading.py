@@ -248,3 +248,26 @@ def test_unknown_section_under_the_json_codemode_key_is_an_error(tmp_path):
     path.write_text(json.dumps({"mcpServers": {}, "codemode": {"polcy": {}}}))
     with pytest.raises(ConfigError, match="did you mean 'policy'"):
         load_config(path)
+
+
+def test_gateway_state_dir_is_relative_to_the_file_in_both_formats(tmp_path):
+    toml = load_config(write(tmp_path, '[gateway]\nstate_dir = "state"\n'))
+    data = {"mcpServers": {}, "codemode": {"gateway": {"state_dir": "other"}}}
+    from_json = load_config(write(tmp_path, json.dumps(data), "mcp.json"))
+    assert toml.gateway.state_dir == tmp_path / "state"
+    assert from_json.gateway.state_dir == tmp_path / "other"
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "message"),
+    [
+        ("session_idle_timeout_s = true", "gateway.session_idle_timeout_s", "must be a number"),
+        ("session_idle_timeout_s = -5", "gateway.session_idle_timeout_s", "positive number"),
+        ("max_sessions = 2.5", "gateway.max_sessions", "whole number"),
+        ("state_dir = 3", "gateway.state_dir", "path"),
+    ],
+)
+def test_gateway_values(tmp_path, body, key, message):
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, f"[gateway]\n{body}\n"))
+    assert caught.value.key == key and message in caught.value.message and caught.value.fix
