@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from codemode.bridge.host import BridgeHost, ModuleSource
+from codemode.bridge.host import BridgeHost, ModuleSource, ToolAccess
 from codemode.errors import ToolError
 from codemode.tools import ToolCall
 
@@ -32,13 +32,7 @@ class Modules:
 
 def make_host(**kwargs: Any) -> tuple[BridgeHost, RecordingInvoker]:
     invoker = RecordingInvoker()
-    host = BridgeHost(
-        7,
-        invoker=invoker,
-        modules=Modules(),
-        deadline=time.monotonic() + 10,
-        **kwargs,
-    )
+    host = BridgeHost(7, ToolAccess(invoker, Modules(), **kwargs), deadline=time.monotonic() + 10)
     return host, invoker
 
 

@@ -1,0 +1,62 @@
+"""The chain of wrappers around a session's tool calls, declared in one place.
+
+    audit -> policy (deny, ask, budgets) -> privacy (tokens back to values, flow rules;
+    results to tokens) -> upstream (the catalog)
+
+Policy, approvals and the audit log see tokenized arguments: personal data never reaches them.
+A new wrapper is one more line in ``build_invoker_chain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from codemode.bridge.host import Approver, ToolInvoker
+from codemode.config import CodemodeConfig
+from codemode.policy import Budget, Policy, PolicyInvoker
+from codemode.tools import ToolSpec
+
+if TYPE_CHECKING:
+    from codemode.audit import AuditLog
+    from codemode.privacy.invoker import PrivacyInvoker
+
+__all__ = ["InvokerChain", "build_invoker_chain"]
+
+SpecLookup = Callable[[str, str], ToolSpec | None]
+
+
+@dataclass(frozen=True)
+class InvokerChain:
+    """A session's outermost invoker, and the wrappers the session itself needs to reach."""
+
+    invoker: ToolInvoker
+    privacy: PrivacyInvoker | None
+    budget: Budget
+
+
+def build_invoker_chain(
+    config: CodemodeConfig,
+    upstream: ToolInvoker,
+    *,
+    session: str,
+    specs: SpecLookup,
+    approver: Approver | None,
+    audit_log: AuditLog | None = None,
+    digest_key: bytes | None = None,
+) -> InvokerChain:
+    invoker: ToolInvoker = upstream
+    privacy: PrivacyInvoker | None = None
+    if config.privacy.enabled:
+        from codemode.privacy.invoker import PrivacyInvoker
+        from codemode.privacy.vault import Vault
+
+        invoker = privacy = PrivacyInvoker(invoker, Vault(), config.privacy)
+    budget = Budget(config.policy.budget)
+    invoker = PolicyInvoker(invoker, Policy(config.policy, specs), approver=approver, budget=budget)
+    if audit_log is not None:
+        from codemode.audit import AuditInvoker
+
+        invoker = AuditInvoker(invoker, audit_log, session, digest_key=digest_key)
+    return InvokerChain(invoker, privacy, budget)
