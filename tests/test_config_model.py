@@ -65,7 +65,12 @@ def error_for(data: object, *, prefix: str = "box") -> ConfigError:
         ({"pair": 3}, "box.pair", "3 is odd", "write 4"),
         ({"tags": "a"}, "box.tags", "must be a list of tag names, not 'a'", 'tags = ["a"]'),
         ({"tags": [1]}, "box.tags[0]", "must be a string, not 1", "quote"),
-        ({"items": [{"name": "a"}, {}]}, "box.items[1].name", "missing required key 'name'", "name ="),
+        (
+            {"items": [{"name": "a"}, {}]},
+            "box.items[1].name",
+            "missing required key 'name'",
+            "name =",
+        ),
         (
             {"items": [{"name": "a", "color": "gren"}]},
             "box.items[0].color",

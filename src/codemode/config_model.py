@@ -47,22 +47,11 @@ M = TypeVar("M", bound=BaseModel)
 
 _CUSTOM = "config_value"
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+# Errors that mean "this is not the type the key wants".
 _TYPE_ERRORS = frozenset(
-    {
-        "bool_parsing",
-        "bool_type",
-        "dict_type",
-        "float_parsing",
-        "float_type",
-        "int_from_float",
-        "int_parsing",
-        "int_type",
-        "list_type",
-        "model_type",
-        "path_type",
-        "string_type",
-        "tuple_type",
-    }
+    {"bool_parsing", "bool_type", "dict_type", "float_parsing", "float_type", "int_from_float"}
+    | {"int_parsing", "int_type", "list_type", "model_type", "path_type", "string_type"}
+    | {"tuple_type"}
 )
 
 

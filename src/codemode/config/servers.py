@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from abc import abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -147,8 +148,9 @@ class ServerEntry(ConfigModel):
             **self._own_fields(base_dir),
         )
 
+    @abstractmethod
     def _own_fields(self, base_dir: Path) -> dict[str, Any]:
-        raise NotImplementedError
+        """The ``ServerConfig`` fields of this kind."""
 
 
 class StdioEntry(ServerEntry):
