@@ -36,8 +36,8 @@ from codemode.engine.views import CatalogViews
 from codemode.errors import CodemodeError, SandboxError, SessionError
 from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
+from codemode.sandbox.provider import PooledSandboxes, SandboxProvider
 from codemode.sandbox.result import ExecutionResult
-from codemode.sandbox.session import SandboxSession
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ class Codemode:
         openapi_specs: Sequence[Path] = (),
         catalog: Catalog | None = None,
         backend: SandboxBackend | None = None,
+        sandboxes: SandboxProvider | None = None,
         semantic: bool | None = None,
         audit: bool = True,
         audit_log: AuditLog | None = None,
@@ -71,7 +72,8 @@ class Codemode:
         self.catalog = catalog or catalog_from_config(config, openapi_specs)
         self.backend = backend
         self.semantic = semantic
-        self.pool: SandboxPool | None = None
+        # Where sessions get their sandbox; by default a warm pool of isolated ones.
+        self.sandboxes: SandboxProvider | None = sandboxes
         self.registry: SessionRegistry | None = None
         self._invoker: CatalogInvoker | None = None
         self._views: CatalogViews | None = None
@@ -97,8 +99,10 @@ class Codemode:
             raise
 
     async def _start(self) -> Codemode:
-        backend = self.backend or make_backend(self.config.sandbox)
-        self.pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+        if self.sandboxes is None:
+            backend = self.backend or make_backend(self.config.sandbox)
+            pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+            self.sandboxes = PooledSandboxes(pool)
         gateway = self.config.gateway
         self.registry = SessionRegistry(
             self._new_session,
@@ -121,8 +125,8 @@ class Codemode:
             self._expiry.cancel()
         if self.registry is not None:
             await anyio.to_thread.run_sync(self.registry.close_all)
-        if self.pool is not None:
-            await anyio.to_thread.run_sync(self.pool.close)
+        if self.sandboxes is not None:
+            await anyio.to_thread.run_sync(self.sandboxes.close)
         if self.audit_log is not None:
             self.audit_log.close()
         await self.catalog.aclose()
@@ -267,7 +271,7 @@ class Codemode:
         return record.finish(job.result())
 
     def _new_session(self, handle: str, owner: str | None) -> Session:
-        assert self.pool is not None and self._invoker is not None  # set by start()
+        assert self.sandboxes is not None and self._invoker is not None  # set by start()
         chain = build_invoker_chain(
             self.config,
             self._invoker,
@@ -277,7 +281,7 @@ class Codemode:
             audit_log=self.audit_log,
             digest_key=self._digest_key,
         )
-        return Session(handle, owner, SandboxSession(self.pool, handle), chain)
+        return Session(handle, owner, self.sandboxes.open(handle), chain)
 
     def _spec_or_none(self, server: str, tool: str) -> ToolSpec | None:
         try:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from codemode.engine.chain import InvokerChain
 from codemode.engine.views import CatalogViews
+from codemode.sandbox.provider import SessionSandbox
 from codemode.sandbox.result import ExecutionResult
-from codemode.sandbox.session import SandboxSession
 
 __all__ = ["Session"]
 
@@ -23,7 +23,7 @@ __all__ = ["Session"]
 class Session:
     handle: str
     owner: str | None
-    sandbox: SandboxSession
+    sandbox: SessionSandbox
     chain: InvokerChain
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
