@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from codemode.config_model import ConfigModel, Hint, PositiveWholeNumber
 
 __all__ = ["StateSettings"]
 
 
-class StateSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class StateSettings(ConfigModel):
+    """The short-term tier is in the gateway's memory unless ``redis_url`` names a
+    Redis-compatible server; the durable tier is SQLite in ``gateway.state_dir``."""
 
-    # A Redis-compatible server for the short-term tier ("redis://host:6379/0"); None keeps
-    # the short tier in the gateway's memory. The durable tier is always SQLite in state_dir.
-    redis_url: str | None = None
-    max_value_bytes: int = Field(default=1 << 20, gt=0)
+    redis_url: Annotated[
+        str | None, Hint(fix='write redis_url = "redis://127.0.0.1:6379/0", or leave it out')
+    ] = None
+    max_value_bytes: PositiveWholeNumber = 1 << 20
