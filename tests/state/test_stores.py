@@ -104,5 +104,5 @@ def test_a_redis_that_goes_away_fails_clearly_and_loses_nothing_acknowledged(
 
 
 def test_an_unreachable_redis_is_a_clear_error_at_open() -> None:
-    with pytest.raises(StateStoreError, match="127.0.0.1:1"):
+    with pytest.raises(StateStoreError, match=r"127\.0\.0\.1:1"):
         RedisStore("redis://127.0.0.1:1/0", timeout_s=0.5)

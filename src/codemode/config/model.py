@@ -1,9 +1,9 @@
 """The loaded configuration (``CodemodeConfig``) and codemode's own sections.
 
 ``Sections`` are the tables that are codemode's own: ``[sandbox]``, ``[gateway]``, ``[policy]``,
-``[privacy]`` and ``[state]`` in ``codemode.toml``, the same under the ``"codemode"`` key of an mcpServers
-JSON file. A broken section fails the whole load; a broken server is only disabled (its reason
-in ``CodemodeConfig.server_problems``).
+``[privacy]`` and ``[state]`` in ``codemode.toml``, the same under the ``"codemode"`` key of an
+mcpServers JSON file. A broken section fails the whole load; a broken server is only disabled
+(its reason in ``CodemodeConfig.server_problems``).
 """
 
 from __future__ import annotations

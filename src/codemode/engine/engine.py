@@ -34,6 +34,8 @@ from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.views import CatalogViews
 from codemode.errors import CodemodeError, SandboxError, SessionError
+from codemode.memory.fixes import FixMemory, SQLiteFixes
+from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.provider import PooledSandboxes, SandboxProvider
@@ -89,6 +91,7 @@ class Codemode:
         self.audit_log: AuditLog | None = audit_log
         self._digest_key: bytes | None = None
         self.state_store: TieredStore | None = None
+        self.fix_memory: FixMemory | None = None
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -116,9 +119,11 @@ class Codemode:
         self.registry.on_close.append(self._session_closed)
         if self.audit_log is None and self.audit:
             await anyio.to_thread.run_sync(self._open_audit_log)
+        state_dir = self.config.gateway.state_dir
         self.state_store = await anyio.to_thread.run_sync(
-            open_state_store, self.config.state, self.config.gateway.state_dir
+            open_state_store, self.config.state, state_dir
         )
+        self.fix_memory = await anyio.to_thread.run_sync(SQLiteFixes, state_dir / "fixes.sqlite")
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
         failures = await self.catalog.load()
         for server, message in failures.items():
@@ -138,6 +143,8 @@ class Codemode:
             self.audit_log.close()
         if self.state_store is not None:
             await anyio.to_thread.run_sync(self.state_store.close)
+        if self.fix_memory is not None:
+            self.fix_memory.close()
         await self.catalog.aclose()
 
     async def __aenter__(self) -> Codemode:
@@ -298,7 +305,11 @@ class Codemode:
             digest_key=self._digest_key,
             builtins={STATE_SERVER: state},
         )
-        return Session(handle, owner, self.sandboxes.open(handle), chain)
+        session = Session(handle, owner, self.sandboxes.open(handle), chain)
+        if self.fix_memory is not None:
+            scrub = chain.privacy.scan_output if chain.privacy is not None else str
+            session.fixes = FixLearner(self.fix_memory, owner, scrub)
+        return session
 
     def _session_closed(self, session: Session) -> None:
         self.approvals.cancel_session(session.handle)

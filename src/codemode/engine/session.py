@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from codemode.engine.chain import InvokerChain
 from codemode.engine.views import CatalogViews
+from codemode.memory.learning import FixLearner
 from codemode.sandbox.provider import SessionSandbox
 from codemode.sandbox.result import ExecutionResult
 
@@ -31,18 +32,27 @@ class Session:
     busy: int = 0
     # An execution paused before a call that needs a human; ``Codemode.approve`` resumes it.
     paused: asyncio.Task[ExecutionResult] | None = None
+    # Remembers how this owner fixed errors, and offers the fix when one comes back.
+    fixes: FixLearner | None = None
+    # The code of the execution running now (for the fix memory).
+    code: str = ""
 
     def run(
         self, code: str, views: CatalogViews, *, fresh: bool, timeout_s: float | None
     ) -> ExecutionResult:
         """Run ``code`` in the sandbox (blocking: call it from a worker thread)."""
         tools = views.access(self.chain.invoker)
+        self.code = code
         return self.sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
         """The one place a raw outcome becomes what the client sees: the handle, and the
         second privacy net over every text field the code could fill."""
         result.session = self.handle
+        if self.fixes is not None:
+            earlier = self.fixes.observe(self.code, result)
+            if earlier:
+                result.hint = f"{result.hint} This error was fixed before with:\n{earlier}".strip()
         privacy = self.chain.privacy
         if privacy is None:
             return result
