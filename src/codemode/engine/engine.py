@@ -186,7 +186,7 @@ class Codemode:
                 self._index = build_index(self.catalog.specs(), semantic=self.semantic)
             return self._index
 
-    # --- the two meta-tools -----------------------------------------------------------------
+    # --- the meta-tools: search, execute, approve ----------------------------------------
 
     async def search(self, query: str, *, detail: str = "summary", limit: int = 5) -> SearchAnswer:
         from codemode.search.render import check_detail, render_answer
