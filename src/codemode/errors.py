@@ -9,8 +9,9 @@
     ├── RuntimeFailure                something failed while running
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
-    │   └── SessionError              a session cannot do what was asked (closed, paused...)
-    │       └── UnknownSessionError   an unknown, expired or foreign session handle
+    │   ├── SessionError              a session cannot do what was asked (closed, paused...)
+    │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
+    │   └── StateStoreError           a state, memory, skill or checkpoint store failed
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
@@ -31,6 +32,7 @@ __all__ = [
     "SandboxError",
     "SchemaError",
     "SessionError",
+    "StateStoreError",
     "ToolError",
     "ToolNotFoundError",
     "ToolNotGrantedError",
@@ -109,6 +111,12 @@ class SessionError(RuntimeFailure):
 
 class UnknownSessionError(SessionError):
     code = "unknown_session"
+
+
+class StateStoreError(RuntimeFailure):
+    """A state, memory or checkpoint store could not be reached or written."""
+
+    code = "state_store_error"
 
 
 class ToolError(CodemodeError):

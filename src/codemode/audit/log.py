@@ -20,7 +20,7 @@ class AuditLog(Protocol):
         ...
 
     def close(self) -> None:
-        """Release the store (a file, a connection); nothing is appended after."""
+        """Release the store (files, connections). Appending after close is an error."""
         ...
 
 
@@ -42,4 +42,4 @@ class MemoryAuditLog:
         return found
 
     def close(self) -> None:
-        return
+        return None
