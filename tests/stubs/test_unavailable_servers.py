@@ -126,3 +126,13 @@ print("doc:", "notes:" in servers.__doc__, "jira:" in servers.__doc__)
     assert lines[1].startswith("import: ImportError server 'notes' is unavailable:")
     assert "command not found" in lines[1]
     assert lines[2:] == ["shop: ['apple', 'pear']", "doc: True True"]
+
+
+def test_the_call_check_leaves_unavailable_servers_to_their_import_error():
+    from codemode.checks.calls import check_calls
+    from codemode.checks.signatures import SignatureTable
+
+    table = SignatureTable.from_specs([ToolSpec("shop", "list_items")], {"jira": JIRA_PROBLEM})
+    assert check_calls("from servers import jira\nimport servers.jira as j\n", table) == []
+    problems = check_calls("from servers import nothing\n", table)
+    assert len(problems) == 1 and "no server 'nothing'" in str(problems[0])

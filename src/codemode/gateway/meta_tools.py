@@ -49,6 +49,7 @@ EXECUTE: dict[str, Any] = {
             "code": {"type": "string"},
             "session": {"type": "string"},
             "fresh": {"type": "boolean"},
+            "check": {"type": "boolean"},
         },
         "required": ["code"],
     },
