@@ -62,7 +62,7 @@ MCP_HTTP_READ_TIMEOUT_S = 300.0
 _warned: set[str] = set()
 
 
-def incompatible(package: str, internal: str, needed_for: str) -> IncompatibleDependencyError:
+def _incompatible(package: str, internal: str, needed_for: str) -> IncompatibleDependencyError:
     """The error for an internal that is gone, naming the package version that lost it."""
     try:
         version = metadata.version(package)
@@ -100,7 +100,7 @@ def tolerate_invalid_structured_content(
     try:
         strict = session.validate_tool_result
     except AttributeError:
-        raise incompatible(
+        raise _incompatible(
             "mcp", "ClientSession.validate_tool_result", "to tolerate invalid tool results"
         ) from None
 
@@ -125,7 +125,7 @@ def connection_key(ctx: ServerRequestContext[Any, Any]) -> object:
     except AttributeError:
         if "connection_key" not in _warned:
             _warned.add("connection_key")
-            logger.warning("%s", incompatible("mcp", "ServerSession._connection", "as a key"))
+            logger.warning("%s", _incompatible("mcp", "ServerSession._connection", "as a key"))
         return ctx.session
     return connection
 
@@ -135,7 +135,7 @@ def uvicorn_server(config: uvicorn.Config) -> uvicorn.Server:
     import uvicorn
 
     if "capture_signals" not in vars(uvicorn.Server):
-        raise incompatible("uvicorn", "Server.capture_signals", "to keep its signal handlers out")
+        raise _incompatible("uvicorn", "Server.capture_signals", "to keep its signal handlers out")
     return _signal_free_server_class()(config)
 
 
