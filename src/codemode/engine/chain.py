@@ -1,8 +1,8 @@
 """The chain of wrappers around a session's tool calls, declared in one place.
 
     built-in servers (state, skills: answered on the host, never upstream)
-    -> audit -> policy (deny, ask, budgets) -> privacy (tokens back to values, flow rules;
-    results to tokens) -> upstream (the catalog)
+    -> audit -> policy (deny, ask, budgets) -> observed result shapes (of tokenized results)
+    -> privacy (tokens back to values, flow rules; results to tokens) -> upstream (the catalog)
 
 Policy, approvals and the audit log see tokenized arguments: personal data never reaches them.
 A new wrapper is one more line in ``build_invoker_chain``.
@@ -21,6 +21,7 @@ from codemode.tools import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
+    from codemode.catalog.observed import ShapeBook
     from codemode.privacy.invoker import PrivacyInvoker
 
 __all__ = ["BuiltinRouter", "InvokerChain", "build_invoker_chain"]
@@ -47,6 +48,7 @@ def build_invoker_chain(
     audit_log: AuditLog | None = None,
     digest_key: bytes | None = None,
     builtins: Mapping[str, ToolInvoker] | None = None,
+    shapes: ShapeBook | None = None,
 ) -> InvokerChain:
     invoker: ToolInvoker = upstream
     privacy: PrivacyInvoker | None = None
@@ -55,6 +57,11 @@ def build_invoker_chain(
         from codemode.privacy.vault import Vault
 
         invoker = privacy = PrivacyInvoker(invoker, Vault(), config.privacy)
+    if shapes is not None:  # outside privacy: it sees results as the sandbox will
+        from codemode.catalog.observed import ShapeRecorder
+
+        scrub = privacy.scan_output if privacy is not None else None
+        invoker = ShapeRecorder(invoker, shapes, specs, scrub=scrub)
     budget = Budget(config.policy.budget)
     invoker = PolicyInvoker(invoker, Policy(config.policy, specs), approver=approver, budget=budget)
     if audit_log is not None:

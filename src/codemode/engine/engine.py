@@ -26,6 +26,7 @@ import anyio.to_thread
 
 from codemode.catalog.catalog import Catalog
 from codemode.catalog.loading import catalog_from_config
+from codemode.catalog.observed import SHAPES_FILE, ShapeBook
 from codemode.checks.calls import check_calls
 from codemode.checks.result import rejected_result
 from codemode.config import CodemodeConfig
@@ -94,6 +95,8 @@ class Codemode:
         self._digest_key: bytes | None = None
         self.state_store: TieredStore | None = None
         self.fix_memory: FixMemory | None = None
+        # The result shapes of tools with no output schema, as the sandbox received them.
+        self.shapes: ShapeBook | None = None
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -126,6 +129,7 @@ class Codemode:
             open_state_store, self.config.state, state_dir
         )
         self.fix_memory = await anyio.to_thread.run_sync(SQLiteFixes, state_dir / "fixes.sqlite")
+        self.shapes = await anyio.to_thread.run_sync(ShapeBook, state_dir / SHAPES_FILE)
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
         failures = await self.catalog.load()
         for server, message in failures.items():
@@ -170,7 +174,7 @@ class Codemode:
             if views is None or views.version != self.catalog.version:
                 version = self.catalog.version
                 views = self._views = CatalogViews.build(
-                    self.catalog.specs(), version, self.catalog.unavailable()
+                    self.catalog.specs(), version, self.catalog.unavailable(), self.shapes
                 )
                 self._index = None  # built on the first search: execute never needs it
             return views
@@ -315,6 +319,7 @@ class Codemode:
             audit_log=self.audit_log,
             digest_key=self._digest_key,
             builtins={STATE_SERVER: state},
+            shapes=self.shapes,
         )
         session = Session(handle, owner, self.sandboxes.open(handle), chain)
         if self.fix_memory is not None:

@@ -17,7 +17,7 @@ from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
     from codemode.checks.signatures import SignatureTable
-    from codemode.stubs.package import StubLibrary
+    from codemode.stubs.package import ObservedShapes, StubLibrary
 
 __all__ = ["BUILTIN_SERVERS", "CatalogViews", "StubModules"]
 
@@ -67,12 +67,17 @@ class CatalogViews:
 
     @classmethod
     def build(
-        cls, specs: list[ToolSpec], version: int, unavailable: Mapping[str, str] | None = None
+        cls,
+        specs: list[ToolSpec],
+        version: int,
+        unavailable: Mapping[str, str] | None = None,
+        observed: ObservedShapes | None = None,
     ) -> CatalogViews:
-        """``unavailable``: servers that are down and why (importing one raises, saying so)."""
+        """``unavailable``: servers that are down and why (importing one raises, saying so).
+        ``observed``: the result shapes seen so far; the stubs follow them as they change."""
         from codemode.stubs.package import StubLibrary
 
-        library = StubLibrary(specs, unavailable=unavailable)
+        library = StubLibrary(specs, unavailable=unavailable, observed=observed)
         tools = frozenset((spec.server, spec.name) for spec in specs)
         return cls(version, library, StubModules(library), tools, list(specs))
 

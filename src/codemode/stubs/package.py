@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from codemode.errors import ToolNotFoundError
 from codemode.stubs.naming import server_names, tool_names
@@ -18,10 +19,16 @@ from codemode.stubs.render import (
 )
 from codemode.tools import ToolSpec
 
-__all__ = ["ROOT_PACKAGE", "StubLibrary"]
+__all__ = ["ROOT_PACKAGE", "ObservedShapes", "StubLibrary"]
 
 ROOT_PACKAGE = "servers"
 DEFAULT_CACHE_SIZE = 512
+
+
+class ObservedShapes(Protocol):
+    """The shapes tools' results were seen to have (``codemode.catalog.observed.ShapeBook``)."""
+
+    def describe(self, spec: ToolSpec) -> str | None: ...
 
 
 class StubLibrary:
@@ -30,7 +37,8 @@ class StubLibrary:
     ``module_source`` is what the sandbox's import hook asks for; sources are rendered on
     demand and the most recently used ones are kept (an LRU of ``cache_size`` modules).
     ``unavailable`` (server -> reason) names servers that are down: ``servers.<server>`` is then
-    a module whose import raises ``ImportError`` with the reason.
+    a module whose import raises ``ImportError`` with the reason. ``observed`` gives the
+    shapes results were seen to have; a tool module is rendered again when its shape changed.
     """
 
     def __init__(
@@ -39,7 +47,9 @@ class StubLibrary:
         *,
         unavailable: Mapping[str, str] | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        observed: ObservedShapes | None = None,
     ) -> None:
+        self.observed = observed
         self._by_server: dict[str, dict[str, ToolSpec]] = {}
         for spec in specs:
             self._by_server.setdefault(spec.server, {})[spec.name] = spec
@@ -58,7 +68,8 @@ class StubLibrary:
         self._tool_up: dict[str, dict[str, str]] = {
             server: {py: up for up, py in names.items()} for server, names in self._tool_py.items()
         }
-        self._cache: OrderedDict[str, str] = OrderedDict()
+        # fullname -> (source, the observed shape it was rendered with)
+        self._cache: OrderedDict[str, tuple[str, str | None]] = OrderedDict()
         self._cache_size = cache_size
 
     @property
@@ -102,13 +113,15 @@ class StubLibrary:
 
         ``servers._runtime`` is not generated here: the sandbox provides it.
         """
+        observed = self._observed(fullname)
         cached = self._cache.get(fullname)
-        if cached is not None:
+        if cached is not None and cached[1] == observed:
             self._cache.move_to_end(fullname)
-            return cached
-        source = self._render(fullname)
+            return cached[0]
+        source = self._render(fullname, observed)
         if source is not None:
-            self._cache[fullname] = source
+            self._cache[fullname] = (source, observed)
+            self._cache.move_to_end(fullname)
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return source
@@ -138,8 +151,9 @@ class StubLibrary:
             tools = self._by_server[server]
             files[root / package / "__init__.py"] = render_server_init(server, list(tools.values()))
             for tool, function in sorted(self._tool_py[server].items(), key=lambda i: i[1]):
+                observed = self.observed.describe(tools[tool]) if self.observed else None
                 files[root / package / f"{function}.py"] = render_tool_module(
-                    tools[tool], function_name=function
+                    tools[tool], function_name=function, observed=observed
                 )
         if root.is_dir():
             for stale in sorted(root.rglob("*.py")):
@@ -160,7 +174,18 @@ class StubLibrary:
             )
         return spec
 
-    def _render(self, fullname: str) -> str | None:
+    def _observed(self, fullname: str) -> str | None:
+        """The observed result shape of the tool module ``fullname`` (None for other modules)."""
+        if self.observed is None or fullname.count(".") != 2:
+            return None
+        _, package, function = fullname.split(".")
+        server = self._server_up.get(package)
+        tool = self._tool_up[server].get(function) if server is not None else None
+        if server is None or tool is None:
+            return None
+        return self.observed.describe(self._by_server[server][tool])
+
+    def _render(self, fullname: str, observed: str | None = None) -> str | None:
         parts = fullname.split(".")
         if parts[0] != ROOT_PACKAGE:
             return None
@@ -178,7 +203,7 @@ class StubLibrary:
         if len(parts) == 3:
             tool = self._tool_up[server].get(parts[2])
             if tool is not None:
-                return render_tool_module(tools[tool], function_name=parts[2])
+                return render_tool_module(tools[tool], function_name=parts[2], observed=observed)
         return None
 
     def _render_root(self) -> str:

@@ -34,8 +34,14 @@ OUTPUT_MAX_DEPTH = 2
 OUTPUT_MAX_CLASSES = 12
 
 
-def render_tool_module(spec: ToolSpec, *, function_name: str | None = None) -> str:
-    """One tool as a module holding one typed function that calls the tool through the bridge."""
+def render_tool_module(
+    spec: ToolSpec, *, function_name: str | None = None, observed: str | None = None
+) -> str:
+    """One tool as a module holding one typed function that calls the tool through the bridge.
+
+    ``observed``: the shape its results were seen to have (for tools with no output schema),
+    shown in the docstring so the code need not guess field names.
+    """
     function = function_name or identifier(spec.name, fallback="tool")
     schema = spec.input_schema if isinstance(spec.input_schema, dict) else {}
     properties = schema.get("properties")
@@ -99,7 +105,7 @@ def render_tool_module(spec: ToolSpec, *, function_name: str | None = None) -> s
     parts += [
         "",
         signature,
-        _docstring(_function_doc(spec, params), indent="    "),
+        _docstring(_function_doc(spec, params, observed), indent="    "),
         *body,
     ]
     return "\n".join(parts) + "\n"
@@ -114,7 +120,9 @@ def _module_doc(spec: ToolSpec, function: str) -> str:
     return f"{identifier(spec.server, fallback='server')}.{function}: {summary}"
 
 
-def _function_doc(spec: ToolSpec, params: list[tuple[str, str, str, bool, Any]]) -> str:
+def _function_doc(
+    spec: ToolSpec, params: list[tuple[str, str, str, bool, Any]], observed: str | None = None
+) -> str:
     sections: list[str] = []
     description = spec.description.strip() or (spec.title or "").strip()
     sections.append(_wrap(description) if description else "(No description.)")
@@ -144,6 +152,16 @@ def _function_doc(spec: ToolSpec, params: list[tuple[str, str, str, bool, Any]])
         sections.append(
             "Returns:\n"
             + textwrap.fill(returns, WIDTH - 4, initial_indent="    ", subsequent_indent="    ")
+        )
+    if observed and not spec.output_schema:
+        sections.append(
+            textwrap.fill(
+                f"Observed result shape (from earlier results; `?` marks keys some lacked): "
+                f"{observed}",
+                WIDTH - 4,
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+            )
         )
     origin = f"Tool {spec.name!r} of server {spec.server!r}"
     if spec.method and spec.path:
