@@ -10,7 +10,8 @@
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
-    │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
+    │   │   ├── UnknownSessionError   an unknown, expired or foreign session handle
+    │   │   └── WorkspaceFileError    a workspace file that cannot be served (missing, a link...)
     │   └── StateStoreError           a state, memory, skill or checkpoint store failed
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
@@ -39,6 +40,7 @@ __all__ = [
     "UnknownSessionError",
     "UpstreamUnavailableError",
     "UsageError",
+    "WorkspaceFileError",
 ]
 
 
@@ -111,6 +113,10 @@ class SessionError(RuntimeFailure):
 
 class UnknownSessionError(SessionError):
     code = "unknown_session"
+
+
+class WorkspaceFileError(SessionError):
+    code = "workspace_file"
 
 
 class StateStoreError(RuntimeFailure):

@@ -16,10 +16,10 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -36,7 +36,9 @@ from codemode.engine.invoker import CatalogInvoker
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.views import CatalogViews
-from codemode.errors import CodemodeError, SandboxError, SessionError
+from codemode.errors import CodemodeError, SandboxError, SessionError, WorkspaceFileError
+from codemode.files import WorkspaceFile, WorkspaceListing, list_workspace, read_workspace_file
+from codemode.files.access import READ_LIMIT
 from codemode.memory.fixes import FixMemory, SQLiteFixes
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend, make_backend
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["Codemode", "SearchAnswer"]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -218,13 +221,15 @@ class Codemode:
         timeout_s: float | None = None,
         owner: str | None = None,
         check: bool = True,
+        fresh_dir: bool = False,
     ) -> ExecutionResult:
         """Run ``code`` in a session (a new one when ``session`` is None).
 
         Returns ``approval_required`` when the code reached a call a human must approve;
         ``approve`` then resumes the same execution. With ``check`` (the default) calls on
         ``servers.*`` are checked against their signatures first: a wrong one is an error
-        result with its line, and nothing runs.
+        result with its line, and nothing runs. With ``fresh_dir`` the task starts in a new
+        folder of the workspace (``tasks/NNN``) and the results show the workspace's tree.
         """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
@@ -244,7 +249,7 @@ class Codemode:
             return record.finish(rejected_result(problems))
 
         def run() -> ExecutionResult:
-            return record.run(code, views, fresh=fresh, timeout_s=timeout_s)
+            return record.run(code, views, fresh=fresh, timeout_s=timeout_s, fresh_dir=fresh_dir)
 
         job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
         return await self._follow(record, job)
@@ -322,6 +327,7 @@ class Codemode:
             shapes=self.shapes,
         )
         session = Session(handle, owner, self.sandboxes.open(handle), chain)
+        session.has_workspace = self.sandboxes.has_workspace
         if self.fix_memory is not None:
             scrub = chain.privacy.scan_output if chain.privacy is not None else str
             session.fixes = FixLearner(self.fix_memory, owner, scrub)
@@ -350,6 +356,54 @@ class Codemode:
                 handle.write(secrets.token_bytes(32))
         self._digest_key = key_file.read_bytes()
         self.audit_log = SQLiteAuditLog(state_dir / "audit.sqlite")
+
+    # --- the files of a session's workspace ----------------------------------------------
+
+    def session_handles(self, owner: str | None) -> list[str]:
+        """The open sessions of ``owner`` (for listing their files)."""
+        return self.registry.handles(owner) if self.registry is not None else []
+
+    async def list_files(self, session: str, *, owner: str | None = None) -> WorkspaceListing:
+        """The files, folders and links in a session's workspace (read inside its sandbox)."""
+        views = await self.views()
+
+        def listing(record: Session) -> WorkspaceListing:
+            return list_workspace(record.sandbox, modules=views.modules)
+
+        return await self._with_workspace(session, owner, listing)
+
+    async def read_file(
+        self, session: str, path: str, *, owner: str | None = None, limit: int = READ_LIMIT
+    ) -> WorkspaceFile:
+        """One regular file of a session's workspace (at most ``limit`` bytes; links refused)."""
+        views = await self.views()
+
+        def read(record: Session) -> WorkspaceFile:
+            found = read_workspace_file(record.sandbox, path, limit=limit, modules=views.modules)
+            return record.finish_file(found)
+
+        return await self._with_workspace(session, owner, read)
+
+    async def _with_workspace(
+        self, session: str, owner: str | None, work: Callable[[Session], _T]
+    ) -> _T:
+        if self.registry is None:
+            raise SandboxError("the engine is not started", fix="call `await engine.start()`")
+        record = self.registry.checkout(session, owner)
+        try:
+            if not record.has_workspace:
+                raise WorkspaceFileError(
+                    "this session's sandbox has no workspace of its own",
+                    fix="run codemode with its isolated sandbox (the default backend)",
+                )
+            if record.paused is not None:
+                raise SessionError(
+                    "this session is paused, waiting for an approval",
+                    fix="answer the approval first, then read its files",
+                )
+            return await anyio.to_thread.run_sync(work, record, limiter=self._limiter)
+        finally:
+            self.registry.release(record)
 
     async def close_session(self, handle: str) -> bool:
         if self.registry is None:

@@ -60,6 +60,11 @@ class SessionRegistry:
             record.last_used = time.monotonic()
             return record
 
+    def handles(self, owner: str | None) -> list[str]:
+        """The handles of ``owner``'s sessions (exactly that owner: None lists anonymous ones)."""
+        with self._lock:
+            return [h for h, record in self._sessions.items() if record.owner == owner]
+
     def checkout(self, handle: str | None, owner: str | None) -> Session:
         record = self.open(owner) if handle is None else self.get(handle, owner)
         with self._lock:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from codemode.engine.chain import InvokerChain
 from codemode.engine.views import CatalogViews
+from codemode.errors import SessionError, WorkspaceFileError
+from codemode.files import WorkspaceFile, list_workspace, render_tree
+from codemode.files.access import enter_fresh_dir
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.provider import SessionSandbox
 from codemode.sandbox.result import ExecutionResult
@@ -36,14 +39,66 @@ class Session:
     fixes: FixLearner | None = None
     # The code of the execution running now (for the fix memory).
     code: str = ""
+    # False for sandboxes without a workspace of their own (the in-process twin).
+    has_workspace: bool = True
+    # Project mode: the task's folder (``fresh_dir``), relative to the workspace.
+    task_dir: str | None = None
 
     def run(
-        self, code: str, views: CatalogViews, *, fresh: bool, timeout_s: float | None
+        self,
+        code: str,
+        views: CatalogViews,
+        *,
+        fresh: bool,
+        timeout_s: float | None,
+        fresh_dir: bool = False,
     ) -> ExecutionResult:
-        """Run ``code`` in the sandbox (blocking: call it from a worker thread)."""
+        """Run ``code`` in the sandbox (blocking: call it from a worker thread).
+
+        ``fresh_dir``: first make the next ``tasks/NNN`` folder and work there; from then on
+        (project mode) every result shows the workspace's tree.
+        """
         tools = views.access(self.chain.invoker)
         self.code = code
-        return self.sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
+        if fresh_dir:
+            if not self.has_workspace:
+                raise SessionError(
+                    "fresh_dir needs a sandbox with a workspace; this one has none",
+                    fix="run codemode with its isolated sandbox (the default backend)",
+                )
+            self.task_dir = enter_fresh_dir(self.sandbox, modules=views.modules, fresh=fresh)
+            fresh = False
+        result = self.sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
+        if self.task_dir is not None:
+            self._show_project(result, views)
+        return result
+
+    def _show_project(self, result: ExecutionResult, views: CatalogViews) -> None:
+        if result.sandbox_reset:
+            self.task_dir = None  # the folder went with the sandbox
+            return
+        result.extra["task_dir"] = self.task_dir
+        try:
+            listing = list_workspace(self.sandbox, modules=views.modules)
+        except WorkspaceFileError as error:
+            result.extra["workspace_tree"] = f"(not listed: {error.message})"
+            return
+        result.extra["workspace_tree"] = render_tree(listing)
+
+    def finish_file(self, file: WorkspaceFile) -> WorkspaceFile:
+        """A workspace file on its way to the client: text gets the same privacy net as
+        printed output (the code may have written what it printed)."""
+        privacy = self.chain.privacy
+        if privacy is None or not file.mime.startswith("text/"):
+            return file
+        try:
+            text = file.data.decode("utf-8")
+        except UnicodeDecodeError:
+            return file
+        scanned = privacy.scan_output(text)
+        if scanned == text:
+            return file
+        return replace(file, data=scanned.encode("utf-8"))
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
         """The one place a raw outcome becomes what the client sees: the handle, and the

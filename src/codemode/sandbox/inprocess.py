@@ -35,6 +35,8 @@ _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
 class InProcessSandboxes:
     """A ``SandboxProvider`` of in-process twins (no isolation; tests only)."""
 
+    has_workspace = False  # the code runs in the host process: there is nothing to serve
+
     def __init__(self, *, default_timeout_s: float = 60.0) -> None:
         self.default_timeout_s = default_timeout_s
         self.opened: list[InProcessSandbox] = []

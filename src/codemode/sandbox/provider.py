@@ -33,6 +33,9 @@ class SessionSandbox(Protocol):
 
 
 class SandboxProvider(Protocol):
+    # Whether its sandboxes have a workspace of their own (files listed, read, project mode).
+    has_workspace: bool
+
     def open(self, session_id: str) -> SessionSandbox: ...
 
     def close(self) -> None:
@@ -42,6 +45,8 @@ class SandboxProvider(Protocol):
 
 class PooledSandboxes:
     """Isolated sandboxes taken from a warm pool."""
+
+    has_workspace = True
 
     def __init__(self, pool: SandboxPool) -> None:
         self.pool = pool

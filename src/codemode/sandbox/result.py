@@ -104,6 +104,10 @@ class ExecutionResult:
             lines.append(
                 "files: " + ", ".join(changed[:20]) + (" ..." if len(changed) > 20 else "")
             )
+        if self.extra.get("task_dir"):
+            lines.append(f"task folder: {self.extra['task_dir']}")
+        if self.extra.get("workspace_tree"):
+            lines += ["workspace:", str(self.extra["workspace_tree"])]
         if self.session:
             lines.append(f"session: {self.session}")
         if self.hint:
