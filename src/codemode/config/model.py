@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, StrictBool, ValidationInfo, field_validator
 
 from codemode.config.servers import ServerConfig
 from codemode.config_model import ConfigModel, Hint, PositiveNumber, PositiveWholeNumber
@@ -44,6 +44,9 @@ class GatewaySettings(ConfigModel):
 
     session_idle_timeout_s: PositiveNumber = 900.0
     max_sessions: PositiveWholeNumber = 64
+    # Images an execution made come back in its result as small MCP image content (the
+    # files are also resources); off for clients that do not take images.
+    result_images: StrictBool = True
     state_dir: Annotated[Path, Hint(fix='write state_dir = "/path/to/state"')] = Field(
         default_factory=default_state_dir
     )

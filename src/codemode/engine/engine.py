@@ -359,9 +359,11 @@ class Codemode:
 
     # --- the files of a session's workspace ----------------------------------------------
 
-    def session_handles(self, owner: str | None) -> list[str]:
-        """The open sessions of ``owner`` (for listing their files)."""
-        return self.registry.handles(owner) if self.registry is not None else []
+    def session_handles(self, owner: str | None, *, idle_only: bool = False) -> list[str]:
+        """The open sessions of ``owner`` (``idle_only``: not running code now)."""
+        if self.registry is None:
+            return []
+        return self.registry.handles(owner, idle_only=idle_only)
 
     async def list_files(self, session: str, *, owner: str | None = None) -> WorkspaceListing:
         """The files, folders and links in a session's workspace (read inside its sandbox)."""

@@ -60,10 +60,15 @@ class SessionRegistry:
             record.last_used = time.monotonic()
             return record
 
-    def handles(self, owner: str | None) -> list[str]:
-        """The handles of ``owner``'s sessions (exactly that owner: None lists anonymous ones)."""
+    def handles(self, owner: str | None, *, idle_only: bool = False) -> list[str]:
+        """The handles of ``owner``'s sessions (exactly that owner: None lists anonymous ones);
+        ``idle_only``: only those not running code now."""
         with self._lock:
-            return [h for h, record in self._sessions.items() if record.owner == owner]
+            return [
+                handle
+                for handle, record in self._sessions.items()
+                if record.owner == owner and not (idle_only and record.busy)
+            ]
 
     def checkout(self, handle: str | None, owner: str | None) -> Session:
         record = self.open(owner) if handle is None else self.get(handle, owner)

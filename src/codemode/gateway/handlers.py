@@ -15,6 +15,7 @@ from mcp import types
 
 from codemode.engine import Codemode
 from codemode.errors import CodemodeError, UnknownSessionError
+from codemode.gateway.resources import WorkspaceResources
 from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["Caller", "GatewayHandlers", "TOOL_NAMES"]
@@ -57,6 +58,7 @@ def execution_result(result: ExecutionResult) -> types.CallToolResult:
 class GatewayHandlers:
     def __init__(self, engine: Codemode) -> None:
         self.engine = engine
+        self.resources = WorkspaceResources(engine, images=engine.config.gateway.result_images)
         # 2025-era clients keep one connection per conversation: a call without a handle
         # reuses the session this connection used before. 2026 clients pass the handle back.
         self._connection_sessions: weakref.WeakKeyDictionary[object, str] = (
@@ -102,6 +104,7 @@ class GatewayHandlers:
         code = arguments.get("code")
         session = arguments.get("session")
         fresh = arguments.get("fresh", False)
+        fresh_dir = arguments.get("fresh_dir", False)
         check = arguments.get("check", True)
         if not isinstance(code, str):
             return _argument_error("`code` must be a string of Python source")
@@ -111,6 +114,8 @@ class GatewayHandlers:
             return _argument_error("`fresh` must be true or false")
         if not isinstance(check, bool):
             return _argument_error("`check` must be true or false")
+        if not isinstance(fresh_dir, bool):
+            return _argument_error("`fresh_dir` must be true or false")
         remembered = self._connection_sessions if caller.connection is not None else None
         implicit = session is None and caller.legacy and remembered is not None
         if implicit and remembered is not None:
@@ -118,16 +123,25 @@ class GatewayHandlers:
         engine = self.engine
         try:
             result = await engine.execute(
-                code, session=session, fresh=fresh, owner=caller.owner, check=check
+                code,
+                session=session,
+                fresh=fresh,
+                owner=caller.owner,
+                check=check,
+                fresh_dir=fresh_dir,
             )
         except UnknownSessionError:
             if not (implicit and session):
                 raise
             # The connection's session expired: start a new one rather than fail forever.
-            result = await engine.execute(code, fresh=fresh, owner=caller.owner, check=check)
+            result = await engine.execute(
+                code, fresh=fresh, owner=caller.owner, check=check, fresh_dir=fresh_dir
+            )
         if caller.legacy and remembered is not None and result.session:
             remembered[caller.connection] = result.session
-        return execution_result(result)
+        answer = execution_result(result)
+        answer.content.extend(await self.resources.attachments(result, caller.owner))
+        return answer
 
     async def approve(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
         approval, allow = arguments.get("approval"), arguments.get("allow")

@@ -13,9 +13,11 @@ from typing import Any
 from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from codemode import __version__
 from codemode.engine import Codemode
+from codemode.errors import CodemodeError
 from codemode.gateway.handlers import Caller, GatewayHandlers
 from codemode.gateway.meta_tools import mcp_tools
 from codemode.sdk_compat import connection_key
@@ -26,6 +28,10 @@ INSTRUCTIONS = (
     "Use `search` to find tool APIs, then `execute` Python that imports them "
     "(`from servers import <server>`). Only printed output comes back."
 )
+
+
+# The MCP spec's error code for a resource that cannot be read.
+RESOURCE_NOT_FOUND = -32002
 
 
 def caller_identity(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -62,10 +68,25 @@ def build_server(engine: Codemode) -> Server[Any]:
     ) -> types.CallToolResult:
         return await handlers.call(params.name, dict(params.arguments or {}), caller_of(ctx))
 
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return await handlers.resources.list_all(caller_of(ctx).owner)
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        try:
+            return await handlers.resources.read(str(params.uri), caller_of(ctx).owner)
+        except CodemodeError as error:  # unknown, foreign or unservable: the client is told why
+            raise MCPError(RESOURCE_NOT_FOUND, str(error)) from None
+
     return Server(
         "codemode",
         version=__version__,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
     )
