@@ -105,3 +105,22 @@ async def test_project_mode_fresh_folders_tree_and_pytest(engine: Codemode) -> N
     )
     assert second.stdout == "/workspace/tasks/002\n"
     assert "  002/" in second.extra["workspace_tree"]
+
+
+async def test_output_beyond_the_tail_is_written_whole_to_a_file(engine: Codemode) -> None:
+    lines = [f"row {i}: {'x' * 40}" for i in range(400)]
+    printed = await engine.execute("for i in range(400):\n    print(f\"row {i}: {'x' * 40}\")")
+    assert printed.status == "ok" and printed.truncated["stdout_bytes"] > 0
+    assert printed.stdout.endswith(lines[-1] + "\n")
+    path = printed.extra["stdout_file"]
+    assert path == "outputs/stdout-001.txt"
+    assert path in printed.hint
+    assert printed.session is not None
+    whole = await engine.read_file(printed.session, path)
+    assert whole.data.decode() == "\n".join(lines) + "\n"
+    again = await engine.execute(
+        "import os\nprint(open(os.path.expanduser('~/outputs/stdout-001.txt')).read()[:9])",
+        session=printed.session,
+    )
+    assert again.stdout == "row 0: xx\n"
+    assert "stdout_file" not in again.extra

@@ -15,10 +15,10 @@ from codemode.engine.chain import InvokerChain
 from codemode.engine.views import CatalogViews
 from codemode.errors import SessionError, WorkspaceFileError
 from codemode.files import WorkspaceFile, list_workspace, render_tree
-from codemode.files.access import enter_fresh_dir
+from codemode.files.access import enter_fresh_dir, write_output_file
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.provider import SessionSandbox
-from codemode.sandbox.result import ExecutionResult
+from codemode.sandbox.result import ExecutionResult, whole_text
 
 __all__ = ["Session"]
 
@@ -69,9 +69,26 @@ class Session:
             self.task_dir = enter_fresh_dir(self.sandbox, modules=views.modules, fresh=fresh)
             fresh = False
         result = self.sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
+        if result.captured_stdout is not None:
+            self._keep_whole_output(result, views)
         if self.task_dir is not None:
             self._show_project(result, views)
         return result
+
+    def _keep_whole_output(self, result: ExecutionResult, views: CatalogViews) -> None:
+        """The model saw the tail of stdout: write all of it to a workspace file, say where."""
+        captured, result.captured_stdout = result.captured_stdout, None
+        if captured is None or not self.has_workspace or result.sandbox_reset:
+            return
+        try:
+            path = write_output_file(self.sandbox, whole_text(captured), modules=views.modules)
+        except WorkspaceFileError:
+            return
+        result.extra["stdout_file"] = path
+        result.hint = (
+            f"Only the tail of the output is shown; all {captured.total:,} bytes are in the "
+            f"workspace file {path} (~/{path} in code): read just the part you need."
+        )
 
     def _show_project(self, result: ExecutionResult, views: CatalogViews) -> None:
         if result.sandbox_reset:

@@ -8,7 +8,12 @@ from typing import Any, Literal
 
 from codemode.bridge.host import ModuleProvider, ToolAccess
 from codemode.errors import ToolError, WorkspaceFileError
-from codemode.files.programs import fresh_dir_program, list_program, read_program
+from codemode.files.programs import (
+    fresh_dir_program,
+    list_program,
+    read_program,
+    spill_program,
+)
 from codemode.sandbox.provider import SessionSandbox
 from codemode.tools import ToolCall
 
@@ -22,6 +27,7 @@ __all__ = [
     "list_workspace",
     "mime_type",
     "read_workspace_file",
+    "write_output_file",
 ]
 
 WORKSPACE_SERVER = "_workspace"
@@ -97,6 +103,7 @@ class _Collector:
     ended: bool = False
     refused: str | None = None
     folder: str | None = None
+    outgoing: bytes = b""  # handed to the sandbox in chunks (``output``)
 
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
         args = call.arguments
@@ -115,6 +122,9 @@ class _Collector:
             self.ended = args.get("last") is True
         elif call.tool == "refused" and self.refused is None:
             self.refused = str(args.get("reason"))[:100]
+        elif call.tool == "output":
+            data, self.outgoing = self.outgoing[:CHUNK_BYTES], self.outgoing[CHUNK_BYTES:]
+            return data
         elif call.tool == "moved" and self.folder is None:
             folder = args.get("folder")
             if isinstance(folder, str):
@@ -212,4 +222,19 @@ def enter_fresh_dir(
     _run(sandbox, fresh_dir_program(prefix), collector, modules, fresh=fresh)
     if collector.folder is None:
         raise WorkspaceFileError("the sandbox did not make a fresh folder", fix="try again")
+    return collector.folder
+
+
+def write_output_file(
+    sandbox: SessionSandbox,
+    text: str,
+    folder: str = "outputs",
+    *,
+    modules: ModuleProvider | None = None,
+) -> str:
+    """Write ``text`` to the next ``<folder>/stdout-NNN.txt``; its path in the workspace."""
+    collector = _Collector(outgoing=text.encode("utf-8", "replace"))
+    _run(sandbox, spill_program(folder), collector, modules)
+    if collector.folder is None:
+        raise WorkspaceFileError("the sandbox did not write the output file", fix="try again")
     return collector.folder

@@ -8,7 +8,7 @@ is untrusted all the same (the code may have replaced ``os``): the host bounds a
 
 from __future__ import annotations
 
-__all__ = ["fresh_dir_program", "list_program", "read_program"]
+__all__ = ["fresh_dir_program", "list_program", "read_program", "spill_program"]
 
 _PRELUDE = """\
 def __codemode_workspace(*args):
@@ -112,6 +112,29 @@ _FRESH = """\
 """
 
 
+_SPILL = """\
+    (folder,) = args
+    os.makedirs(os.path.join(root, folder), exist_ok=True)
+    number = 1
+    while True:
+        path = os.path.join(root, folder, f"stdout-{number:03d}.txt")
+        try:
+            out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            break
+        except FileExistsError:
+            number += 1
+    try:
+        while True:
+            data = call_tool("_workspace", "output", {})
+            if not data:
+                break
+            os.write(out, data)
+    finally:
+        os.close(out)
+    call_tool("_workspace", "moved", {"folder": os.path.relpath(path, root)})
+"""
+
+
 def _program(body: str, *args: object) -> str:
     call = ", ".join(repr(arg) for arg in args)
     return (
@@ -132,3 +155,8 @@ def read_program(parts: list[str], limit: int, chunk: int) -> str:
 def fresh_dir_program(prefix: str) -> str:
     """Make ``<prefix>/NNN`` (the next free number) and work there from now on."""
     return _program(_FRESH, str(prefix))
+
+
+def spill_program(folder: str) -> str:
+    """Write what the host hands out (``_workspace.output``) to ``<folder>/stdout-NNN.txt``."""
+    return _program(_SPILL, str(folder))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from codemode.sandbox.capture import HeadTail
 
-__all__ = ["ExecutionResult", "Status", "clip_head_tail", "clip_tail"]
+__all__ = ["ExecutionResult", "Status", "clip_head_tail", "clip_tail", "whole_text"]
 
 Status = Literal["ok", "error", "timeout", "limit", "approval_required"]
 LimitName = Literal[
@@ -33,13 +34,20 @@ class ExecutionResult:
     # True when the sandbox was replaced after this execution: variables and files are gone.
     sandbox_reset: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    # All of stdout the host kept (head and tail of up to ``output_kept_bytes``), so a session
+    # can write it to a file when the model saw only its tail. Never sent anywhere itself.
+    captured_stdout: HeadTail | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = {
+            item.name: copy.deepcopy(getattr(self, item.name))
+            for item in fields(self)
+            if item.name != "captured_stdout"
+        }
         extra = data.pop("extra")
         data.update(extra)
         if data["limit"] is None:
@@ -130,6 +138,12 @@ def clip_tail(stream: HeadTail, chars: int) -> tuple[str, int]:
         return _marker(cut) + "\n" + text[-chars:], cut
     cut = stream.total - len(tail[-chars:].encode("utf-8", "replace"))
     return _marker(cut) + "\n" + tail[-chars:], cut
+
+
+def whole_text(stream: HeadTail) -> str:
+    """Everything kept of a stream: all of it, or its head and tail with a marker between."""
+    head, tail, dropped = stream.text()
+    return head + tail if dropped == 0 else f"{head}\n{_marker(dropped)}\n{tail}"
 
 
 def clip_head_tail(stream: HeadTail, head_chars: int, tail_chars: int) -> tuple[str, int]:

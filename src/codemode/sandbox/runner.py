@@ -451,6 +451,7 @@ class Sandbox:
             hint="",
             limit=limit,
             sandbox_reset=self.dead,
+            captured_stdout=self._stdout if stdout_cut else None,
         )
         workspace = done.get("workspace")
         if isinstance(workspace, dict):
