@@ -73,3 +73,19 @@ def test_exec_answers_approvals_as_told(crm_config, tmp_path, capsys, mode, stat
 def test_unreadable_file_is_a_clear_error(tmp_path, capsys):
     assert main(["exec", "--no-tools", str(tmp_path / "missing.py")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_exec_copies_the_files_out_and_says_where(tmp_path, capsys):
+    script = tmp_path / "files.py"
+    script.write_text(
+        "import os\nos.makedirs('out', exist_ok=True)\n"
+        "open('out/report.md', 'w').write('# done\\n')\n"
+        "os.symlink('/etc/passwd', 'link.txt')\nprint('ok')"
+    )
+    saved = tmp_path / "saved"
+    assert main(["exec", "--no-tools", "--files", str(saved), str(script)]) == 0
+    printed = capsys.readouterr().out
+    assert f"out/report.md -> {saved / 'out' / 'report.md'}" in printed
+    assert "link.txt: " in printed  # named, with why it was not copied
+    assert (saved / "out" / "report.md").read_text() == "# done\n"
+    assert not (saved / "link.txt").exists()

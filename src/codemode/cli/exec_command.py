@@ -6,6 +6,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codemode.engine import Codemode
+    from codemode.sandbox.result import ExecutionResult
 
 HELP = "run Python code in a fresh sandbox, with the configured tools importable from `servers`"
 
@@ -18,6 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, metavar="S", help="wall-time limit in seconds")
     parser.add_argument(
         "--no-tools", action="store_true", help="do not connect any tool server (sandbox only)"
+    )
+    parser.add_argument(
+        "--files",
+        type=Path,
+        metavar="DIR",
+        help="copy the files the code made out of the sandbox into DIR (default: a folder "
+        "named after the session in the state directory)",
     )
     parser.add_argument(
         "--approve",
@@ -62,6 +74,27 @@ def _decide(mode: str, approval: dict[str, object]) -> bool:
         return terminal.readline().strip().lower() in ("y", "yes")
 
 
+async def _save(
+    engine: Codemode, result: ExecutionResult, folder: Path | None
+) -> dict[str, Path | str]:
+    """The files the execution made, copied out before its sandbox goes away."""
+    from codemode.files.export import changed_files, save_files
+
+    paths = changed_files(result)
+    sandboxes = engine.sandboxes
+    if not paths or not result.session or sandboxes is None or not sandboxes.has_workspace:
+        return {}
+    destination = folder or engine.config.gateway.state_dir / "files" / result.session
+    return await save_files(engine, result.session, paths, destination)
+
+
+def _saved_text(saved: dict[str, Path | str]) -> str:
+    lines = []
+    for path, where in saved.items():
+        lines.append(f"  {path} -> {where}" if isinstance(where, Path) else f"  {path}: {where}")
+    return "\nfiles saved:\n" + "\n".join(lines) if lines else ""
+
+
 def run(args: argparse.Namespace) -> int:
     import anyio
     import anyio.to_thread
@@ -87,9 +120,10 @@ def run(args: argparse.Namespace) -> int:
                 approval = result.extra["approval"]
                 allow = await anyio.to_thread.run_sync(_decide, args.approve, approval)
                 result = await engine.approve(approval["id"], allow)
+            saved = await _save(engine, result, args.files)
             if args.json:
-                return result.to_dict()
-            return {"text": result.render_text(), "status": result.status}
+                return result.to_dict() | {"saved_files": {k: str(v) for k, v in saved.items()}}
+            return {"text": result.render_text() + _saved_text(saved), "status": result.status}
 
     outcome = anyio.run(main)
     if args.json:

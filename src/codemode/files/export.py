@@ -1,0 +1,56 @@
+"""Copy the files an execution made out of its sandbox into a folder on the host (for the CLI).
+
+The files are read inside the sandbox (``Codemode.read_file``), never from the workspace on
+the host, and written below ``destination`` only: paths are checked, links never followed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codemode.errors import CodemodeError
+from codemode.files.access import check_path
+
+if TYPE_CHECKING:
+    from codemode.engine import Codemode
+    from codemode.sandbox.result import ExecutionResult
+
+__all__ = ["MAX_SAVED", "changed_files", "save_files"]
+
+MAX_SAVED = 50
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def changed_files(result: ExecutionResult) -> list[str]:
+    """The files an execution created or changed (and the whole-output file, if any)."""
+    paths = [*result.files.get("created", []), *result.files.get("modified", [])]
+    stdout_file = result.extra.get("stdout_file")
+    if isinstance(stdout_file, str):
+        paths.append(stdout_file)
+    return list(dict.fromkeys(paths))
+
+
+async def save_files(
+    engine: Codemode, session: str, paths: list[str], destination: Path
+) -> dict[str, Path | str]:
+    """Each path -> where it was saved, or why not (at most ``MAX_SAVED`` files)."""
+    saved: dict[str, Path | str] = {}
+    for path in paths[:MAX_SAVED]:
+        try:
+            parts = check_path(path)
+            found = await engine.read_file(session, path)
+        except CodemodeError as error:
+            saved[path] = error.message
+            continue
+        target = destination.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.parent.resolve() != destination.resolve().joinpath(*parts[:-1]):
+            saved[path] = "its folder is a link on this machine"
+            continue
+        fd = os.open(target, _WRITE_FLAGS, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(found.data)
+        saved[path] = target
+    return saved
