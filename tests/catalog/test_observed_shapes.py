@@ -81,7 +81,24 @@ class _Values:
         return self.values.pop(0)
 
 
-def test_the_recorder_samples_and_skips_tools_with_an_output_schema(tmp_path: Path) -> None:
+def test_the_recorder_records_the_first_results_then_fewer_while_nothing_changes() -> None:
+    spec = ToolSpec("crm", "get_lead")
+    book = ShapeBook(first=2, every=3, max_every=12)
+    recorded = []
+    for call in range(1, 40):
+        if book.wants("crm", "get_lead"):
+            recorded.append(call)
+            book.observe(spec, {"a": 1}, scrub=None)
+    # Each unchanged shape doubles the gap (3, 6, 12), up to max_every.
+    assert recorded == [1, 2, 3, 9, 21, 33]
+    assert book.wants("crm", "get_lead") is False
+    changed = ShapeBook(first=0, every=3, max_every=12)
+    assert changed.wants("crm", "get_lead")
+    changed.observe(spec, {"a": 1}, scrub=None)  # new: the gap stays 3
+    assert [changed.wants("crm", "get_lead") for _ in range(3)] == [False, False, True]
+
+
+def test_the_recorder_stores_shapes_and_skips_tools_with_an_output_schema(tmp_path: Path) -> None:
     plain = ToolSpec("crm", "get_lead")
     typed = ToolSpec("crm", "typed", output_schema={"type": "object"})
     specs = {("crm", "get_lead"): plain, ("crm", "typed"): typed}
@@ -90,12 +107,12 @@ def test_the_recorder_samples_and_skips_tools_with_an_output_schema(tmp_path: Pa
     recorder = ShapeRecorder(_Values(values), book, lambda s, t: specs.get((s, t)))
     for _ in range(5):
         recorder.invoke(ToolCall("crm", "get_lead", {}), timeout_s=1)
-    # calls 0, 1 (the first two) and 3 (one in three after) were recorded: a, b and d
-    assert book.describe(plain) == "{a?: int, b?: int, d?: int}"
+    # calls 1 and 2 (the first two) and 3 (then one in three) were recorded: a, b and c
+    assert book.describe(plain) == "{a?: int, b?: int, c?: int}"
     recorder.invoke(ToolCall("crm", "typed", {}), timeout_s=1)
     assert book.describe(typed) is None
     again = ShapeBook(tmp_path / SHAPES_FILE)
-    assert again.describe(plain) == "{a?: int, b?: int, d?: int}"
+    assert again.describe(plain) == "{a?: int, b?: int, c?: int}"
     changed = ToolSpec("crm", "get_lead", description="another definition")
     assert again.describe(changed) is None
 

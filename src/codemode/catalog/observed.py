@@ -3,7 +3,8 @@
 ``ShapeRecorder`` is a wrapper in the session's invoker chain, placed outside the privacy
 wrapper: it sees results as the sandbox receives them (personal data already tokenized) and
 records only their shape (key names and types; see ``codemode.catalog.shapes``). Recording is
-cheap: each tool's first ``first`` results are recorded, then one in ``every``.
+cheap: each tool's first ``first`` results are recorded, then one in ``every``; each recorded
+result that changes nothing doubles that gap (up to ``max_every``), a change resets it.
 
 ``ShapeBook`` keeps the shapes, keyed by server, tool and a digest of the tool's definition (a
 changed definition starts over), and stores them as JSON in the state directory when one
@@ -41,28 +42,53 @@ def definition_digest(spec: ToolSpec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+class _Sampling:
+    """How often one tool's results are recorded."""
+
+    __slots__ = ("gap", "next", "seen")
+
+    def __init__(self, gap: int) -> None:
+        self.seen = 0  # results so far
+        self.next = 0  # the result to record next (after the first ones)
+        self.gap = gap  # results between recorded ones
+
+
 class ShapeBook:
     """The observed shapes of a catalog's tools (thread-safe; no ``path``: kept in memory)."""
 
-    def __init__(self, path: Path | None = None, *, first: int = 16, every: int = 64) -> None:
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        first: int = 16,
+        every: int = 64,
+        max_every: int = 4096,
+    ) -> None:
         self.path = path
         self.first = first
         self.every = every
+        self.max_every = max(max_every, every)
         self.revision = 0  # grows whenever a shape changes
         self._lock = threading.Lock()
         self._shapes: dict[tuple[str, str], tuple[str, Shape]] = {}  # -> (digest, shape)
         self._texts: dict[tuple[str, str], tuple[str, str]] = {}  # -> (digest, rendered)
-        self._seen: dict[tuple[str, str], int] = {}
+        self._sampling: dict[tuple[str, str], _Sampling] = {}
         self._digests: dict[tuple[str, str], tuple[ToolSpec, str]] = {}
         if path is not None:
             self._load(path)
 
     def wants(self, server: str, tool: str) -> bool:
         """Whether the next result of this tool should be recorded (counts the call)."""
-        key = (server, tool)
-        seen = self._seen.get(key, 0)
-        self._seen[key] = seen + 1
-        return seen < self.first or seen % self.every == 0
+        sampling = self._sampling.get((server, tool))
+        if sampling is None:
+            sampling = self._sampling[(server, tool)] = _Sampling(self.every)
+        sampling.seen += 1
+        if sampling.seen <= self.first:
+            return True
+        if sampling.seen < sampling.next:
+            return False
+        sampling.next = sampling.seen + sampling.gap
+        return True
 
     def observe(self, spec: ToolSpec, value: Any, *, scrub: Callable[[str], str] | None) -> bool:
         """Merge the shape of ``value`` into the tool's; True if it changed (and was saved)."""
@@ -72,8 +98,11 @@ class ShapeBook:
         with self._lock:
             known = self._shapes.get(key)
             merged = shape if known is None or known[0] != digest else merge_shapes(known[1], shape)
+            sampling = self._sampling.setdefault(key, _Sampling(self.every))
             if known is not None and known[0] == digest and merged == known[1]:
+                sampling.gap = min(sampling.gap * 2, self.max_every)
                 return False
+            sampling.gap = self.every
             self._shapes[key] = (digest, merged)
             self._texts[key] = (digest, render_shape(merged))
             self.revision += 1
