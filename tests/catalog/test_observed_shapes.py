@@ -11,7 +11,14 @@ import pytest
 
 from codemode.catalog.catalog import Catalog
 from codemode.catalog.observed import SHAPES_FILE, ShapeBook, ShapeRecorder
-from codemode.catalog.shapes import MAX_DEPTH, MAX_KEYS, merge_shapes, render_shape, shape_of
+from codemode.catalog.shapes import (
+    MAX_DEPTH,
+    MAX_KEYS,
+    MAX_NODES,
+    merge_shapes,
+    render_shape,
+    shape_of,
+)
 from codemode.config import CodemodeConfig
 from codemode.config.model import GatewaySettings
 from codemode.connectors.python import PythonConnector
@@ -190,3 +197,15 @@ async def test_json_text_results_show_their_decoded_shape(engine: Codemode) -> N
     views = await engine.views()
     source = _words(views.stubs.tool_source("crm", "leads_text"))
     assert "str holding JSON list[{id: int" in source
+
+
+def test_one_observation_looks_at_a_bounded_number_of_values() -> None:
+    wide: Any = [[[[{"a": 1, "b": [1] * 16}] * 16] * 16] * 16] * 16
+    looked = []
+
+    def scrub(key: str) -> str:
+        looked.append(key)
+        return key
+
+    shape_of(wide, scrub=scrub)
+    assert len(looked) <= MAX_NODES

@@ -32,13 +32,27 @@ MAX_UNION = 4
 LIST_SAMPLE = 16
 JSON_TEXT_LIMIT = 256 * 1024
 RENDER_LIMIT = 700
+MAX_NODES = 2000  # values looked at per result: bounds the cost of one observation
 _FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,47}\Z")
 _ANY: Shape = {"t": "any"}
 
 
-def shape_of(value: Any, *, scrub: Scrub | None = None, depth: int = 0) -> Shape:
-    """The shape of one value (a result as the sandbox receives it)."""
-    if depth > MAX_DEPTH:
+class _Budget:
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
+def shape_of(
+    value: Any, *, scrub: Scrub | None = None, depth: int = 0, budget: _Budget | None = None
+) -> Shape:
+    """The shape of one value (a result as the sandbox receives it); at most ``MAX_NODES``
+    values are looked at (lists and maps by their first ``LIST_SAMPLE`` items)."""
+    if budget is None:
+        budget = _Budget(MAX_NODES)
+    budget.left -= 1
+    if depth > MAX_DEPTH or budget.left < 0:
         return dict(_ANY)
     if value is None:
         return {"t": "null"}
@@ -49,19 +63,23 @@ def shape_of(value: Any, *, scrub: Scrub | None = None, depth: int = 0) -> Shape
     if isinstance(value, float):
         return {"t": "float"}
     if isinstance(value, str):
-        return _text_shape(value, scrub, depth)
+        return _text_shape(value, scrub, depth, budget)
     if isinstance(value, (list, tuple)):
-        of: Shape | None = None
-        for item in value[:LIST_SAMPLE]:
-            item_shape = shape_of(item, scrub=scrub, depth=depth + 1)
-            of = item_shape if of is None else merge_shapes(of, item_shape)
-        return {"t": "list", "of": of}
+        return {"t": "list", "of": _items_shape(value[:LIST_SAMPLE], scrub, depth, budget)}
     if isinstance(value, dict):
-        return _dict_shape(value, scrub, depth)
+        return _dict_shape(value, scrub, depth, budget)
     return dict(_ANY)
 
 
-def _text_shape(text: str, scrub: Scrub | None, depth: int) -> Shape:
+def _items_shape(items: Any, scrub: Scrub | None, depth: int, budget: _Budget) -> Shape | None:
+    of: Shape | None = None
+    for item in items:
+        item_shape = shape_of(item, scrub=scrub, depth=depth + 1, budget=budget)
+        of = item_shape if of is None else merge_shapes(of, item_shape)
+    return of
+
+
+def _text_shape(text: str, scrub: Scrub | None, depth: int, budget: _Budget) -> Shape:
     stripped = text.strip()
     if depth == 0 and stripped[:1] in ("{", "[") and len(stripped) <= JSON_TEXT_LIMIT:
         try:
@@ -69,7 +87,10 @@ def _text_shape(text: str, scrub: Scrub | None, depth: int) -> Shape:
         except ValueError:
             return {"t": "str"}
         if isinstance(decoded, (dict, list)):
-            return {"t": "json", "of": shape_of(decoded, scrub=scrub, depth=depth + 1)}
+            return {
+                "t": "json",
+                "of": shape_of(decoded, scrub=scrub, depth=depth + 1, budget=budget),
+            }
     return {"t": "str"}
 
 
@@ -79,14 +100,13 @@ def _is_field(name: Any, scrub: Scrub | None) -> bool:
     return scrub is None or scrub(name) == name
 
 
-def _dict_shape(value: dict[Any, Any], scrub: Scrub | None, depth: int) -> Shape:
+def _dict_shape(value: dict[Any, Any], scrub: Scrub | None, depth: int, budget: _Budget) -> Shape:
     if len(value) > MAX_KEYS or not all(_is_field(key, scrub) for key in value):
-        of: Shape | None = None
-        for item in list(value.values())[:LIST_SAMPLE]:
-            item_shape = shape_of(item, scrub=scrub, depth=depth + 1)
-            of = item_shape if of is None else merge_shapes(of, item_shape)
-        return {"t": "map", "of": of}
-    keys = {str(k): shape_of(v, scrub=scrub, depth=depth + 1) for k, v in value.items()}
+        sample = [item for _, item in zip(range(LIST_SAMPLE), value.values(), strict=False)]
+        return {"t": "map", "of": _items_shape(sample, scrub, depth, budget)}
+    keys = {
+        str(k): shape_of(v, scrub=scrub, depth=depth + 1, budget=budget) for k, v in value.items()
+    }
     return {"t": "dict", "keys": keys, "opt": []}
 
 
