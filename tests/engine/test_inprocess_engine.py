@@ -82,3 +82,14 @@ async def test_the_gateway_over_the_twin_with_the_official_client(twin: Codemode
     assert result.structured_content is not None
     assert result.structured_content["stdout"] == "apple\n"
     assert result.structured_content["session"].startswith("s_")
+
+
+async def test_the_twin_has_no_workspace_to_serve(twin: Codemode) -> None:
+    from codemode.errors import SessionError, WorkspaceFileError
+
+    with pytest.raises(SessionError, match="fresh_dir needs a sandbox with a workspace"):
+        await twin.execute("print(1)", fresh_dir=True)
+    made = await twin.execute("print(1)")
+    assert made.session is not None
+    with pytest.raises(WorkspaceFileError, match="no workspace"):
+        await twin.list_files(made.session)
