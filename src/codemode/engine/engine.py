@@ -30,6 +30,7 @@ from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
 from codemode.engine.invoker import CatalogInvoker
+from codemode.engine.output import OutputCallback
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.views import CatalogViews
@@ -189,11 +190,13 @@ class Codemode:
         fresh: bool = False,
         timeout_s: float | None = None,
         owner: str | None = None,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
         """Run ``code`` in a session (a new one when ``session`` is None).
 
         Returns ``approval_required`` when the code reached a call a human must approve;
-        ``approve`` then resumes the same execution.
+        ``approve`` then resumes the same execution. ``on_output(stream, data)`` sees the
+        output as it is written (see ``codemode.engine.output``), also after an approval.
         """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
@@ -209,7 +212,7 @@ class Codemode:
             )
 
         def run() -> ExecutionResult:
-            return record.run(code, views, fresh=fresh, timeout_s=timeout_s)
+            return record.run(code, views, fresh=fresh, timeout_s=timeout_s, on_output=on_output)
 
         job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
         return await self._follow(record, job)
