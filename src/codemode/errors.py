@@ -9,6 +9,7 @@
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
     │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
+    │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
     │   └── SessionError              a session cannot do what was asked (closed, paused...)
     │       └── UnknownSessionError   an unknown, expired or foreign session handle
     └── ToolError                     a tool call failed; meant for the model and the agent's code
@@ -30,6 +31,7 @@ __all__ = [
     "RuntimeFailure",
     "SandboxError",
     "SchemaError",
+    "ServersNotLoadedError",
     "SessionError",
     "ToolError",
     "ToolNotFoundError",
@@ -96,6 +98,20 @@ class BridgeProtocolError(RuntimeFailure):
 
 class ConnectorError(RuntimeFailure):
     code = "connector_error"
+
+
+class ServersNotLoadedError(RuntimeFailure):
+    """One or more configured servers did not load; ``failures`` maps each to the reason."""
+
+    code = "servers_not_loaded"
+
+    def __init__(self, failures: dict[str, str], *, fix: str | None = None) -> None:
+        self.failures = dict(failures)
+        reasons = "; ".join(f"{name}: {why}" for name, why in sorted(self.failures.items()))
+        noun = "server" if len(self.failures) == 1 else "servers"
+        super().__init__(
+            f"{len(self.failures)} configured {noun} did not load ({reasons})", fix=fix
+        )
 
 
 class SessionError(RuntimeFailure):
