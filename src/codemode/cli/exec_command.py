@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemode.cli.exit_codes import ExitCode
 from codemode.cli.options import add_catalog_arguments
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ __all__ = ["HELP", "OutputSink", "add_arguments", "run"]
 HELP = "run Python code in a fresh sandbox, with the configured tools importable from `servers`"
 
 DEFAULT_MAX_OUTPUT = 16 * 1024 * 1024
+# How long Ctrl-C waits for the code and its sandbox to stop before the process just leaves.
+INTERRUPT_GRACE_S = 5.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -136,15 +139,33 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError("--max-output must be 0 or more", fix="e.g. --max-output 1000000")
 
 
-def execute(args: argparse.Namespace, code: str, sink: OutputSink) -> ExecutionResult:
-    """Run the code once in its own engine, answering approvals as ``--approve`` says."""
+def _exit_unless_stopped(grace_s: float) -> None:
+    """After Ctrl-C, leave within ``grace_s`` even if the code does not stop: the sandbox
+    (started with --die-with-parent) and stdio servers end with this process."""
+    import os
+    import threading
+
+    def leave() -> None:
+        print("codemode: the code did not stop in time; exiting", file=sys.stderr, flush=True)
+        os._exit(ExitCode.INTERRUPTED)
+
+    timer = threading.Timer(grace_s, leave)
+    timer.daemon = True
+    timer.start()
+
+
+def execute(args: argparse.Namespace, code: str, sink: OutputSink) -> ExecutionResult | None:
+    """Run the code once in its own engine, answering approvals as ``--approve`` says.
+    None when Ctrl-C (or SIGTERM) stopped it."""
     import dataclasses
+    import signal
 
     import anyio
     import anyio.to_thread
 
     from codemode.cli.options import check_loaded, load_cli_config
     from codemode.engine import Codemode
+    from codemode.errors import CodemodeError
 
     config = load_cli_config(args.config, demo_allowed=not (args.no_tools or args.openapi))
     openapi: list[Path] = [] if args.no_tools else args.openapi
@@ -152,18 +173,42 @@ def execute(args: argparse.Namespace, code: str, sink: OutputSink) -> ExecutionR
         config = dataclasses.replace(config, servers={})
     # One execution needs one sandbox: no warm pool.
     config = dataclasses.replace(config, sandbox=dataclasses.replace(config.sandbox, pool_size=0))
+    finished: list[ExecutionResult] = []
+    failed: list[CodemodeError] = []  # raised after the task group, which would wrap it
 
-    async def main() -> ExecutionResult:
-        async with Codemode(config, openapi_specs=openapi, semantic=False) as engine:
-            check_loaded(engine.catalog.failures, allow_partial=args.allow_partial)
+    async def run_code(engine: Codemode) -> None:
+        try:
             result = await engine.execute(code, timeout_s=args.timeout, on_output=sink)
             while result.status == "approval_required":
                 approval = result.extra["approval"]
                 allow = await anyio.to_thread.run_sync(_decide, args.approve, approval)
                 result = await engine.approve(approval["id"], allow)
-            return result
+        except CodemodeError as error:
+            failed.append(error)
+            return
+        finished.append(result)
 
-    return anyio.run(main)
+    async def main() -> None:
+        async with Codemode(config, openapi_specs=openapi, semantic=False) as engine:
+            check_loaded(engine.catalog.failures, allow_partial=args.allow_partial)
+            async with anyio.create_task_group() as group:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+
+                    async def stop_on_signal() -> None:
+                        async for _ in signals:
+                            print("codemode: interrupted; stopping the code", file=sys.stderr)
+                            _exit_unless_stopped(INTERRUPT_GRACE_S)
+                            group.cancel_scope.cancel()
+                            return
+
+                    group.start_soon(stop_on_signal)
+                    await run_code(engine)
+                    group.cancel_scope.cancel()
+
+    anyio.run(main)
+    if failed:
+        raise failed[0]
+    return finished[0] if finished else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
     code = _read_code(args.file)
     sink = OutputSink(collect=args.json, limit=args.max_output)
     result = execute(args, code, sink)
+    if result is None:
+        return ExitCode.INTERRUPTED
     if args.json:
         document = result.to_dict()
         document["stdout"] = sink.stdout_text()

@@ -1,0 +1,131 @@
+"""The command line as a whole: --version, log flags, fast --help, shared arguments, demo opt-in,
+a port in use."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from codemode.cli.main import build_parser, main
+from codemode.cli.options import load_cli_config, log_level
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+SPEC = {
+    "openapi": "3.0.0",
+    "info": {"title": "Pets", "version": "1"},
+    "servers": [{"url": "http://127.0.0.1:9"}],
+    "paths": {
+        "/pets": {
+            "get": {
+                "operationId": "listPets",
+                "summary": "List pets",
+                "responses": {"200": {"description": "ok"}},
+            }
+        }
+    },
+}
+
+
+def test_version_is_the_installed_packages(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out == f"codemode {version('codemode')}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "level"),
+    [
+        (["exec", "x.py"], logging.WARNING),
+        (["-v", "exec", "x.py"], logging.INFO),
+        (["exec", "-vv", "x.py"], logging.DEBUG),
+        (["-q", "exec", "x.py"], logging.ERROR),
+        (["--log-level", "debug", "exec", "-q", "x.py"], logging.DEBUG),
+        (["exec", "--log-level", "error", "x.py"], logging.ERROR),
+    ],
+)
+def test_log_flags_work_before_and_after_the_command(argv, level):
+    assert log_level(build_parser().parse_args(argv)) == level
+
+
+def test_help_imports_no_heavy_module():
+    probe = (
+        "import sys\n"
+        "from codemode.cli.main import build_parser\n"
+        "build_parser().format_help()\n"
+        "heavy = ('mcp', 'anyio', 'httpx', 'pydantic', 'numpy', 'uvicorn', 'codemode.engine',"
+        " 'codemode.config', 'codemode.sandbox')\n"
+        "print(sorted(name for name in heavy if name in sys.modules))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_shared_arguments_mean_the_same_in_every_command(tmp_path):
+    parser = build_parser()
+    spec = str(tmp_path / "a.json")
+    catalog_commands = ("exec", "search", "stubs", "tokens")
+    for name in (*catalog_commands, "serve"):
+        args = parser.parse_args([name, "--config", "c.toml", "--openapi", spec, *_required(name)])
+        assert (args.config, args.openapi) == (Path("c.toml"), [Path(spec)])
+    for name in catalog_commands:
+        assert parser.parse_args([name, "--allow-partial", *_required(name)]).allow_partial
+
+
+def _required(name: str) -> list[str]:
+    return {"exec": ["x.py"], "search": ["query"], "stubs": ["out"]}.get(name, [])
+
+
+def test_no_config_means_the_demo_servers_and_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    config = load_cli_config(None, demo_allowed=True)
+    assert sorted(config.servers) == ["crm", "docs", "mail"]
+    assert "using the built-in demo servers" in capsys.readouterr().err
+
+
+def test_openapi_without_config_means_no_demo_servers(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert dict(load_cli_config(None, demo_allowed=False).servers) == {}
+    assert capsys.readouterr().err == ""
+
+
+def test_a_local_codemode_toml_is_used_without_a_note(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "codemode.toml").write_text('[servers.api]\nopenapi = "spec.json"\n')
+    assert list(load_cli_config(None, demo_allowed=True).servers) == ["api"]
+    assert capsys.readouterr().err == ""
+
+
+def test_openapi_alone_serves_only_that_spec(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "pets.json"
+    spec.write_text(json.dumps(SPEC))
+    assert main(["tokens", "--json", "--openapi", str(spec)]) == 0
+    captured = capsys.readouterr()
+    assert sorted(json.loads(captured.out)) == ["pets", "total"]
+    assert "demo" not in captured.err
+
+
+def test_serve_on_a_port_in_use_is_one_line_with_the_fix(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["serve", "--transport", "http", "--port", str(port), "--openapi", "x.json"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1
+    assert f"port {port} on 127.0.0.1 is already in use" in err
+    assert "--port" in err
