@@ -49,7 +49,7 @@ def test_version_comes_from_the_package_metadata():
 
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="NoSuchThing"):
-        codemode.NoSuchThing  # noqa: B018
+        codemode.NoSuchThing
 
 
 def test_the_package_is_typed():
