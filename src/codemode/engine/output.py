@@ -8,11 +8,14 @@ ends and scans each line, so a value is never split across two scans.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from codemode.sandbox.runner import OutputCallback
 
 __all__ = ["OutputCallback", "ScannedOutput"]
+
+log = logging.getLogger(__name__)
 
 # A line that never ends is scanned in pieces of this size, so memory stays bounded.
 _MAX_PENDING = 64 * 1024
@@ -21,13 +24,15 @@ _MAX_PENDING = 64 * 1024
 class ScannedOutput:
     """Wraps an ``OutputCallback``: complete lines go through ``scan`` before they are passed on.
 
-    Call ``flush()`` when the execution ends, for a last line with no newline.
+    Call ``flush()`` when the execution ends, for a last line with no newline. A target that
+    fails is dropped (logged once); the execution goes on.
     """
 
     def __init__(self, target: OutputCallback, scan: Callable[[str], str]) -> None:
         self._target = target
         self._scan = scan
         self._pending: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+        self._broken = False
 
     def __call__(self, stream: str, data: bytes) -> None:
         pending = self._pending.setdefault(stream, bytearray())
@@ -46,5 +51,11 @@ class ScannedOutput:
                 pending.clear()
 
     def _pass_on(self, stream: str, data: bytes) -> None:
+        if self._broken:
+            return
         text = data.decode("utf-8", "replace")
-        self._target(stream, self._scan(text).encode("utf-8"))
+        try:
+            self._target(stream, self._scan(text).encode("utf-8"))
+        except Exception:
+            log.exception("the output callback failed; output is no longer passed on")
+            self._broken = True
