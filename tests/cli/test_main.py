@@ -134,3 +134,32 @@ def test_serve_on_a_port_in_use_is_one_line_with_the_fix(capsys):
     assert err.count("\n") == 1
     assert f"port {port} on 127.0.0.1 is already in use" in err
     assert "--port" in err
+
+
+def test_catalog_commands_exit_69_when_a_server_did_not_load(tmp_path, capsys):
+    spec = tmp_path / "pets.json"
+    spec.write_text(json.dumps(SPEC))
+    config = tmp_path / "codemode.toml"
+    config.write_text(
+        f'[servers.gone]\ncommand = "{tmp_path / "no-such-server"}"\n'
+        f'[servers.pets]\nopenapi = "{spec}"\n'
+        f'[gateway]\nstate_dir = "{tmp_path / "state"}"\n'
+    )
+    assert main(["tokens", "--json", "--config", str(config)]) == 69
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "gone" in captured.err
+    assert "--allow-partial" in captured.err
+    assert main(["tokens", "--json", "--config", str(config), "--allow-partial"]) == 0
+    assert sorted(json.loads(capsys.readouterr().out)) == ["pets", "total"]
+
+
+def test_the_readme_documents_every_exit_status():
+    from codemode.cli.exit_codes import ExitCode
+
+    readme = (SRC.parent / "README.md").read_text(encoding="utf-8")
+    cli_section = readme.split("## CLI\n", 1)[1].split("\n## ", 1)[0]
+    documented = {
+        int(line.split("|")[1]) for line in cli_section.splitlines() if line[:5].strip("| ").isdigit()
+    }
+    assert {int(code) for code in ExitCode} <= documented

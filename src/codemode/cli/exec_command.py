@@ -30,6 +30,10 @@ INTERRUPT_GRACE_S = 5.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from codemode.cli.exit_codes import describe
+
+    parser.epilog = describe()
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("file", metavar="FILE|-", help="the code to run; - reads stdin")
     add_catalog_arguments(parser)
     parser.add_argument(

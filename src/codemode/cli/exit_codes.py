@@ -17,7 +17,7 @@ from codemode.errors import (
     UsageError,
 )
 
-__all__ = ["ExitCode", "for_error", "for_status"]
+__all__ = ["ExitCode", "describe", "for_error", "for_status"]
 
 
 class ExitCode(IntEnum):
@@ -30,6 +30,26 @@ class ExitCode(IntEnum):
     LIMIT = 125  # the code hit a sandbox limit (memory, CPU time, processes, files)
     SANDBOX = 126  # no sandbox: it could not start, or isolation is unavailable here
     INTERRUPTED = 130  # Ctrl-C
+
+
+_MEANINGS = {
+    ExitCode.OK: "the code ran to the end",
+    ExitCode.CODE_RAISED: "the code raised an uncaught exception",
+    ExitCode.USAGE: "a usage or config error",
+    ExitCode.SERVERS_NOT_LOADED: "a configured server failed to load (see --allow-partial)",
+    ExitCode.FAILURE: "another failure inside codemode",
+    ExitCode.TIMEOUT: "the code ran past its wall-time limit",
+    ExitCode.LIMIT: "the code hit a sandbox limit (memory, CPU, processes, files)",
+    ExitCode.SANDBOX: "no sandbox: it could not start, or isolation is unavailable",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C or SIGTERM)",
+}
+
+
+def describe() -> str:
+    """The exit statuses, one per line, for ``--help``."""
+    lines = ["exit status: the code's own (sys.exit(N) exits N), or:"]
+    lines += [f"  {int(code):>3}  {meaning}" for code, meaning in _MEANINGS.items()]
+    return "\n".join(lines)
 
 
 def for_error(error: CodemodeError) -> ExitCode:

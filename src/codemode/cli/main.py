@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codemode",
         description="Agents use tools by writing code: search tool APIs, run code in a sandbox.",
-        epilog="Exit statuses: see `codemode exec --help` and the README.",
+        epilog="Exit statuses: `codemode exec --help` lists them.",
     )
     parser.add_argument("--version", action=_VersionAction)
     add_logging_arguments(parser, suppress=False)
