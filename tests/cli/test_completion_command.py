@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from codemode.cli.completion_command import render
+from codemode.cli.completion import render
 from codemode.cli.main import COMMANDS, build_parser, main
 
 

@@ -160,6 +160,8 @@ def test_the_readme_documents_every_exit_status():
     readme = (SRC.parent / "README.md").read_text(encoding="utf-8")
     cli_section = readme.split("## CLI\n", 1)[1].split("\n## ", 1)[0]
     documented = {
-        int(line.split("|")[1]) for line in cli_section.splitlines() if line[:5].strip("| ").isdigit()
+        int(line.split("|")[1])
+        for line in cli_section.splitlines()
+        if line[:5].strip("| ").isdigit()
     }
     assert {int(code) for code in ExitCode} <= documented

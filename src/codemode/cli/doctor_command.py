@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
 
 from codemode.cli.options import add_config_argument
 
@@ -22,9 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
     from codemode.cli.doctor_checks import ISOLATION_CHECKS, run_checks
     from codemode.cli.exit_codes import ExitCode
-    from codemode.cli.paths_command import config_in_use, installation_paths
+    from codemode.cli.locations import config_in_use, installation_paths
     from codemode.config import default_config, load_config
 
     source = config_in_use(args.config)

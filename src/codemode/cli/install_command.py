@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ from codemode.cli.options import add_config_argument
 
 __all__ = ["CLIENTS", "HELP", "add_arguments", "client_config_path", "run", "server_entry"]
 
-HELP = "add codemode to Claude Code, Claude Desktop or Cursor (writes or --print's the entry)"
+HELP = "add codemode to Claude Code, Claude Desktop or Cursor (or --print the entry)"
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor")
 
@@ -89,7 +87,7 @@ def client_config_path(client: str, scope: str) -> Path:
 
 def _gateway_config(path: Path | None) -> Path | None:
     """The codemode config the client's gateway will read, as an absolute path."""
-    from codemode.cli.paths_command import config_in_use
+    from codemode.cli.locations import config_in_use
     from codemode.errors import UsageError
 
     found = config_in_use(path)
@@ -125,6 +123,9 @@ def _read(target: Path) -> dict[str, Any]:
 
 
 def _backup(target: Path) -> Path:
+    import shutil
+    import time
+
     stamp = time.strftime("%Y%m%d-%H%M%S")
     backup = target.with_name(f"{target.name}.{stamp}.bak")
     counter = 1

@@ -11,7 +11,6 @@ Heavy modules (config, catalog) are imported inside the functions: ``codemode --
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +31,7 @@ __all__ = [
 ]
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}  # logging's numbers
 _LOG_FORMAT = "codemode: %(levelname)s %(message)s"
 
 
@@ -89,17 +89,21 @@ def add_logging_arguments(parser: argparse.ArgumentParser, *, suppress: bool) ->
 
 def log_level(args: argparse.Namespace) -> int:
     if args.log_level:
-        return int(getattr(logging, str(args.log_level).upper()))
+        return _LEVELS[args.log_level]
     if args.quiet:
-        return logging.ERROR
-    return {0: logging.WARNING, 1: logging.INFO}.get(int(args.verbose), logging.DEBUG)
+        return _LEVELS["error"]
+    return {0: _LEVELS["warning"], 1: _LEVELS["info"]}.get(int(args.verbose), _LEVELS["debug"])
 
 
 def configure_logging(args: argparse.Namespace) -> None:
+    import logging
+
     logging.basicConfig(format=_LOG_FORMAT, level=log_level(args), force=True)
 
 
 def _note(message: str) -> None:
+    import logging
+
     if logging.getLogger().isEnabledFor(logging.WARNING):
         print(f"codemode: {message}", file=sys.stderr)
 
