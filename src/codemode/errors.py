@@ -10,8 +10,9 @@
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
     │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
     │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
-    │   └── SessionError              a session cannot do what was asked (closed, paused...)
-    │       └── UnknownSessionError   an unknown, expired or foreign session handle
+    │   ├── SessionError              a session cannot do what was asked (closed, paused...)
+    │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
+    │   └── StateStoreError           a state, memory, skill or checkpoint store failed
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
@@ -33,6 +34,7 @@ __all__ = [
     "SchemaError",
     "ServersNotLoadedError",
     "SessionError",
+    "StateStoreError",
     "ToolError",
     "ToolNotFoundError",
     "ToolNotGrantedError",
@@ -120,6 +122,12 @@ class SessionError(RuntimeFailure):
 
 class UnknownSessionError(SessionError):
     code = "unknown_session"
+
+
+class StateStoreError(RuntimeFailure):
+    """A state, memory or checkpoint store could not be reached or written."""
+
+    code = "state_store_error"
 
 
 class ToolError(CodemodeError):

@@ -161,7 +161,6 @@ def _exit_unless_stopped(grace_s: float) -> None:
 def execute(args: argparse.Namespace, code: str, sink: OutputSink) -> ExecutionResult | None:
     """Run the code once in its own engine, answering approvals as ``--approve`` says.
     None when Ctrl-C (or SIGTERM) stopped it."""
-    import dataclasses
     import signal
 
     import anyio
@@ -173,10 +172,11 @@ def execute(args: argparse.Namespace, code: str, sink: OutputSink) -> ExecutionR
 
     config = load_cli_config(args.config, demo_allowed=not (args.no_tools or args.openapi))
     openapi: list[Path] = [] if args.no_tools else args.openapi
-    if args.no_tools:
-        config = dataclasses.replace(config, servers={})
     # One execution needs one sandbox: no warm pool.
-    config = dataclasses.replace(config, sandbox=dataclasses.replace(config.sandbox, pool_size=0))
+    update: dict[str, object] = {"sandbox": config.sandbox.model_copy(update={"pool_size": 0})}
+    if args.no_tools:
+        update |= {"servers": {}, "server_problems": {}}
+    config = config.model_copy(update=update)
     finished: list[ExecutionResult] = []
     failed: list[CodemodeError] = []  # raised after the task group, which would wrap it
 
@@ -194,7 +194,8 @@ def execute(args: argparse.Namespace, code: str, sink: OutputSink) -> ExecutionR
 
     async def main() -> None:
         async with Codemode(config, openapi_specs=openapi, semantic=False) as engine:
-            check_loaded(engine.catalog.failures, allow_partial=args.allow_partial)
+            failures = {**config.server_problems, **engine.catalog.failures}
+            check_loaded(failures, allow_partial=args.allow_partial)
             async with anyio.create_task_group() as group:
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
 

@@ -152,7 +152,8 @@ def load_specs(args: argparse.Namespace) -> list[ToolSpec]:
     async def collect() -> list[ToolSpec]:
         catalog = catalog_from_config(config, args.openapi)
         try:
-            check_loaded(await catalog.load(), allow_partial=args.allow_partial)
+            failures = await catalog.load()
+            check_loaded({**config.server_problems, **failures}, allow_partial=args.allow_partial)
             return catalog.specs()
         finally:
             await catalog.aclose()

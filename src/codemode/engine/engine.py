@@ -26,6 +26,8 @@ import anyio.to_thread
 
 from codemode.catalog.catalog import Catalog
 from codemode.catalog.loading import catalog_from_config
+from codemode.checks.calls import check_calls
+from codemode.checks.result import rejected_result
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
@@ -35,10 +37,15 @@ from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.views import CatalogViews
 from codemode.errors import CodemodeError, SandboxError, SessionError
+from codemode.memory.fixes import FixMemory, SQLiteFixes
+from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
+from codemode.sandbox.provider import PooledSandboxes, SandboxProvider
 from codemode.sandbox.result import ExecutionResult
-from codemode.sandbox.session import SandboxSession
+from codemode.state.open import open_state_store
+from codemode.state.tiered import TieredStore
+from codemode.state.tools import STATE_SERVER, StateTools
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -64,6 +71,7 @@ class Codemode:
         openapi_specs: Sequence[Path] = (),
         catalog: Catalog | None = None,
         backend: SandboxBackend | None = None,
+        sandboxes: SandboxProvider | None = None,
         semantic: bool | None = None,
         audit: bool = True,
         audit_log: AuditLog | None = None,
@@ -72,7 +80,8 @@ class Codemode:
         self.catalog = catalog or catalog_from_config(config, openapi_specs)
         self.backend = backend
         self.semantic = semantic
-        self.pool: SandboxPool | None = None
+        # Where sessions get their sandbox; by default a warm pool of isolated ones.
+        self.sandboxes: SandboxProvider | None = sandboxes
         self.registry: SessionRegistry | None = None
         self._invoker: CatalogInvoker | None = None
         self._views: CatalogViews | None = None
@@ -84,6 +93,8 @@ class Codemode:
         self.audit = audit
         self.audit_log: AuditLog | None = audit_log
         self._digest_key: bytes | None = None
+        self.state_store: TieredStore | None = None
+        self.fix_memory: FixMemory | None = None
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -98,17 +109,24 @@ class Codemode:
             raise
 
     async def _start(self) -> Codemode:
-        backend = self.backend or make_backend(self.config.sandbox)
-        self.pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+        if self.sandboxes is None:
+            backend = self.backend or make_backend(self.config.sandbox)
+            pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+            self.sandboxes = PooledSandboxes(pool)
         gateway = self.config.gateway
         self.registry = SessionRegistry(
             self._new_session,
             idle_timeout_s=gateway.session_idle_timeout_s,
             max_sessions=gateway.max_sessions,
         )
-        self.registry.on_close.append(lambda session: self.approvals.cancel_session(session.handle))
+        self.registry.on_close.append(self._session_closed)
         if self.audit_log is None and self.audit:
             await anyio.to_thread.run_sync(self._open_audit_log)
+        state_dir = self.config.gateway.state_dir
+        self.state_store = await anyio.to_thread.run_sync(
+            open_state_store, self.config.state, state_dir
+        )
+        self.fix_memory = await anyio.to_thread.run_sync(SQLiteFixes, state_dir / "fixes.sqlite")
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
         failures = await self.catalog.load()
         for server, message in failures.items():
@@ -122,10 +140,14 @@ class Codemode:
             self._expiry.cancel()
         if self.registry is not None:
             await anyio.to_thread.run_sync(self.registry.close_all)
-        if self.pool is not None:
-            await anyio.to_thread.run_sync(self.pool.close)
+        if self.sandboxes is not None:
+            await anyio.to_thread.run_sync(self.sandboxes.close)
         if self.audit_log is not None:
             self.audit_log.close()
+        if self.state_store is not None:
+            await anyio.to_thread.run_sync(self.state_store.close)
+        if self.fix_memory is not None:
+            self.fix_memory.close()
         await self.catalog.aclose()
 
     async def __aenter__(self) -> Codemode:
@@ -167,7 +189,7 @@ class Codemode:
                 self._index = build_index(self.catalog.specs(), semantic=self.semantic)
             return self._index
 
-    # --- the two meta-tools -----------------------------------------------------------------
+    # --- the meta-tools: search, execute, approve ----------------------------------------
 
     async def search(self, query: str, *, detail: str = "summary", limit: int = 5) -> SearchAnswer:
         from codemode.search.render import check_detail, render_answer
@@ -190,13 +212,16 @@ class Codemode:
         fresh: bool = False,
         timeout_s: float | None = None,
         owner: str | None = None,
+        check: bool = True,
         on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
         """Run ``code`` in a session (a new one when ``session`` is None).
 
         Returns ``approval_required`` when the code reached a call a human must approve;
-        ``approve`` then resumes the same execution. ``on_output(stream, data)`` sees the
-        output as it is written (see ``codemode.engine.output``), also after an approval.
+        ``approve`` then resumes the same execution. With ``check`` (the default) calls on
+        ``servers.*`` are checked against their signatures first: a wrong one is an error
+        result with its line, and nothing runs. ``on_output(stream, data)`` sees the output
+        as it is written (see ``codemode.engine.output``), also after an approval.
         """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
@@ -210,6 +235,10 @@ class Codemode:
                 + (f" ({pending.id})" if pending else ""),
                 fix="call approve with that approval id (allow true or false) first",
             )
+        if check and (problems := check_calls(code, views.signatures)):
+            self.registry.release(record)
+            record.code = code
+            return record.finish(rejected_result(problems))
 
         def run() -> ExecutionResult:
             return record.run(code, views, fresh=fresh, timeout_s=timeout_s, on_output=on_output)
@@ -270,7 +299,14 @@ class Codemode:
         return record.finish(job.result())
 
     def _new_session(self, handle: str, owner: str | None) -> Session:
-        assert self.pool is not None and self._invoker is not None  # set by start()
+        assert self.sandboxes is not None and self._invoker is not None  # set by start()
+        assert self.state_store is not None
+        state = StateTools(
+            self.state_store,
+            session=handle,
+            owner=owner,
+            max_value_bytes=self.config.state.max_value_bytes,
+        )
         chain = build_invoker_chain(
             self.config,
             self._invoker,
@@ -279,8 +315,18 @@ class Codemode:
             approver=SessionApprover(self.approvals, handle, owner),
             audit_log=self.audit_log,
             digest_key=self._digest_key,
+            builtins={STATE_SERVER: state},
         )
-        return Session(handle, owner, SandboxSession(self.pool, handle), chain)
+        session = Session(handle, owner, self.sandboxes.open(handle), chain)
+        if self.fix_memory is not None:
+            scrub = chain.privacy.scan_output if chain.privacy is not None else str
+            session.fixes = FixLearner(self.fix_memory, owner, scrub)
+        return session
+
+    def _session_closed(self, session: Session) -> None:
+        self.approvals.cancel_session(session.handle)
+        if self.state_store is not None:
+            self.state_store.delete_prefix(f"s:{session.handle}:")
 
     def _spec_or_none(self, server: str, tool: str) -> ToolSpec | None:
         try:
