@@ -165,3 +165,20 @@ def test_the_readme_documents_every_exit_status():
         if line[:5].strip("| ").isdigit()
     }
     assert {int(code) for code in ExitCode} <= documented
+
+
+def test_a_server_the_config_disabled_counts_as_not_loaded(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("CODEMODE_TEST_UNSET", raising=False)
+    spec = tmp_path / "pets.json"
+    spec.write_text(json.dumps(SPEC))
+    config = tmp_path / "codemode.toml"
+    config.write_text(
+        '[servers.broken]\ncommand = "x"\nenv = { TOKEN = "${CODEMODE_TEST_UNSET}" }\n'
+        f'[servers.pets]\nopenapi = "{spec}"\n'
+        f'[gateway]\nstate_dir = "{tmp_path / "state"}"\n'
+    )
+    assert main(["tokens", "--json", "--config", str(config)]) == 69
+    err = capsys.readouterr().err
+    assert "broken: " in err and "CODEMODE_TEST_UNSET" in err
+    assert main(["tokens", "--json", "--config", str(config), "--allow-partial"]) == 0
+    assert sorted(json.loads(capsys.readouterr().out)) == ["pets", "total"]
