@@ -29,3 +29,18 @@ def test_a_failing_callback_is_dropped_and_the_execution_goes_on(session: Sandbo
     assert (result.status, result.stdout) == ("ok", "a\nb\n")
     assert len(calls) == 1  # called once, then no more
     assert calls[0].startswith(b"a\n")
+
+
+def test_the_in_process_twin_passes_printed_text_on_too():
+    from codemode.sandbox.inprocess import InProcessSandboxes
+
+    chunks: list[tuple[str, bytes]] = []
+    provider = InProcessSandboxes()
+    try:
+        sandbox = provider.open("twin")
+        result = sandbox.execute("print('a', 1)", on_output=lambda s, d: chunks.append((s, d)))
+    finally:
+        provider.close()
+    assert result.stdout == "a 1\n"
+    assert b"".join(data for _, data in chunks) == b"a 1\n"
+    assert {stream for stream, _ in chunks} == {"stdout"}
