@@ -127,6 +127,17 @@ def test_a_sandbox_that_cannot_start_exits_126(tmp_path, capsys):
     assert err.startswith("codemode: error: the sandbox exited while starting")
 
 
+def test_an_error_the_code_never_printed_is_shown_on_stderr(tmp_path, capsys, pets_spec):
+    # The call is checked against the signatures before anything runs: no traceback is printed.
+    source = "from servers import pets\nprint('not reached')\npets.list_petz()\n"
+    code = main(["exec", "--openapi", str(pets_spec), script(tmp_path, source)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out == ""
+    assert captured.err.startswith("codemode: line 3: ")
+    assert "did you mean 'list_pets'" in captured.err
+
+
 def test_bad_arguments_exit_2(tmp_path, capsys):
     assert main(["exec", "--no-tools", "--timeout", "0", script(tmp_path, "1")]) == 2
     assert "--timeout must be positive" in capsys.readouterr().err

@@ -18,20 +18,6 @@ from codemode.cli.main import build_parser, main
 from codemode.cli.options import load_cli_config, log_level
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-SPEC = {
-    "openapi": "3.0.0",
-    "info": {"title": "Pets", "version": "1"},
-    "servers": [{"url": "http://127.0.0.1:9"}],
-    "paths": {
-        "/pets": {
-            "get": {
-                "operationId": "listPets",
-                "summary": "List pets",
-                "responses": {"200": {"description": "ok"}},
-            }
-        }
-    },
-}
 
 
 def test_version_is_the_installed_packages(capsys):
@@ -113,10 +99,9 @@ def test_a_local_codemode_toml_is_used_without_a_note(tmp_path, monkeypatch, cap
     assert capsys.readouterr().err == ""
 
 
-def test_openapi_alone_serves_only_that_spec(tmp_path, monkeypatch, capsys):
+def test_openapi_alone_serves_only_that_spec(tmp_path, monkeypatch, capsys, pets_spec):
     monkeypatch.chdir(tmp_path)
-    spec = tmp_path / "pets.json"
-    spec.write_text(json.dumps(SPEC))
+    spec = pets_spec
     assert main(["tokens", "--json", "--openapi", str(spec)]) == 0
     captured = capsys.readouterr()
     assert sorted(json.loads(captured.out)) == ["pets", "total"]
@@ -136,9 +121,8 @@ def test_serve_on_a_port_in_use_is_one_line_with_the_fix(capsys):
     assert "--port" in err
 
 
-def test_catalog_commands_exit_69_when_a_server_did_not_load(tmp_path, capsys):
-    spec = tmp_path / "pets.json"
-    spec.write_text(json.dumps(SPEC))
+def test_catalog_commands_exit_69_when_a_server_did_not_load(tmp_path, capsys, pets_spec):
+    spec = pets_spec
     config = tmp_path / "codemode.toml"
     config.write_text(
         f'[servers.gone]\ncommand = "{tmp_path / "no-such-server"}"\n'
@@ -167,10 +151,11 @@ def test_the_readme_documents_every_exit_status():
     assert {int(code) for code in ExitCode} <= documented
 
 
-def test_a_server_the_config_disabled_counts_as_not_loaded(tmp_path, monkeypatch, capsys):
+def test_a_server_the_config_disabled_counts_as_not_loaded(
+    tmp_path, monkeypatch, capsys, pets_spec
+):
     monkeypatch.delenv("CODEMODE_TEST_UNSET", raising=False)
-    spec = tmp_path / "pets.json"
-    spec.write_text(json.dumps(SPEC))
+    spec = pets_spec
     config = tmp_path / "codemode.toml"
     config.write_text(
         '[servers.broken]\ncommand = "x"\nenv = { TOKEN = "${CODEMODE_TEST_UNSET}" }\n'

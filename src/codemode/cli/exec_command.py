@@ -68,9 +68,12 @@ class OutputSink:
         self.limit = limit
         self.stdout = bytearray()
         self.stdout_total = 0
+        self.stderr_total = 0
         self._closed: set[str] = set()
 
     def __call__(self, stream: str, data: bytes) -> None:
+        if stream == "stderr":
+            self.stderr_total += len(data)
         if stream == "stdout" and self.collect:
             self.stdout_total += len(data)
             self.stdout += data[: max(self.limit - len(self.stdout), 0)]
@@ -231,17 +234,24 @@ def run(args: argparse.Namespace) -> int:
         document["truncated"]["stdout_bytes"] = sink.stdout_total - len(sink.stdout)
         print(json.dumps(document, indent=2, ensure_ascii=False))
     else:
-        _report(result)
+        _report(result, error_shown=sink.stderr_total > 0)
     return for_status(result.status, result.exit_code)
 
 
-def _report(result: ExecutionResult) -> None:
+def _report(result: ExecutionResult, *, error_shown: bool) -> None:
     """After streamed output: what the output itself does not say, on stderr."""
     import logging
 
     if result.status in ("timeout", "limit"):
         what = "timed out" if result.status == "timeout" else f"hit the {result.limit} limit"
         print(f"codemode: the code {what}: {result.hint}", file=sys.stderr)
+    elif result.error and not error_shown:
+        # An error the code never printed, e.g. a call refused before anything ran.
+        where = f"line {result.error['line']}: " if result.error.get("line") else ""
+        print(
+            f"codemode: {where}{result.error['type']}: {result.error['message']}",
+            file=sys.stderr,
+        )
     elif logging.getLogger().isEnabledFor(logging.INFO):
         calls = result.tool_calls.get("count", 0)
         print(
