@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,9 @@ def test_without_config_the_entry_serves_the_demo_and_says_so(home, capsys):
     entry = json.loads(captured.out)["mcpServers"]["codemode"]
     assert entry["args"][-1] == "serve"
     assert "built-in demo servers" in captured.err
+
+
+def test_a_temporary_uvx_environment_is_named(home, gateway_config, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "prefix", str(home / ".cache" / "uv" / "archive-v0" / "hs-x1"))
+    assert main(["install", "cursor", "--print", "--config", str(gateway_config)]) == 0
+    assert "temporary environment" in capsys.readouterr().err

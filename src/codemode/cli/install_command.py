@@ -50,6 +50,12 @@ def codemode_command() -> list[str]:
     return [sys.executable, "-m", "codemode"]
 
 
+def _temporary_environment() -> bool:
+    """Is this a throwaway environment (``uvx`` runs from uv's cache)?"""
+    parts = Path(sys.prefix).parts
+    return len(parts) > 1 and parts[-2].startswith("archive-v")
+
+
 def server_entry(client: str, config: Path | None) -> dict[str, Any]:
     command, *args = codemode_command()
     args.append("serve")
@@ -156,6 +162,13 @@ def run(args: argparse.Namespace) -> int:
         print(
             "codemode: no --config and no ./codemode.toml: the client will get the built-in "
             "demo servers (pass --config PATH for your own)",
+            file=sys.stderr,
+        )
+    if _temporary_environment():
+        print(
+            f"codemode: this codemode runs from a temporary environment ({sys.prefix}) that uv "
+            "may delete; install it first (uv tool install ..., or pip install ...) and run "
+            "codemode install from there",
             file=sys.stderr,
         )
     if args.print:
