@@ -28,11 +28,13 @@ __all__ = [
     "configure_logging",
     "load_cli_config",
     "load_specs",
+    "log_level",
 ]
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}  # logging's numbers
 _LOG_FORMAT = "codemode: %(levelname)s %(message)s"
+_HANDLER_NAME = "codemode-cli"
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -96,9 +98,24 @@ def log_level(args: argparse.Namespace) -> int:
 
 
 def configure_logging(args: argparse.Namespace) -> None:
+    """The root logger's level from the flags, and one handler that writes to ``sys.stderr``
+    as it is at the time (handlers others installed, e.g. a test's, are kept)."""
     import logging
 
-    logging.basicConfig(format=_LOG_FORMAT, level=log_level(args), force=True)
+    class StderrHandler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                print(self.format(record), file=sys.stderr)
+            except Exception:  # noqa: BLE001 - logging reports it (handleError), as its own handlers do
+                self.handleError(record)
+
+    root = logging.getLogger()
+    root.setLevel(log_level(args))
+    if not any(handler.name == _HANDLER_NAME for handler in root.handlers):
+        handler = StderrHandler()
+        handler.name = _HANDLER_NAME
+        handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+        root.addHandler(handler)
 
 
 def _note(message: str) -> None:
