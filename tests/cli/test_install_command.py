@@ -131,3 +131,10 @@ def test_a_temporary_uvx_environment_is_named(home, gateway_config, monkeypatch,
     monkeypatch.setattr(sys, "prefix", str(home / ".cache" / "uv" / "archive-v0" / "hs-x1"))
     assert main(["install", "cursor", "--print", "--config", str(gateway_config)]) == 0
     assert "temporary environment" in capsys.readouterr().err
+
+
+def test_a_missing_gateway_config_is_refused(home, tmp_path, capsys):
+    missing = tmp_path / "nowhere.json"
+    assert main(["install", "cursor", "--config", str(missing)]) == 2
+    assert f"no config file at {missing}" in capsys.readouterr().err
+    assert not (home / ".cursor").exists()
