@@ -9,6 +9,7 @@
     ├── RuntimeFailure                something failed while running
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
+    │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
     │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
     │   └── StateStoreError           a state, memory, skill or checkpoint store failed
@@ -31,6 +32,7 @@ __all__ = [
     "RuntimeFailure",
     "SandboxError",
     "SchemaError",
+    "ServersNotLoadedError",
     "SessionError",
     "StateStoreError",
     "ToolError",
@@ -104,6 +106,19 @@ class SandboxError(RuntimeFailure):
 class BridgeProtocolError(RuntimeFailure):
     code = "bridge_protocol_error"
 
+
+class ServersNotLoadedError(RuntimeFailure):
+    """One or more configured servers did not load; ``failures`` maps each to the reason."""
+
+    code = "servers_not_loaded"
+
+    def __init__(self, failures: dict[str, str], *, fix: str | None = None) -> None:
+        self.failures = dict(failures)
+        reasons = "; ".join(f"{name}: {why}" for name, why in sorted(self.failures.items()))
+        noun = "server" if len(self.failures) == 1 else "servers"
+        super().__init__(
+            f"{len(self.failures)} configured {noun} did not load ({reasons})", fix=fix
+        )
 
 class SessionError(RuntimeFailure):
     code = "session_error"

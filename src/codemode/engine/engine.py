@@ -32,6 +32,7 @@ from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
 from codemode.engine.invoker import CatalogInvoker
+from codemode.engine.output import OutputCallback
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.views import CatalogViews
@@ -214,13 +215,15 @@ class Codemode:
         timeout_s: float | None = None,
         owner: str | None = None,
         check: bool = True,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
         """Run ``code`` in a session (a new one when ``session`` is None).
 
         Returns ``approval_required`` when the code reached a call a human must approve;
         ``approve`` then resumes the same execution. With ``check`` (the default) calls on
         ``servers.*`` are checked against their signatures first: a wrong one is an error
-        result with its line, and nothing runs.
+        result with its line, and nothing runs. ``on_output(stream, data)`` sees the output
+        as it is written (see ``codemode.engine.output``), also after an approval.
         """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
@@ -240,7 +243,7 @@ class Codemode:
             return record.finish(rejected_result(problems))
 
         def run() -> ExecutionResult:
-            return record.run(code, views, fresh=fresh, timeout_s=timeout_s)
+            return record.run(code, views, fresh=fresh, timeout_s=timeout_s, on_output=on_output)
 
         job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
         return await self._follow(record, job)

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from codemode.engine.chain import InvokerChain
+from codemode.engine.output import OutputCallback, ScannedOutput
 from codemode.engine.views import CatalogViews
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.provider import SessionSandbox
@@ -38,12 +39,28 @@ class Session:
     code: str = ""
 
     def run(
-        self, code: str, views: CatalogViews, *, fresh: bool, timeout_s: float | None
+        self,
+        code: str,
+        views: CatalogViews,
+        *,
+        fresh: bool,
+        timeout_s: float | None,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
-        """Run ``code`` in the sandbox (blocking: call it from a worker thread)."""
+        """Run ``code`` in the sandbox (blocking: call it from a worker thread). Streamed
+        output passes the same privacy net as the result's."""
         tools = views.access(self.chain.invoker)
         self.code = code
-        return self.sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
+        scanned = None
+        if on_output is not None and self.chain.privacy is not None:
+            on_output = scanned = ScannedOutput(on_output, self.chain.privacy.scan_output)
+        try:
+            return self.sandbox.execute(
+                code, tools=tools, fresh=fresh, timeout_s=timeout_s, on_output=on_output
+            )
+        finally:
+            if scanned is not None:
+                scanned.flush()
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
         """The one place a raw outcome becomes what the client sees: the handle, and the

@@ -24,6 +24,7 @@ from typing import Any
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.result import ExecutionResult, make_hint
+from codemode.sandbox.runner import OutputCallback
 
 __all__ = ["InProcessSandbox", "InProcessSandboxes"]
 
@@ -74,6 +75,7 @@ class InProcessSandbox:
         tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
         with self._lock:
             if self.closed:
@@ -84,7 +86,7 @@ class InProcessSandbox:
             host = BridgeHost(self.executions, tools, deadline=started + wall)
             if fresh:
                 self._variables = {}
-            out = io.StringIO()
+            out = _Passed(on_output) if on_output is not None else io.StringIO()
             modules = _Modules(host)
             self._variables["__builtins__"] = _builtins(out, modules.import_)
             self._variables.setdefault("__name__", "__main__")
@@ -111,6 +113,22 @@ class InProcessSandbox:
         with self._lock:
             self.closed = True
             self._variables.clear()
+
+
+class _Passed(io.StringIO):
+    """Printed text, also passed to an ``on_output`` callback as it is written."""
+
+    def __init__(self, on_output: OutputCallback) -> None:
+        super().__init__()
+        self.on_output: OutputCallback | None = on_output
+
+    def write(self, text: str) -> int:
+        if self.on_output is not None:
+            try:
+                self.on_output("stdout", text.encode("utf-8"))
+            except Exception:  # noqa: BLE001 - a failing callback is dropped, as in the runner
+                self.on_output = None
+        return super().write(text)
 
 
 def _run(code: str, namespace: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:

@@ -12,6 +12,7 @@ from typing import Protocol
 from codemode.bridge.host import NO_TOOLS, ToolAccess
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
+from codemode.sandbox.runner import OutputCallback
 from codemode.sandbox.session import SandboxSession
 
 __all__ = ["PooledSandboxes", "SandboxProvider", "SessionSandbox"]
@@ -27,6 +28,7 @@ class SessionSandbox(Protocol):
         tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult: ...
 
     def close(self) -> None: ...
