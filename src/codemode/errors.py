@@ -11,11 +11,13 @@
     │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
     │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
-    │   └── StateStoreError           a state, memory, skill or checkpoint store failed
+    │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
+    │   └── SkillNotFoundError        no such skill for this owner (the CLI, the engine)
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
-        └── UpstreamUnavailableError  the tool's server is down (it will be restarted)
+        ├── UpstreamUnavailableError  the tool's server is down (it will be restarted)
+        └── SkillRefusedError         a skill cannot be saved or imported (failing tests...)
 
 ``ToolError`` messages are returned to the model as results, never as host tracebacks.
 """
@@ -32,6 +34,8 @@ __all__ = [
     "SandboxError",
     "SchemaError",
     "SessionError",
+    "SkillNotFoundError",
+    "SkillRefusedError",
     "StateStoreError",
     "ToolError",
     "ToolNotFoundError",
@@ -114,6 +118,10 @@ class StateStoreError(RuntimeFailure):
     code = "state_store_error"
 
 
+class SkillNotFoundError(RuntimeFailure):
+    code = "skill_not_found"
+
+
 class ToolError(CodemodeError):
     """A tool call failed. The message is shown to the agent's code as ``ToolError``."""
 
@@ -130,3 +138,9 @@ class ToolNotGrantedError(ToolError):
 
 class UpstreamUnavailableError(ToolError):
     code = "upstream_unavailable"
+
+
+class SkillRefusedError(ToolError):
+    """A skill was not saved or may not be imported; the message says why (test output...)."""
+
+    code = "skill_refused"

@@ -1,0 +1,168 @@
+"""Code that runs inside the sandbox for skills: the ``skills`` package and the test runner.
+
+Standard library only. The host serves the package on ``import skills``; each saved skill is a
+submodule (``skills.<name>``) whose function ``from skills import <name>`` returns.
+"""
+
+from __future__ import annotations
+
+__all__ = ["package_source", "test_program"]
+
+
+def package_source() -> str:
+    return _PACKAGE
+
+
+def test_program(tests: str) -> str:
+    """The tests, then a runner that calls every ``test_*`` function and prints a tally."""
+    return f"{tests}\n\n{_RUNNER}"
+
+
+_PACKAGE = '''"""Your saved skills: tested functions from earlier tasks, importable by name.
+
+    from skills import save
+    def slug(text: str) -> str:
+        # Lower-case words joined by dashes (a docstring becomes the description).
+        return "-".join(text.lower().split())
+    save(slug, tests="from skills import slug\\nassert slug(' A b ') == 'a-b'")
+
+    from skills import slug          # in any later session of the same owner
+
+`save(func_or_source, name=None, description=None, tests=..., shared=False)` runs the tests in
+a fresh sandbox first and refuses the skill, with the failing output, when they fail. `search`
+lists saved skills next to tools.
+"""
+
+import importlib as _importlib
+import inspect as _inspect
+import textwrap as _textwrap
+import types as _types
+
+from servers._runtime import call_tool as _call
+
+__all__ = ["save"]
+
+
+def save(func_or_source, name=None, description=None, tests=None, shared=False):
+    """Save a function (or source text defining it) as a skill; returns a one-line summary."""
+    if isinstance(func_or_source, str):
+        if not name:
+            raise ValueError("save(source, name=...): name the function the source defines")
+        source = func_or_source
+    elif callable(func_or_source):
+        name = name or func_or_source.__name__
+        source = _source_of(func_or_source)
+        if description is None:
+            description = (_inspect.getdoc(func_or_source) or "").strip().split("\\n")[0]
+    else:
+        raise TypeError("save() takes a function or the source text that defines it")
+    if not description:
+        raise ValueError("save(..., description=...): say what the skill does (search shows it)")
+    if not tests:
+        raise ValueError(
+            "save(..., tests=...): give test code (asserts or test_* functions) that imports "
+            "the skill with `from skills import %s`" % name
+        )
+    reply = _call("_skills", "save", {
+        "name": name, "description": description, "source": source, "tests": tests,
+        "shared": bool(shared),
+    })
+    return reply["summary"]
+
+
+def _source_of(func):
+    try:
+        lines, _ = _inspect.getsourcelines(func)
+    except (OSError, TypeError):
+        lines = []
+    text = _textwrap.dedent("".join(lines))
+    header = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("@")]
+    if not header or not header[0].lstrip().startswith(
+        ("def %s(" % func.__name__, "async def %s(" % func.__name__, "class %s" % func.__name__)
+    ):
+        raise ValueError(
+            "cannot read the source of %s (it was defined in an earlier execution): save it in "
+            "the execution that defines it, or pass the source text: save(source, name=%r)"
+            % (func.__name__, func.__name__)
+        )
+    return _imports_for(func) + text
+
+
+def _names_used(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, _types.CodeType):
+            names |= _names_used(const)
+    return names
+
+
+def _imports_for(func):
+    """Import lines for the modules and tools the function uses as globals."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return ""
+    lines = []
+    for used in sorted(_names_used(code)):
+        value = func.__globals__.get(used)
+        if isinstance(value, _types.ModuleType):
+            module = value.__name__
+            if module.startswith("servers.") and module.count(".") == 1:
+                line = "from servers import " + module.split(".")[1]
+                if module.split(".")[1] != used:
+                    line += " as " + used
+            elif module.rpartition(".")[2] == used and "." in module:
+                line = "from %s import %s" % tuple(module.rsplit(".", 1))
+            else:
+                line = "import " + module + ("" if module == used else " as " + used)
+            lines.append(line)
+        elif callable(value) and str(getattr(value, "__module__", "")).startswith(
+            ("servers.", "skills.")
+        ) and value is not func:
+            module = value.__module__
+            target = value.__name__
+            if module.startswith("skills."):
+                module = "skills"
+            line = "from %s import %s" % (module, target)
+            lines.append(line if target == used else line + " as " + used)
+    return "".join(line + "\\n" for line in lines) + ("\\n" if lines else "")
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    try:
+        module = _importlib.import_module(__name__ + "." + name)
+    except ModuleNotFoundError as error:
+        if error.name != __name__ + "." + name:
+            raise
+        raise ImportError(
+            "no saved skill named %r: `search` lists your skills, `save` adds one" % name,
+            name=__name__ + "." + name,
+        ) from None
+    value = getattr(module, name)
+    globals()[name] = value  # the import bound the submodule here: bind the function instead
+    return value
+'''
+
+_RUNNER = """
+def __codemode_run_tests():
+    import traceback
+
+    passed = failed = 0
+    for name, value in list(globals().items()):
+        if name.startswith("test_") and callable(value):
+            try:
+                value()
+            except Exception:
+                failed += 1
+                print("FAILED " + name)
+                traceback.print_exc()
+            else:
+                passed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    if failed:
+        raise SystemExit(1)
+
+
+__codemode_run_tests()
+"""
