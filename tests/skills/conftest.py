@@ -74,3 +74,8 @@ class Gateway:
 async def gateway(engine: Codemode) -> AsyncIterator[Gateway]:
     async with Client(build_server(engine)) as client:
         yield Gateway(client)
+
+
+@pytest.fixture
+def gateway_factory() -> type[Gateway]:
+    return Gateway

@@ -1,0 +1,63 @@
+"""Sessions that survive: a limit kill and a gateway restart, through the official MCP client."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from codemode.engine import Codemode
+from codemode.gateway.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+WRITE = (
+    "import os\n"
+    "from state import keep\n"
+    "os.makedirs('notes', exist_ok=True)\n"
+    "open('notes/todo.txt', 'w').write('buy pears')\n"
+    "os.symlink('/etc/passwd', 'link')\n"
+    "totals = {'pears': 3}\n"
+    "keep('totals')\n"
+)
+READ = "print(open('notes/todo.txt').read(), totals['pears'], os.path.exists('link'))"
+
+
+async def test_a_session_resumes_after_a_limit_kill_and_a_gateway_restart(
+    make_engine: Callable[[], Codemode], gateway_factory: Any
+) -> None:
+    async with make_engine() as engine, Client(build_server(engine)) as client:
+        gateway = gateway_factory(client)
+        wrote = await gateway.execute(WRITE)
+        assert wrote["status"] == "ok", wrote
+        handle = wrote["session"]
+        killed = await gateway.execute("while True:\n    pass", session=handle)
+        assert (killed["status"], killed["limit"]) == ("limit", "cpu_time")
+        resumed = await gateway.execute("import os\n" + READ, session=handle)
+        assert (resumed["status"], resumed["stdout"]) == ("ok", "buy pears 3 False\n"), resumed
+        assert resumed["restored"]["files"] == ["notes/todo.txt"]
+        assert resumed["restored"]["variables"] == ["totals"]
+        assert "resumed from its checkpoint" in resumed["hint"]
+
+    async with make_engine() as restarted, Client(build_server(restarted)) as client:
+        gateway = gateway_factory(client)
+        again = await gateway.execute("import os\n" + READ, session=handle)
+        assert (again["status"], again["stdout"]) == ("ok", "buy pears 3 False\n"), again
+        assert again["session"] == handle
+        assert again["restored"]["files"] == ["notes/todo.txt"]
+        closed = await restarted.close_session(handle)
+        assert closed
+        assert restarted.skills is not None and not restarted.skills.resumable(handle, None)
+
+
+async def test_another_owner_cannot_resume_a_session(make_engine: Callable[[], Codemode]) -> None:
+    async with make_engine() as engine:
+        wrote = await engine.execute(WRITE, owner="alice")
+        handle = wrote.session
+    async with make_engine() as restarted:
+        assert restarted.skills is not None
+        assert restarted.skills.resumable(handle, "alice")
+        with pytest.raises(Exception, match="unknown or expired session"):
+            await restarted.execute("print(1)", session=handle, owner="mallory")
