@@ -157,3 +157,30 @@ async def test_other_owners_skills_are_invisible_and_shared_ones_need_approval(
     assert [hit["python_name"] for hit in hits if hit.get("kind") == "skill"] == [
         "skills.shared_hello"
     ]
+
+
+async def test_a_function_from_an_earlier_execution_or_source_text_can_be_saved(
+    engine: Codemode, gateway: Any
+) -> None:
+    defined = await gateway.execute(
+        "import re\n"
+        "def slug(text: str) -> str:\n"
+        '    """Lower-case words joined by dashes."""\n'
+        "    return '-'.join(re.findall(r'[a-z0-9]+', text.lower()))\n"
+    )
+    later = await gateway.execute(
+        "x = 1\nfrom skills import save\n"
+        "print(save(slug, tests=\"from skills import slug\\nassert slug('A b!') == 'a-b'\"))",
+        session=defined["session"],
+    )
+    assert later["status"] == "ok", later
+    skill = library(engine).store.get("-", "slug")
+    assert skill.source.startswith("import re\n\ndef slug(text: str) -> str:")
+    assert skill.description == "Lower-case words joined by dashes."
+    text = await gateway.execute(
+        "from skills import save\n"
+        "print(save('def shout(t):\\n    return t.upper()\\n', name='shout',\n"
+        "           description='Upper-case text', tests='from skills import shout\\n"
+        'assert shout("a") == "A"\'))'
+    )
+    assert text["stdout"].startswith("saved skill shout (tests passed)"), text

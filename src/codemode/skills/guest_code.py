@@ -71,21 +71,32 @@ def save(func_or_source, name=None, description=None, tests=None, shared=False):
 
 
 def _source_of(func):
+    """The function's source: from linecache (this execution), else from the code of an
+    earlier execution of this session (the guest keeps the latest ones)."""
+    name = func.__name__
+    heads = ("def %s(" % name, "async def %s(" % name, "class %s" % name)
+    first = getattr(getattr(func, "__code__", None), "co_firstlineno", 0)
+    candidates = []
     try:
-        lines, _ = _inspect.getsourcelines(func)
+        candidates.append(_inspect.getsourcelines(func)[0])
     except (OSError, TypeError):
-        lines = []
-    text = _textwrap.dedent("".join(lines))
-    header = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("@")]
-    if not header or not header[0].lstrip().startswith(
-        ("def %s(" % func.__name__, "async def %s(" % func.__name__, "class %s" % func.__name__)
-    ):
-        raise ValueError(
-            "cannot read the source of %s (it was defined in an earlier execution): save it in "
-            "the execution that defines it, or pass the source text: save(source, name=%r)"
-            % (func.__name__, func.__name__)
-        )
-    return _imports_for(func) + text
+        pass
+    if first and getattr(func.__code__, "co_filename", "") == "<code>":
+        from servers import _runtime
+
+        for code in reversed(getattr(_runtime, "executed", [])):
+            lines = code.splitlines(True)
+            if first <= len(lines):
+                candidates.append(_inspect.getblock(lines[first - 1:]))
+    for lines in candidates:
+        text = _textwrap.dedent("".join(lines))
+        header = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("@")]
+        if header and header[0].lstrip().startswith(heads):
+            return _imports_for(func) + text
+    raise ValueError(
+        "cannot read the source of %s: pass the source text instead: save(source, name=%r)"
+        % (name, name)
+    )
 
 
 def _names_used(code):

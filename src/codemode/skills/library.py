@@ -8,6 +8,7 @@ tests are rerun.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -193,6 +194,11 @@ class SkillLibrary:
             raise SkillRefusedError("a skill needs a description", fix="pass description=...")
         assert isinstance(source, str) and isinstance(tests, str)
         facts = analyze(source, name)
+        if not _has_checks(tests):
+            raise SkillRefusedError(
+                "the tests check nothing (no assert and no test_* function)",
+                fix=f"import it (`from skills import {name}`) and assert what it returns",
+            )
         for required in facts.requires:
             if self.find(owner, required) is None:
                 raise SkillRefusedError(
@@ -279,6 +285,18 @@ class SkillLibrary:
             hits.append(SkillHit(skill, usage, score))
         hits.sort(key=lambda hit: -hit.score)
         return hits[:limit]
+
+
+def _has_checks(tests: str) -> bool:
+    try:
+        tree = ast.parse(tests)
+    except SyntaxError:
+        return True  # the test run reports the syntax error with its line
+    return any(
+        isinstance(node, ast.Assert)
+        or (isinstance(node, ast.FunctionDef) and node.name.startswith("test_"))
+        for node in ast.walk(tree)
+    )
 
 
 def _python_index(specs: list[ToolSpec]) -> dict[tuple[str, str], ToolSpec]:

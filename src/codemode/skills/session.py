@@ -125,7 +125,9 @@ class SkillTools:
                 fix="fix the function or its tests and save again",
             )
         tally = _TALLY.search(output)
-        ran = f"{tally.group(1)} test(s) passed" if tally else "tests passed"
+        ran = "tests passed"
+        if tally and int(tally.group(1)):
+            ran = f"{tally.group(1)} test(s) passed"
         self.library.store.put(skill)
         summary = f"saved skill {skill.name} ({ran}); `from skills import {skill.name}`"
         return {"summary": summary, "tools": list(skill.tools)}
