@@ -6,11 +6,16 @@ submodule (``skills.<name>``) whose function ``from skills import <name>`` retur
 
 from __future__ import annotations
 
-__all__ = ["package_source", "test_program"]
+__all__ = ["package_source", "save_source", "test_program"]
 
 
 def package_source() -> str:
     return _PACKAGE
+
+
+def save_source() -> str:
+    """``skills._save``: loaded by ``save`` only, so importing a skill stays cheap."""
+    return _SAVE
 
 
 def test_program(tests: str) -> str:
@@ -33,18 +38,53 @@ a fresh sandbox first and refuses the skill, with the failing output, when they 
 lists saved skills next to tools.
 """
 
-import importlib as _importlib
-import inspect as _inspect
-import textwrap as _textwrap
-import types as _types
+import sys as _sys
 
-from servers._runtime import call_tool as _call
+__all__ = ["save"]
+
+
+def save(func_or_source, name=None, description=None, tests=None, shared=False):
+    """Save a function (or source text defining it) as a skill; returns a one-line summary.
+    Its tests run in a fresh sandbox first; failing tests refuse it with their output."""
+    from skills._save import save as _save  # loaded only when saving: imports stay cheap
+
+    return _save(func_or_source, name, description, tests, shared)
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    try:
+        __import__(__name__ + "." + name)
+        module = _sys.modules[__name__ + "." + name]
+    except ModuleNotFoundError as error:
+        if error.name != __name__ + "." + name:
+            raise
+        raise ImportError(
+            "no saved skill named %r: `search` lists your skills, `save` adds one" % name,
+            name=__name__ + "." + name,
+        ) from None
+    value = getattr(module, name)
+    globals()[name] = value  # the import bound the submodule here: bind the function instead
+    return value
+'''
+
+_SAVE = '''"""``skills.save``: read a function's source and send it to the host."""
+
+import sys as _sys
+
+# The guest installed the bridge here; importing it by name would load ``servers`` first.
+_runtime = _sys.modules.get("servers._runtime")
+if _runtime is None:
+    from servers import _runtime
 
 __all__ = ["save"]
 
 
 def save(func_or_source, name=None, description=None, tests=None, shared=False):
     """Save a function (or source text defining it) as a skill; returns a one-line summary."""
+    import inspect as _inspect  # here, not at the top: importing a skill must stay cheap
+
     if isinstance(func_or_source, str):
         if not name:
             raise ValueError("save(source, name=...): name the function the source defines")
@@ -63,7 +103,7 @@ def save(func_or_source, name=None, description=None, tests=None, shared=False):
             "save(..., tests=...): give test code (asserts or test_* functions) that imports "
             "the skill with `from skills import %s`" % name
         )
-    reply = _call("_skills", "save", {
+    reply = _runtime.call_tool("_skills", "save", {
         "name": name, "description": description, "source": source, "tests": tests,
         "shared": bool(shared),
     })
@@ -73,6 +113,9 @@ def save(func_or_source, name=None, description=None, tests=None, shared=False):
 def _source_of(func):
     """The function's source: from linecache (this execution), else from the code of an
     earlier execution of this session (the guest keeps the latest ones)."""
+    import inspect as _inspect
+    import textwrap as _textwrap
+
     name = func.__name__
     heads = ("def %s(" % name, "async def %s(" % name, "class %s" % name)
     first = getattr(getattr(func, "__code__", None), "co_firstlineno", 0)
@@ -82,8 +125,6 @@ def _source_of(func):
     except (OSError, TypeError):
         pass
     if first and getattr(func.__code__, "co_filename", "") == "<code>":
-        from servers import _runtime
-
         for code in reversed(getattr(_runtime, "executed", [])):
             lines = code.splitlines(True)
             if first <= len(lines):
@@ -102,7 +143,7 @@ def _source_of(func):
 def _names_used(code):
     names = set(code.co_names)
     for const in code.co_consts:
-        if isinstance(const, _types.CodeType):
+        if isinstance(const, type(code)):
             names |= _names_used(const)
     return names
 
@@ -115,7 +156,7 @@ def _imports_for(func):
     lines = []
     for used in sorted(_names_used(code)):
         value = func.__globals__.get(used)
-        if isinstance(value, _types.ModuleType):
+        if isinstance(value, type(_sys)):
             module = value.__name__
             if module.startswith("servers.") and module.count(".") == 1:
                 line = "from servers import " + module.split(".")[1]
@@ -136,23 +177,6 @@ def _imports_for(func):
             line = "from %s import %s" % (module, target)
             lines.append(line if target == used else line + " as " + used)
     return "".join(line + "\\n" for line in lines) + ("\\n" if lines else "")
-
-
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    try:
-        module = _importlib.import_module(__name__ + "." + name)
-    except ModuleNotFoundError as error:
-        if error.name != __name__ + "." + name:
-            raise
-        raise ImportError(
-            "no saved skill named %r: `search` lists your skills, `save` adds one" % name,
-            name=__name__ + "." + name,
-        ) from None
-    value = getattr(module, name)
-    globals()[name] = value  # the import bound the submodule here: bind the function instead
-    return value
 '''
 
 _RUNNER = """

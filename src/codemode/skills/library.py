@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from codemode.bridge.host import ModuleSource
 from codemode.errors import SkillNotFoundError, SkillRefusedError
 from codemode.skills.analysis import analyze
-from codemode.skills.guest_code import package_source
+from codemode.skills.guest_code import package_source, save_source
 from codemode.skills.model import Skill, valid_name
 from codemode.skills.settings import SkillsSettings
 from codemode.skills.store import SkillStore
@@ -134,6 +134,8 @@ class SkillLibrary:
             return ModuleSource(package_source(), True, "skills/__init__.py"), None
         name = fullname.partition(".")[2]
         filename = f"skills/{name}.py"
+        if name == "_save":
+            return ModuleSource(save_source(), False, filename), None
         try:
             skill = self.find(owner, name)
         except SkillRefusedError as error:
