@@ -164,3 +164,17 @@ def test_another_owner_fetches_nothing() -> None:
         "archive": b"",
         "variables": {},
     }
+
+
+def test_counting_survives_a_redis_that_went_away(redis_server: Any) -> None:
+    from codemode.state.redis import RedisStore
+
+    store = RedisStore(redis_server.url)
+    usage = SkillUsage(store)
+    usage.imported(SKILL)
+    redis_server.stop()
+    try:
+        usage.ran(SKILL, True)  # logged, not raised: an execution never fails on a counter
+        assert usage.of(SKILL).imports == 0
+    finally:
+        store.close()

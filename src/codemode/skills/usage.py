@@ -6,12 +6,16 @@ skill's folder: they change on every use, and the folder is for people and git.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
+from codemode.errors import StateStoreError
 from codemode.skills.model import Skill
 from codemode.state.store import KeyValueStore
 
 __all__ = ["SkillUsage", "Usage"]
+
+log = logging.getLogger(__name__)
 
 _KINDS = ("imports", "ok", "failed")
 
@@ -35,6 +39,8 @@ class Usage:
 
 
 class SkillUsage:
+    """Counting is best effort: a store that is away is logged, never fails an execution."""
+
     def __init__(self, store: KeyValueStore) -> None:
         self.store = store
 
@@ -42,17 +48,27 @@ class SkillUsage:
     def _key(skill: Skill, kind: str) -> str:
         return f"skill:{skill.owner}/{skill.name}:{kind}"
 
+    def _incr(self, skill: Skill, kind: str) -> None:
+        try:
+            self.store.incr(self._key(skill, kind))
+        except StateStoreError as error:
+            log.warning("skill usage of %s not counted: %s", skill.key, error.message)
+
     def imported(self, skill: Skill) -> None:
-        self.store.incr(self._key(skill, "imports"))
+        self._incr(skill, "imports")
 
     def ran(self, skill: Skill, ok: bool) -> None:
-        self.store.incr(self._key(skill, "ok" if ok else "failed"))
+        self._incr(skill, "ok" if ok else "failed")
 
     def of(self, skill: Skill) -> Usage:
         counts = []
-        for kind in _KINDS:
-            found = self.store.get(self._key(skill, kind))
-            counts.append(int(found.data) if found is not None else 0)
+        try:
+            for kind in _KINDS:
+                found = self.store.get(self._key(skill, kind))
+                counts.append(int(found.data) if found is not None else 0)
+        except StateStoreError as error:
+            log.warning("skill usage of %s unavailable: %s", skill.key, error.message)
+            return Usage()
         return Usage(*counts)
 
     def forget(self, skill: Skill) -> None:
