@@ -67,3 +67,15 @@ async def test_a_better_track_record_ranks_first(twin: Codemode) -> None:
     names = [hit["python_name"] for hit in answer.hits if hit.get("kind") == "skill"]
     assert names == ["skills.tidy_address", "skills.clean_address"]
     assert "0/3 executions ok" in answer.text and "3/3 executions ok" in answer.text
+
+
+async def test_saving_and_importing_work_over_the_in_process_twin(twin: Codemode) -> None:
+    code = (
+        "from skills import save\n"
+        "print(save('def inc(x):\\n    return x + 1\\n', name='inc', description='Add one',\n"
+        "           tests='from skills import inc\\nassert inc(1) == 2'))\n"
+    )
+    saved = await twin.execute(code)
+    assert saved.stdout.startswith("saved skill inc (tests passed)"), saved.render_text()
+    used = await twin.execute("from skills import inc\nprint(inc(2))")
+    assert used.stdout == "3\n", used.render_text()

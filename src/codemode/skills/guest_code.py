@@ -55,8 +55,7 @@ def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
     try:
-        __import__(__name__ + "." + name)
-        module = _sys.modules[__name__ + "." + name]
+        module = __import__(__name__ + "." + name, fromlist=[name])
     except ModuleNotFoundError as error:
         if error.name != __name__ + "." + name:
             raise
@@ -73,10 +72,10 @@ _SAVE = '''"""``skills.save``: read a function's source and send it to the host.
 
 import sys as _sys
 
-# The guest installed the bridge here; importing it by name would load ``servers`` first.
-_runtime = _sys.modules.get("servers._runtime")
-if _runtime is None:
-    from servers import _runtime
+from servers._runtime import call_tool as _call_tool
+
+# The guest's runtime keeps the code of the latest executions (not every host does).
+_executed = getattr(_sys.modules.get("servers._runtime"), "executed", [])
 
 __all__ = ["save"]
 
@@ -103,7 +102,7 @@ def save(func_or_source, name=None, description=None, tests=None, shared=False):
             "save(..., tests=...): give test code (asserts or test_* functions) that imports "
             "the skill with `from skills import %s`" % name
         )
-    reply = _runtime.call_tool("_skills", "save", {
+    reply = _call_tool("_skills", "save", {
         "name": name, "description": description, "source": source, "tests": tests,
         "shared": bool(shared),
     })
@@ -125,7 +124,7 @@ def _source_of(func):
     except (OSError, TypeError):
         pass
     if first and getattr(func.__code__, "co_filename", "") == "<code>":
-        for code in reversed(getattr(_runtime, "executed", [])):
+        for code in reversed(_executed):
             lines = code.splitlines(True)
             if first <= len(lines):
                 candidates.append(_inspect.getblock(lines[first - 1:]))
