@@ -184,3 +184,22 @@ async def test_a_function_from_an_earlier_execution_or_source_text_can_be_saved(
         'assert shout("a") == "A"\'))'
     )
     assert text["stdout"].startswith("saved skill shout (tests passed)"), text
+
+
+async def test_a_skill_may_import_another_skill(engine: Codemode, gateway: Any) -> None:
+    assert (await gateway.execute(SAVE))["status"] == "ok"
+    code = (
+        "from skills import save, first_item_with_prefix\n"
+        "def shout_first(prefix: str) -> str:\n"
+        '    """The first item with a prefix, in capitals."""\n'
+        "    return first_item_with_prefix(prefix).upper()\n"
+        "print(save(shout_first, tests='from skills import shout_first\\n"
+        'assert shout_first("a") == "APPLE"\'))\n'
+    )
+    saved = await gateway.execute(code)
+    assert saved["status"] == "ok", saved
+    skill = library(engine).store.get("-", "shout_first")
+    assert skill.requires == ("first_item_with_prefix",)
+    assert skill.source.startswith("from skills import first_item_with_prefix\n")
+    used = await gateway.execute("from skills import shout_first\nprint(shout_first('p'))")
+    assert used["stdout"] == "PEAR\n", used

@@ -178,3 +178,20 @@ def test_counting_survives_a_redis_that_went_away(redis_server: Any) -> None:
         assert usage.of(SKILL).imports == 0
     finally:
         store.close()
+
+
+def test_the_approval_gate_is_a_setting() -> None:
+    from codemode.errors import SkillRefusedError
+    from codemode.skills.library import SkillLibrary
+    from codemode.skills.settings import SkillsSettings
+
+    store = MemorySkills()
+    store.put(SKILL.with_changes(shared=True))
+    usage = SkillUsage(MemoryStore())
+    gated = SkillLibrary(store, usage, SkillsSettings(), list)
+    with pytest.raises(SkillRefusedError, match="not approved yet"):
+        gated.find("bob", "dashes")
+    assert gated.visible("bob") == []
+    open_library = SkillLibrary(store, usage, SkillsSettings(shared_need_approval=False), list)
+    assert open_library.find("bob", "dashes") == store.get("alice", "dashes")
+    assert gated.find("alice", "dashes") is not None  # the author always sees their own
