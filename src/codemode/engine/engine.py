@@ -373,6 +373,7 @@ class Codemode:
             tests_chain.invoker,
             isolated=isolated,
             specs=self.catalog.specs,
+            version=lambda: self.catalog.version,
         )
 
     def _session_closed(self, session: Session) -> None:

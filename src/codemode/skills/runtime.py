@@ -36,6 +36,9 @@ class SkillsRuntime:
     provider: SandboxProvider
     access: Callable[[ToolInvoker], ToolAccess]
     test_invoker: ToolInvoker
+    # The catalog's version: staleness is checked again only when it changed.
+    version: Callable[[], int] = lambda: 0
+    _checked: int | None = None
 
     @classmethod
     def open(
@@ -48,6 +51,7 @@ class SkillsRuntime:
         *,
         isolated: bool,
         specs: Callable[[], list[ToolSpec]],
+        version: Callable[[], int],
     ) -> SkillsRuntime:
         settings = config.skills
         library = None
@@ -56,7 +60,7 @@ class SkillsRuntime:
             library = SkillLibrary(store, SkillUsage(state), settings, specs)
         # Checkpoints go to the durable tier; only a real sandbox has a workspace to keep.
         checkpoints = KVCheckpoints(state.durable) if settings.checkpoints and isolated else None
-        return cls(config, library, checkpoints, provider, access, test_invoker)
+        return cls(config, library, checkpoints, provider, access, test_invoker, version)
 
     def tester(self, invoker: ToolInvoker) -> SkillTester:
         assert self.library is not None
@@ -112,8 +116,11 @@ class SkillsRuntime:
             self.checkpoints.delete(handle)
 
     def check_stale(self) -> list[Skill]:
-        if self.library is None:
+        """Mark the skills whose tools changed since the catalog was last checked."""
+        version = self.version()
+        if self.library is None or version == self._checked:
             return []
+        self._checked = version
         tester = self.tester(self.test_invoker)
         return self.library.check_stale(tester.run)
 
