@@ -61,3 +61,13 @@ async def test_another_owner_cannot_resume_a_session(make_engine: Callable[[], C
         assert restarted.skills.resumable(handle, "alice")
         with pytest.raises(Exception, match="unknown or expired session"):
             await restarted.execute("print(1)", session=handle, owner="mallory")
+
+
+async def test_a_session_resumes_after_its_sandbox_crashed(engine: Codemode) -> None:
+    wrote = await engine.execute(WRITE)
+    assert wrote.status == "ok", wrote.render_text()
+    crashed = await engine.execute("import os\nos._exit(3)", session=wrote.session)
+    assert crashed.sandbox_reset
+    resumed = await engine.execute("import os\n" + READ, session=wrote.session)
+    assert resumed.stdout == "buy pears 3 False\n", resumed.render_text()
+    assert resumed.extra["restored"]["files"] == ["notes/todo.txt"]
