@@ -176,7 +176,9 @@ class KeepingSandbox:
             self._loaded.clear()
             self._restore_pending = self.checkpoints is not None
         elif self.checkpoints is not None and self._worth_keeping(result):
-            self._take()
+            note = self._take()
+            if note is not None and note.startswith("not saved"):
+                result.extra["checkpoint"] = note
         if restored is not None:
             result.extra["restored"] = restored
             what = f"{len(restored['files'])} file(s)"
@@ -226,9 +228,11 @@ class KeepingSandbox:
         changed = any(result.files.get(kind) for kind in ("created", "modified", "deleted"))
         return changed or bool(self.checkpoints.kept)
 
-    def _take(self) -> None:
+    def _take(self) -> str | None:
+        """Checkpoint the workspace and kept variables; what happened, in a few words."""
         tools = self.checkpoints
         assert tools is not None
+        tools.note = None
         program = TAKE_PROGRAM.format(
             root=self.workspace,
             names=sorted(tools.kept),
@@ -239,6 +243,7 @@ class KeepingSandbox:
         taken = self.inner.execute(program, tools=only, timeout_s=30.0)
         if taken.sandbox_reset:
             self._restore_pending = True
+        return tools.note if taken.status == "ok" else f"not saved: {taken.status}"
 
     def _restore(self, timeout_s: float | None) -> dict[str, Any] | None:
         tools = self.checkpoints
