@@ -49,6 +49,7 @@ def test_list_show_export_import_approve_and_rm(
 
     assert main(["skills", "export", "dashes", str(tmp_path / "out"), *config]) == 0
     assert (tmp_path / "out" / "dashes" / "SKILL.md").is_file()
+    assert (tmp_path / "out" / "dashes" / "scripts" / "dashes.py").is_file()
     assert (
         main(["skills", "import", str(tmp_path / "out" / "dashes"), "--owner", "carol", *config])
         == 0

@@ -3,9 +3,11 @@ embedded state store and a real Redis-compatible server."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+import yaml
 
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
@@ -50,10 +52,16 @@ async def test_a_skill_saved_in_one_session_is_found_and_imported_in_the_next(
     saved = await gateway.execute(SAVE)
     assert saved["status"] == "ok", saved
     assert saved["stdout"].startswith("saved skill first_item_with_prefix (2 test(s) passed)")
-    folder = engine.config.gateway.state_dir / "skills" / "-" / "first_item_with_prefix"
-    assert (folder / "SKILL.md").read_text().startswith('---\nname: "first_item_with_prefix"')
-    assert "def test_pear" in (folder / "test_first_item_with_prefix.py").read_text()
-    assert "from servers import shop" in (folder / "first_item_with_prefix.py").read_text()
+    folder = engine.config.gateway.state_dir / "skills" / "-" / "first-item-with-prefix"
+    front = yaml.safe_load((folder / "SKILL.md").read_text().split("---")[1])
+    assert front["name"] == "first-item-with-prefix"  # the spec: lower case and dashes
+    assert front["description"] == "Pick the first item for sale whose name starts with a prefix."
+    assert all(isinstance(value, str) for value in front["metadata"].values())
+    assert front["metadata"]["python-name"] == "first_item_with_prefix"
+    scripts = folder / "scripts"
+    assert "def test_pear" in (scripts / "test_first_item_with_prefix.py").read_text()
+    assert "from servers import shop" in (scripts / "first_item_with_prefix.py").read_text()
+    assert json.loads((folder / "provenance.json").read_text())["tools"] == ["shop.list_items"]
     skill = library(engine).store.get("-", "first_item_with_prefix")
     assert skill.tools == ("shop.list_items",) and skill.session == saved["session"]
     assert set(skill.fingerprints) == {"shop.list_items"} and skill.saved_at > 0

@@ -65,7 +65,7 @@ def test_a_person_editing_the_folder_is_seen(tmp_path: Path) -> None:
     store = FolderSkills(tmp_path)
     store.put(SKILL)
     assert store.get("alice", "dashes") == SKILL  # cached now
-    module = tmp_path / "alice" / "dashes" / "dashes.py"
+    module = tmp_path / "alice" / "dashes" / "scripts" / "dashes.py"
     module.write_text("def dashes(text):\n    return text\n")
     skill_md = tmp_path / "alice" / "dashes" / "SKILL.md"
     skill_md.write_text(skill_md.read_text().replace("Join words", "Glue words"))

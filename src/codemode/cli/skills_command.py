@@ -59,6 +59,7 @@ def _split(target: str | None, owner: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from codemode.config import load_config
+    from codemode.skills.model import folder_name
 
     config = load_config(args.config)
     if args.action == "test":
@@ -79,9 +80,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n{skill.source}\n# tests\n{skill.tests}")
         elif args.action == "export":
             destination = args.destination or Path.cwd()
-            store_folder = config.gateway.state_dir / "skills" / owner / name
-            shutil.copytree(store_folder, destination / name, dirs_exist_ok=True)
-            print(f"exported {skill.key} to {destination / name}")
+            folder = folder_name(name)
+            source = config.gateway.state_dir / "skills" / owner / folder
+            shutil.copytree(source, destination / folder, dirs_exist_ok=True)
+            print(f"exported {skill.key} to {destination / folder}")
         elif args.action == "rm":
             library.store.delete(owner, name)
             library.usage.forget(skill)
@@ -107,26 +109,12 @@ def _list(library: SkillLibrary, owner: str | None) -> int:
 
 
 def _import(library: SkillLibrary, folder: str | None, owner: str) -> int:
-    from codemode.errors import UsageError
     from codemode.skills.analysis import analyze
-    from codemode.skills.model import parse_skill_md
+    from codemode.skills.store import read_skill_folder
 
-    path = Path(folder or ".")
-    try:
-        text = (path / "SKILL.md").read_text(encoding="utf-8")
-        name = path.name
-        skill = parse_skill_md(
-            text,
-            source=(path / f"{name}.py").read_text(encoding="utf-8"),
-            tests=(path / f"test_{name}.py").read_text(encoding="utf-8"),
-            owner=owner,
-        )
-    except (OSError, ValueError) as error:
-        raise UsageError(
-            f"{path} is not a skill folder: {error}",
-            fix="give a folder NAME/ holding SKILL.md, NAME.py and test_NAME.py",
-        ) from None
+    skill = read_skill_folder(Path(folder or "."), owner)
     facts = analyze(skill.source, skill.name)
+    # A person brings it in: untested here and not approved for other owners until reviewed.
     library.store.put(skill.with_changes(signature=facts.signature, stale=None, approved=False))
     print(f"imported {skill.key}; run `codemode skills test {skill.key}` to check it")
     return 0

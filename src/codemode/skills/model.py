@@ -1,30 +1,45 @@
-"""A saved skill and its folder in the Agent Skills layout.
+"""A saved skill and its folder in the Agent Skills layout (agentskills.io).
 
-    <name>/SKILL.md          front matter (name, description, metadata) and a short usage note
-    <name>/<name>.py         the module: ``from skills import <name>`` imports its ``<name>``
-    <name>/test_<name>.py    its tests (``test_*`` functions or plain asserts)
+    <skill-name>/SKILL.md                       front matter: name, description, metadata
+    <skill-name>/scripts/<skill_name>.py        the module: ``from skills import <skill_name>``
+    <skill-name>/scripts/test_<skill_name>.py   its tests (``test_*`` functions or asserts)
+    <skill-name>/provenance.json                tools it calls, their schema fingerprints,
+                                                sharing, approval, staleness (for codemode)
 
-People can read, review, edit and version the folder with git. Provenance (who saved it, when,
-from which session, the tools it calls and their schema fingerprints) lives in the front
-matter's ``metadata``; counters that change on every use live in a key-value store instead.
+People can read, review, edit and version the folder with git. The folder's name is the
+Python name with dashes (the spec allows lower-case letters, digits and single dashes).
+Counters that change on every use live in a key-value store instead.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["Skill", "parse_skill_md", "render_skill_md", "valid_name"]
+__all__ = [
+    "Skill",
+    "folder_name",
+    "parse_skill",
+    "render_provenance",
+    "render_skill_md",
+    "valid_name",
+]
 
-_NAME = re.compile(r"[a-z_][a-z0-9_]{0,63}")
+# A Python identifier that maps to a valid Agent Skills name (dashes for underscores).
+_NAME = re.compile(r"(?=.{1,64}$)[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 # Names a skill may not take: the package's own API.
 RESERVED = frozenset({"save", "search"})
 
 
 def valid_name(name: object) -> bool:
     return isinstance(name, str) and bool(_NAME.fullmatch(name)) and name not in RESERVED
+
+
+def folder_name(name: str) -> str:
+    return name.replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -55,10 +70,8 @@ class Skill:
     def with_changes(self, **changes: Any) -> Skill:
         return replace(self, **changes)
 
-    def metadata(self) -> dict[str, Any]:
+    def provenance(self) -> dict[str, Any]:
         return {
-            "owner": self.owner,
-            "signature": self.signature,
             "saved_at": self.saved_at,
             "session": self.session,
             "tools": list(self.tools),
@@ -72,12 +85,20 @@ class Skill:
 
 
 def render_skill_md(skill: Skill) -> str:
-    # JSON strings are valid YAML scalars: the front matter stays parseable by YAML readers.
-    lines = [
-        "---",
-        f"name: {json.dumps(skill.name)}",
-        f"description: {json.dumps(skill.description)}",
-        f"metadata: {json.dumps(skill.metadata(), sort_keys=True)}",
+    saved = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(skill.saved_at))
+    metadata = {
+        "python-name": skill.name,
+        "signature": skill.signature,
+        "owner": skill.owner,
+        "saved-at": saved,
+        "session": skill.session or "",
+    }
+    # JSON strings are valid YAML scalars: any YAML reader parses this front matter.
+    lines = ["---", f"name: {folder_name(skill.name)}"]
+    lines.append(f"description: {json.dumps(skill.description)}")
+    lines.append("metadata:")
+    lines += [f"  {key}: {json.dumps(value)}" for key, value in metadata.items()]
+    lines += [
         "---",
         "",
         f"# {skill.name}",
@@ -89,34 +110,60 @@ def render_skill_md(skill: Skill) -> str:
         f"{skill.signature or skill.name}",
         "```",
         "",
-        f"The code is in `{skill.name}.py`, its tests in `test_{skill.name}.py`.",
+        f"The code is in `scripts/{skill.name}.py`, its tests in `scripts/test_{skill.name}.py`.",
         "",
     ]
     return "\n".join(lines)
 
 
-def parse_skill_md(text: str, *, source: str, tests: str, owner: str) -> Skill:
-    """The skill a SKILL.md describes (``ValueError`` when its front matter is unreadable)."""
+def render_provenance(skill: Skill) -> str:
+    return json.dumps(skill.provenance(), indent=2, sort_keys=True) + "\n"
+
+
+def _front_matter(text: str) -> dict[str, Any]:
     if not text.startswith("---\n"):
         raise ValueError("SKILL.md must start with '---' front matter")
     header, sep, _ = text[4:].partition("\n---")
     if not sep:
         raise ValueError("SKILL.md front matter has no closing '---'")
     fields: dict[str, Any] = {}
+    section: dict[str, str] | None = None
     for line in header.splitlines():
         key, colon, value = line.partition(":")
-        if not colon:
+        if not colon or not key.strip():
             continue
         value = value.strip()
         try:
-            fields[key.strip()] = json.loads(value)
+            parsed = json.loads(value) if value else ""
         except json.JSONDecodeError:
-            fields[key.strip()] = value.strip("'\"")
-    name, description = fields.get("name"), fields.get("description")
-    if not valid_name(name) or not isinstance(description, str):
-        raise ValueError("SKILL.md needs a `name` (a Python identifier) and a `description`")
-    meta = fields.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
+            parsed = value.strip("'\"")
+        if line.startswith((" ", "\t")) and section is not None:
+            section[key.strip()] = str(parsed)
+        elif not value:
+            section = fields[key.strip()] = {}
+        else:
+            fields[key.strip()] = parsed
+            section = None
+    return fields
+
+
+def parse_skill(
+    skill_md: str, *, source: str, tests: str, owner: str, provenance: dict[str, Any]
+) -> Skill:
+    """The skill a folder describes (``ValueError`` when SKILL.md is unreadable)."""
+    fields = _front_matter(skill_md)
+    meta = fields.get("metadata") if isinstance(fields.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    name = meta.get("python-name") or str(fields.get("name", "")).replace("-", "_")
+    description = fields.get("description")
+    if not valid_name(name) or not isinstance(description, str) or not description:
+        raise ValueError("SKILL.md needs a `name` (lower-case, dashes) and a `description`")
+    p = provenance
+
+    def text(key: str) -> str | None:
+        value = p.get(key)
+        return value if isinstance(value, str) else None
+
     return Skill(
         name=str(name),
         owner=owner,
@@ -124,13 +171,13 @@ def parse_skill_md(text: str, *, source: str, tests: str, owner: str) -> Skill:
         source=source,
         tests=tests,
         signature=str(meta.get("signature", "")),
-        saved_at=float(meta.get("saved_at") or 0.0),
-        session=meta.get("session") if isinstance(meta.get("session"), str) else None,
-        tools=tuple(str(t) for t in meta.get("tools") or ()),
-        fingerprints={str(k): str(v) for k, v in (meta.get("fingerprints") or {}).items()},
-        requires=tuple(str(r) for r in meta.get("requires") or ()),
-        shared=bool(meta.get("shared", False)),
-        approved=bool(meta.get("approved", False)),
-        stale=meta.get("stale") if isinstance(meta.get("stale"), str) else None,
-        last_test=meta.get("last_test") if isinstance(meta.get("last_test"), str) else None,
+        saved_at=float(p.get("saved_at") or 0.0),
+        session=text("session"),
+        tools=tuple(str(t) for t in p.get("tools") or ()),
+        fingerprints={str(k): str(v) for k, v in (p.get("fingerprints") or {}).items()},
+        requires=tuple(str(r) for r in p.get("requires") or ()),
+        shared=p.get("shared") is True,
+        approved=p.get("approved") is True,
+        stale=text("stale"),
+        last_test=text("last_test"),
     )

@@ -7,6 +7,7 @@ parsed skills, checked against SKILL.md's modification time, so an import costs 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -16,9 +17,16 @@ from pathlib import Path
 from typing import Protocol
 
 from codemode.errors import StateStoreError
-from codemode.skills.model import Skill, parse_skill_md, render_skill_md, valid_name
+from codemode.skills.model import (
+    Skill,
+    folder_name,
+    parse_skill,
+    render_provenance,
+    render_skill_md,
+    valid_name,
+)
 
-__all__ = ["FolderSkills", "MemorySkills", "SkillStore", "owner_key"]
+__all__ = ["FolderSkills", "MemorySkills", "SkillStore", "owner_key", "read_skill_folder"]
 
 _SAFE_OWNER = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
@@ -72,48 +80,38 @@ class MemorySkills:
 class FolderSkills:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._cache: dict[tuple[str, str], tuple[int, Skill]] = {}
+        self._cache: dict[tuple[str, str], tuple[tuple[int, int], Skill]] = {}
         self._lock = threading.Lock()
 
     def _folder(self, owner: str, name: str) -> Path:
         if not valid_name(name):
             raise StateStoreError(f"{name!r} is not a skill name", fix="use a Python identifier")
-        return self.root / owner / name
+        return self.root / owner / folder_name(name)
 
     def get(self, owner: str, name: str) -> Skill | None:
         if not valid_name(name):
             return None
         folder = self._folder(owner, name)
         try:
-            mtime = (folder / "SKILL.md").stat().st_mtime_ns
+            version = _version(folder)
         except OSError:
             return None
         with self._lock:
             cached = self._cache.get((owner, name))
-        if cached is not None and cached[0] == mtime:
+        if cached is not None and cached[0] == version:
             return cached[1]
-        try:
-            skill = parse_skill_md(
-                (folder / "SKILL.md").read_text(encoding="utf-8"),
-                source=(folder / f"{name}.py").read_text(encoding="utf-8"),
-                tests=_read_optional(folder / f"test_{name}.py"),
-                owner=owner,
-            )
-        except (OSError, ValueError) as error:
-            raise StateStoreError(
-                f"skill folder {folder} is unreadable: {error}",
-                fix="repair its SKILL.md front matter, or remove it with `codemode skills rm`",
-            ) from None
+        skill = read_skill_folder(folder, owner)
         with self._lock:
-            self._cache[(owner, name)] = (mtime, skill)
+            self._cache[(owner, name)] = (version, skill)
         return skill
 
     def put(self, skill: Skill) -> None:
         folder = self._folder(skill.owner, skill.name)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            _write(folder / f"{skill.name}.py", skill.source)
-            _write(folder / f"test_{skill.name}.py", skill.tests)
+            (folder / "scripts").mkdir(parents=True, exist_ok=True)
+            _write(folder / "scripts" / f"{skill.name}.py", skill.source)
+            _write(folder / "scripts" / f"test_{skill.name}.py", skill.tests)
+            _write(folder / "provenance.json", render_provenance(skill))
             _write(folder / "SKILL.md", render_skill_md(skill))  # last: it marks the version
         except OSError as error:
             raise StateStoreError(
@@ -136,11 +134,43 @@ class FolderSkills:
         owners = [owner] if owner is not None else _children(self.root)
         found: list[Skill] = []
         for who in sorted(owners):
-            for name in sorted(_children(self.root / who)):
-                skill = self.get(who, name)
+            for folder in sorted(_children(self.root / who)):
+                skill = self.get(who, folder.replace("-", "_"))
                 if skill is not None:
                     found.append(skill)
         return found
+
+
+def read_skill_folder(folder: Path, owner: str) -> Skill:
+    """Read ``folder`` (SKILL.md, scripts/, provenance.json when present) as ``owner``'s."""
+    try:
+        skill_md = (folder / "SKILL.md").read_text(encoding="utf-8")
+        name = folder.name.replace("-", "_")
+        scripts = folder / "scripts"
+        raw = _read_optional(folder / "provenance.json")
+        provenance = json.loads(raw) if raw else {}
+        return parse_skill(
+            skill_md,
+            source=(scripts / f"{name}.py").read_text(encoding="utf-8"),
+            tests=_read_optional(scripts / f"test_{name}.py"),
+            owner=owner,
+            provenance=provenance if isinstance(provenance, dict) else {},
+        )
+    except (OSError, ValueError) as error:
+        raise StateStoreError(
+            f"skill folder {folder} is unreadable: {error}",
+            fix="give it SKILL.md (name, description) and scripts/<name>.py, or remove it",
+        ) from None
+
+
+def _version(folder: Path) -> tuple[int, int]:
+    """What a person's edit changes: SKILL.md's and provenance.json's modification times."""
+    skill_md = (folder / "SKILL.md").stat().st_mtime_ns
+    try:
+        provenance = (folder / "provenance.json").stat().st_mtime_ns
+    except FileNotFoundError:
+        provenance = 0
+    return skill_md, provenance
 
 
 def _children(folder: Path) -> list[str]:
