@@ -9,6 +9,7 @@ import pytest
 from mcp import Client
 
 from codemode.engine import Codemode
+from codemode.errors import UnknownSessionError
 from codemode.gateway.server import build_server
 
 pytestmark = pytest.mark.anyio
@@ -56,10 +57,11 @@ async def test_another_owner_cannot_resume_a_session(make_engine: Callable[[], C
     async with make_engine() as engine:
         wrote = await engine.execute(WRITE, owner="alice")
         handle = wrote.session
+    assert handle is not None
     async with make_engine() as restarted:
         assert restarted.skills is not None
         assert restarted.skills.resumable(handle, "alice")
-        with pytest.raises(Exception, match="unknown or expired session"):
+        with pytest.raises(UnknownSessionError, match="unknown or expired session"):
             await restarted.execute("print(1)", session=handle, owner="mallory")
 
 
@@ -86,4 +88,5 @@ async def test_a_workspace_over_the_limit_is_not_checkpointed_and_the_result_say
         big = await engine.execute("open('big.bin', 'wb').write(b'x' * 50_000)")
         assert big.status == "ok", big.render_text()
         assert big.extra["checkpoint"].startswith("not saved")
-        assert engine.skills is not None and not engine.skills.resumable(big.session, None)
+        assert engine.skills is not None and big.session is not None
+        assert not engine.skills.resumable(big.session, None)
