@@ -4,11 +4,11 @@
     ├── UsageError                    a mistake by whoever set codemode up or called its API
     │   ├── ConfigError               a bad config file, key or value (names the file and key)
     │   ├── SchemaError               a tool schema or OpenAPI document that cannot be used
-    │   └── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
+    │   ├── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
+    │   └── IncompatibleDependencyError an installed library changed an internal codemode uses
     ├── RuntimeFailure                something failed while running
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
-    │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
     │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
     │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
@@ -16,7 +16,7 @@
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
-        ├── UpstreamUnavailableError  the tool's server is down (it will be restarted)
+        ├── UpstreamUnavailableError  the tool's server could not be reached, failed or timed out
         └── SkillRefusedError         a skill cannot be saved or imported (failing tests...)
 
 ``ToolError`` messages are returned to the model as results, never as host tracebacks.
@@ -28,7 +28,7 @@ __all__ = [
     "BridgeProtocolError",
     "CodemodeError",
     "ConfigError",
-    "ConnectorError",
+    "IncompatibleDependencyError",
     "IsolationUnavailableError",
     "RuntimeFailure",
     "SandboxError",
@@ -88,6 +88,15 @@ class IsolationUnavailableError(UsageError):
     code = "isolation_unavailable"
 
 
+class IncompatibleDependencyError(UsageError):
+    """An installed library (the MCP SDK, uvicorn) no longer has an internal codemode relies on.
+
+    Raised by ``codemode.sdk_compat``, the one module that touches such internals.
+    """
+
+    code = "incompatible_dependency"
+
+
 class RuntimeFailure(CodemodeError):
     code = "runtime_failure"
 
@@ -98,10 +107,6 @@ class SandboxError(RuntimeFailure):
 
 class BridgeProtocolError(RuntimeFailure):
     code = "bridge_protocol_error"
-
-
-class ConnectorError(RuntimeFailure):
-    code = "connector_error"
 
 
 class SessionError(RuntimeFailure):

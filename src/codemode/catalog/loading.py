@@ -42,7 +42,7 @@ def catalog_from_config(
     cache: DefinitionCache | None = None,
 ) -> Catalog:
     servers = list(config.enabled_servers())
-    taken = {server.name for server in servers}
+    taken = {server.name for server in servers} | set(config.server_problems)
     for spec in openapi_specs:
         name = base = server_name_for_spec(spec)
         counter = 2
@@ -57,7 +57,13 @@ def catalog_from_config(
     eager = [server.name for server in servers if server.start == "startup"]
     if cache is None:
         cache = _default_cache(config.gateway.state_dir)
-    return Catalog(connectors, cache=cache, fingerprints=fingerprints, eager=eager)
+    return Catalog(
+        connectors,
+        cache=cache,
+        fingerprints=fingerprints,
+        eager=eager,
+        problems=config.server_problems,
+    )
 
 
 def _fingerprint(server: ServerConfig) -> str:

@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, StrictBool, StrictStr
 
 from codemode.config_model import ConfigModel, Hint, PositiveNumber, invalid
+from codemode.tools import AnnotationsDefault
 
 __all__ = [
     "ENTRY_KINDS",
@@ -54,6 +55,9 @@ class ServerConfig(ConfigModel):
     start: StartPolicy = "first_use"
     tools: tuple[str, ...] | None = None
     timeout_s: float = 60.0
+    # MCP only: what a tool's left-out annotation hints mean, and whether JSON text is decoded.
+    annotations_default: AnnotationsDefault = "mcp"
+    decode_json: bool = False
     # The config file's directory: relative paths and `python` modules resolve against it.
     base_dir: str | None = None
 
@@ -70,6 +74,8 @@ class ServerConfig(ConfigModel):
             "openapi": self.openapi,
             "base_url": self.base_url,
             "python": self.python,
+            "annotations_default": self.annotations_default,
+            "decode_json": self.decode_json,
         }
         text = json.dumps(material, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -153,7 +159,20 @@ class ServerEntry(ConfigModel):
         """The ``ServerConfig`` fields of this kind."""
 
 
-class StdioEntry(ServerEntry):
+class MCPEntry(ServerEntry):
+    """The keys of both MCP kinds: how to read the tools' annotations and text results."""
+
+    annotations_default: Annotated[
+        AnnotationsDefault,
+        Hint(fix='use "mcp" (unannotated tools are destructive), "read_only" or "not_destructive"'),
+    ] = "mcp"
+    decode_json: StrictBool = False
+
+    def _mcp_fields(self) -> dict[str, Any]:
+        return {"annotations_default": self.annotations_default, "decode_json": self.decode_json}
+
+
+class StdioEntry(MCPEntry):
     """An MCP server started as a subprocess and spoken to over stdin/stdout."""
 
     kind = "stdio"
@@ -173,10 +192,11 @@ class StdioEntry(ServerEntry):
             "args": self.args,
             "env": self.env,
             "cwd": str(_resolve_path(self.cwd, base_dir)),
+            **self._mcp_fields(),
         }
 
 
-class HTTPEntry(ServerEntry):
+class HTTPEntry(MCPEntry):
     """An MCP server spoken to over streamable HTTP."""
 
     kind = "http"
@@ -186,7 +206,7 @@ class HTTPEntry(ServerEntry):
     headers: TextTable = Field(default_factory=dict)
 
     def _own_fields(self, base_dir: Path) -> dict[str, Any]:
-        return {"url": self.url, "headers": self.headers}
+        return {"url": self.url, "headers": self.headers, **self._mcp_fields()}
 
 
 class OpenAPIEntry(ServerEntry):

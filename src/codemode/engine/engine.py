@@ -26,6 +26,8 @@ import anyio.to_thread
 
 from codemode.catalog.catalog import Catalog
 from codemode.catalog.loading import catalog_from_config
+from codemode.checks.calls import check_calls
+from codemode.checks.result import rejected_result
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
@@ -174,7 +176,9 @@ class Codemode:
             views = self._views
             if views is None or views.version != self.catalog.version:
                 version = self.catalog.version
-                views = self._views = CatalogViews.build(self.catalog.specs(), version)
+                views = self._views = CatalogViews.build(
+                    self.catalog.specs(), version, self.catalog.unavailable()
+                )
                 self._index = None  # built on the first search: execute never needs it
             return views
 
@@ -193,7 +197,7 @@ class Codemode:
                 self._index = build_index(self.catalog.specs(), semantic=self.semantic)
             return self._index
 
-    # --- the two meta-tools -----------------------------------------------------------------
+    # --- the meta-tools: search, execute, approve ----------------------------------------
 
     async def search(
         self, query: str, *, detail: str = "summary", limit: int = 5, owner: str | None = None
@@ -225,11 +229,14 @@ class Codemode:
         fresh: bool = False,
         timeout_s: float | None = None,
         owner: str | None = None,
+        check: bool = True,
     ) -> ExecutionResult:
         """Run ``code`` in a session (a new one when ``session`` is None).
 
         Returns ``approval_required`` when the code reached a call a human must approve;
-        ``approve`` then resumes the same execution.
+        ``approve`` then resumes the same execution. With ``check`` (the default) calls on
+        ``servers.*`` are checked against their signatures first: a wrong one is an error
+        result with its line, and nothing runs.
         """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
@@ -243,6 +250,10 @@ class Codemode:
                 + (f" ({pending.id})" if pending else ""),
                 fix="call approve with that approval id (allow true or false) first",
             )
+        if check and (problems := check_calls(code, views.signatures)):
+            self.registry.release(record)
+            record.code = code
+            return record.finish(rejected_result(problems))
 
         def run() -> ExecutionResult:
             return record.run(code, views, fresh=fresh, timeout_s=timeout_s)

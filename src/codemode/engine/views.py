@@ -7,13 +7,16 @@ built-in servers that need no grant from the catalog.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from codemode.bridge.host import ModuleSource, ToolAccess, ToolInvoker
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
+    from codemode.checks.signatures import SignatureTable
     from codemode.stubs.package import StubLibrary
 
 __all__ = ["BUILTIN_SERVERS", "CatalogViews", "StubModules"]
@@ -53,14 +56,25 @@ class CatalogViews:
     stubs: StubLibrary
     modules: StubModules
     tools: frozenset[tuple[str, str]]
+    specs: list[ToolSpec] = field(default_factory=list, repr=False)
+
+    @cached_property
+    def signatures(self) -> SignatureTable:
+        """The generated functions' signatures, for checking calls before code runs."""
+        from codemode.checks.signatures import SignatureTable
+
+        return SignatureTable.from_specs(self.specs, self.stubs.unavailable)
 
     @classmethod
-    def build(cls, specs: list[ToolSpec], version: int) -> CatalogViews:
+    def build(
+        cls, specs: list[ToolSpec], version: int, unavailable: Mapping[str, str] | None = None
+    ) -> CatalogViews:
+        """``unavailable``: servers that are down and why (importing one raises, saying so)."""
         from codemode.stubs.package import StubLibrary
 
-        library = StubLibrary(specs)
+        library = StubLibrary(specs, unavailable=unavailable)
         tools = frozenset((spec.server, spec.name) for spec in specs)
-        return cls(version, library, StubModules(library), tools)
+        return cls(version, library, StubModules(library), tools, list(specs))
 
     def granted(self, server: str, tool: str) -> bool:
         return (server, tool) in self.tools or server in BUILTIN_SERVERS

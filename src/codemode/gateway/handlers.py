@@ -104,24 +104,29 @@ class GatewayHandlers:
         code = arguments.get("code")
         session = arguments.get("session")
         fresh = arguments.get("fresh", False)
+        check = arguments.get("check", True)
         if not isinstance(code, str):
             return _argument_error("`code` must be a string of Python source")
         if session is not None and not isinstance(session, str):
             return _argument_error("`session` must be the string handle from an earlier result")
         if not isinstance(fresh, bool):
             return _argument_error("`fresh` must be true or false")
+        if not isinstance(check, bool):
+            return _argument_error("`check` must be true or false")
         remembered = self._connection_sessions if caller.connection is not None else None
         implicit = session is None and caller.legacy and remembered is not None
         if implicit and remembered is not None:
             session = remembered.get(caller.connection)
         engine = self.engine
         try:
-            result = await engine.execute(code, session=session, fresh=fresh, owner=caller.owner)
+            result = await engine.execute(
+                code, session=session, fresh=fresh, owner=caller.owner, check=check
+            )
         except UnknownSessionError:
             if not (implicit and session):
                 raise
             # The connection's session expired: start a new one rather than fail forever.
-            result = await engine.execute(code, fresh=fresh, owner=caller.owner)
+            result = await engine.execute(code, fresh=fresh, owner=caller.owner, check=check)
         if caller.legacy and remembered is not None and result.session:
             remembered[caller.connection] = result.session
         return execution_result(result)
