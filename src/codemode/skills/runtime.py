@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from codemode.bridge.host import ToolAccess, ToolInvoker
-from codemode.config import CodemodeConfig
 from codemode.sandbox.backends import WORKSPACE
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.skills.checkpoint import CheckpointStore, CheckpointTools, KVCheckpoints
@@ -24,6 +24,9 @@ from codemode.skills.store import FolderSkills, owner_key
 from codemode.skills.usage import SkillUsage
 from codemode.state.tiered import TieredStore
 from codemode.tools import ToolSpec
+
+if TYPE_CHECKING:
+    from codemode.config import CodemodeConfig
 
 __all__ = ["SkillsRuntime", "render_skill_hits"]
 
