@@ -90,3 +90,13 @@ async def test_a_workspace_over_the_limit_is_not_checkpointed_and_the_result_say
         assert big.extra["checkpoint"].startswith("not saved")
         assert engine.skills is not None and big.session is not None
         assert not engine.skills.resumable(big.session, None)
+
+
+async def test_a_checkpoint_leaves_the_codes_imports_alone(engine: Codemode) -> None:
+    wrote = await engine.execute("open('a.txt', 'w').write('a')")  # checkpointed after it
+    assert wrote.status == "ok", wrote.render_text()
+    used = await engine.execute(
+        "import servers\nfrom servers import shop\nprint(servers.shop.list_items())",
+        session=wrote.session,
+    )
+    assert used.stdout == "['apple', 'pear']\n", used.render_text()

@@ -200,7 +200,7 @@ def _members(archive: bytes, max_files: int, max_bytes: int) -> tuple[str, ...]:
 TAKE_PROGRAM = """\
 def __codemode_checkpoint(root, names, limit, max_files):
     import io, os, pickle, tarfile
-    from servers._runtime import call_tool
+    call_tool = __import__("sys").modules["servers._runtime"].call_tool
     buffer, count, total = io.BytesIO(), 0, 0
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         stack = [""]
@@ -241,7 +241,7 @@ del __codemode_checkpoint
 RESTORE_PROGRAM = """\
 def __codemode_restore(root):
     import io, os, pickle, tarfile
-    from servers._runtime import call_tool
+    call_tool = __import__("sys").modules["servers._runtime"].call_tool
     got = call_tool("_checkpoint", "fetch", {{}})
     if got["archive"]:
         with tarfile.open(fileobj=io.BytesIO(got["archive"]), mode="r:") as tar:
