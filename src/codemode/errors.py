@@ -12,11 +12,13 @@
     │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
     │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
-    │   └── StateStoreError           a state, memory, skill or checkpoint store failed
+    │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
+    │   └── SkillNotFoundError        no such skill for this owner (the CLI, the engine)
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
-        └── UpstreamUnavailableError  the tool's server could not be reached, failed or timed out
+        ├── UpstreamUnavailableError  the tool's server could not be reached, failed or timed out
+        └── SkillRefusedError         a skill cannot be saved or imported (failing tests...)
 
 ``ToolError`` messages are returned to the model as results, never as host tracebacks.
 """
@@ -34,6 +36,8 @@ __all__ = [
     "SchemaError",
     "ServersNotLoadedError",
     "SessionError",
+    "SkillNotFoundError",
+    "SkillRefusedError",
     "StateStoreError",
     "ToolError",
     "ToolNotFoundError",
@@ -134,6 +138,10 @@ class StateStoreError(RuntimeFailure):
     code = "state_store_error"
 
 
+class SkillNotFoundError(RuntimeFailure):
+    code = "skill_not_found"
+
+
 class ToolError(CodemodeError):
     """A tool call failed. The message is shown to the agent's code as ``ToolError``."""
 
@@ -150,3 +158,9 @@ class ToolNotGrantedError(ToolError):
 
 class UpstreamUnavailableError(ToolError):
     code = "upstream_unavailable"
+
+
+class SkillRefusedError(ToolError):
+    """A skill was not saved or may not be imported; the message says why (test output...)."""
+
+    code = "skill_refused"

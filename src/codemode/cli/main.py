@@ -31,6 +31,7 @@ COMMANDS = (
     "paths",
     "install",
     "completion",
+    "skills",
 )
 
 

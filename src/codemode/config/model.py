@@ -21,6 +21,7 @@ from codemode.config_model import ConfigModel, Hint, PositiveNumber, PositiveWho
 from codemode.policy.settings import PolicySettings
 from codemode.privacy.settings import PrivacySettings
 from codemode.sandbox.settings import SandboxSettings
+from codemode.skills.settings import SkillsSettings
 from codemode.state.settings import StateSettings
 
 __all__ = [
@@ -67,6 +68,7 @@ class Sections(ConfigModel):
     policy: PolicySettings = Field(default_factory=PolicySettings)
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     state: StateSettings = Field(default_factory=StateSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
 
 
 class CodemodeConfig(Sections):

@@ -36,12 +36,12 @@ from codemode.engine.output import OutputCallback
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.views import CatalogViews
-from codemode.errors import CodemodeError, SandboxError, SessionError
+from codemode.errors import CodemodeError, SandboxError, SessionError, UnknownSessionError
 from codemode.memory.fixes import FixMemory, SQLiteFixes
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
-from codemode.sandbox.provider import PooledSandboxes, SandboxProvider
+from codemode.sandbox.provider import PooledSandboxes, SandboxProvider, SessionSandbox
 from codemode.sandbox.result import ExecutionResult
 from codemode.state.open import open_state_store
 from codemode.state.tiered import TieredStore
@@ -51,6 +51,7 @@ from codemode.tools import ToolSpec
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
     from codemode.search.base import SearchIndex
+    from codemode.skills.runtime import SkillsRuntime
 
 __all__ = ["Codemode", "SearchAnswer"]
 
@@ -95,6 +96,10 @@ class Codemode:
         self._digest_key: bytes | None = None
         self.state_store: TieredStore | None = None
         self.fix_memory: FixMemory | None = None
+        # Saved skills and session checkpoints (set by start()).
+        self.skills: SkillsRuntime | None = None
+        self._stopping = False
+        self._resuming: set[str] = set()
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -128,6 +133,7 @@ class Codemode:
         )
         self.fix_memory = await anyio.to_thread.run_sync(SQLiteFixes, state_dir / "fixes.sqlite")
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
+        self.skills = await anyio.to_thread.run_sync(self._open_skills)
         failures = await self.catalog.load()
         for server, message in failures.items():
             log.warning("server %s is unavailable: %s", server, message)
@@ -136,6 +142,7 @@ class Codemode:
         return self
 
     async def aclose(self) -> None:
+        self._stopping = True  # sessions closed by a shutdown keep their checkpoints
         if self._expiry is not None:
             self._expiry.cancel()
         if self.registry is not None:
@@ -193,8 +200,12 @@ class Codemode:
 
     # --- the meta-tools: search, execute, approve ----------------------------------------
 
-    async def search(self, query: str, *, detail: str = "summary", limit: int = 5) -> SearchAnswer:
+    async def search(
+        self, query: str, *, detail: str = "summary", limit: int = 5, owner: str | None = None
+    ) -> SearchAnswer:
+        """Tools for ``query``, and below them the owner's saved skills that match."""
         from codemode.search.render import check_detail, render_answer
+        from codemode.skills.runtime import render_skill_hits
 
         level = check_detail(detail)
         limit = max(1, min(int(limit), 50))
@@ -204,7 +215,12 @@ class Codemode:
             index = await anyio.to_thread.run_sync(self._search_index)
         hits = index.search(query, limit)
         text = render_answer(hits, level, source=views.stubs.tool_source)
-        return SearchAnswer(text, [hit.to_json() for hit in hits])
+        found = [hit.to_json() for hit in hits]
+        if self.skills is not None:
+            skills = await anyio.to_thread.run_sync(self.skills.search, owner, query)
+            text += render_skill_hits(skills)
+            found += [hit.to_json() for hit in skills]
+        return SearchAnswer(text, found)
 
     async def execute(
         self,
@@ -228,7 +244,7 @@ class Codemode:
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         views = await self.views()
-        record = self.registry.checkout(session, owner)
+        record = await self._checkout(session, owner)
         if record.paused is not None:
             self.registry.release(record)
             pending = self.approvals.pending_for(record.handle)
@@ -247,6 +263,24 @@ class Codemode:
 
         job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
         return await self._follow(record, job)
+
+    async def _checkout(self, handle: str | None, owner: str | None) -> Session:
+        """The session for ``handle``; one lost to a gateway restart resumes from its
+        checkpoint (the result then says what was restored)."""
+        assert self.registry is not None
+        try:
+            return self.registry.checkout(handle, owner)
+        except UnknownSessionError:
+            skills = self.skills
+            if handle is None or skills is None:
+                raise
+            if not await anyio.to_thread.run_sync(skills.resumable, handle, owner):
+                raise
+        self._resuming.add(handle)
+        try:
+            return await anyio.to_thread.run_sync(self.registry.resume, handle, owner)
+        finally:
+            self._resuming.discard(handle)
 
     async def approve(
         self, approval_id: str, allow: bool, *, owner: str | None = None
@@ -319,14 +353,47 @@ class Codemode:
             digest_key=self._digest_key,
             builtins={STATE_SERVER: state},
         )
-        session = Session(handle, owner, self.sandboxes.open(handle), chain)
+        sandbox: SessionSandbox = self.sandboxes.open(handle)
+        if self.skills is not None:
+            restore = handle in self._resuming
+            sandbox = self.skills.wrap(sandbox, handle, owner, chain.invoker, restore=restore)
+        session = Session(handle, owner, sandbox, chain)
         if self.fix_memory is not None:
             scrub = chain.privacy.scan_output if chain.privacy is not None else str
             session.fixes = FixLearner(self.fix_memory, owner, scrub)
         return session
 
+    def _open_skills(self) -> SkillsRuntime:
+        from codemode.skills.runtime import SkillsRuntime
+
+        assert self.sandboxes is not None and self._invoker is not None
+        assert self.state_store is not None
+        tests_chain = build_invoker_chain(
+            self.config,
+            self._invoker,
+            session="skill-tests",
+            specs=self._spec_or_none,
+            approver=None,
+            audit_log=self.audit_log,
+            digest_key=self._digest_key,
+        )
+        sandboxes = self.sandboxes
+        isolated = isinstance(sandboxes, PooledSandboxes) and sandboxes.pool.backend.isolated
+        return SkillsRuntime.open(
+            self.config,
+            self.state_store,
+            sandboxes,
+            lambda invoker: self._current_views().access(invoker),
+            tests_chain.invoker,
+            isolated=isolated,
+            specs=self.catalog.specs,
+            version=lambda: self.catalog.version,
+        )
+
     def _session_closed(self, session: Session) -> None:
         self.approvals.cancel_session(session.handle)
+        if self.skills is not None and not self._stopping:
+            self.skills.forget(session.handle)
         if self.state_store is not None:
             self.state_store.delete_prefix(f"s:{session.handle}:")
 

@@ -68,7 +68,7 @@ class GatewayHandlers:
     ) -> types.CallToolResult:
         try:
             if name == "search":
-                return await self.search(arguments)
+                return await self.search(arguments, caller.owner)
             if name == "execute":
                 return await self.execute(arguments, caller)
             if name == "approve":
@@ -82,7 +82,9 @@ class GatewayHandlers:
             f"unknown tool {name!r}; the tools are search, execute and approve", error=True
         )
 
-    async def search(self, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def search(
+        self, arguments: dict[str, Any], owner: str | None = None
+    ) -> types.CallToolResult:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             return _argument_error("`query` must be a non-empty string, e.g. 'create an issue'")
@@ -92,7 +94,7 @@ class GatewayHandlers:
             return _argument_error("`detail` must be one of: name, summary, full")
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             return _argument_error("`limit` must be a positive integer")
-        answer = await self.engine.search(query, detail=detail, limit=limit)
+        answer = await self.engine.search(query, detail=detail, limit=limit, owner=owner)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=answer.text)],
             structured_content={"hits": answer.hits},

@@ -113,13 +113,14 @@ _MODULE = '''"""Values that outlive this execution.
     shared.set("last_run", {"ok": True}, ttl=3600)   # every session of this owner; ttl in s
     shared.incr("runs")               # -> 1, 2, ...
     kv.delete("cursor")               # -> True when it existed
+    keep("rows", "model")             # keep these variables if the sandbox is lost (pickled)
 
 Values are JSON (dict, list, str, int, float, bool, None), at most 1 MB each.
 """
 
 from servers._runtime import call_tool as _call
 
-__all__ = ["kv", "shared", "Store"]
+__all__ = ["kv", "shared", "Store", "keep"]
 
 
 class Store:
@@ -145,4 +146,10 @@ class Store:
 
 kv = Store("session")
 shared = Store("owner")
+
+
+def keep(*names):
+    """Checkpoint these variables with the session's files (pickled inside the sandbox), so
+    they come back after a limit kill, a crash or a gateway restart."""
+    return _call("_checkpoint", "keep", {"names": list(names)})
 '''

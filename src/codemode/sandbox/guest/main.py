@@ -170,6 +170,8 @@ class Guest:
             import linecache
 
             linecache.cache[CODE_FILENAME] = (len(code), None, code.splitlines(True), CODE_FILENAME)
+            runtime.executed.append(code)
+            del runtime.executed[:-32]
             result = eval(compiled, self.namespace)
             if result is not None and hasattr(result, "__await__"):
                 import asyncio
