@@ -124,6 +124,7 @@ class ServersNotLoadedError(RuntimeFailure):
             f"{len(self.failures)} configured {noun} did not load ({reasons})", fix=fix
         )
 
+
 class SessionError(RuntimeFailure):
     code = "session_error"
 
