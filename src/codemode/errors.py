@@ -5,15 +5,15 @@
     │   ├── ConfigError               a bad config file, key or value (names the file and key)
     │   ├── SchemaError               a tool schema or OpenAPI document that cannot be used
     │   ├── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
-    │   └── IncompatibleDependencyError an installed library changed an internal codemode uses
+    │   ├── IncompatibleDependencyError an installed library changed an internal codemode uses
+    │   └── SkillNotFoundError        no such skill for this owner (asked for by name)
     ├── RuntimeFailure                something failed while running
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
     │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
     │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
-    │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
-    │   └── SkillNotFoundError        no such skill for this owner (the CLI, the engine)
+    │   └── StateStoreError           a state, memory, skill or checkpoint store failed
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
@@ -139,7 +139,9 @@ class StateStoreError(RuntimeFailure):
     code = "state_store_error"
 
 
-class SkillNotFoundError(RuntimeFailure):
+class SkillNotFoundError(UsageError):
+    """No saved skill by that name for this owner (a person asked for it by name)."""
+
     code = "skill_not_found"
 
 

@@ -342,6 +342,7 @@ class Codemode:
             session=handle,
             owner=owner,
             max_value_bytes=self.config.state.max_value_bytes,
+            session_ttl_s=self.config.state.session_ttl_s,
         )
         chain = build_invoker_chain(
             self.config,
@@ -392,7 +393,9 @@ class Codemode:
 
     def _session_closed(self, session: Session) -> None:
         self.approvals.cancel_session(session.handle)
-        if self.skills is not None and not self._stopping:
+        if self._stopping:
+            return  # a shutdown keeps what a resumed session needs: checkpoint and kv values
+        if self.skills is not None:
             self.skills.forget(session.handle)
         if self.state_store is not None:
             self.state_store.delete_prefix(f"s:{session.handle}:")

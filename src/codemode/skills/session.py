@@ -16,9 +16,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from codemode.bridge.host import NO_TOOLS, ModuleProvider, ModuleSource, ToolAccess, ToolInvoker
+from codemode.bridge.router import BuiltinRouter
 from codemode.errors import SkillRefusedError, ToolError
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.sandbox.result import ExecutionResult
+from codemode.sandbox.runner import OutputCallback
 from codemode.skills.checkpoint import (
     CHECKPOINT_SERVER,
     RESTORE_PROGRAM,
@@ -163,13 +165,18 @@ class KeepingSandbox:
         tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
         restored = self._restore(timeout_s) if self._restore_pending else None
         if fresh:
             self._loaded.clear()
         imported: dict[str, Skill] = {}
         result = self.inner.execute(
-            code, tools=self._access(tools, imported), fresh=fresh, timeout_s=timeout_s
+            code,
+            tools=self._access(tools, imported),
+            fresh=fresh,
+            timeout_s=timeout_s,
+            on_output=on_output,
         )
         self._count(code, imported, result)
         if result.sandbox_reset:
@@ -205,7 +212,7 @@ class KeepingSandbox:
         if not builtins:
             return tools
         grant = tools.grant
-        router = _Router(tools.invoker, builtins)
+        router = BuiltinRouter(tools.invoker, builtins)
         return ToolAccess(router, modules, lambda s, t: s in builtins or grant(s, t))
 
     def _count(self, code: str, imported: dict[str, Skill], result: ExecutionResult) -> None:
@@ -263,20 +270,3 @@ class KeepingSandbox:
 
     def close(self) -> None:
         self.inner.close()
-
-
-class _Router:
-    """Sends calls to the session's own built-in servers; the rest to the session's chain."""
-
-    def __init__(self, inner: ToolInvoker | None, builtins: dict[str, ToolInvoker]) -> None:
-        self.inner = inner
-        self.builtins = builtins
-
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        builtin = self.builtins.get(call.server)
-        if builtin is not None:
-            return builtin.invoke(call, timeout_s=timeout_s)
-        if self.inner is None:
-            name = f"{call.server}.{call.tool}"
-            raise ToolError(f"no tools are connected, so {name} cannot be called")
-        return self.inner.invoke(call, timeout_s=timeout_s)

@@ -31,11 +31,13 @@ class StateTools:
         session: str,
         owner: str | None,
         max_value_bytes: int = 1 << 20,
+        session_ttl_s: float | None = None,
     ) -> None:
         self.store = store
         self.session = session
         self.owner = owner or "-"
         self.max_value_bytes = max_value_bytes
+        self.session_ttl_s = session_ttl_s
 
     def session_prefix(self) -> str:
         return f"s:{self.session}:"
@@ -71,6 +73,8 @@ class StateTools:
             ttl = arguments.get("ttl")
             if ttl is not None and (not isinstance(ttl, int | float) or ttl <= 0):
                 raise ToolError("state: ttl is a positive number of seconds, or None")
+            if ttl is None and key.startswith(self.session_prefix()):
+                ttl = self.session_ttl_s
             store.set(key, data, expires_at=time.time() + ttl if ttl else None)
             return None
         if operation == "delete":
