@@ -121,6 +121,8 @@ class CodemodeConfig:
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
     policy: PolicySettings = field(default_factory=PolicySettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
+    # The [agent] table as written; `codemode run` validates it (codemode.agent.settings).
+    agent: Mapping[str, Any] = field(default_factory=dict)
     # The file it came from; None for the embedded default.
     source: Path | None = None
 
@@ -185,7 +187,7 @@ def _load_toml(text: str, path: Path) -> CodemodeConfig:
     return _with_settings(servers, data, path)
 
 
-_SETTINGS_SECTIONS = ("sandbox", "gateway", "policy", "privacy")
+_SETTINGS_SECTIONS = ("sandbox", "gateway", "policy", "privacy", "agent")
 
 
 def _with_settings(
@@ -204,6 +206,7 @@ def _with_settings(
         privacy=PrivacySettings.from_mapping(
             _table(data.get("privacy", {}), source, "privacy"), source
         ),
+        agent=dict(_table(data.get("agent", {}), source, "agent")),
         source=path,
     )
 

@@ -4,13 +4,17 @@
     ├── UsageError                    a mistake by whoever set codemode up or called its API
     │   ├── ConfigError               a bad config file, key or value (names the file and key)
     │   ├── SchemaError               a tool schema or OpenAPI document that cannot be used
-    │   └── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
+    │   ├── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
+    │   └── ModelConfigError          a model that cannot be used: unknown provider or model,
+    │                                 missing or refused API key
     ├── RuntimeFailure                something failed while running
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
     │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
-    │   └── SessionError              a session cannot do what was asked (closed, paused...)
-    │       └── UnknownSessionError   an unknown, expired or foreign session handle
+    │   ├── SessionError              a session cannot do what was asked (closed, paused...)
+    │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
+    │   └── ModelError                a model provider failed (after retries) or answered nonsense
+    │       └── ContextLengthError    the conversation does not fit the model's context window
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
@@ -26,7 +30,10 @@ __all__ = [
     "CodemodeError",
     "ConfigError",
     "ConnectorError",
+    "ContextLengthError",
     "IsolationUnavailableError",
+    "ModelConfigError",
+    "ModelError",
     "RuntimeFailure",
     "SandboxError",
     "SchemaError",
@@ -82,6 +89,10 @@ class IsolationUnavailableError(UsageError):
     code = "isolation_unavailable"
 
 
+class ModelConfigError(UsageError):
+    code = "model_config_error"
+
+
 class RuntimeFailure(CodemodeError):
     code = "runtime_failure"
 
@@ -104,6 +115,14 @@ class SessionError(RuntimeFailure):
 
 class UnknownSessionError(SessionError):
     code = "unknown_session"
+
+
+class ModelError(RuntimeFailure):
+    code = "model_error"
+
+
+class ContextLengthError(ModelError):
+    code = "context_length_exceeded"
 
 
 class ToolError(CodemodeError):

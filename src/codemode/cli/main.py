@@ -16,7 +16,7 @@ from codemode.errors import CodemodeError
 
 __all__ = ["main", "run"]
 
-COMMANDS = ("serve", "exec", "search", "stubs", "tokens", "audit", "demo")
+COMMANDS = ("serve", "exec", "run", "search", "stubs", "tokens", "audit", "demo")
 
 
 def _command_module(name: str) -> ModuleType:
