@@ -32,7 +32,13 @@ from codemode.agent.providers.base import (
     count_text_tokens,
 )
 from codemode.agent.record import ApprovalDecision, Round, RunRecord, Step
-from codemode.errors import CodemodeError, ContextLengthError, ModelConfigError, UsageError
+from codemode.errors import (
+    CodemodeError,
+    ContextLengthError,
+    ModelConfigError,
+    ModelError,
+    UsageError,
+)
 
 __all__ = ["Approval", "Approver", "RoundLoop", "RunObserver", "deny_all"]
 
@@ -210,6 +216,14 @@ class RoundLoop(ABC):
                 if attempt == _CONTEXT_RETRIES:
                     raise
                 budget = max(int(min(budget, fit.tokens) * 0.6), fixed + 1)
+            except CodemodeError:
+                raise
+            except Exception as error:  # a provider bug must not take the loop down
+                log.exception("the model provider failed")
+                raise ModelError(
+                    f"{self.model.name} failed unexpectedly: {type(error).__name__}: {error}",
+                    fix="see the log; this is a bug in the provider",
+                ) from error
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def decide(self, approval: Approval, round_: Round, step: Step) -> bool:

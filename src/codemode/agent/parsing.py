@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from typing import Any
 
 from codemode.agent.actions import Action, Execute, Finish, Malformed, Search
@@ -35,6 +36,11 @@ _ANSWER_KEYS = ("answer", "final_answer", "final")
 _SEARCH_KEYS = ("search", "query")
 _DETAILS = frozenset({"name", "summary", "full"})
 _MAX_CANDIDATES = 20
+
+
+def _clean(code: str) -> str:
+    """Code as it should run: no blank lines around it, no indentation common to all lines."""
+    return textwrap.dedent(code.strip("\n")).rstrip()
 
 
 def _too_long(text: str) -> Malformed | None:
@@ -105,7 +111,7 @@ def parse_fenced(text: str) -> tuple[str, Action]:
     thoughts = _outside(text, [span for _, _, span in blocks])
     python = [body for tag, body, _ in blocks if tag in _PYTHON_TAGS and body.strip()]
     if python:
-        return _strip_final(thoughts), Execute(_unescape_code("\n\n".join(python)))
+        return _strip_final(thoughts), Execute(_clean(_unescape_code("\n\n".join(python))))
     searches = [body.strip() for tag, body, _ in blocks if tag == "search" and body.strip()]
     if searches:
         return _strip_final(thoughts), Search(searches[0].splitlines()[0].strip())
@@ -114,7 +120,7 @@ def parse_fenced(text: str) -> tuple[str, Action]:
         return text[: final.start()].strip(), Finish(final.group(1).strip())
     if not blocks:
         if _looks_like_bare_code(text):
-            return "", Execute(text.strip())
+            return "", Execute(_clean(text))
         envelope_thoughts, action = _envelope_action(text)
         if not isinstance(action, Malformed):
             return envelope_thoughts, action
@@ -202,7 +208,7 @@ def _from_object(data: dict[str, Any]) -> tuple[str, Action]:
         if not isinstance(code, str):
             return thoughts, Malformed('"code" must be a string of Python')
         if code.strip():
-            return thoughts, Execute(_unescape_code(_strip_fence(code)))
+            return thoughts, Execute(_clean(_unescape_code(_strip_fence(code))))
     query = _first(data, _SEARCH_KEYS)
     if isinstance(query, str) and query.strip():
         return thoughts, Search(query.strip())
