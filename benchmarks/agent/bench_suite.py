@@ -21,7 +21,14 @@ import bench_tasks_servers
 from bench_task import Task
 from bench_world import World
 
-from codemode.agent import Agent, Approval, ModelProvider, RunRecord, ScriptedModel, ToolCallingAgent
+from codemode.agent import (
+    Agent,
+    Approval,
+    ModelProvider,
+    RunRecord,
+    ScriptedModel,
+    ToolCallingAgent,
+)
 
 TASKS: list[Task] = [*bench_tasks_files.TASKS, *bench_tasks_crm.TASKS, *bench_tasks_servers.TASKS]
 PARADIGMS = ("codemode", "tool-calling")
@@ -45,7 +52,8 @@ class TaskResult:
             "task": self.task,
             "paradigm": self.paradigm,
             "ok": self.ok,
-            "problem": self.problem or (self.record.error if self.record.status != "done" else None),
+            "problem": self.problem
+            or (self.record.error if self.record.status != "done" else None),
             "status": self.record.status,
             "rounds": len(self.record.rounds),
             "tokens_in": self.record.tokens_in,
@@ -114,11 +122,17 @@ def ledger(results: Sequence[TaskResult]) -> str:
         for paradigm in PARADIGMS:
             r = pair.get(paradigm)
             if r is None:
-                cells.append(f"{'-':>12}{'-':>10}{'-':>6}" if paradigm == "codemode" else f"{'-':>14}{'-':>10}{'-':>6}")
+                cells.append(
+                    f"{'-':>12}{'-':>10}{'-':>6}"
+                    if paradigm == "codemode"
+                    else f"{'-':>14}{'-':>10}{'-':>6}"
+                )
                 continue
             mark = "ok" if r.ok else "FAIL"
             width = 12 if paradigm == "codemode" else 14
-            cells.append(f"{mark + ' ' + str(len(r.record.rounds)):>{width}}{r.record.tokens:>10,}{r.seconds:>6.1f}")
+            cells.append(
+                f"{mark + ' ' + str(len(r.record.rounds)):>{width}}{r.record.tokens:>10,}{r.seconds:>6.1f}"
+            )
         ratio = ""
         if len(pair) == 2 and pair["tool-calling"].record.tokens:
             value = pair["codemode"].record.tokens / pair["tool-calling"].record.tokens
@@ -142,7 +156,9 @@ def ledger(results: Sequence[TaskResult]) -> str:
         if not r.ok:
             why = r.problem or f"{r.record.status}: {r.record.error or r.record.summary}"
             lines.append(f"FAIL {r.paradigm} {r.task}: {why}"[:400])
-            last = next((s.feedback for rd in reversed(r.record.rounds) for s in rd.steps if s.feedback), "")
+            last = next(
+                (s.feedback for rd in reversed(r.record.rounds) for s in rd.steps if s.feedback), ""
+            )
             if last:
                 lines.append("  last result: " + last.replace("\n", "\n  ")[:800])
     codemode = [r for r in results if r.paradigm == "codemode"]

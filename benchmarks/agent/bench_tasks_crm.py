@@ -21,7 +21,7 @@ def _leads(r: Results, index: int = -1) -> list[dict[str, Any]]:
 
 # --- the transcript -> CRM note (the seeds' case) -------------------------------------------------
 
-TRANSCRIPT_CODE = f'''\
+TRANSCRIPT_CODE = """\
 from servers import docs, crm
 
 def transcript():
@@ -32,14 +32,16 @@ def acme_lead():
     return crm.search_leads(query="Acme Corp")["leads"][0]
 
 doc, lead = transcript(), acme_lead()
-crm.update_lead(lead_id=lead["id"], fields={{"notes": doc["content"]}})
+crm.update_lead(lead_id=lead["id"], fields={"notes": doc["content"]})
 check = crm.get_lead(lead_id=lead["id"])
 print(doc["id"], "->", lead["id"], len(doc["content"]), "chars copied:", check["notes"] == doc["content"])
-'''
+"""
 
 
 def _check_transcript(world: World) -> str | None:
-    (doc,) = world.rows("docs", "SELECT content FROM documents WHERE id = ?", (MEETING_DOCUMENT_ID,))
+    (doc,) = world.rows(
+        "docs", "SELECT content FROM documents WHERE id = ?", (MEETING_DOCUMENT_ID,)
+    )
     (lead,) = world.rows("crm", "SELECT notes FROM leads WHERE id = ?", (ACME_LEAD_ID,))
     return expect(lead["notes"] == doc["content"], "Acme's notes are not the transcript")
 
@@ -59,8 +61,13 @@ TRANSCRIPT = Task(
         call("docs__search_documents", query="Q3 review meeting transcript"),
         then(lambda r: call("docs__get_document", document_id=r.json()["hits"][0]["id"])),
         call("crm__search_leads", query="Acme Corp"),
-        then(lambda r: call("crm__update_lead", lead_id=_leads(r)[0]["id"],
-                            fields={"notes": r.json(-2)["content"]})),
+        then(
+            lambda r: call(
+                "crm__update_lead",
+                lead_id=_leads(r)[0]["id"],
+                fields={"notes": r.json(-2)["content"]},
+            )
+        ),
         answer("The Q3 review transcript is now Acme Corp's notes."),
     ],
     tags=("seed",),
@@ -70,7 +77,9 @@ TRANSCRIPT = Task(
 
 
 def _top_deals(leads: list[dict[str, Any]]) -> list[str]:
-    hot = [r for r in leads if r["stage"] in ("Negotiation", "Proposal") and r["deal_value"] >= 150_000]
+    hot = [
+        r for r in leads if r["stage"] in ("Negotiation", "Proposal") and r["deal_value"] >= 150_000
+    ]
     return [r["id"] for r in sorted(hot, key=lambda r: (-r["deal_value"], r["id"]))[:5]]
 
 
@@ -108,8 +117,13 @@ TOP_DEALS = Task(
     ],
     baseline=lambda w: [
         call("crm__search_leads", limit=500),
-        then(lambda r: call("filesystem__write_file", path=str(w.workspace / "top_deals.json"),
-                            content=json.dumps(_top_deals(_leads(r))))),
+        then(
+            lambda r: call(
+                "filesystem__write_file",
+                path=str(w.workspace / "top_deals.json"),
+                content=json.dumps(_top_deals(_leads(r))),
+            )
+        ),
         answer("top_deals.json has the five biggest late-stage deals."),
     ],
     tags=("seed",),
@@ -119,11 +133,19 @@ TOP_DEALS = Task(
 
 
 def _check_webinar(world: World) -> str | None:
-    subscribers = {r["email"].lower() for r in world.rows(
-        "mail", "SELECT email FROM subscribers WHERE list_name = 'retail-webinar'")}
-    wanted = {r["email"].lower() for r in world.rows(
-        "crm", "SELECT email FROM leads WHERE industry = 'Retail'")}
-    return expect(subscribers == wanted, f"{len(subscribers)} subscribers, {len(wanted)} retail contacts")
+    subscribers = {
+        r["email"].lower()
+        for r in world.rows(
+            "mail", "SELECT email FROM subscribers WHERE list_name = 'retail-webinar'"
+        )
+    }
+    wanted = {
+        r["email"].lower()
+        for r in world.rows("crm", "SELECT email FROM leads WHERE industry = 'Retail'")
+    }
+    return expect(
+        subscribers == wanted, f"{len(subscribers)} subscribers, {len(wanted)} retail contacts"
+    )
 
 
 WEBINAR = Task(
@@ -143,10 +165,17 @@ WEBINAR = Task(
     ],
     baseline=lambda w: [
         call("crm__list_contacts", industry="Retail", limit=200),
-        then(lambda r: calls([
-            ("mail__add_subscriber", {"list_name": "retail-webinar", "email": c["email"], "name": c["name"]})
-            for c in r.json()["contacts"]
-        ])),
+        then(
+            lambda r: calls(
+                [
+                    (
+                        "mail__add_subscriber",
+                        {"list_name": "retail-webinar", "email": c["email"], "name": c["name"]},
+                    )
+                    for c in r.json()["contacts"]
+                ]
+            )
+        ),
         answer("All Retail contacts are on retail-webinar."),
     ],
 )
@@ -177,7 +206,9 @@ STALE = Task(
     id="close_stale_negotiations",
     prompt=f"Every CRM lead in stage Negotiation whose last contact is before {_CUTOFF}: set its "
     "stage to Closed Lost.",
-    setup=_snapshot("stale", f"SELECT id FROM leads WHERE stage = 'Negotiation' AND last_contact < '{_CUTOFF}'"),
+    setup=_snapshot(
+        "stale", f"SELECT id FROM leads WHERE stage = 'Negotiation' AND last_contact < '{_CUTOFF}'"
+    ),
     check=_check_stale,
     codemode=lambda w: [
         search("change the stage of a CRM lead"),
@@ -193,10 +224,15 @@ STALE = Task(
     ],
     baseline=lambda w: [
         call("crm__search_leads", stage="Negotiation", limit=500),
-        then(lambda r: calls([
-            ("crm__update_lead", {"lead_id": x["id"], "fields": {"stage": "Closed Lost"}})
-            for x in _leads(r) if x["last_contact"] < _CUTOFF
-        ])),
+        then(
+            lambda r: calls(
+                [
+                    ("crm__update_lead", {"lead_id": x["id"], "fields": {"stage": "Closed Lost"}})
+                    for x in _leads(r)
+                    if x["last_contact"] < _CUTOFF
+                ]
+            )
+        ),
         answer("The stale negotiations are Closed Lost."),
     ],
 )
@@ -206,7 +242,11 @@ _FOLLOW_UP = "Follow-up call booked for next week."
 
 def _check_followups(world: World) -> str | None:
     ids = set(world.expected["followups"])
-    noted = {r["id"] for r in world.rows("crm", "SELECT id, notes FROM leads") if r["notes"].endswith(_FOLLOW_UP)}
+    noted = {
+        r["id"]
+        for r in world.rows("crm", "SELECT id, notes FROM leads")
+        if r["notes"].endswith(_FOLLOW_UP)
+    }
     return first_problem(
         expect(bool(ids), "the setup found no leads"),
         expect(noted == ids, f"noted {len(noted)} leads, expected {len(ids)}"),
@@ -217,7 +257,9 @@ FOLLOWUPS = Task(
     id="append_followup_notes",
     prompt=f"For every CRM lead owned by Mei Tanaka in stage Proposal, add the note "
     f"'{_FOLLOW_UP}' (keep the existing notes).",
-    setup=_snapshot("followups", "SELECT id FROM leads WHERE owner = 'Mei Tanaka' AND stage = 'Proposal'"),
+    setup=_snapshot(
+        "followups", "SELECT id FROM leads WHERE owner = 'Mei Tanaka' AND stage = 'Proposal'"
+    ),
     check=_check_followups,
     codemode=lambda w: [
         search("add a note to a CRM lead"),
@@ -231,8 +273,15 @@ FOLLOWUPS = Task(
     ],
     baseline=lambda w: [
         call("crm__search_leads", query="Mei Tanaka", stage="Proposal", limit=500),
-        then(lambda r: calls([("crm__append_note", {"lead_id": x["id"], "note": _FOLLOW_UP})
-                              for x in _leads(r) if x["owner"] == "Mei Tanaka"])),
+        then(
+            lambda r: calls(
+                [
+                    ("crm__append_note", {"lead_id": x["id"], "note": _FOLLOW_UP})
+                    for x in _leads(r)
+                    if x["owner"] == "Mei Tanaka"
+                ]
+            )
+        ),
         answer("Follow-up notes added."),
     ],
 )
@@ -244,12 +293,17 @@ def _check_deleted(world: World) -> str | None:
     return first_problem(
         expect(bool(ids), "the setup found nothing to delete"),
         expect(not (set(ids) & left), f"not deleted: {sorted(set(ids) & left)[:5]}"),
-        expect(len(left) == world.expected["leads_before_delete"] - len(ids), "other leads were deleted"),
+        expect(
+            len(left) == world.expected["leads_before_delete"] - len(ids),
+            "other leads were deleted",
+        ),
     )
 
 
 def _setup_delete(world: World) -> None:
-    _snapshot("small_lost", "SELECT id FROM leads WHERE stage = 'Closed Lost' AND deal_value < 20000")(world)
+    _snapshot(
+        "small_lost", "SELECT id FROM leads WHERE stage = 'Closed Lost' AND deal_value < 20000"
+    )(world)
     world.expected["leads_before_delete"] = len(world.rows("crm", "SELECT id FROM leads"))
 
 
@@ -270,8 +324,15 @@ DELETE = Task(
     ],
     baseline=lambda w: [
         call("crm__search_leads", stage="Closed Lost", limit=500),
-        then(lambda r: calls([("crm__delete_lead", {"lead_id": x["id"]})
-                              for x in _leads(r) if x["deal_value"] < 20_000])),
+        then(
+            lambda r: calls(
+                [
+                    ("crm__delete_lead", {"lead_id": x["id"]})
+                    for x in _leads(r)
+                    if x["deal_value"] < 20_000
+                ]
+            )
+        ),
         answer("The small Closed Lost leads are deleted."),
     ],
 )
@@ -292,13 +353,18 @@ def _pipeline_body(leads: list[dict[str, Any]]) -> str:
 
 
 def _check_pipeline(world: World) -> str | None:
-    rows = world.rows("mail", "SELECT body FROM outbox WHERE to_addr = 'sales-lead@example.com' "
-                      "AND subject = 'Open pipeline by owner'")
+    rows = world.rows(
+        "mail",
+        "SELECT body FROM outbox WHERE to_addr = 'sales-lead@example.com' "
+        "AND subject = 'Open pipeline by owner'",
+    )
     leads = [dict(r) for r in world.rows("crm", "SELECT owner, stage, deal_value FROM leads")]
     if len(rows) != 1:
         return f"{len(rows)} pipeline emails, expected 1"
     body = rows[0]["body"]
-    missing = [o for o, v in _pipeline_by_owner(leads).items() if o not in body or f"{v:,}" not in body]
+    missing = [
+        o for o, v in _pipeline_by_owner(leads).items() if o not in body or f"{v:,}" not in body
+    ]
     return expect(not missing, f"the email lacks the totals of {missing}")
 
 
@@ -322,19 +388,32 @@ PIPELINE = Task(
     ],
     baseline=lambda w: [
         call("crm__search_leads", limit=500),
-        then(lambda r: call("mail__send_email", to="sales-lead@example.com",
-                            subject="Open pipeline by owner", body=_pipeline_body(_leads(r)))),
+        then(
+            lambda r: call(
+                "mail__send_email",
+                to="sales-lead@example.com",
+                subject="Open pipeline by owner",
+                body=_pipeline_body(_leads(r)),
+            )
+        ),
         answer("Sent the open pipeline by owner."),
     ],
 )
 
 
 def _germany_content(leads: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{r['id']} {r['company']}: ${r['deal_value']:,}" for r in leads if r["country"] == "Germany")
+    return "\n".join(
+        f"{r['id']} {r['company']}: ${r['deal_value']:,}"
+        for r in leads
+        if r["country"] == "Germany"
+    )
 
 
 def _check_germany(world: World) -> str | None:
-    docs = world.rows("docs", "SELECT content FROM documents WHERE title = 'Germany pipeline' AND folder = '/Reports'")
+    docs = world.rows(
+        "docs",
+        "SELECT content FROM documents WHERE title = 'Germany pipeline' AND folder = '/Reports'",
+    )
     ids = [r["id"] for r in world.rows("crm", "SELECT id FROM leads WHERE country = 'Germany'")]
     if len(docs) != 1:
         return f"{len(docs)} 'Germany pipeline' documents in /Reports, expected 1"
@@ -360,21 +439,31 @@ GERMANY = Task(
     ],
     baseline=lambda w: [
         call("crm__search_leads", country="Germany", limit=500),
-        then(lambda r: call("docs__create_document", title="Germany pipeline", folder="/Reports",
-                            content=_germany_content(_leads(r)))),
+        then(
+            lambda r: call(
+                "docs__create_document",
+                title="Germany pipeline",
+                folder="/Reports",
+                content=_germany_content(_leads(r)),
+            )
+        ),
         answer("Created 'Germany pipeline' in /Reports."),
     ],
 )
 
 
 def _proposal_lead(doc_id: str) -> str:
-    return "LEAD-" + doc_id.split("_lead_")[1].split("_")[0]
+    return "LEAD-" + doc_id.split("_lead_")[1].split("_", maxsplit=1)[0]
 
 
 def _check_proposals(world: World) -> str | None:
     docs = world.rows("docs", "SELECT id FROM documents WHERE folder = '/Sales/Proposals'")
     notes = {r["id"]: r["notes"] for r in world.rows("crm", "SELECT id, notes FROM leads")}
-    wrong = [d["id"] for d in docs if not notes.get(_proposal_lead(d["id"]), "").endswith(f"Proposal on file: {d['id']}")]
+    wrong = [
+        d["id"]
+        for d in docs
+        if not notes.get(_proposal_lead(d["id"]), "").endswith(f"Proposal on file: {d['id']}")
+    ]
     return expect(not wrong, f"no note for {wrong}")
 
 
@@ -398,9 +487,20 @@ PROPOSALS = Task(
     ],
     baseline=lambda w: [
         call("docs__list_documents", folder="/Sales/Proposals"),
-        then(lambda r: calls([("crm__append_note", {"lead_id": _proposal_lead(d["id"]),
-                                                     "note": f"Proposal on file: {d['id']}"})
-                              for d in r.json()["documents"]])),
+        then(
+            lambda r: calls(
+                [
+                    (
+                        "crm__append_note",
+                        {
+                            "lead_id": _proposal_lead(d["id"]),
+                            "note": f"Proposal on file: {d['id']}",
+                        },
+                    )
+                    for d in r.json()["documents"]
+                ]
+            )
+        ),
         answer("Every proposal is noted on its lead."),
     ],
 )
@@ -433,18 +533,32 @@ INDUSTRIES = Task(
     ],
     baseline=lambda w: [
         call("crm__search_leads", limit=500),
-        then(lambda r: call("filesystem__write_file", path=str(w.workspace / "industry_counts.json"),
-                            content=json.dumps(dict(Counter(x["industry"] for x in _leads(r)))))),
+        then(
+            lambda r: call(
+                "filesystem__write_file",
+                path=str(w.workspace / "industry_counts.json"),
+                content=json.dumps(dict(Counter(x["industry"] for x in _leads(r)))),
+            )
+        ),
         answer("industry_counts.json has the counts."),
     ],
 )
 
 
 def _check_newsletter(world: World) -> str | None:
-    (doc,) = world.rows("docs", "SELECT title, content FROM documents WHERE folder = '/Product/Releases' "
-                        "ORDER BY created DESC LIMIT 1")
-    sent = {r["to_addr"].lower() for r in world.rows("mail", "SELECT to_addr FROM outbox WHERE subject = ?", (doc["title"],))}
-    wanted = {r["email"].lower() for r in world.rows("mail", "SELECT email FROM subscribers WHERE list_name = 'newsletter'")}
+    (doc,) = world.rows(
+        "docs",
+        "SELECT title, content FROM documents WHERE folder = '/Product/Releases' "
+        "ORDER BY created DESC LIMIT 1",
+    )
+    sent = {
+        r["to_addr"].lower()
+        for r in world.rows("mail", "SELECT to_addr FROM outbox WHERE subject = ?", (doc["title"],))
+    }
+    wanted = {
+        r["email"].lower()
+        for r in world.rows("mail", "SELECT email FROM subscribers WHERE list_name = 'newsletter'")
+    }
     return expect(sent == wanted, f"sent to {len(sent)} of {len(wanted)} newsletter subscribers")
 
 
@@ -470,9 +584,21 @@ NEWSLETTER = Task(
         call("docs__list_documents", folder="/Product/Releases", limit=1),
         then(lambda r: call("docs__get_document", document_id=r.json()["documents"][0]["id"])),
         call("mail__list_subscribers", list_name="newsletter"),
-        then(lambda r: calls([("mail__send_email", {"to": p["email"], "subject": r.json(-2)["title"],
-                                                    "body": r.json(-2)["content"]})
-                              for p in r.json()["subscribers"]])),
+        then(
+            lambda r: calls(
+                [
+                    (
+                        "mail__send_email",
+                        {
+                            "to": p["email"],
+                            "subject": r.json(-2)["title"],
+                            "body": r.json(-2)["content"],
+                        },
+                    )
+                    for p in r.json()["subscribers"]
+                ]
+            )
+        ),
         answer("Sent the latest release notes to the newsletter list."),
     ],
 )
@@ -481,8 +607,19 @@ NEWSLETTER = Task(
 
 
 def _negotiation_csv(leads: list[dict[str, Any]]) -> str:
-    rows = sorted((r for r in leads if r["stage"] == "Negotiation" and r["deal_value"] >= 200_000), key=lambda r: r["id"])
-    return "\n".join(["id,company,deal_value", *(f"{r['id']},{r['company']},{r['deal_value']}" for r in rows)]) + "\n"
+    rows = sorted(
+        (r for r in leads if r["stage"] == "Negotiation" and r["deal_value"] >= 200_000),
+        key=lambda r: r["id"],
+    )
+    return (
+        "\n".join(
+            [
+                "id,company,deal_value",
+                *(f"{r['id']},{r['company']},{r['deal_value']}" for r in rows),
+            ]
+        )
+        + "\n"
+    )
 
 
 def _check_negotiation(world: World) -> str | None:
@@ -522,13 +659,30 @@ FIELD_GUESS = Task(
     baseline=lambda w: [
         # A wrong guess: min_deal_value is not a parameter; the server ignores it.
         call("crm__search_leads", stage="Negotiation", min_deal_value=200_000, limit=500),
-        then(lambda r: call("filesystem__write_file", path=str(w.workspace / "negotiation_200k.csv"),
-                            content=_negotiation_csv(_leads(r)),
-                            thoughts="The filter was ignored; keep the leads worth $200,000 or more.")),
+        then(
+            lambda r: call(
+                "filesystem__write_file",
+                path=str(w.workspace / "negotiation_200k.csv"),
+                content=_negotiation_csv(_leads(r)),
+                thoughts="The filter was ignored; keep the leads worth $200,000 or more.",
+            )
+        ),
         answer("negotiation_200k.csv has the big Negotiation leads."),
     ],
     tags=("recovery",),
 )
 
-TASKS = [TRANSCRIPT, TOP_DEALS, WEBINAR, FOLLOWUPS, PIPELINE, GERMANY, PROPOSALS, INDUSTRIES,
-         NEWSLETTER, FIELD_GUESS, STALE, DELETE]
+TASKS = [
+    TRANSCRIPT,
+    TOP_DEALS,
+    WEBINAR,
+    FOLLOWUPS,
+    PIPELINE,
+    GERMANY,
+    PROPOSALS,
+    INDUSTRIES,
+    NEWSLETTER,
+    FIELD_GUESS,
+    STALE,
+    DELETE,
+]

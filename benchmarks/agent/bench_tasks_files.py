@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import random
 from collections import Counter, defaultdict
@@ -47,7 +48,7 @@ def _monthly(text: str) -> dict[str, int]:
 
 def _best_growth(totals: dict[str, int]) -> tuple[str, float]:
     months = list(totals)
-    growth = {m: (totals[m] - totals[p]) / totals[p] for p, m in zip(months, months[1:], strict=False)}
+    growth = {m: (totals[m] - totals[p]) / totals[p] for p, m in itertools.pairwise(months)}
     best = max(growth, key=lambda m: growth[m])
     return best, growth[best]
 
@@ -76,7 +77,7 @@ def _check_sales(world: World) -> str | None:
     )
 
 
-SALES_CODE = '''\
+SALES_CODE = """\
 import csv
 from collections import defaultdict
 
@@ -104,7 +105,7 @@ totals = monthly_totals("sales.csv")
 best, rate = best_growth(totals)
 write_report(totals, best, rate)
 print(len(totals), "months; best growth:", best, f"{rate:+.1%}")
-'''
+"""
 
 SALES = Task(
     id="sales_growth",
@@ -114,14 +115,22 @@ SALES = Task(
     setup=_write_sales,
     check=_check_sales,
     codemode=lambda w: [
-        execute(SALES_CODE, "Plan: read the CSV, total per month, compare each month with the "
-                "previous one, write a markdown table and the best month to result.md."),
+        execute(
+            SALES_CODE,
+            "Plan: read the CSV, total per month, compare each month with the "
+            "previous one, write a markdown table and the best month to result.md.",
+        ),
         answer("result.md has the monthly totals; July 2025 grew the most."),
     ],
     baseline=lambda w: [
         call(FS + "read_text_file", "Read the CSV first.", path=str(w.workspace / "sales.csv")),
-        then(lambda r: call(FS + "write_file", path=str(w.workspace / "result.md"),
-                            content=_sales_report(r.text()))),
+        then(
+            lambda r: call(
+                FS + "write_file",
+                path=str(w.workspace / "result.md"),
+                content=_sales_report(r.text()),
+            )
+        ),
         answer("result.md has the monthly totals and the month with the highest growth."),
     ],
     tags=("seed",),
@@ -152,7 +161,7 @@ def _anomalies(text: str) -> list[tuple[str, str, float]]:
     found = []
     for region, series in by_region.items():
         series.sort()
-        for (_, before), (day, value) in zip(series, series[1:], strict=False):
+        for (_, before), (day, value) in itertools.pairwise(series):
             change = (value - before) / before
             if abs(change) > 0.15:
                 found.append((day, region, change))
@@ -164,7 +173,7 @@ def _svg_chart(title: str, values: list[float]) -> str:
     points = " ".join(f"{20 + i * 60},{200 - 180 * v / top:.0f}" for i, v in enumerate(values))
     return (
         '<svg xmlns="http://www.w3.org/2000/svg" width="420" height="220">'
-        f"<title>{title}</title><polyline fill=\"none\" stroke=\"black\" points=\"{points}\"/></svg>"
+        f'<title>{title}</title><polyline fill="none" stroke="black" points="{points}"/></svg>'
     )
 
 
@@ -175,8 +184,17 @@ def _weekly_files(text: str) -> dict[str, str]:
     table = ["| day | region | change |", "|---|---|---:|"]
     table += [f"| {d} | {r} | {c:+.0%} |" for d, r, c in _anomalies(text)]
     report = "\n".join(
-        ["# Weekly report", "", "![Daily total](total.svg)", "![East trend](trend.svg)", "",
-         "## Anomalies (day-over-day change above 15%)", "", *table, ""]
+        [
+            "# Weekly report",
+            "",
+            "![Daily total](total.svg)",
+            "![East trend](trend.svg)",
+            "",
+            "## Anomalies (day-over-day change above 15%)",
+            "",
+            *table,
+            "",
+        ]
     )
     return {
         "report.md": report,
@@ -206,11 +224,13 @@ def _check_weekly(world: World) -> str | None:
     return first_problem(
         expect(len(valid) >= 2, f"report.md shows {len(valid)} valid chart images, not 2"),
         expect(found == expected, f"anomaly table misses {sorted(expected - found)}"),
-        expect(len(table_rows) == len(expected), f"{len(table_rows)} anomaly rows, not {len(expected)}"),
+        expect(
+            len(table_rows) == len(expected), f"{len(table_rows)} anomaly rows, not {len(expected)}"
+        ),
     )
 
 
-WEEKLY_CODE = '''\
+WEEKLY_CODE = """\
 import pandas as pd
 import matplotlib
 matplotlib.use("Agg")
@@ -242,7 +262,7 @@ charts(pivot)
 rows = anomalies(pivot)
 write(rows)
 print(len(rows), "anomalies:", rows)
-'''
+"""
 
 WEEKLY = Task(
     id="weekly_report",
@@ -253,16 +273,24 @@ WEEKLY = Task(
     setup=_write_orders,
     check=_check_weekly,
     codemode=lambda w: [
-        execute(WEEKLY_CODE, "Plan: pivot days x regions, two matplotlib charts, "
-                "pct_change for anomalies, then the markdown report."),
+        execute(
+            WEEKLY_CODE,
+            "Plan: pivot days x regions, two matplotlib charts, "
+            "pct_change for anomalies, then the markdown report.",
+        ),
         answer("report.md has two charts and the anomaly table."),
     ],
     baseline=lambda w: [
         call(FS + "read_text_file", path=str(w.workspace / "orders_week.csv")),
-        then(lambda r: calls([
-            (FS + "write_file", {"path": str(w.workspace / name), "content": content})
-            for name, content in _weekly_files(r.text()).items()
-        ], "Write the two charts as SVG and the report.")),
+        then(
+            lambda r: calls(
+                [
+                    (FS + "write_file", {"path": str(w.workspace / name), "content": content})
+                    for name, content in _weekly_files(r.text()).items()
+                ],
+                "Write the two charts as SVG and the report.",
+            )
+        ),
         answer("report.md has two charts and the anomaly table."),
     ],
     tags=("seed",),
@@ -298,7 +326,9 @@ def _check_dedupe(world: World) -> str | None:
         return "contacts_clean.csv is missing"
     emails = [r["email"] for r in csv.DictReader(io.StringIO(clean))]
     wanted = [f"person{i}@example.org" for i in range(100)]
-    return expect(emails == sorted(wanted), "contacts_clean.csv is not the 100 unique emails, sorted")
+    return expect(
+        emails == sorted(wanted), "contacts_clean.csv is not the 100 unique emails, sorted"
+    )
 
 
 DEDUPE = Task(
@@ -324,8 +354,13 @@ DEDUPE = Task(
     ],
     baseline=lambda w: [
         call(FS + "read_text_file", path=str(w.workspace / "contacts_raw.csv")),
-        then(lambda r: call(FS + "write_file", path=str(w.workspace / "contacts_clean.csv"),
-                            content=_dedupe(r.text()))),
+        then(
+            lambda r: call(
+                FS + "write_file",
+                path=str(w.workspace / "contacts_clean.csv"),
+                content=_dedupe(r.text()),
+            )
+        ),
         answer("contacts_clean.csv has 100 unique contacts."),
     ],
 )
@@ -334,8 +369,12 @@ DEDUPE = Task(
 def _write_inventory(world: World) -> None:
     rng = random.Random(5)
     items = [
-        {"sku": f"SKU-{i:03d}", "name": f"Part {i}", "on_hand": rng.randint(0, 120),
-         "reorder_level": rng.choice([10, 20, 30, 50])}
+        {
+            "sku": f"SKU-{i:03d}",
+            "name": f"Part {i}",
+            "on_hand": rng.randint(0, 120),
+            "reorder_level": rng.choice([10, 20, 30, 50]),
+        }
         for i in range(80)
     ]
     (world.workspace / "inventory.json").write_text(json.dumps(items, indent=1), encoding="utf-8")
@@ -379,8 +418,13 @@ LOW_STOCK = Task(
     ],
     baseline=lambda w: [
         call(FS + "read_text_file", path=str(w.workspace / "inventory.json")),
-        then(lambda r: call(FS + "write_file", path=str(w.workspace / "low_stock.csv"),
-                            content=_low_stock(json.loads(r.text())))),
+        then(
+            lambda r: call(
+                FS + "write_file",
+                path=str(w.workspace / "low_stock.csv"),
+                content=_low_stock(json.loads(r.text())),
+            )
+        ),
         answer("low_stock.csv lists the parts below their reorder level."),
     ],
 )
@@ -429,8 +473,13 @@ LOG = Task(
     ],
     baseline=lambda w: [
         call(FS + "read_text_file", path=str(w.workspace / "app.log")),
-        then(lambda r: call(FS + "write_file", path=str(w.workspace / "error_summary.json"),
-                            content=json.dumps(_error_counts(r.text())))),
+        then(
+            lambda r: call(
+                FS + "write_file",
+                path=str(w.workspace / "error_summary.json"),
+                content=json.dumps(_error_counts(r.text())),
+            )
+        ),
         answer("error_summary.json has the counts per error code."),
     ],
 )
@@ -442,7 +491,11 @@ def _region_table(text: str) -> str:
     totals: dict[str, int] = defaultdict(int)
     for row in csv.DictReader(io.StringIO(text)):
         totals[row["region"]] += int(row["amount"])
-    lines = ["| region | total |", "|---|---:|", *(f"| {r} | {t} |" for r, t in sorted(totals.items()))]
+    lines = [
+        "| region | total |",
+        "|---|---:|",
+        *(f"| {r} | {t} |" for r, t in sorted(totals.items())),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -451,8 +504,11 @@ def _check_region_table(world: World) -> str | None:
     if got is None:
         return "region_totals.md is missing"
     text = (world.workspace / "sales.csv").read_text(encoding="utf-8")
-    missing = [line for line in _region_table(text).splitlines()[2:]
-               if line.split("|")[2].strip() not in got]
+    missing = [
+        line
+        for line in _region_table(text).splitlines()[2:]
+        if line.split("|")[2].strip() not in got
+    ]
     return expect(not missing, f"region_totals.md lacks {missing}")
 
 
@@ -482,8 +538,13 @@ REGION_TABLE = Task(
     ],
     baseline=lambda w: [
         call(FS + "read_text_file", path=str(w.workspace / "sales.csv")),
-        then(lambda r: call(FS + "write_file", path=str(w.workspace / "region_totals.md"),
-                            content=_region_table(r.text()))),
+        then(
+            lambda r: call(
+                FS + "write_file",
+                path=str(w.workspace / "region_totals.md"),
+                content=_region_table(r.text()),
+            )
+        ),
         answer("region_totals.md has the totals per region."),
     ],
     tags=("recovery",),
@@ -530,11 +591,24 @@ ORGANISE = Task(
     ],
     baseline=lambda w: [
         call(FS + "list_directory", path=str(w.workspace / "inbox")),
-        calls([(FS + "create_directory", {"path": str(w.workspace / "inbox" / ext)})
-               for ext in ("pdf", "csv", "png", "txt")]),
-        calls([(FS + "move_file", {"source": str(w.workspace / "inbox" / n),
-                                   "destination": str(w.workspace / "inbox" / n.rsplit(".", 1)[1] / n)})
-               for n in _INBOX]),
+        calls(
+            [
+                (FS + "create_directory", {"path": str(w.workspace / "inbox" / ext)})
+                for ext in ("pdf", "csv", "png", "txt")
+            ]
+        ),
+        calls(
+            [
+                (
+                    FS + "move_file",
+                    {
+                        "source": str(w.workspace / "inbox" / n),
+                        "destination": str(w.workspace / "inbox" / n.rsplit(".", 1)[1] / n),
+                    },
+                )
+                for n in _INBOX
+            ]
+        ),
         answer("The 15 files are in inbox/<extension>/."),
     ],
 )
@@ -577,9 +651,25 @@ FIND_ERROR = Task(
     ],
     baseline=lambda w: [
         call(FS + "directory_tree", path=str(w.workspace / "logs_tree")),
-        calls([(FS + "read_multiple_files", {"paths": [
-            str(w.workspace / "logs_tree" / f"service_{i % 5}" / f"day_{i % 3}" / f"run_{i:02d}.log")
-            for i in range(30)]})]),
+        calls(
+            [
+                (
+                    FS + "read_multiple_files",
+                    {
+                        "paths": [
+                            str(
+                                w.workspace
+                                / "logs_tree"
+                                / f"service_{i % 5}"
+                                / f"day_{i % 3}"
+                                / f"run_{i:02d}.log"
+                            )
+                            for i in range(30)
+                        ]
+                    },
+                )
+            ]
+        ),
         call(FS + "write_file", path=str(w.workspace / "answer.txt"), content=_ERROR_FILE + "\n"),
         answer(f"{_ERROR_FILE} (written to answer.txt)."),
     ],

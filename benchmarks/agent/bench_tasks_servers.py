@@ -24,8 +24,11 @@ def _owner_counts(world: World) -> dict[str, int]:
 def _check_reps(world: World) -> str | None:
     entities, _ = world.memory_graph()
     reps = {e["name"]: e for e in entities if e.get("entityType") == "sales_rep"}
-    wrong = [o for o, n in world.expected["owners"].items()
-             if o not in reps or f"owns {n} leads" not in reps[o].get("observations", [])]
+    wrong = [
+        o
+        for o, n in world.expected["owners"].items()
+        if o not in reps or f"owns {n} leads" not in reps[o].get("observations", [])
+    ]
     return expect(not wrong, f"missing or wrong sales_rep entities: {wrong[:4]}")
 
 
@@ -52,9 +55,15 @@ MEMORY_REPS = Task(
     ],
     baseline=lambda w: [
         call("crm__search_leads", limit=500),
-        then(lambda r: call("memory__create_entities", entities=[
-            {"name": o, "entityType": "sales_rep", "observations": [f"owns {n} leads"]}
-            for o, n in sorted(Counter(x["owner"] for x in r.json()["leads"]).items())])),
+        then(
+            lambda r: call(
+                "memory__create_entities",
+                entities=[
+                    {"name": o, "entityType": "sales_rep", "observations": [f"owns {n} leads"]}
+                    for o, n in sorted(Counter(x["owner"] for x in r.json()["leads"]).items())
+                ],
+            )
+        ),
         answer("One sales_rep entity per owner, with their lead count."),
     ],
 )
@@ -96,16 +105,38 @@ MEMORY_COMPANIES = Task(
     ],
     baseline=lambda w: [
         call("crm__search_leads", limit=500),
-        then(lambda r: calls([
-            ("memory__create_entities", {"entities": [
-                {"name": x["company"], "entityType": "company", "observations": [f"deal value ${x['deal_value']:,}"]}
-                for x in _top_open(r.json()["leads"])] + [
-                {"name": x["owner"], "entityType": "sales_rep", "observations": []}
-                for x in _top_open(r.json()["leads"])]}),
-            ("memory__create_relations", {"relations": [
-                {"from": x["company"], "to": x["owner"], "relationType": "owned_by"}
-                for x in _top_open(r.json()["leads"])]}),
-        ])),
+        then(
+            lambda r: calls(
+                [
+                    (
+                        "memory__create_entities",
+                        {
+                            "entities": [
+                                {
+                                    "name": x["company"],
+                                    "entityType": "company",
+                                    "observations": [f"deal value ${x['deal_value']:,}"],
+                                }
+                                for x in _top_open(r.json()["leads"])
+                            ]
+                            + [
+                                {"name": x["owner"], "entityType": "sales_rep", "observations": []}
+                                for x in _top_open(r.json()["leads"])
+                            ]
+                        },
+                    ),
+                    (
+                        "memory__create_relations",
+                        {
+                            "relations": [
+                                {"from": x["company"], "to": x["owner"], "relationType": "owned_by"}
+                                for x in _top_open(r.json()["leads"])
+                            ]
+                        },
+                    ),
+                ]
+            )
+        ),
         answer("The three biggest open accounts are in the graph, owned_by their reps."),
     ],
 )
@@ -126,8 +157,10 @@ def _check_changelog(world: World) -> str | None:
     except Exception:  # noqa: BLE001 - not committed
         return "CHANGELOG.md is not committed on main"
     missing = [s for s in subjects if s not in content]
-    return first_problem(expect(head == "Add changelog", f"main's last commit is {head!r}"),
-                         expect(not missing, f"CHANGELOG.md lacks {missing}"))
+    return first_problem(
+        expect(head == "Add changelog", f"main's last commit is {head!r}"),
+        expect(not missing, f"CHANGELOG.md lacks {missing}"),
+    )
 
 
 CHANGELOG = Task(
@@ -152,7 +185,13 @@ CHANGELOG = Task(
     ],
     baseline=lambda w: [
         call("git__git_log", repo_path=str(w.repo), max_count=100),
-        then(lambda r: call("filesystem__write_file", path=str(w.repo / "CHANGELOG.md"), content=_changelog(r.text()))),
+        then(
+            lambda r: call(
+                "filesystem__write_file",
+                path=str(w.repo / "CHANGELOG.md"),
+                content=_changelog(r.text()),
+            )
+        ),
         call("git__git_add", repo_path=str(w.repo), files=["CHANGELOG.md"]),
         call("git__git_commit", repo_path=str(w.repo), message="Add changelog"),
         answer("CHANGELOG.md is committed."),
@@ -166,8 +205,10 @@ def _check_typo(world: World) -> str | None:
         subject = world.git("log", "-1", "--format=%s", "fix/typo").strip()
     except Exception:  # noqa: BLE001 - no such branch
         return "there is no branch fix/typo"
-    return first_problem(expect("receive" in readme and "recieve" not in readme, "README still has the typo"),
-                         expect(subject == "Fix typo in README", f"fix/typo's last commit is {subject!r}"))
+    return first_problem(
+        expect("receive" in readme and "recieve" not in readme, "README still has the typo"),
+        expect(subject == "Fix typo in README", f"fix/typo's last commit is {subject!r}"),
+    )
 
 
 TYPO = Task(
@@ -193,8 +234,13 @@ TYPO = Task(
         call("git__git_create_branch", repo_path=str(w.repo), branch_name="fix/typo"),
         call("git__git_checkout", repo_path=str(w.repo), branch_name="fix/typo"),
         call("filesystem__read_text_file", path=str(w.repo / "README.md")),
-        then(lambda r: call("filesystem__write_file", path=str(w.repo / "README.md"),
-                            content=r.text().replace("recieve", "receive"))),
+        then(
+            lambda r: call(
+                "filesystem__write_file",
+                path=str(w.repo / "README.md"),
+                content=r.text().replace("recieve", "receive"),
+            )
+        ),
         call("git__git_add", repo_path=str(w.repo), files=["README.md"]),
         call("git__git_commit", repo_path=str(w.repo), message="Fix typo in README"),
         answer("fix/typo has the corrected README."),
@@ -209,13 +255,17 @@ _CITIES = {"Tokyo": "Asia/Tokyo", "London": "Europe/London", "New York": "Americ
 def _local_times() -> dict[str, str]:
     today = dt.datetime.now(ZoneInfo("Europe/Berlin")).date()
     start = dt.datetime.combine(today, dt.time(15, 0), ZoneInfo("Europe/Berlin"))
-    return {city: start.astimezone(ZoneInfo(zone)).strftime("%H:%M") for city, zone in _CITIES.items()}
+    return {
+        city: start.astimezone(ZoneInfo(zone)).strftime("%H:%M") for city, zone in _CITIES.items()
+    }
 
 
 def _check_times(world: World) -> str | None:
     got = world.file("meeting_times.md") or ""
     lines = got.splitlines()
-    wrong = [c for c, t in _local_times().items() if not any(c in line and t in line for line in lines)]
+    wrong = [
+        c for c, t in _local_times().items() if not any(c in line and t in line for line in lines)
+    ]
     return expect(bool(got) and not wrong, f"meeting_times.md lacks the time of {wrong}")
 
 
@@ -238,11 +288,25 @@ TIMES = Task(
         answer("meeting_times.md has the three local times."),
     ],
     baseline=lambda w: [
-        calls([("time__convert_time", {"source_timezone": "Europe/Berlin", "time": "15:00", "target_timezone": z})
-               for z in _CITIES.values()]),
-        then(lambda r: call("filesystem__write_file", path=str(w.workspace / "meeting_times.md"), content="".join(
-            f"- {city}: {json.loads(text)['target']['datetime'][11:16]}\n"
-            for city, text in zip(_CITIES, r.texts[-3:], strict=True)))),
+        calls(
+            [
+                (
+                    "time__convert_time",
+                    {"source_timezone": "Europe/Berlin", "time": "15:00", "target_timezone": z},
+                )
+                for z in _CITIES.values()
+            ]
+        ),
+        then(
+            lambda r: call(
+                "filesystem__write_file",
+                path=str(w.workspace / "meeting_times.md"),
+                content="".join(
+                    f"- {city}: {json.loads(text)['target']['datetime'][11:16]}\n"
+                    for city, text in zip(_CITIES, r.texts[-3:], strict=True)
+                ),
+            )
+        ),
         answer("meeting_times.md has the three local times."),
     ],
 )
@@ -298,8 +362,13 @@ EUR = Task(
         call("ops__get_exchange_rates"),
         call("ops__get_exchange_rates", "The service asked for a retry."),
         call("crm__search_leads", limit=500),
-        then(lambda r: call("filesystem__write_file", path=str(w.workspace / "eur_pipeline.json"),
-                            content=json.dumps(_eur_pipeline(r.json()["leads"], r.json(-2)["rates"]["EUR"])))),
+        then(
+            lambda r: call(
+                "filesystem__write_file",
+                path=str(w.workspace / "eur_pipeline.json"),
+                content=json.dumps(_eur_pipeline(r.json()["leads"], r.json(-2)["rates"]["EUR"])),
+            )
+        ),
         answer("eur_pipeline.json has the open pipeline per country in EUR."),
     ],
     tags=("recovery",),
@@ -307,7 +376,11 @@ EUR = Task(
 
 
 def _reorders(items: list[dict[str, Any]]) -> dict[str, int]:
-    return {i["sku"]: 2 * i["reorder_level"] - i["on_hand"] for i in items if i["on_hand"] < i["reorder_level"]}
+    return {
+        i["sku"]: 2 * i["reorder_level"] - i["on_hand"]
+        for i in items
+        if i["on_hand"] < i["reorder_level"]
+    }
 
 
 def _check_reorder(world: World) -> str | None:
@@ -335,8 +408,14 @@ REORDER = Task(
     ],
     baseline=lambda w: [
         call("ops__list_inventory"),
-        then(lambda r: calls([("ops__create_purchase_order", {"sku": s, "quantity": q})
-                              for s, q in _reorders(r.json()['items']).items()])),
+        then(
+            lambda r: calls(
+                [
+                    ("ops__create_purchase_order", {"sku": s, "quantity": q})
+                    for s, q in _reorders(r.json()["items"]).items()
+                ]
+            )
+        ),
         answer("Purchase orders created for the low items."),
     ],
 )
@@ -348,11 +427,20 @@ _THANKS = "Thank you for the Q3 review"
 
 def _check_thanks(world: World) -> str | None:
     (lead,) = world.rows("crm", "SELECT email FROM leads WHERE id = 'LEAD-0137'")
-    (doc,) = world.rows("docs", "SELECT title FROM documents WHERE id = 'doc_meeting_2026_q3_review'")
-    rows = world.rows("mail", "SELECT body FROM outbox WHERE subject = ? AND lower(to_addr) = lower(?)",
-                      (_THANKS, lead["email"]))
-    return first_problem(expect(len(rows) == 1, f"{len(rows)} thank-you emails to Acme's contact"),
-                         expect(bool(rows) and doc["title"] in rows[0]["body"], "the body lacks the meeting's title"))
+    (doc,) = world.rows(
+        "docs", "SELECT title FROM documents WHERE id = 'doc_meeting_2026_q3_review'"
+    )
+    rows = world.rows(
+        "mail",
+        "SELECT body FROM outbox WHERE subject = ? AND lower(to_addr) = lower(?)",
+        (_THANKS, lead["email"]),
+    )
+    return first_problem(
+        expect(len(rows) == 1, f"{len(rows)} thank-you emails to Acme's contact"),
+        expect(
+            bool(rows) and doc["title"] in rows[0]["body"], "the body lacks the meeting's title"
+        ),
+    )
 
 
 THANKS = Task(
@@ -374,26 +462,49 @@ THANKS = Task(
         answer("Sent the thank-you email to Acme's contact."),
     ],
     baseline=lambda w: [
-        calls([("docs__search_documents", {"query": "Q3 quarterly business review meeting", "limit": 1}),
-               ("crm__search_leads", {"query": "Acme Corp", "limit": 1})]),
-        then(lambda r: call("mail__send_email", to=r.json()["leads"][0]["email"], subject=_THANKS,
-                            body=f"Dear {r.json()['leads'][0]['contact_name']},\n\nthank you for joining "
-                                 f"'{r.json(-2)['hits'][0]['title']}'.")),
+        calls(
+            [
+                (
+                    "docs__search_documents",
+                    {"query": "Q3 quarterly business review meeting", "limit": 1},
+                ),
+                ("crm__search_leads", {"query": "Acme Corp", "limit": 1}),
+            ]
+        ),
+        then(
+            lambda r: call(
+                "mail__send_email",
+                to=r.json()["leads"][0]["email"],
+                subject=_THANKS,
+                body=f"Dear {r.json()['leads'][0]['contact_name']},\n\nthank you for joining "
+                f"'{r.json(-2)['hits'][0]['title']}'.",
+            )
+        ),
         answer("Sent the thank-you email to Acme's contact."),
     ],
 )
 
 
 def _edge_count(world: World) -> int:
-    return len(world.rows("docs", "SELECT id FROM documents WHERE folder LIKE '/Meetings%' "
-                          "AND (content LIKE '%Beacon Edge%' OR title LIKE '%Beacon Edge%')"))
+    return len(
+        world.rows(
+            "docs",
+            "SELECT id FROM documents WHERE folder LIKE '/Meetings%' "
+            "AND (content LIKE '%Beacon Edge%' OR title LIKE '%Beacon Edge%')",
+        )
+    )
 
 
 def _check_edge(world: World) -> str | None:
     entities, _ = world.memory_graph()
-    edge = [e for e in entities if e.get("name") == "Beacon Edge" and e.get("entityType") == "product"]
+    edge = [
+        e for e in entities if e.get("name") == "Beacon Edge" and e.get("entityType") == "product"
+    ]
     wanted = f"mentioned in {_edge_count(world)} meeting documents"
-    return expect(bool(edge) and wanted in edge[0].get("observations", []), f"no product entity with '{wanted}'")
+    return expect(
+        bool(edge) and wanted in edge[0].get("observations", []),
+        f"no product entity with '{wanted}'",
+    )
 
 
 EDGE = Task(
@@ -417,28 +528,51 @@ EDGE = Task(
     ],
     baseline=lambda w: [
         call("docs__list_documents", folder="/Meetings", limit=500),
-        then(lambda r: calls([("docs__get_document", {"document_id": d["id"]}) for d in r.json()["documents"]])),
-        then(lambda r: call("memory__create_entities", entities=[{
-            "name": "Beacon Edge", "entityType": "product",
-            "observations": [f"mentioned in {sum('Beacon Edge' in json.loads(t)['content'] or 'Beacon Edge' in json.loads(t)['title'] for t in r.texts[1:])} meeting documents"]}])),
+        then(
+            lambda r: calls(
+                [("docs__get_document", {"document_id": d["id"]}) for d in r.json()["documents"]]
+            )
+        ),
+        then(
+            lambda r: call(
+                "memory__create_entities",
+                entities=[
+                    {
+                        "name": "Beacon Edge",
+                        "entityType": "product",
+                        "observations": [
+                            f"mentioned in {sum('Beacon Edge' in json.loads(t)['content'] or 'Beacon Edge' in json.loads(t)['title'] for t in r.texts[1:])} meeting documents"
+                        ],
+                    }
+                ],
+            )
+        ),
         answer("Recorded Beacon Edge's meeting mentions in the graph."),
     ],
 )
 
 
 def _low_lines(items: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{i['sku']} {i['name']}: {i['on_hand']} on hand, reorder at {i['reorder_level']}"
-                     for i in items if i["on_hand"] < i["reorder_level"])
+    return "\n".join(
+        f"{i['sku']} {i['name']}: {i['on_hand']} on hand, reorder at {i['reorder_level']}"
+        for i in items
+        if i["on_hand"] < i["reorder_level"]
+    )
 
 
 def _check_low_doc(world: World) -> str | None:
-    docs = world.rows("docs", "SELECT id, content FROM documents WHERE title = 'Low stock' AND folder = '/Reports'")
-    low = [s for s in _reorders(world.ops_state()["inventory"])]
+    docs = world.rows(
+        "docs",
+        "SELECT id, content FROM documents WHERE title = 'Low stock' AND folder = '/Reports'",
+    )
+    low = list(_reorders(world.ops_state()["inventory"]))
     mails = world.rows("mail", "SELECT body FROM outbox WHERE to_addr = 'purchasing@example.com'")
     if len(docs) != 1:
         return f"{len(docs)} 'Low stock' documents in /Reports"
-    return first_problem(expect(all(s in docs[0]["content"] for s in low), "the document misses items"),
-                         expect(any(docs[0]["id"] in m["body"] for m in mails), "no email names the document id"))
+    return first_problem(
+        expect(all(s in docs[0]["content"] for s in low), "the document misses items"),
+        expect(any(docs[0]["id"] in m["body"] for m in mails), "no email names the document id"),
+    )
 
 
 LOW_DOC = Task(
@@ -461,9 +595,22 @@ LOW_DOC = Task(
     ],
     baseline=lambda w: [
         call("ops__list_inventory"),
-        then(lambda r: call("docs__create_document", title="Low stock", folder="/Reports", content=_low_lines(r.json()["items"]))),
-        then(lambda r: call("mail__send_email", to="purchasing@example.com", subject="Low stock report",
-                            body=f"See document {r.json()['id']}.")),
+        then(
+            lambda r: call(
+                "docs__create_document",
+                title="Low stock",
+                folder="/Reports",
+                content=_low_lines(r.json()["items"]),
+            )
+        ),
+        then(
+            lambda r: call(
+                "mail__send_email",
+                to="purchasing@example.com",
+                subject="Low stock report",
+                body=f"See document {r.json()['id']}.",
+            )
+        ),
         answer("Low stock document written and purchasing emailed."),
     ],
 )
@@ -476,7 +623,9 @@ def _check_call_note(world: World) -> str | None:
         return "LEAD-0042 has no 'Called at HH:MM Tokyo time' note at the end"
     now = dt.datetime.now(ZoneInfo("Asia/Tokyo"))
     minutes = abs((now.hour * 60 + now.minute) - (int(match[1]) * 60 + int(match[2]))) % (24 * 60)
-    return expect(min(minutes, 24 * 60 - minutes) <= 15, "the note's time is not the current Tokyo time")
+    return expect(
+        min(minutes, 24 * 60 - minutes) <= 15, "the note's time is not the current Tokyo time"
+    )
 
 
 CALL_NOTE = Task(
@@ -495,11 +644,28 @@ CALL_NOTE = Task(
     ],
     baseline=lambda w: [
         call("time__get_current_time", timezone="Asia/Tokyo"),
-        then(lambda r: call("crm__append_note", lead_id="LEAD-0042",
-                            note=f"Called at {r.json()['datetime'][11:16]} Tokyo time")),
+        then(
+            lambda r: call(
+                "crm__append_note",
+                lead_id="LEAD-0042",
+                note=f"Called at {r.json()['datetime'][11:16]} Tokyo time",
+            )
+        ),
         answer("Noted the call on LEAD-0042."),
     ],
 )
 
-TASKS = [MEMORY_REPS, MEMORY_COMPANIES, CHANGELOG, TYPO, TIMES, EUR, REORDER, THANKS, EDGE, LOW_DOC, CALL_NOTE]
+TASKS = [
+    MEMORY_REPS,
+    MEMORY_COMPANIES,
+    CHANGELOG,
+    TYPO,
+    TIMES,
+    EUR,
+    REORDER,
+    THANKS,
+    EDGE,
+    LOW_DOC,
+    CALL_NOTE,
+]
 __all__ = ["TASKS", "Results"]

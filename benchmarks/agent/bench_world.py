@@ -28,7 +28,11 @@ THIRD_PARTY = {
     "time": PYPI_VENVS / "mcp-server-time" / "bin" / "mcp-server-time",
 }
 GIT_COMMITS = [
-    ("README.md", "# Beacon agent\n\nThe agent will recieve events from sensors.\n", "Initial commit"),
+    (
+        "README.md",
+        "# Beacon agent\n\nThe agent will recieve events from sensors.\n",
+        "Initial commit",
+    ),
     ("src/app.py", "def main():\n    print('beacon')\n", "Add the app entry point"),
     ("src/sensors.py", "SENSORS = ['edge', 'core']\n", "List the supported sensors"),
     ("docs/setup.md", "Install with pip.\n", "Document the setup"),
@@ -120,7 +124,10 @@ class World:
             "command": str(THIRD_PARTY["memory"]),
             "env": {"MEMORY_FILE_PATH": str(self.memory_file)},
         }
-        servers["git"] = {"command": str(THIRD_PARTY["git"]), "args": ["--repository", str(self.repo)]}
+        servers["git"] = {
+            "command": str(THIRD_PARTY["git"]),
+            "args": ["--repository", str(self.repo)],
+        }
         servers["time"] = {"command": str(THIRD_PARTY["time"]), "args": ["--local-timezone", "UTC"]}
         servers["ops"] = {
             "command": sys.executable,

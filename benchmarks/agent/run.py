@@ -19,13 +19,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import anyio  # noqa: E402
-import bench_suite  # noqa: E402
+import anyio
+import bench_suite
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", help="PROVIDER:MODEL for a real run (default: reference answers)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", help="PROVIDER:MODEL for a real run (default: reference answers)"
+    )
     parser.add_argument("--paradigm", choices=[*bench_suite.PARADIGMS, "both"], default="both")
     parser.add_argument("--task", action="append", default=[], help="run only these task ids")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -48,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         results: list[bench_suite.TaskResult] = []
         with tempfile.TemporaryDirectory(prefix="codemode-agent-bench-") as tmp:
             for paradigm in paradigms:
-                results += await bench_suite.run_paradigm(paradigm, tasks, Path(tmp), model_for, progress)
+                results += await bench_suite.run_paradigm(
+                    paradigm, tasks, Path(tmp), model_for, progress
+                )
         return results
 
     results = anyio.run(run_all)

@@ -16,6 +16,7 @@ from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.policy import PolicySettings, Rule
 from codemode.sandbox import Limits, SandboxSettings
+from codemode.sandbox.isolation import require_isolation
 
 
 class Shop:
@@ -62,4 +63,19 @@ def agent_config(wall_time_s: float = 10) -> CodemodeConfig:
 async def engine(shop: Shop) -> AsyncIterator[Codemode]:
     catalog = Catalog([PythonConnector("shop", shop.functions())])
     async with Codemode(agent_config(), catalog=catalog, semantic=False, audit=False) as engine:
+        yield engine
+
+
+@pytest.fixture
+async def hostile_engine(shop: Shop) -> AsyncIterator[Codemode]:
+    """For hostile answers: short limits, and isolation proven before any code runs."""
+    catalog = Catalog([PythonConnector("shop", shop.functions())])
+    config = agent_config(wall_time_s=3)
+    async with Codemode(config, catalog=catalog, semantic=False, audit=False) as engine:
+        assert engine.pool is not None
+        sandbox = engine.pool.acquire()
+        try:
+            require_isolation(sandbox)
+        finally:
+            sandbox.kill()
         yield engine

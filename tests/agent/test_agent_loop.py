@@ -60,8 +60,10 @@ async def test_text_without_a_tool_call_ends_the_run_with_that_text(engine):
 
 
 async def test_the_round_cap_escalates_with_a_short_summary(engine):
-    failing = {"thoughts": "Ask the price service.", "execute": "from servers import shop\n"
-               "print(shop.broken_price(item='apple'))"}
+    failing = {
+        "thoughts": "Ask the price service.",
+        "execute": "from servers import shop\nprint(shop.broken_price(item='apple'))",
+    }
     model = ScriptedModel([failing] * 10)
     record = await Agent(engine, model, max_rounds=3).run("Find the price of an apple")
     assert record.status == "escalated"

@@ -88,7 +88,7 @@ def test_fenced_search_and_final_answer():
 
 
 def test_code_wins_over_a_premature_final_answer():
-    thoughts, action = parse_fenced("```python\nprint(1)\n```\nFINAL ANSWER: 1")
+    _, action = parse_fenced("```python\nprint(1)\n```\nFINAL ANSWER: 1")
     assert action == Execute("print(1)")
 
 
@@ -97,7 +97,9 @@ def test_code_indented_as_a_whole_is_dedented():
 
 
 def test_bare_code_without_a_fence_is_accepted():
-    assert parse_fenced("import os\nprint(os.getcwd())")[1] == Execute("import os\nprint(os.getcwd())")
+    assert parse_fenced("import os\nprint(os.getcwd())")[1] == Execute(
+        "import os\nprint(os.getcwd())"
+    )
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ from codemode.agent.providers.base import (
     ModelProvider,
     ModelReply,
     ModelRequest,
+    clean_reply,
     count_text_tokens,
 )
 from codemode.agent.record import ApprovalDecision, Round, RunRecord, Step
@@ -211,7 +212,7 @@ class RoundLoop(ABC):
             messages = fit.messages
             request = ModelRequest(system, tuple(messages), tools, self.max_tokens)
             try:
-                return await self.model.complete(request), messages
+                return clean_reply(await self.model.complete(request)), messages
             except ContextLengthError:
                 if attempt == _CONTEXT_RETRIES:
                     raise

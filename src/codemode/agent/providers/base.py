@@ -22,6 +22,8 @@ __all__ = [
     "Role",
     "ToolCallRequest",
     "ToolDefinition",
+    "clean_reply",
+    "clean_text",
     "count_text_tokens",
     "reply_text_for_count",
     "request_text_for_count",
@@ -147,11 +149,52 @@ class ModelProvider(ABC):
 # --- token counts for providers that report none (scripted, replay, some local servers) ---------
 
 
+def clean_text(text: str) -> str:
+    """Text that encodes as UTF-8: lone surrogates (a model can send them as JSON escapes)
+    become U+FFFD instead of breaking every encoder downstream."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_value(item) for item in value]
+    if isinstance(value, dict):
+        return {clean_text(str(key)): clean_value(item) for key, item in value.items()}
+    return value
+
+
+def clean_reply(reply: ModelReply) -> ModelReply:
+    """The reply with every string made encodable (see ``clean_text``)."""
+    calls = tuple(
+        ToolCallRequest(
+            clean_text(call.id),
+            clean_text(call.name),
+            clean_value(call.arguments),
+            None if call.raw_arguments is None else clean_text(call.raw_arguments),
+        )
+        for call in reply.tool_calls
+    )
+    return ModelReply(
+        clean_text(reply.text),
+        calls,
+        reply.tokens_in,
+        reply.tokens_out,
+        reply.stop_reason,
+        reply.extra,
+    )
+
+
 @lru_cache(maxsize=8192)
 def count_text_tokens(text: str) -> int:
     from codemode.tokens import count_tokens
 
-    return count_tokens(text) if text else 0
+    return count_tokens(clean_text(text)) if text else 0
 
 
 def _dumps(value: Any) -> str:
