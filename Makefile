@@ -39,6 +39,7 @@ lint: setup
 
 bench: setup third-party
 	$(BIN)/python benchmarks/sandbox.py
+	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/gateway.py
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codemode.bridge.host import ToolAccess
 from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession, SandboxSettings
 from codemode.sandbox.isolation import require_isolation
 from codemode.tools import ToolCall
@@ -185,7 +186,8 @@ def main() -> int:
         "lat.sort(); print(lat[500] * 1e6, lat[950] * 1e6, sum(lat) * 1e3)\n"
     )
     runs = [
-        session.execute(code, invoker=tools).stdout.split() for _ in range(max(int(5 * scale), 3))
+        session.execute(code, tools=ToolAccess(tools)).stdout.split()
+        for _ in range(max(int(5 * scale), 3))
     ]
     p50s = [float(r[0]) for r in runs]
     p95s = [float(r[1]) for r in runs]
@@ -220,7 +222,7 @@ def main() -> int:
         "print((time.perf_counter() - t) * 1e3, n)\n"
     )
     w3 = [
-        float(session.execute(code, invoker=tools).stdout.split()[0])
+        float(session.execute(code, tools=ToolAccess(tools)).stdout.split()[0])
         for _ in range(max(int(9 * scale), 3))
     ]
     blob_local = timed(

@@ -13,6 +13,7 @@
     │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
     │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
+    │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
     │   └── ModelError                a model provider failed (after retries) or answered nonsense
     │       └── ContextLengthError    the conversation does not fit the model's context window
     └── ToolError                     a tool call failed; meant for the model and the agent's code
@@ -38,6 +39,7 @@ __all__ = [
     "SandboxError",
     "SchemaError",
     "SessionError",
+    "StateStoreError",
     "ToolError",
     "ToolNotFoundError",
     "ToolNotGrantedError",
@@ -115,6 +117,12 @@ class SessionError(RuntimeFailure):
 
 class UnknownSessionError(SessionError):
     code = "unknown_session"
+
+
+class StateStoreError(RuntimeFailure):
+    """A state, memory or checkpoint store could not be reached or written."""
+
+    code = "state_store_error"
 
 
 class ModelError(RuntimeFailure):

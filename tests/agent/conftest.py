@@ -15,7 +15,7 @@ from codemode.config import CodemodeConfig
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.policy import PolicySettings, Rule
-from codemode.sandbox import Limits, SandboxSettings
+from codemode.sandbox import Limits, SandboxPool, SandboxSettings, make_backend
 from codemode.sandbox.isolation import require_isolation
 
 
@@ -54,7 +54,7 @@ def agent_config(wall_time_s: float = 10) -> CodemodeConfig:
         servers={},
         sandbox=SandboxSettings(limits=Limits(wall_time_s=wall_time_s), pool_size=1),
         policy=PolicySettings(
-            rules=(Rule(("shop.place_order",), "ask", "policy.rules[0]", "orders cost money"),)
+            rules=(Rule(tools=("shop.place_order",), action="ask", reason="orders cost money"),)
         ),
     )
 
@@ -69,13 +69,16 @@ async def engine(shop: Shop) -> AsyncIterator[Codemode]:
 @pytest.fixture
 async def hostile_engine(shop: Shop) -> AsyncIterator[Codemode]:
     """For hostile answers: short limits, and isolation proven before any code runs."""
-    catalog = Catalog([PythonConnector("shop", shop.functions())])
     config = agent_config(wall_time_s=3)
-    async with Codemode(config, catalog=catalog, semantic=False, audit=False) as engine:
-        assert engine.pool is not None
-        sandbox = engine.pool.acquire()
+    backend = make_backend(config.sandbox)
+    with SandboxPool(backend, 0) as probe_pool:
+        sandbox = probe_pool.acquire()
         try:
             require_isolation(sandbox)
         finally:
             sandbox.kill()
+    catalog = Catalog([PythonConnector("shop", shop.functions())])
+    async with Codemode(
+        config, catalog=catalog, backend=backend, semantic=False, audit=False
+    ) as engine:
         yield engine

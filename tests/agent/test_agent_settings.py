@@ -17,7 +17,7 @@ def test_the_agent_table_is_read_from_the_config_file(tmp_path):
         '[agent.models."openai:small"]\nformat = "fenced"\ncontext_tokens = 2048\n',
         encoding="utf-8",
     )
-    settings = AgentSettings.from_table(load_config(path).agent, str(path))
+    settings = load_config(path).agent
     assert (settings.model, settings.max_rounds) == ("openai:small", 5)
     assert settings.for_model("openai:small") == ModelSettings(format="fenced", context_tokens=2048)
     assert settings.for_model("openai:gpt-4o").format == "tools"
@@ -25,18 +25,23 @@ def test_the_agent_table_is_read_from_the_config_file(tmp_path):
 
 
 def test_defaults_without_a_table():
-    settings = AgentSettings.from_table({})
+    settings = AgentSettings()
     assert (settings.max_rounds, settings.model) == (8, "anthropic:claude-sonnet-4-5")
 
 
 @pytest.mark.parametrize(
     ("table", "key"),
     [
-        ({"max_round": 3}, "agent.max_round"),
-        ({"max_rounds": 0}, "agent.max_rounds"),
-        ({"models": {"openai:x": {"format": "xml"}}}, "agent.models.openai:x.format"),
+        ({"max_round": 3}, "max_round"),
+        ({"max_rounds": 0}, "max_rounds"),
+        ({"models": {"openai:x": {"format": "xml"}}}, "format"),
     ],
 )
-def test_mistakes_name_the_key(table, key):
-    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        AgentSettings.from_table(table, "codemode.toml")
+def test_mistakes_name_the_key(tmp_path, table, key):
+    import json
+
+    path = tmp_path / "mcp.json"  # the same [agent] table under the JSON file's "codemode" key
+    path.write_text(json.dumps({"mcpServers": {}, "codemode": {"agent": table}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.").replace('"', "")) as raised:
+        load_config(path)
+    assert str(path) in str(raised.value)

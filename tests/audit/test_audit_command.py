@@ -14,8 +14,6 @@ from codemode.audit import AuditEvent, SQLiteAuditLog
 from codemode.cli import audit_command
 from codemode.errors import UsageError
 
-NOW = time.time()
-
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
@@ -30,12 +28,15 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
-def fill(config: Path) -> None:
+def fill(config: Path) -> float:
+    """Four events at fixed ages before now (relative --since values count from now, so the
+    rows are dated when a test runs, not when the module was imported). Returns now."""
+    now = time.time()
     rows = [
-        (NOW - 7200, "s1", "crm", "search", "allow", "ok", None, ""),
-        (NOW - 600, "s1", "crm", "delete_contact", "deny", "denied", "policy_denied", "denied"),
-        (NOW - 60, "s2", "mail", "send_email", "ask-approved", "ok", None, ""),
-        (NOW - 30, "s2", "mail", "send_email", "budget", "denied", "budget_exhausted", "spent"),
+        (now - 7200, "s1", "crm", "search", "allow", "ok", None, ""),
+        (now - 600, "s1", "crm", "delete_contact", "deny", "denied", "policy_denied", "denied"),
+        (now - 60, "s2", "mail", "send_email", "ask-approved", "ok", None, ""),
+        (now - 30, "s2", "mail", "send_email", "budget", "denied", "budget_exhausted", "spent"),
     ]
     with SQLiteAuditLog(config.parent / "state" / "audit.sqlite") as log:
         for at, session, server, tool, decision, outcome, code, message in rows:
@@ -53,6 +54,7 @@ def fill(config: Path) -> None:
                     message,
                 )
             )
+    return now
 
 
 def run_json(config: Path, *argv: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -109,8 +111,8 @@ def test_filters(
 
 
 def test_since_iso(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    fill(config)
-    iso = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(NOW - 120))
+    now = fill(config)
+    iso = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(now - 120))
     document = run_json(config, "--since", iso, capsys=capsys)
     assert document["count"] == 2
 

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from codemode.bridge.host import Approver, ToolInvoker
+from codemode.bridge.host import BridgeHost, ToolAccess
+from codemode.catalog.catalog import Catalog
+from codemode.config import CodemodeConfig
+from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
-from codemode.engine.approvals import SessionApprover
-from codemode.engine.registry import SessionRecord
-from codemode.errors import SessionError, ToolError
-from codemode.tools import ToolCall
+from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
+from codemode.errors import SessionError
+from codemode.policy import Budget, Policy, PolicyInvoker, PolicySettings
+from codemode.testing import RecordingInvoker
 
 pytestmark = pytest.mark.anyio
 
@@ -26,31 +32,19 @@ CODE = (
 )
 
 
-class AskBeforeOrders:
-    """A stand-in for the policy wrapper: asks the approver before place_order."""
-
-    def __init__(self, inner: ToolInvoker, approver: Approver) -> None:
-        self.inner = inner
-        self.approver = approver
-
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        if call.tool == "place_order" and not self.approver.request(
-            call, reason="orders cost money"
-        ):
-            raise ToolError("the user declined shop.place_order")
-        return self.inner.invoke(call, timeout_s=timeout_s)
+ASK_BEFORE_ORDERS = {
+    "rules": [{"tools": ["shop.place_order"], "action": "ask", "reason": "orders cost money"}]
+}
 
 
 @pytest.fixture
-def asking(engine: Codemode, monkeypatch: pytest.MonkeyPatch) -> Codemode:
-    base = engine._invoker_for
-
-    def chain(record: SessionRecord) -> ToolInvoker:
-        approver = SessionApprover(engine.approvals, record.handle, None)
-        return AskBeforeOrders(base(record), approver)
-
-    monkeypatch.setattr(engine, "_invoker_for", chain)
-    return engine
+async def asking(shop: Any, engine_config: CodemodeConfig) -> AsyncIterator[Codemode]:
+    """An engine whose policy asks a human before ``shop.place_order``."""
+    policy = PolicySettings.from_mapping(ASK_BEFORE_ORDERS, "t")
+    config = engine_config.model_copy(update={"policy": policy})
+    catalog = Catalog([PythonConnector("shop", shop.functions())])
+    async with Codemode(config, catalog=catalog, semantic=False) as engine:
+        yield engine
 
 
 async def test_approved_call_resumes_the_same_execution_once(asking: Codemode, shop):
@@ -59,7 +53,7 @@ async def test_approved_call_resumes_the_same_execution_once(asking: Codemode, s
     approval = paused.to_dict()["approval"]
     assert approval["tool"] == "shop.place_order"
     assert approval["arguments"] == {"item": "pear", "quantity": 2}
-    assert approval["reason"] == "orders cost money"
+    assert "orders cost money" in approval["reason"]
     assert shop.orders == []  # nothing happened yet
     assert approval["id"] in paused.render_text()
 
@@ -81,7 +75,7 @@ async def test_denied_call_raises_tool_error_in_the_code(asking: Codemode, shop)
     paused = await asking.execute(CODE)
     done = await asking.approve(paused.to_dict()["approval"]["id"], False)
     assert done.status == "ok"
-    assert "refused: the user declined shop.place_order" in done.stdout
+    assert "refused: shop.place_order was not run: the user denied" in done.stdout
     assert shop.orders == []
 
 
@@ -123,3 +117,42 @@ async def test_a_legacy_client_whose_session_expired_gets_a_new_one(asking: Code
     assert again.structured_content["status"] == "ok", again.content[0].text
     assert again.structured_content["stdout"] == "False\n"
     assert again.structured_content["session"] != handle
+
+
+def test_a_wait_for_a_human_moves_the_deadline_once() -> None:
+    """Regression: the policy wrapper and the broker both paused the clock, so a wait of W
+    gave the code 2W more time. The deadline must move by the wait, not twice it."""
+    broker = ApprovalBroker()
+    policy = Policy(PolicySettings.from_mapping(ASK_BEFORE_ORDERS, "t"), lambda s, t: None)
+    approver = SessionApprover(broker, "s1", None)
+    invoker = PolicyInvoker(
+        RecordingInvoker(default="ok"), policy, approver=approver, budget=Budget()
+    )
+    host = BridgeHost(1, ToolAccess(invoker), deadline=time.monotonic() + 60)
+    asked = threading.Event()
+    waiting: list[PendingApproval] = []
+
+    def notice(pending: PendingApproval) -> None:
+        waiting.append(pending)
+        asked.set()
+
+    def human() -> None:
+        assert asked.wait(10)
+        # Thinking time: a bounded wait on an event nobody sets.
+        threading.Event().wait(0.4)
+        broker.answer(waiting[0].id, True, None)
+
+    broker.listen("s1", notice)
+    person = threading.Thread(target=human)
+    person.start()
+    before = host.deadline
+    started = time.monotonic()
+    reply = host.handle(
+        {"op": "call", "id": 1, "exec": 1, "server": "shop", "tool": "place_order", "args": {}}
+    )
+    elapsed = time.monotonic() - started
+    person.join(10)
+    assert reply["ok"] is True, reply
+    moved = host.deadline - before
+    # At least the human's 0.4 s, and never more than the whole call took (2x before).
+    assert 0.4 <= moved <= elapsed

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from codemode.bridge.host import BridgeHost
+from codemode.bridge.host import BridgeHost, ToolAccess
 from codemode.errors import ToolError, ToolNotGrantedError
 from codemode.policy import (
     ApprovalDeniedError,
@@ -21,22 +21,15 @@ from codemode.policy import (
     PolicySettings,
     verdict_scope,
 )
+from codemode.testing import RecordingInvoker
 from codemode.tools import ToolCall, ToolSpec
 
 SPECS = {("crm", "delete_contact"): ToolSpec("crm", "delete_contact", destructive=True)}
 
 
-class FakeTools:
+def FakeTools() -> RecordingInvoker:
     """The inner invoker: records every call that reached it (the side effects)."""
-
-    def __init__(self) -> None:
-        self.calls: list[ToolCall] = []
-        self.timeouts: list[float] = []
-
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        self.calls.append(call)
-        self.timeouts.append(timeout_s)
-        return {"ok": call.tool}
+    return RecordingInvoker(default=lambda call: {"ok": call.tool})
 
 
 class FakeApprover:
@@ -202,7 +195,7 @@ def test_waiting_for_approval_pauses_the_execution_clock() -> None:
     tools = FakeTools()
     policy = Policy(PolicySettings.from_mapping(ASK_MAIL, "t"))
     invoker = PolicyInvoker(tools, policy, approver=SlowHuman(), budget=Budget())
-    host = BridgeHost(1, invoker=invoker, modules=None, deadline=time.monotonic() + 60)
+    host = BridgeHost(1, ToolAccess(invoker), deadline=time.monotonic() + 60)
     before = host.deadline
     timer = threading.Timer(0.05, release.set)
     timer.start()
@@ -217,7 +210,7 @@ def test_waiting_for_approval_pauses_the_execution_clock() -> None:
 
 def test_denial_through_the_bridge_reaches_the_code_with_its_message() -> None:
     invoker, _ = make(rules=[{"tools": ["mail.*"], "action": "deny"}])
-    host = BridgeHost(1, invoker=invoker, modules=None, deadline=time.monotonic() + 60)
+    host = BridgeHost(1, ToolAccess(invoker), deadline=time.monotonic() + 60)
     reply = host.handle(
         {"op": "call", "id": 1, "exec": 1, "server": "mail", "tool": "send_email", "args": {}}
     )

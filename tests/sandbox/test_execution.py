@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from codemode.bridge.host import ModuleSource
+from codemode.bridge.host import ModuleSource, ToolAccess
 from codemode.errors import ToolError
 from codemode.sandbox import SandboxPool, SandboxSession
 from codemode.tools import ToolCall
@@ -141,7 +141,7 @@ def test_tools_are_called_through_the_bridge(session: SandboxSession):
         "except ToolError as error:\n"
         "    print('caught:', error)\n"
     )
-    result = session.execute(code, invoker=tools)
+    result = session.execute(code, tools=ToolAccess(tools))
     assert result.stdout == "5\ncaught: no such tool: nope\n"
     assert result.tool_calls["count"] == 2
     assert result.tool_calls["failures"] == 1
@@ -151,7 +151,7 @@ def test_tools_are_called_through_the_bridge(session: SandboxSession):
 
 def test_uncaught_tool_error_is_reported_with_the_tool(session: SandboxSession):
     code = "from servers._runtime import call_tool\ncall_tool('math', 'nope', {})\n"
-    result = session.execute(code, invoker=Tools())
+    result = session.execute(code, tools=ToolAccess(Tools()))
     assert result.status == "error"
     assert result.error is not None
     assert (result.error["type"], result.error["line"]) == ("ToolError", 2)
@@ -166,7 +166,7 @@ def test_ungranted_tool_raises_tool_error_inside(session: SandboxSession):
         "try:\n    call_tool('math', 'add', {'a': 1, 'b': 1})\n"
         "except ToolError as e:\n    print(e.code, e)\n"
     )
-    result = session.execute(code, invoker=tools, grant=lambda server, tool: False)
+    result = session.execute(code, tools=ToolAccess(tools, grant=lambda server, tool: False))
     assert result.stdout.startswith("tool_not_granted math.add is not available")
     assert tools.calls == []
 
@@ -181,7 +181,7 @@ def test_generated_modules_import_over_the_bridge_with_help(session: SandboxSess
         "try:\n    import servers.nothere\n"
         "except ModuleNotFoundError as e:\n    print('missing:', e)\n"
     )
-    result = session.execute(code, invoker=Tools(), modules=Stubs())
+    result = session.execute(code, tools=ToolAccess(Tools(), Stubs()))
     lines = result.stdout.splitlines()
     assert lines[0] == "42"
     assert lines[1] == "(a: int, b: int) -> int"
@@ -196,7 +196,7 @@ def test_ten_megabytes_pass_from_one_tool_to_another(session: SandboxSession):
         "text = call_tool('t', 'big', {'n': 10_000_000})\n"
         "print(call_tool('t', 'length', {'text': text}))\n"
     )
-    result = session.execute(code, invoker=tools)
+    result = session.execute(code, tools=ToolAccess(tools))
     assert result.stdout == "10000000\n"
     assert len(tools.calls[1].arguments["text"]) == 10_000_000
 
@@ -211,12 +211,14 @@ def test_a_thread_left_behind_calls_nothing_between_executions(session: SandboxS
         "    time.sleep(0.2)\n"
         "    rt.call_tool('math', 'add', {'a': 1, 'b': 1})\n"
         "threading.Thread(target=later).start()\n",
-        invoker=tools,
+        tools=ToolAccess(tools),
     )
     assert first.status == "ok"
     time.sleep(0.6)  # the thread's timer expires while no execution runs
     assert tools.calls == []
-    second = session.execute("import time\ntime.sleep(0.5)\nprint('second')", invoker=tools)
+    second = session.execute(
+        "import time\ntime.sleep(0.5)\nprint('second')", tools=ToolAccess(tools)
+    )
     # If the thread survived (frozen in between), its call belongs to this execution.
     assert second.tool_calls["count"] == len(tools.calls)
 
@@ -278,5 +280,5 @@ def test_tool_error_is_predefined_as_the_tool_description_promises(session: Sand
         "try:\n    call_tool('math', 'nope', {})\n"
         "except ToolError as error:\n    print('caught', error)\n"
     )
-    assert session.execute(code, invoker=Tools()).stdout == "caught no such tool: nope\n"
+    assert session.execute(code, tools=ToolAccess(Tools())).stdout == "caught no such tool: nope\n"
     assert session.execute("print('ToolError' in globals())", fresh=True).stdout == "True\n"

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from codemode.bridge.host import ToolAccess
 from codemode.sandbox import SandboxSession
 from codemode.tools import ToolCall
 
@@ -90,14 +91,14 @@ def test_malformed_and_forged_frames_get_an_error_reply(
 ) -> None:
     tools = Recorder()
     payload = RAW + f"reply = {attack}\nprint('RESULT:', reply.get('ok'), reply['error']['code'])"
-    result = isolated_session.execute(payload, invoker=tools, timeout_s=5)
+    result = isolated_session.execute(payload, tools=ToolAccess(tools), timeout_s=5)
     assert result.stdout == f"RESULT: False {code}\n", result.to_dict()
     assert tools.calls == []
     host.next_execution_works(isolated_session)
     # The bridge is still in sync for normal calls afterwards.
     ok = isolated_session.execute(
         "from servers._runtime import call_tool\nprint(call_tool('t', 'echo', {'data': 'abc'}))",
-        invoker=tools,
+        tools=ToolAccess(tools),
         timeout_s=5,
     )
     assert ok.stdout == "{'len': 3}\n", ok.to_dict()
@@ -127,7 +128,7 @@ except ToolError:
     print("RESULT: BLOCKED")
 print(call_tool("t", "echo", {"data": "after"}))
 """
-    result = isolated_session.execute(code, invoker=tools, timeout_s=10)
+    result = isolated_session.execute(code, tools=ToolAccess(tools), timeout_s=10)
     # The host's error reply carries no id (the frame was never decoded), so the guest reports
     # the call as failed; the next call shows the stream is still in sync.
     assert result.stdout == "RESULT: BLOCKED\n{'len': 5}\n", result.to_dict()
@@ -138,7 +139,7 @@ print(call_tool("t", "echo", {"data": "after"}))
 def test_huge_tool_argument_passes_intact(isolated_session: SandboxSession, host) -> None:
     tools = Recorder()
     code = "from servers._runtime import call_tool\nprint(call_tool('t', 'echo', {'data': 'y' * (20 << 20)}))"
-    result = isolated_session.execute(code, invoker=tools, timeout_s=10)
+    result = isolated_session.execute(code, tools=ToolAccess(tools), timeout_s=10)
     assert result.stdout == f"{{'len': {20 << 20}}}\n", result.to_dict()
     host.next_execution_works(isolated_session)
 
@@ -159,7 +160,7 @@ except ToolError:
 except RecursionError:
     print("RESULT: BLOCKED RecursionError")
 """
-    result = isolated_session.execute(code, invoker=tools, timeout_s=10)
+    result = isolated_session.execute(code, tools=ToolAccess(tools), timeout_s=10)
     assert result.stdout in ("RESULT: BLOCKED ToolError\n", "RESULT: BLOCKED RecursionError\n")
     assert tools.calls == []
     host.next_execution_works(isolated_session)
@@ -178,7 +179,8 @@ for server, tool in (("secret", "read"), ("public", "delete"), ("public", "echo 
         print("BLOCKED", error.code)
 """
     result = isolated_session.execute(
-        code, invoker=tools, grant=lambda server, tool: (server, tool) == ("public", "echo")
+        code,
+        tools=ToolAccess(tools, grant=lambda server, tool: (server, tool) == ("public", "echo")),
     )
     assert result.stdout == "{'len': 1}\n" + "BLOCKED tool_not_granted\n" * 4, result.stdout
     assert [(c.server, c.tool) for c in tools.calls] == [("public", "echo")]
@@ -194,7 +196,7 @@ def test_raw_frame_cannot_bypass_the_grant(isolated_session: SandboxSession, hos
         "'tool': 'read', 'args': {}})\nprint(reply['ok'], reply['error']['code'])"
     )
     result = isolated_session.execute(
-        payload, invoker=tools, grant=lambda server, tool: server == "public"
+        payload, tools=ToolAccess(tools, grant=lambda server, tool: server == "public")
     )
     assert result.stdout == "False tool_not_granted\n", result.to_dict()
     assert tools.calls == []
@@ -211,7 +213,7 @@ replies = [frame(dict(call)) for _ in range(3)]
 print([(r["id"], r["ok"]) for r in replies])
 """
     )
-    result = isolated_session.execute(payload, invoker=tools, timeout_s=5)
+    result = isolated_session.execute(payload, tools=ToolAccess(tools), timeout_s=5)
     # A replay is just another call of the same execution: answered, counted, never confusing.
     assert result.stdout == "[(4242, True), (4242, True), (4242, True)]\n", result.to_dict()
     assert len(tools.calls) == 3
@@ -226,11 +228,11 @@ def test_replayed_frame_in_a_later_execution_is_refused(
     first = isolated_session.execute(
         RAW + "saved = {'op': 'call', 'id': 5, 'exec': EXEC, 'server': 't', 'tool': 'echo', "
         "'args': {}}\nprint(frame(dict(saved))['ok'])",
-        invoker=tools,
+        tools=ToolAccess(tools),
     )
     assert first.stdout == "True\n"
     second = isolated_session.execute(
-        RAW + "r = frame(dict(saved))\nprint(r['ok'], r['error']['code'])", invoker=tools
+        RAW + "r = frame(dict(saved))\nprint(r['ok'], r['error']['code'])", tools=ToolAccess(tools)
     )
     assert second.stdout == "False late_frame\n", second.to_dict()
     assert len(tools.calls) == 1
@@ -248,7 +250,7 @@ reply = frame({"op": "call", "id": 77, "exec": EXEC - 1, "server": "t", "tool": 
                "args": {}})
 print(reply["ok"], reply["error"]["code"])
 """,
-        invoker=tools,
+        tools=ToolAccess(tools),
         timeout_s=5,
     )
     assert result.stdout == "False late_frame\n", result.to_dict()

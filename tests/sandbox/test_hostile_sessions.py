@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from codemode.bridge.host import ToolAccess
 from codemode.sandbox import ExecutionResult, SandboxSession
 from codemode.tools import ToolCall
 
@@ -81,7 +82,7 @@ def test_concurrent_sessions_are_isolated(
     assert a.sandbox is not b.sandbox
     gate = Gate()
     with ThreadPoolExecutor(1) as pool:
-        future = pool.submit(a.execute, A_CODE, invoker=gate, timeout_s=25)
+        future = pool.submit(a.execute, A_CODE, tools=ToolAccess(gate), timeout_s=25)
         try:
             assert gate.inside.wait(15), "session A never reached its tool call"
             probe = b.execute(B_PROBE, timeout_s=10)

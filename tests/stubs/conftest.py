@@ -23,6 +23,8 @@ def real_specs() -> list[ToolSpec]:
     for server, filename in REAL_SPECS.items():
         path = SPECS_DIR / filename
         if not path.is_file():
-            pytest.fail(f"{path} is missing: the real specs are tracked in tests/data/specs (see its README)")
+            pytest.fail(
+                f"{path} is missing: the real specs are tracked in tests/data/specs (see its README)"
+            )
         specs.extend(operations_to_specs(server, load_spec(path)))
     return specs

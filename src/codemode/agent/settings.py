@@ -17,13 +17,13 @@ context_tokens = 2048
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from codemode.errors import ConfigError, ModelConfigError
+from codemode.config_model import ConfigModel, Hint, PositiveNumber, PositiveWholeNumber
+from codemode.errors import ModelConfigError
 
 __all__ = [
     "PROVIDERS",
@@ -38,47 +38,32 @@ OutputFormatName = Literal["tools", "json", "fenced"]
 PROVIDERS = ("anthropic", "openai", "scripted", "replay")
 
 
-class ModelSettings(BaseModel):
-    """How to talk to one model. Unset values take the provider's defaults."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class ModelSettings(ConfigModel):
+    """``[agent.models."PROVIDER:NAME"]``: how to talk to one model (or a glob of them)."""
 
     # tools: native tool calling; json: {"thoughts", "code"}; fenced: a ```python block.
     format: OutputFormatName | None = None
-    base_url: str | None = None
+    base_url: Annotated[str | None, Hint(fix='write base_url = "http://127.0.0.1:8080/v1"')] = None
     # The environment variable holding the key (default: the provider's usual one).
     api_key_env: str | None = None
-    max_tokens: int = Field(default=4096, ge=16)
-    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: Annotated[PositiveWholeNumber, Field(ge=16)] = 4096
+    temperature: Annotated[float | None, Field(ge=0, le=2)] = None
     # The conversation is kept under this many tokens: oldest results are shortened first.
-    context_tokens: int = Field(default=100_000, ge=512)
-    timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=4, ge=0, le=20)
+    context_tokens: Annotated[PositiveWholeNumber, Field(ge=512)] = 100_000
+    timeout_s: PositiveNumber = 120.0
+    max_retries: Annotated[int, Field(ge=0, le=20)] = 4
 
 
-class AgentSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class AgentSettings(ConfigModel):
+    """``[agent]``: the default model of ``codemode run``, the round cap, settings per model."""
 
-    model: str = "anthropic:claude-sonnet-4-5"
-    max_rounds: int = Field(default=8, ge=1, le=200)
+    model: Annotated[str, Hint(fix='write model = "anthropic:claude-sonnet-4-5"')] = (
+        "anthropic:claude-sonnet-4-5"
+    )
+    max_rounds: Annotated[PositiveWholeNumber, Field(le=200)] = 8
     # Wall-time limit of one execution (default: the sandbox's limit).
-    execution_timeout_s: float | None = Field(default=None, gt=0)
+    execution_timeout_s: PositiveNumber | None = None
     models: dict[str, ModelSettings] = Field(default_factory=dict)
-
-    @classmethod
-    def from_table(cls, table: Mapping[str, Any], source: str = "config") -> AgentSettings:
-        """Validate the ``[agent]`` table; a mistake is a ``ConfigError`` naming the key."""
-        try:
-            return cls.model_validate(dict(table))
-        except ValidationError as error:
-            first = error.errors()[0]
-            key = ".".join(["agent", *(str(part) for part in first["loc"])])
-            fix = (
-                "remove it; known keys: " + ", ".join(_known_keys(first["loc"]))
-                if first["type"] == "extra_forbidden"
-                else "see the [agent] section in the README"
-            )
-            raise ConfigError(first["msg"], path=source, key=key, fix=fix) from None
 
     def for_model(self, ref: str) -> ModelSettings:
         """The settings of ``ref``: an exact key first, then the first glob that matches."""
@@ -88,12 +73,6 @@ class AgentSettings(BaseModel):
             if fnmatch.fnmatchcase(ref, pattern):
                 return settings
         return ModelSettings()
-
-
-def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
-    if "models" in loc[:1]:
-        return sorted(ModelSettings.model_fields)
-    return sorted(AgentSettings.model_fields)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,10 @@ class AuditLog(Protocol):
         """The newest ``filters.limit`` matching events, oldest first."""
         ...
 
+    def close(self) -> None:
+        """Release the store (files, connections). Appending after close is an error."""
+        ...
+
 
 class MemoryAuditLog:
     def __init__(self) -> None:
@@ -36,3 +40,6 @@ class MemoryAuditLog:
         if filters.limit is not None:
             found = found[-filters.limit :] if filters.limit > 0 else []
         return found
+
+    def close(self) -> None:
+        return None

@@ -25,6 +25,8 @@ __all__ = [
     "Grant",
     "ModuleProvider",
     "ModuleSource",
+    "NO_TOOLS",
+    "ToolAccess",
     "ToolInvoker",
     "allow_all",
 ]
@@ -85,6 +87,19 @@ def allow_all(server: str, tool: str) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class ToolAccess:
+    """What one execution may reach through the bridge: the tools (``invoker``, usually a
+    chain of wrappers), the generated modules, and which tools it was granted."""
+
+    invoker: ToolInvoker | None = None
+    modules: ModuleProvider | None = None
+    grant: Grant = allow_all
+
+
+NO_TOOLS = ToolAccess()
+
+
 @dataclass
 class CallStats:
     count: int = 0
@@ -107,19 +122,11 @@ class CallStats:
 class BridgeHost:
     """Serves the requests of one execution. After ``close()`` every request is refused."""
 
-    def __init__(
-        self,
-        execution: int,
-        *,
-        invoker: ToolInvoker | None,
-        modules: ModuleProvider | None,
-        grant: Grant = allow_all,
-        deadline: float,
-    ) -> None:
+    def __init__(self, execution: int, tools: ToolAccess, *, deadline: float) -> None:
         self.execution = execution
-        self.invoker = invoker
-        self.modules = modules
-        self.grant = grant
+        self.invoker = tools.invoker
+        self.modules = tools.modules
+        self.grant = tools.grant
         self.deadline = deadline
         self.stats = CallStats()
         self.closed = False

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from collections.abc import Sequence
@@ -69,7 +68,7 @@ def _fingerprint(server: ServerConfig) -> str:
         except OSError:
             return server.fingerprint()
         stamp = f"{stat.st_size}:{stat.st_mtime_ns}"
-        return dataclasses.replace(server, openapi=f"{server.openapi}@{stamp}").fingerprint()
+        return server.model_copy(update={"openapi": f"{server.openapi}@{stamp}"}).fingerprint()
     return server.fingerprint()
 
 

@@ -63,8 +63,6 @@ def _decide(mode: str, approval: dict[str, object]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dataclasses
-
     import anyio
     import anyio.to_thread
 
@@ -77,11 +75,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--timeout must be positive", fix="e.g. --timeout 30")
     config = load_config(args.config)
     # One execution needs one sandbox: no warm pool.
-    config = dataclasses.replace(
-        config,
-        sandbox=dataclasses.replace(config.sandbox, pool_size=0),
-        servers={} if args.no_tools else config.servers,
-    )
+    update: dict[str, object] = {"sandbox": config.sandbox.model_copy(update={"pool_size": 0})}
+    if args.no_tools:
+        update |= {"servers": {}, "server_problems": {}}
+    config = config.model_copy(update=update)
 
     async def main() -> dict[str, object]:
         async with Codemode(config, openapi_specs=args.openapi, semantic=False) as engine:

@@ -65,11 +65,9 @@ def _approver(mode: str) -> Approver:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dataclasses
-
     import anyio
 
-    from codemode.agent import Agent, AgentSettings, make_provider
+    from codemode.agent import Agent, make_provider
     from codemode.agent.live import LivePrinter
     from codemode.config import load_config
     from codemode.engine import Codemode
@@ -81,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_rounds is not None and args.max_rounds < 1:
         raise UsageError("--max-rounds must be at least 1", fix="e.g. --max-rounds 8")
     config = load_config(args.config)
-    settings = AgentSettings.from_table(config.agent, str(config.source or "config"))
+    settings = config.agent
     ref = args.model or settings.model
     model_settings = settings.for_model(ref)
     model = make_provider(ref, model_settings)  # a missing key fails here, before any work
@@ -89,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     if workspace is not None:
         workspace.mkdir(parents=True, exist_ok=True)
     # One session per run: one warm sandbox is all it needs.
-    config = dataclasses.replace(config, sandbox=dataclasses.replace(config.sandbox, pool_size=1))
+    config = config.model_copy(
+        update={"sandbox": config.sandbox.model_copy(update={"pool_size": 1})}
+    )
 
     async def main() -> RunRecord:
         backend = make_backend(config.sandbox, workspace=workspace) if workspace else None

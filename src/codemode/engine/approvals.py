@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from codemode.bridge.host import execution_clock_paused
 from codemode.errors import SessionError
 from codemode.tools import ToolCall
 
@@ -93,8 +92,10 @@ class ApprovalBroker:
         if listener is not None:
             listener(pending)
         try:
-            with execution_clock_paused():
-                answered = pending.answered.wait(self.wait_limit_s)
+            # The wait is not counted against the execution: the policy wrapper that asked
+            # pauses the execution's clock around the whole request (pausing here too would
+            # count it twice).
+            answered = pending.answered.wait(self.wait_limit_s)
             return answered and bool(pending.decision)
         finally:
             with self._lock:

@@ -19,30 +19,37 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 
-from codemode.bridge.host import ModuleSource, ToolInvoker
 from codemode.catalog.catalog import Catalog
 from codemode.catalog.loading import catalog_from_config
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
+from codemode.engine.chain import build_invoker_chain
 from codemode.engine.invoker import CatalogInvoker
-from codemode.engine.registry import SessionRecord, SessionRegistry
+from codemode.engine.registry import SessionRegistry
+from codemode.engine.session import Session
+from codemode.engine.views import CatalogViews
 from codemode.errors import CodemodeError, SandboxError, SessionError
+from codemode.memory.fixes import FixMemory, SQLiteFixes
+from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
+from codemode.sandbox.provider import PooledSandboxes, SandboxProvider
 from codemode.sandbox.result import ExecutionResult
+from codemode.state.open import open_state_store
+from codemode.state.tiered import TieredStore
+from codemode.state.tools import STATE_SERVER, StateTools
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
     from codemode.search.base import SearchIndex
-    from codemode.stubs.package import StubLibrary
 
-__all__ = ["Codemode", "SearchAnswer", "StubModules"]
+__all__ = ["Codemode", "SearchAnswer"]
 
 log = logging.getLogger(__name__)
 
@@ -53,21 +60,6 @@ class SearchAnswer:
     hits: list[dict[str, Any]]
 
 
-class StubModules:
-    """Adapts the stub library to the bridge's ``ModuleProvider``."""
-
-    def __init__(self, library: StubLibrary) -> None:
-        self.library = library
-
-    def module_source(self, fullname: str) -> ModuleSource | None:
-        source = self.library.module_source(fullname)
-        if source is None:
-            return None
-        is_package = self.library.is_package(fullname)
-        filename = fullname.replace(".", "/") + ("/__init__.py" if is_package else ".py")
-        return ModuleSource(source, is_package, filename)
-
-
 class Codemode:
     def __init__(
         self,
@@ -76,6 +68,7 @@ class Codemode:
         openapi_specs: Sequence[Path] = (),
         catalog: Catalog | None = None,
         backend: SandboxBackend | None = None,
+        sandboxes: SandboxProvider | None = None,
         semantic: bool | None = None,
         audit: bool = True,
         audit_log: AuditLog | None = None,
@@ -84,21 +77,21 @@ class Codemode:
         self.catalog = catalog or catalog_from_config(config, openapi_specs)
         self.backend = backend
         self.semantic = semantic
-        self.pool: SandboxPool | None = None
+        # Where sessions get their sandbox; by default a warm pool of isolated ones.
+        self.sandboxes: SandboxProvider | None = sandboxes
         self.registry: SessionRegistry | None = None
         self._invoker: CatalogInvoker | None = None
-        self._views_version = -1
+        self._views: CatalogViews | None = None
         self._views_lock = threading.Lock()
-        self._stubs: StubLibrary | None = None
-        self._modules: StubModules | None = None
         self._index: SearchIndex | None = None
-        self._tools: set[tuple[str, str]] = set()
         self._limiter = anyio.CapacityLimiter(max(config.gateway.max_sessions, 1))
         self._expiry: asyncio.Task[None] | None = None
         self.approvals = ApprovalBroker()
         self.audit = audit
         self.audit_log: AuditLog | None = audit_log
         self._digest_key: bytes | None = None
+        self.state_store: TieredStore | None = None
+        self.fix_memory: FixMemory | None = None
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -113,22 +106,29 @@ class Codemode:
             raise
 
     async def _start(self) -> Codemode:
-        backend = self.backend or make_backend(self.config.sandbox)
-        self.pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+        if self.sandboxes is None:
+            backend = self.backend or make_backend(self.config.sandbox)
+            pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+            self.sandboxes = PooledSandboxes(pool)
         gateway = self.config.gateway
         self.registry = SessionRegistry(
-            self.pool,
+            self._new_session,
             idle_timeout_s=gateway.session_idle_timeout_s,
             max_sessions=gateway.max_sessions,
         )
-        self.registry.on_close.append(self._wipe_session)
+        self.registry.on_close.append(self._session_closed)
         if self.audit_log is None and self.audit:
             await anyio.to_thread.run_sync(self._open_audit_log)
+        state_dir = self.config.gateway.state_dir
+        self.state_store = await anyio.to_thread.run_sync(
+            open_state_store, self.config.state, state_dir
+        )
+        self.fix_memory = await anyio.to_thread.run_sync(SQLiteFixes, state_dir / "fixes.sqlite")
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
         failures = await self.catalog.load()
         for server, message in failures.items():
             log.warning("server %s is unavailable: %s", server, message)
-        await anyio.to_thread.run_sync(self._refresh_views)
+        await anyio.to_thread.run_sync(self._current_views)
         self._expiry = asyncio.create_task(self._expire_loop())
         return self
 
@@ -137,10 +137,14 @@ class Codemode:
             self._expiry.cancel()
         if self.registry is not None:
             await anyio.to_thread.run_sync(self.registry.close_all)
-        if self.pool is not None:
-            await anyio.to_thread.run_sync(self.pool.close)
-        if self.audit_log is not None and hasattr(self.audit_log, "close"):
+        if self.sandboxes is not None:
+            await anyio.to_thread.run_sync(self.sandboxes.close)
+        if self.audit_log is not None:
             self.audit_log.close()
+        if self.state_store is not None:
+            await anyio.to_thread.run_sync(self.state_store.close)
+        if self.fix_memory is not None:
+            self.fix_memory.close()
         await self.catalog.aclose()
 
     async def __aenter__(self) -> Codemode:
@@ -158,18 +162,21 @@ class Codemode:
 
     # --- views of the catalog: stubs, search index, grants ---------------------------------
 
-    def _refresh_views(self) -> None:
+    def _current_views(self) -> CatalogViews:
         with self._views_lock:
-            if self._views_version == self.catalog.version:
-                return
-            from codemode.stubs.package import StubLibrary
+            views = self._views
+            if views is None or views.version != self.catalog.version:
+                version = self.catalog.version
+                views = self._views = CatalogViews.build(self.catalog.specs(), version)
+                self._index = None  # built on the first search: execute never needs it
+            return views
 
-            specs = self.catalog.specs()
-            self._stubs = StubLibrary(specs)
-            self._modules = StubModules(self._stubs)
-            self._index = None  # built on the first search: execute never needs it
-            self._tools = {(spec.server, spec.name) for spec in specs}
-            self._views_version = self.catalog.version
+    async def views(self) -> CatalogViews:
+        """The generated modules and granted tools for the catalog as it is now."""
+        views = self._views
+        if views is not None and views.version == self.catalog.version:
+            return views
+        return await anyio.to_thread.run_sync(self._current_views)
 
     def _search_index(self) -> SearchIndex:
         with self._views_lock:
@@ -179,27 +186,19 @@ class Codemode:
                 self._index = build_index(self.catalog.specs(), semantic=self.semantic)
             return self._index
 
-    async def _views(self) -> None:
-        if self._views_version != self.catalog.version:
-            await anyio.to_thread.run_sync(self._refresh_views)
-
-    def _granted(self, server: str, tool: str) -> bool:
-        return (server, tool) in self._tools
-
-    # --- the two meta-tools -----------------------------------------------------------------
+    # --- the meta-tools: search, execute, approve ----------------------------------------
 
     async def search(self, query: str, *, detail: str = "summary", limit: int = 5) -> SearchAnswer:
         from codemode.search.render import check_detail, render_answer
 
         level = check_detail(detail)
         limit = max(1, min(int(limit), 50))
-        await self._views()
+        views = await self.views()
         index = self._index
         if index is None:  # an empty index is falsy: test for None
             index = await anyio.to_thread.run_sync(self._search_index)
-        assert self._stubs is not None  # built by _views()
         hits = index.search(query, limit)
-        text = render_answer(hits, level, source=self._stubs.tool_source)
+        text = render_answer(hits, level, source=views.stubs.tool_source)
         return SearchAnswer(text, [hit.to_json() for hit in hits])
 
     async def execute(
@@ -218,7 +217,7 @@ class Codemode:
         """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
-        await self._views()
+        views = await self.views()
         record = self.registry.checkout(session, owner)
         if record.paused is not None:
             self.registry.release(record)
@@ -228,18 +227,9 @@ class Codemode:
                 + (f" ({pending.id})" if pending else ""),
                 fix="call approve with that approval id (allow true or false) first",
             )
-        invoker = self._invoker_for(record)
-        modules, grant = self._modules, self._granted
 
         def run() -> ExecutionResult:
-            return record.sandbox.execute(
-                code,
-                invoker=invoker,
-                modules=modules,
-                grant=grant,
-                fresh=fresh,
-                timeout_s=timeout_s,
-            )
+            return record.run(code, views, fresh=fresh, timeout_s=timeout_s)
 
         job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
         return await self._follow(record, job)
@@ -257,9 +247,7 @@ class Codemode:
             raise SessionError("that execution is no longer running")
         return await self._follow(record, job)
 
-    async def _follow(
-        self, record: SessionRecord, job: asyncio.Task[ExecutionResult]
-    ) -> ExecutionResult:
+    async def _follow(self, record: Session, job: asyncio.Task[ExecutionResult]) -> ExecutionResult:
         """Wait until the execution finishes or pauses for an approval, whichever is first."""
         assert self.registry is not None
         loop = asyncio.get_running_loop()
@@ -296,62 +284,43 @@ class Codemode:
             )
         record.paused = None
         self.registry.release(record)
-        result = job.result()
-        result.session = record.handle
-        return self._finish(record, result)
+        return record.finish(job.result())
 
-    def _invoker_for(self, record: SessionRecord) -> ToolInvoker:
-        """The session's chain of wrappers around the catalog (built once per session).
-
-        audit -> policy (deny, ask, budgets) -> privacy (tokens back to values, flow rules;
-        results to tokens) -> catalog. Policy, approvals and the audit see tokenized arguments.
-        """
-        chain = record.state.get("invoker")
-        if chain is not None:
-            return cast(ToolInvoker, chain)
-        from codemode.audit import AuditInvoker
-        from codemode.policy import Budget, Policy, PolicyInvoker
-        from codemode.privacy.invoker import PrivacyInvoker
-        from codemode.privacy.vault import Vault
-
-        assert self._invoker is not None
-        invoker: ToolInvoker = self._invoker
-        if self.config.privacy.enabled:
-            vault = record.state["vault"] = Vault()
-            invoker = PrivacyInvoker(invoker, vault, self.config.privacy)
-        invoker = PolicyInvoker(
-            invoker,
-            Policy(self.config.policy, self._spec_or_none),
-            approver=SessionApprover(self.approvals, record.handle, record.owner),
-            budget=Budget(self.config.policy.budget),
+    def _new_session(self, handle: str, owner: str | None) -> Session:
+        assert self.sandboxes is not None and self._invoker is not None  # set by start()
+        assert self.state_store is not None
+        state = StateTools(
+            self.state_store,
+            session=handle,
+            owner=owner,
+            max_value_bytes=self.config.state.max_value_bytes,
         )
-        if self.audit_log is not None:
-            invoker = AuditInvoker(
-                invoker, self.audit_log, record.handle, digest_key=self._digest_key
-            )
-        record.state["invoker"] = invoker
-        return invoker
+        chain = build_invoker_chain(
+            self.config,
+            self._invoker,
+            session=handle,
+            specs=self._spec_or_none,
+            approver=SessionApprover(self.approvals, handle, owner),
+            audit_log=self.audit_log,
+            digest_key=self._digest_key,
+            builtins={STATE_SERVER: state},
+        )
+        session = Session(handle, owner, self.sandboxes.open(handle), chain)
+        if self.fix_memory is not None:
+            scrub = chain.privacy.scan_output if chain.privacy is not None else str
+            session.fixes = FixLearner(self.fix_memory, owner, scrub)
+        return session
+
+    def _session_closed(self, session: Session) -> None:
+        self.approvals.cancel_session(session.handle)
+        if self.state_store is not None:
+            self.state_store.delete_prefix(f"s:{session.handle}:")
 
     def _spec_or_none(self, server: str, tool: str) -> ToolSpec | None:
         try:
             return self.catalog.get(server, tool)
         except CodemodeError:
             return None
-
-    def _finish(self, record: SessionRecord, result: ExecutionResult) -> ExecutionResult:
-        """The second net: printed output is scanned for PII before it reaches the model."""
-        vault = record.state.get("vault")
-        if vault is None:
-            return result
-        from codemode.privacy.invoker import scan_output
-
-        settings = self.config.privacy
-        result.stdout = scan_output(result.stdout, vault, settings)
-        result.stderr = scan_output(result.stderr, vault, settings)
-        if result.error:
-            for key in ("message", "traceback"):
-                result.error[key] = scan_output(str(result.error.get(key, "")), vault, settings)
-        return result
 
     def _open_audit_log(self) -> None:
         from codemode.audit import SQLiteAuditLog
@@ -365,12 +334,6 @@ class Codemode:
                 handle.write(secrets.token_bytes(32))
         self._digest_key = key_file.read_bytes()
         self.audit_log = SQLiteAuditLog(state_dir / "audit.sqlite")
-
-    def _wipe_session(self, record: SessionRecord) -> None:
-        self.approvals.cancel_session(record.handle)
-        vault = record.state.get("vault")
-        if vault is not None:
-            vault.wipe()
 
     async def close_session(self, handle: str) -> bool:
         if self.registry is None:

@@ -6,47 +6,35 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
+from codemode.engine.session import Session
 from codemode.errors import SessionError, UnknownSessionError
-from codemode.sandbox.pool import SandboxPool
-from codemode.sandbox.session import SandboxSession
 
-__all__ = ["SessionRecord", "SessionRegistry"]
+__all__ = ["SessionFactory", "SessionRegistry"]
 
-
-@dataclass
-class SessionRecord:
-    handle: str
-    owner: str | None
-    sandbox: SandboxSession
-    created: float = field(default_factory=time.monotonic)
-    last_used: float = field(default_factory=time.monotonic)
-    busy: int = 0
-    # An execution paused for approval (an asyncio task), resumed by the engine's approve().
-    paused: Any = None
-    # Per-session state owned by the engine's wrappers (invoker chain, PII vault...).
-    state: dict[str, Any] = field(default_factory=dict)
+# Builds the session for a new handle (its sandbox and chain of wrappers).
+SessionFactory = Callable[[str, str | None], Session]
 
 
 class SessionRegistry:
-    """Thread-safe map of session handles to sandbox sessions."""
+    """Thread-safe map of session handles to sessions."""
 
-    def __init__(self, pool: SandboxPool, *, idle_timeout_s: float, max_sessions: int) -> None:
-        self.pool = pool
+    def __init__(
+        self, factory: SessionFactory, *, idle_timeout_s: float, max_sessions: int
+    ) -> None:
+        self.factory = factory
         self.idle_timeout_s = idle_timeout_s
         self.max_sessions = max_sessions
-        self._sessions: dict[str, SessionRecord] = {}
+        self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
         # Called (on any thread) when a session closes or expires: wipe vaults, deny approvals.
-        self.on_close: list[Callable[[SessionRecord], None]] = []
+        self.on_close: list[Callable[[Session], None]] = []
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._sessions)
 
-    def open(self, owner: str | None) -> SessionRecord:
+    def open(self, owner: str | None) -> Session:
         self.expire_idle()
         with self._lock:
             if len(self._sessions) >= self.max_sessions:
@@ -56,11 +44,11 @@ class SessionRegistry:
                     "gateway.max_sessions",
                 )
             handle = "s_" + secrets.token_urlsafe(18)
-            record = SessionRecord(handle, owner, SandboxSession(self.pool, handle))
+            record = self.factory(handle, owner)
             self._sessions[handle] = record
             return record
 
-    def get(self, handle: str, owner: str | None) -> SessionRecord:
+    def get(self, handle: str, owner: str | None) -> Session:
         with self._lock:
             record = self._sessions.get(handle)
             # A foreign handle looks exactly like an unknown one: no oracle for guessing.
@@ -72,13 +60,13 @@ class SessionRegistry:
             record.last_used = time.monotonic()
             return record
 
-    def checkout(self, handle: str | None, owner: str | None) -> SessionRecord:
+    def checkout(self, handle: str | None, owner: str | None) -> Session:
         record = self.open(owner) if handle is None else self.get(handle, owner)
         with self._lock:
             record.busy += 1
         return record
 
-    def release(self, record: SessionRecord) -> None:
+    def release(self, record: Session) -> None:
         with self._lock:
             record.busy -= 1
             record.last_used = time.monotonic()
@@ -91,10 +79,10 @@ class SessionRegistry:
         self._closed(record)
         return True
 
-    def _closed(self, record: SessionRecord) -> None:
+    def _closed(self, record: Session) -> None:
         for hook in self.on_close:
             hook(record)
-        record.sandbox.close()
+        record.close()
 
     def expire_idle(self) -> list[str]:
         now = time.monotonic()

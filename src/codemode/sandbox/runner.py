@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame
-from codemode.bridge.host import BridgeHost, Grant, ModuleProvider, ToolInvoker, allow_all
+from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.backends import WORKSPACE, SandboxProcess, children_of
 from codemode.sandbox.capture import HeadTail
@@ -236,15 +236,13 @@ class Sandbox:
         self,
         code: str,
         *,
-        invoker: ToolInvoker | None = None,
-        modules: ModuleProvider | None = None,
-        grant: Grant = allow_all,
+        tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
     ) -> ExecutionResult:
         with self._lock:
             try:
-                return self._execute(code, invoker, modules, grant, fresh, timeout_s)
+                return self._execute(code, tools, fresh, timeout_s)
             finally:
                 self._unpin()
 
@@ -281,9 +279,7 @@ class Sandbox:
     def _execute(
         self,
         code: str,
-        invoker: ToolInvoker | None,
-        modules: ModuleProvider | None,
-        grant: Grant,
+        tools: ToolAccess,
         fresh: bool,
         timeout_s: float | None,
     ) -> ExecutionResult:
@@ -297,9 +293,7 @@ class Sandbox:
         execution = self.executions
         self._stdout = HeadTail(limits.output_kept_bytes)
         self._stderr = HeadTail(limits.output_kept_bytes)
-        host = BridgeHost(
-            execution, invoker=invoker, modules=modules, grant=grant, deadline=deadline
-        )
+        host = BridgeHost(execution, tools, deadline=deadline)
         if self._frozen and self.process.cgroup is not None:
             self.process.cgroup.thaw()
             self._frozen = False

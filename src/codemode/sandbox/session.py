@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from codemode.bridge.host import Grant, ModuleProvider, ToolInvoker, allow_all
+from codemode.bridge.host import NO_TOOLS, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
@@ -35,9 +35,7 @@ class SandboxSession:
         self,
         code: str,
         *,
-        invoker: ToolInvoker | None = None,
-        modules: ModuleProvider | None = None,
-        grant: Grant = allow_all,
+        tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
     ) -> ExecutionResult:
@@ -53,14 +51,7 @@ class SandboxSession:
             if sandbox is None or sandbox.dead:
                 sandbox = self._sandbox = self.pool.acquire()
             self.executions += 1
-            result = sandbox.execute(
-                code,
-                invoker=invoker,
-                modules=modules,
-                grant=grant,
-                fresh=fresh,
-                timeout_s=timeout_s,
-            )
+            result = sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
             if sandbox.dead:
                 self._sandbox = None
                 result.sandbox_reset = True

@@ -228,6 +228,8 @@ def main(argv):
     site.setquit()
     for path in paths:
         site.addsitedir(path)
+    # The code's own modules in the workspace import like a script's neighbours do.
+    sys.path.insert(1, workspace)
     # Drop every descriptor we did not ask for (bwrap's, or anything inherited by mistake).
     os.closerange(3, fd)
     os.closerange(fd + 1, 4096)

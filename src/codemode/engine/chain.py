@@ -1,0 +1,80 @@
+"""The chain of wrappers around a session's tool calls, declared in one place.
+
+    built-in servers (state, skills: answered on the host, never upstream)
+    -> audit -> policy (deny, ask, budgets) -> privacy (tokens back to values, flow rules;
+    results to tokens) -> upstream (the catalog)
+
+Policy, approvals and the audit log see tokenized arguments: personal data never reaches them.
+A new wrapper is one more line in ``build_invoker_chain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from codemode.bridge.host import Approver, ToolInvoker
+from codemode.config import CodemodeConfig
+from codemode.policy import Budget, Policy, PolicyInvoker
+from codemode.tools import ToolCall, ToolSpec
+
+if TYPE_CHECKING:
+    from codemode.audit import AuditLog
+    from codemode.privacy.invoker import PrivacyInvoker
+
+__all__ = ["BuiltinRouter", "InvokerChain", "build_invoker_chain"]
+
+SpecLookup = Callable[[str, str], ToolSpec | None]
+
+
+@dataclass(frozen=True)
+class InvokerChain:
+    """A session's outermost invoker, and the wrappers the session itself needs to reach."""
+
+    invoker: ToolInvoker
+    privacy: PrivacyInvoker | None
+    budget: Budget
+
+
+def build_invoker_chain(
+    config: CodemodeConfig,
+    upstream: ToolInvoker,
+    *,
+    session: str,
+    specs: SpecLookup,
+    approver: Approver | None,
+    audit_log: AuditLog | None = None,
+    digest_key: bytes | None = None,
+    builtins: Mapping[str, ToolInvoker] | None = None,
+) -> InvokerChain:
+    invoker: ToolInvoker = upstream
+    privacy: PrivacyInvoker | None = None
+    if config.privacy.enabled:
+        from codemode.privacy.invoker import PrivacyInvoker
+        from codemode.privacy.vault import Vault
+
+        invoker = privacy = PrivacyInvoker(invoker, Vault(), config.privacy)
+    budget = Budget(config.policy.budget)
+    invoker = PolicyInvoker(invoker, Policy(config.policy, specs), approver=approver, budget=budget)
+    if audit_log is not None:
+        from codemode.audit import AuditInvoker
+
+        invoker = AuditInvoker(invoker, audit_log, session, digest_key=digest_key)
+    if builtins:
+        invoker = BuiltinRouter(invoker, builtins)
+    return InvokerChain(invoker, privacy, budget)
+
+
+class BuiltinRouter:
+    """Sends calls to codemode's own servers (``_state``...) to their host-side invokers."""
+
+    def __init__(self, inner: ToolInvoker, builtins: Mapping[str, ToolInvoker]) -> None:
+        self.inner = inner
+        self.builtins = dict(builtins)
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        builtin = self.builtins.get(call.server)
+        if builtin is not None:
+            return builtin.invoke(call, timeout_s=timeout_s)
+        return self.inner.invoke(call, timeout_s=timeout_s)

@@ -1,0 +1,70 @@
+"""What the sandbox sees of the catalog: the generated modules and the granted tools.
+
+Rebuilt whenever the catalog's version changes; an execution uses the views it started with.
+Besides ``servers.*``, the host serves codemode's own modules (``state``), whose calls go to
+built-in servers that need no grant from the catalog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from codemode.bridge.host import ModuleSource, ToolAccess, ToolInvoker
+from codemode.tools import ToolSpec
+
+if TYPE_CHECKING:
+    from codemode.stubs.package import StubLibrary
+
+__all__ = ["BUILTIN_SERVERS", "CatalogViews", "StubModules"]
+
+
+BUILTIN_SERVERS = frozenset({"_state"})
+
+
+def _builtin_module(fullname: str) -> ModuleSource | None:
+    if fullname == "state":
+        from codemode.state.tools import state_module_source
+
+        return ModuleSource(state_module_source(), False, "state.py")
+    return None
+
+
+class StubModules:
+    """Adapts the stub library to the bridge's ``ModuleProvider`` (plus codemode's own)."""
+
+    def __init__(self, library: StubLibrary) -> None:
+        self.library = library
+
+    def module_source(self, fullname: str) -> ModuleSource | None:
+        if fullname != "servers" and not fullname.startswith("servers."):
+            return _builtin_module(fullname)
+        source = self.library.module_source(fullname)
+        if source is None:
+            return None
+        is_package = self.library.is_package(fullname)
+        filename = fullname.replace(".", "/") + ("/__init__.py" if is_package else ".py")
+        return ModuleSource(source, is_package, filename)
+
+
+@dataclass(frozen=True)
+class CatalogViews:
+    version: int
+    stubs: StubLibrary
+    modules: StubModules
+    tools: frozenset[tuple[str, str]]
+
+    @classmethod
+    def build(cls, specs: list[ToolSpec], version: int) -> CatalogViews:
+        from codemode.stubs.package import StubLibrary
+
+        library = StubLibrary(specs)
+        tools = frozenset((spec.server, spec.name) for spec in specs)
+        return cls(version, library, StubModules(library), tools)
+
+    def granted(self, server: str, tool: str) -> bool:
+        return (server, tool) in self.tools or server in BUILTIN_SERVERS
+
+    def access(self, invoker: ToolInvoker) -> ToolAccess:
+        """What one execution may reach: these modules, these tools, through ``invoker``."""
+        return ToolAccess(invoker, self.modules, self.granted)
