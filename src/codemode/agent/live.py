@@ -18,7 +18,7 @@ def _indent(text: str, limit: int = _SHOWN_LINES) -> str:
     shown = lines[:limit]
     if len(lines) > limit:
         shown.append(f"... ({len(lines) - limit} more lines)")
-    return "\n".join(f"    {line}" for line in shown)
+    return "\n".join(f"    {line}" if line.strip() else "" for line in shown)
 
 
 def ledger_line(record: RunRecord) -> str:
