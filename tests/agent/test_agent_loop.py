@@ -6,7 +6,7 @@ import pytest
 
 from codemode.agent import Agent, Approval, ScriptedModel
 from codemode.agent.providers.base import ModelReply, ModelRequest
-from codemode.errors import ContextLengthError, ModelError
+from codemode.errors import ContextLengthError, ModelConfigError, ModelError
 
 pytestmark = pytest.mark.anyio
 
@@ -193,3 +193,20 @@ async def test_a_context_length_error_shrinks_the_conversation_and_retries(engin
     # Older results were shortened or their rounds dropped: 3 rounds of 2 messages do not fit.
     shortened = [m for m in last if "[shortened to save context]" in m.text]
     assert shortened or len(last) < 7
+
+
+async def test_an_unknown_model_or_refused_key_is_raised_not_recorded(engine):
+    def refused(request: ModelRequest) -> ModelReply:
+        raise ModelConfigError("the model API refused the API key (HTTP 401)")
+
+    with pytest.raises(ModelConfigError, match="refused the API key"):
+        await Agent(engine, ScriptedModel(refused)).run("anything")
+    assert engine.registry is not None and len(engine.registry) == 0  # nothing left open
+
+
+async def test_a_provider_bug_fails_the_run_instead_of_crashing_it(engine):
+    def buggy(request: ModelRequest) -> ModelReply:
+        raise KeyError("choices")
+
+    record = await Agent(engine, ScriptedModel(buggy)).run("anything")
+    assert record.status == "failed" and "KeyError" in (record.error or "")
