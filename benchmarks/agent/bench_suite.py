@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import bench_tasks_chains
+import bench_tasks_chores
 import bench_tasks_crm
+import bench_tasks_crm_edits
 import bench_tasks_files
 import bench_tasks_servers
 from bench_task import Task
@@ -30,7 +33,14 @@ from codemode.agent import (
     ToolCallingAgent,
 )
 
-TASKS: list[Task] = [*bench_tasks_files.TASKS, *bench_tasks_crm.TASKS, *bench_tasks_servers.TASKS]
+TASKS: list[Task] = [
+    *bench_tasks_files.TASKS,
+    *bench_tasks_chores.TASKS,
+    *bench_tasks_crm.TASKS,
+    *bench_tasks_crm_edits.TASKS,
+    *bench_tasks_servers.TASKS,
+    *bench_tasks_chains.TASKS,
+]
 PARADIGMS = ("codemode", "tool-calling")
 ModelFactory = Callable[[Task, str, World], ModelProvider]
 
