@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
-from codemode.errors import IsolationUnavailableError, SandboxError
+from codemode.errors import IsolationUnavailableError, SandboxError, UsageError
 from codemode.sandbox.cgroups import CgroupSet, cgroups_available
 from codemode.sandbox.seccomp import build_filter_bpf
 from codemode.sandbox.settings import Limits, SandboxSettings
@@ -78,7 +78,9 @@ class SandboxProcess:
     stderr_fd: int
     isolated: bool
     cgroup: CgroupSet | None = None
-    workspace: Path | None = None  # host path; only for the unsafe backend
+    # The workspace's host directory when it is one (the unsafe backend, or a workspace the
+    # caller chose); None for the private tmpfs of an isolated sandbox.
+    workspace: Path | None = None
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
 
     @property
@@ -155,10 +157,24 @@ def find_bwrap() -> str:
     )
 
 
-def make_backend(settings: SandboxSettings) -> SandboxBackend:
+def make_backend(settings: SandboxSettings, *, workspace: Path | None = None) -> SandboxBackend:
+    """``workspace``: a host directory every sandbox of this backend works in (the code starts
+    there and the files it writes land there) instead of a private tmpfs."""
     if settings.unsafe_no_isolation:
-        return UnsafeHostBackend(settings)
-    return BwrapBackend(settings)
+        return UnsafeHostBackend(settings, workspace=workspace)
+    return BwrapBackend(settings, workspace=workspace)
+
+
+def _host_workspace(workspace: Path | None) -> Path | None:
+    if workspace is None:
+        return None
+    resolved = workspace.expanduser().resolve()
+    if not resolved.is_dir():
+        raise UsageError(
+            f"workspace {str(workspace)!r} is not a directory",
+            fix="create the directory first, or pass another one",
+        )
+    return resolved
 
 
 def _interpreter() -> str:
@@ -283,9 +299,13 @@ class BwrapBackend:
 
     isolated = True
 
-    def __init__(self, settings: SandboxSettings | None = None) -> None:
+    def __init__(
+        self, settings: SandboxSettings | None = None, *, workspace: Path | None = None
+    ) -> None:
         self.settings = settings or SandboxSettings()
         self.limits = self.settings.limits
+        # A host directory bound read-write as the workspace (its size is not capped then).
+        self.workspace = _host_workspace(workspace)
         self.bwrap = find_bwrap()
         self.use_cgroups = cgroups_available()
         if self.use_cgroups:
@@ -356,8 +376,11 @@ class BwrapBackend:
             "--dev", "/dev",
             "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
             "--size", str(min(limits.tmp_bytes, 64 * 1024 * 1024)), "--tmpfs", "/dev/shm",
-            "--size", str(limits.workspace_bytes), "--tmpfs", WORKSPACE,
         ]  # fmt: skip
+        if self.workspace is not None:
+            args += ["--bind", str(self.workspace), WORKSPACE]
+        else:
+            args += ["--size", str(limits.workspace_bytes), "--tmpfs", WORKSPACE]
         # The interpreter keeps its own path (its shared library is found through it).
         bound = ["/usr"]
         prefix = os.path.realpath(sys.base_prefix)
@@ -444,7 +467,9 @@ class BwrapBackend:
         stderr_fd = os.dup(popen.stderr.fileno())
         popen.stdout.close()
         popen.stderr.close()
-        return SandboxProcess(popen, host_sock, stdout_fd, stderr_fd, True, cgroup)
+        return SandboxProcess(
+            popen, host_sock, stdout_fd, stderr_fd, True, cgroup, workspace=self.workspace
+        )
 
 
 class UnsafeHostBackend:
@@ -455,16 +480,20 @@ class UnsafeHostBackend:
 
     isolated = False
 
-    def __init__(self, settings: SandboxSettings | None = None) -> None:
+    def __init__(
+        self, settings: SandboxSettings | None = None, *, workspace: Path | None = None
+    ) -> None:
         self.settings = settings or SandboxSettings()
         self.limits = self.settings.limits
+        self.workspace = _host_workspace(workspace)
         self._root = Path(tempfile.mkdtemp(prefix="codemode-unsafe-"))
         (self._root / GUEST_PACKAGE).symlink_to(GUEST_DIR)
         self._cleanup = _finalizer(self, self._root)
 
     def spawn(self) -> SandboxProcess:
         host_sock, guest_sock = _bridge_socketpair()
-        workspace = Path(tempfile.mkdtemp(prefix="codemode-ws-"))
+        chosen = self.workspace
+        workspace = chosen or Path(tempfile.mkdtemp(prefix="codemode-ws-"))
         paths = self.settings.python_paths or _default_python_paths()
         args = [_interpreter(), "-I", "-S", "-B", "-c", _BOOTSTRAP.format(root=str(self._root))]
         args += ["--fd", str(guest_sock.fileno()), "--workspace", str(workspace)]
@@ -490,7 +519,8 @@ class UnsafeHostBackend:
         popen.stderr.close()
         process = SandboxProcess(popen, host_sock, stdout_fd, stderr_fd, False, None, workspace)
         process._cleanups.append(lambda: _kill_group(popen.pid))
-        process._cleanups.append(lambda: shutil.rmtree(workspace, ignore_errors=True))
+        if chosen is None:  # a workspace the caller chose is theirs to keep
+            process._cleanups.append(lambda: shutil.rmtree(workspace, ignore_errors=True))
         return process
 
 

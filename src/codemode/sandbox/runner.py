@@ -414,7 +414,12 @@ class Sandbox:
         if self.process.cpu_seconds() - cpu_start > self.limits.cpu_time_s:
             outcome.status, outcome.limit = "limit", "cpu_time"
             return True
-        if self.process.isolated and self.workspace_inodes() > self.limits.workspace_inodes:
+        # A host directory as workspace: its inodes are the host filesystem's, not ours to cap.
+        if (
+            self.process.isolated
+            and self.process.workspace is None
+            and self.workspace_inodes() > self.limits.workspace_inodes
+        ):
             outcome.status, outcome.limit = "limit", "workspace_inodes"
             return True
         return False
