@@ -112,6 +112,13 @@ class GatewaySettings:
     session_idle_timeout_s: float = 900.0
     max_sessions: int = 64
     state_dir: Path = field(default_factory=default_state_dir)
+    # Sessions one client (a token's owner, or one connection) may hold at once.
+    max_sessions_per_client: int = 16
+    # Seconds between progress notifications to a client that asked for them.
+    progress_interval_s: float = 5.0
+    # HTTP bearer tokens: owner name -> token (``${VAR}`` expands). Each owner has its own
+    # sessions, approvals and quota.
+    tokens: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +217,15 @@ def _with_settings(
 
 def _gateway(table: Mapping[str, Any], path: Path) -> GatewaySettings:
     source = str(path)
-    _check_keys(table, {"session_idle_timeout_s", "max_sessions", "state_dir"}, source, "gateway")
+    known = {
+        "session_idle_timeout_s",
+        "max_sessions",
+        "state_dir",
+        "max_sessions_per_client",
+        "progress_interval_s",
+        "tokens",
+    }
+    _check_keys(table, known, source, "gateway")
     defaults = GatewaySettings()
     idle = table.get("session_idle_timeout_s", defaults.session_idle_timeout_s)
     if isinstance(idle, bool) or not isinstance(idle, int | float) or idle <= 0:
@@ -232,7 +247,26 @@ def _gateway(table: Mapping[str, Any], path: Path) -> GatewaySettings:
     if "state_dir" in table:
         raw = _string(table["state_dir"], source, "gateway.state_dir")
         state_dir = _resolve_path(raw, path.parent)
-    return GatewaySettings(float(idle), max_sessions, state_dir)
+    per_client = table.get("max_sessions_per_client", defaults.max_sessions_per_client)
+    if isinstance(per_client, bool) or not isinstance(per_client, int) or per_client < 1:
+        raise ConfigError(
+            "must be a positive whole number",
+            path=source,
+            key="gateway.max_sessions_per_client",
+            fix="write e.g. max_sessions_per_client = 16",
+        )
+    interval = table.get("progress_interval_s", defaults.progress_interval_s)
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
+        raise ConfigError(
+            "must be a positive number of seconds",
+            path=source,
+            key="gateway.progress_interval_s",
+            fix="write e.g. progress_interval_s = 5",
+        )
+    tokens = _string_map(table.get("tokens", {}), source, "gateway.tokens")
+    return GatewaySettings(
+        float(idle), max_sessions, state_dir, per_client, float(interval), tokens
+    )
 
 
 # --- mcpServers JSON ----------------------------------------------------------------------------

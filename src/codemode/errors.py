@@ -10,7 +10,8 @@
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
     │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
     │   └── SessionError              a session cannot do what was asked (closed, paused...)
-    │       └── UnknownSessionError   an unknown, expired or foreign session handle
+    │       ├── UnknownSessionError   an unknown, expired or foreign session handle
+    │       └── SessionQuotaError     a client (or the gateway) holds all the sessions it may
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
@@ -31,6 +32,7 @@ __all__ = [
     "SandboxError",
     "SchemaError",
     "SessionError",
+    "SessionQuotaError",
     "ToolError",
     "ToolNotFoundError",
     "ToolNotGrantedError",
@@ -104,6 +106,10 @@ class SessionError(RuntimeFailure):
 
 class UnknownSessionError(SessionError):
     code = "unknown_session"
+
+
+class SessionQuotaError(SessionError):
+    code = "session_quota"
 
 
 class ToolError(CodemodeError):

@@ -8,6 +8,7 @@ handle set and every field that reaches the model scanned for personal data.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -31,13 +32,29 @@ class Session:
     busy: int = 0
     # An execution paused before a call that needs a human; ``Codemode.approve`` resumes it.
     paused: asyncio.Task[ExecutionResult] | None = None
+    # Set to stop the execution running now (its caller cancelled or went away).
+    cancel: threading.Event | None = None
+    # The finished result of an execution whose caller cancelled, until the next one reports it.
+    cancelled: ExecutionResult | None = None
 
     def run(
-        self, code: str, views: CatalogViews, *, fresh: bool, timeout_s: float | None
+        self,
+        code: str,
+        views: CatalogViews,
+        *,
+        fresh: bool,
+        timeout_s: float | None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         """Run ``code`` in the sandbox (blocking: call it from a worker thread)."""
         tools = views.access(self.chain.invoker)
-        return self.sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
+        return self.sandbox.execute(
+            code, tools=tools, fresh=fresh, timeout_s=timeout_s, cancel=cancel
+        )
+
+    def live_counts(self) -> tuple[int, int]:
+        """(tool calls, bytes printed) of the running execution, read from any thread."""
+        return self.sandbox.live_counts()
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
         """The one place a raw outcome becomes what the client sees: the handle, and the

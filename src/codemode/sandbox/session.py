@@ -38,6 +38,7 @@ class SandboxSession:
         tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         with self._lock:
             if self._closed:
@@ -51,7 +52,9 @@ class SandboxSession:
             if sandbox is None or sandbox.dead:
                 sandbox = self._sandbox = self.pool.acquire()
             self.executions += 1
-            result = sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
+            result = sandbox.execute(
+                code, tools=tools, fresh=fresh, timeout_s=timeout_s, cancel=cancel
+            )
             if sandbox.dead:
                 self._sandbox = None
                 result.sandbox_reset = True
@@ -63,6 +66,10 @@ class SandboxSession:
                 ).strip()
             result.session = self.id
             return result
+
+    def live_counts(self) -> tuple[int, int]:
+        sandbox = self._sandbox
+        return sandbox.live_counts() if sandbox is not None else (0, 0)
 
     def close(self) -> None:
         with self._lock:
