@@ -324,6 +324,7 @@ class Codemode:
         already = self.approvals.pending_for(record.handle)
         if already is not None:
             notice(already)
+
         def describe(elapsed: float) -> tuple[float, float | None, str]:
             calls, printed = record.live_counts()
             return (

@@ -39,6 +39,6 @@ async def wait_reporting(
         value, total, message = describe(time.monotonic() - started)
         try:
             await progress(value, total, message)
-        except Exception:  # noqa: BLE001 - a client that cannot hear us must not stop the work
+        except Exception:
             log.debug("progress report failed; no more reports for this request", exc_info=True)
             progress = None

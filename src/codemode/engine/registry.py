@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from codemode.engine.session import Session
-from codemode.errors import SessionError, SessionQuotaError, UnknownSessionError
+from codemode.errors import SessionQuotaError, UnknownSessionError
 
 __all__ = ["SessionFactory", "SessionRegistry"]
 
@@ -85,9 +85,7 @@ class SessionRegistry:
             record.last_used = time.monotonic()
             return record
 
-    def checkout(
-        self, handle: str | None, owner: str | None, client: str | None = None
-    ) -> Session:
+    def checkout(self, handle: str | None, owner: str | None, client: str | None = None) -> Session:
         record = self.open(owner, client) if handle is None else self.get(handle, owner)
         with self._lock:
             record.busy += 1

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
 from codemode.config import CodemodeConfig
 from codemode.engine import Codemode
+from codemode.gateway.auth import BearerAuth, TokenTable, resolve_tokens
+from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
 
 __all__ = ["serve"]
@@ -29,7 +33,15 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     openapi_specs: Sequence[Path] = (),
+    tokens: Sequence[str] = (),
+    insecure_allow_anonymous: bool = False,
 ) -> None:
+    """Serve until SIGTERM/SIGINT. Over HTTP every request needs a bearer token (``tokens``,
+    config or ``CODEMODE_TOKENS``; else one is generated and printed) unless
+    ``insecure_allow_anonymous``."""
+    table: TokenTable | None = None
+    if transport == "http" and not insecure_allow_anonymous:
+        table = resolve_tokens(config.gateway.tokens, os.environ, tokens)
     names = ", ".join(config.servers) or "none"
     print(f"codemode: starting tool servers ({names}) and sandboxes...", file=sys.stderr)
     async with Codemode(config, openapi_specs=openapi_specs) as engine:
@@ -40,22 +52,29 @@ async def serve(
             + (f"; unavailable: {', '.join(failures)}" if failures else ""),
             file=sys.stderr,
         )
-        server = build_server(engine)
+        server = build_server(engine, sole_client="stdio" if transport == "stdio" else None)
         # SIGTERM and SIGINT end serving gracefully, so the engine stops every sandbox and
         # upstream on the way out (the default action would kill the process first).
         async with anyio.create_task_group() as group:
+            group.start_soon(_build_index, engine)
             if transport == "stdio":
                 from mcp.server.stdio import stdio_server
 
                 group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
-                async with stdio_server() as (read_stream, write_stream):
-                    await server.run(
-                        read_stream, write_stream, server.create_initialization_options()
-                    )
+                async with (
+                    stdio_server() as (read_stream, write_stream),
+                    guard_stdio(read_stream, write_stream) as guarded,
+                ):
+                    await server.run(guarded, write_stream, server.create_initialization_options())
             else:
                 import uvicorn
 
-                app = server.streamable_http_app(host=host)
+                app: Any = EnvelopeGuard(server.streamable_http_app(host=host))
+                if table is None:
+                    _warn_anonymous(host, port)
+                else:
+                    app = BearerAuth(app, table)
+                    _announce_tokens(table)
                 print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
                 uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
                 # uvicorn would re-raise the signal after its shutdown, killing the process
@@ -64,6 +83,42 @@ async def serve(
                 group.start_soon(_stop_on_signal, lambda: setattr(uv, "should_exit", True))
                 await uv.serve()
             group.cancel_scope.cancel()
+
+
+async def _build_index(engine: Codemode) -> None:
+    """Build the search index now, so the first search does not wait (it answers lexically
+    until the index is ready)."""
+    started = time.monotonic()
+    print("codemode: building the search index in the background...", file=sys.stderr)
+    try:
+        await engine.build_search_index()
+    except Exception:
+        log.exception("building the search index failed")
+        return
+    took = time.monotonic() - started
+    print(f"codemode: search index ready ({took:.1f} s)", file=sys.stderr)
+
+
+def _announce_tokens(table: TokenTable) -> None:
+    if table.generated is not None:
+        print(
+            "codemode: HTTP clients must send `Authorization: Bearer "
+            f"{table.generated}` (generated for this run; set gateway.tokens or "
+            "CODEMODE_TOKENS to choose tokens)",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"codemode: HTTP clients must send one of {len(table)} bearer token(s)", file=sys.stderr
+        )
+
+
+def _warn_anonymous(host: str, port: int) -> None:
+    print(
+        f"codemode: WARNING: --insecure-allow-anonymous: anyone who can reach {host}:{port} "
+        "can run code and use every configured tool, as you",
+        file=sys.stderr,
+    )
 
 
 async def _stop_on_signal(stop: Callable[[], object]) -> None:

@@ -23,8 +23,8 @@ from typing import Any
 
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess, ToolInvoker
 from codemode.errors import SandboxError, ToolError
-from codemode.tools import ToolCall
 from codemode.sandbox.result import ExecutionResult, make_hint
+from codemode.tools import ToolCall
 
 __all__ = ["InProcessSandbox", "InProcessSandboxes"]
 
