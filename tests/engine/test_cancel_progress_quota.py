@@ -164,3 +164,50 @@ async def test_one_client_cannot_take_every_session(engine: Codemode) -> None:
     assert "pass the `session` handle" in message
     other = await engine.execute("print('bob is served')", client="bob")
     assert other.stdout == "bob is served\n"
+
+
+class _SlowBuild:
+    """Stands in for a long index build (embedding a large catalog): it ends when released."""
+
+    def __init__(self, engine: Codemode) -> None:
+        self.build = engine._search_index
+        self.release = threading.Event()
+
+    def __call__(self) -> Any:
+        assert self.release.wait(WAIT_S), "the test never released the build"
+        return self.build()
+
+
+async def test_a_search_during_the_index_build_answers_lexically_at_once(
+    engine: Codemode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = _SlowBuild(engine)
+    monkeypatch.setattr(engine, "_search_index", slow)
+    job = engine.build_search_index()
+    with anyio.fail_after(WAIT_S):
+        early = await engine.search("place an order")
+    assert early.lexical_only and "still being built" in early.text
+    assert early.hits and early.hits[0]["python_name"] == "desk.place_order"
+    slow.release.set()
+    with anyio.fail_after(WAIT_S):
+        await job
+        later = await engine.search("place an order")
+    assert not later.lexical_only and "still being built" not in later.text
+
+
+async def test_a_search_that_waits_for_the_index_reports_progress(
+    engine: Codemode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = _SlowBuild(engine)
+    monkeypatch.setattr(engine, "_search_index", slow)
+    messages: list[str] = []
+
+    async def progress(value: float, total: float | None, message: str) -> None:
+        messages.append(message)
+        if len(messages) == 2:
+            slow.release.set()
+
+    with anyio.fail_after(WAIT_S):
+        answer = await engine.search("place an order", progress=progress)
+    assert not answer.lexical_only and answer.hits
+    assert len(messages) >= 2 and all("building the search index" in m for m in messages)

@@ -269,8 +269,14 @@ def client_for(target: Any, **options: Any) -> Any:
 
 def stdio_target(config: Path) -> Any:
     from mcp import StdioServerParameters
+    from mcp.client.stdio import get_default_environment
 
-    return StdioServerParameters(command=sys.executable, args=serve_argv(config)[1:])
+    # The SDK passes a minimal environment: keep PYTHONPATH, so the gateway imports the same
+    # codemode as the tests.
+    env = get_default_environment()
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return StdioServerParameters(command=sys.executable, args=serve_argv(config)[1:], env=env)
 
 
 def http_target(url: str, headers: Mapping[str, str] | None = None) -> Any:
@@ -385,6 +391,19 @@ async def execute(client: Any, code: str, **arguments: Any) -> dict[str, Any]:
     data["is_error"] = bool(result.is_error)
     data["text"] = text_of(result)
     return data
+
+
+async def search_when_indexed(client: Any, arguments: dict[str, Any]) -> Any:
+    """Search once the gateway's background index build is done (bounded wait): until then
+    answers are lexical only, and say so."""
+    import anyio
+
+    with anyio.fail_after(START_TIMEOUT_S):
+        while True:
+            result = await client.call_tool("search", arguments)
+            if not structured(result).get("lexical_only"):
+                return result
+            await anyio.sleep(0.2)  # a bounded poll on the gateway's state
 
 
 async def execute_ok(client: Any, code: str, **arguments: Any) -> dict[str, Any]:

@@ -80,7 +80,8 @@ class SessionRegistry:
             if record is None or (record.owner is not None and record.owner != owner):
                 raise UnknownSessionError(
                     f"unknown or expired session {handle[:12]!r}",
-                    fix="omit `session` to start a new one (files and variables start empty)",
+                    fix="omit `session` to start over in a new or default session (files and "
+                    "variables start empty)",
                 )
             record.last_used = time.monotonic()
             return record
