@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import secrets
+import select
+import signal
+import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -221,3 +224,48 @@ async def test_another_owners_approval_is_refused(gateway: Any, harness: Any) ->
         denied = await owner.call_tool("approve", {"approval": approval, "allow": False})
         assert harness.structured(denied)["status"] == "error"
     assert not path.exists()
+
+
+def _read_line(process: subprocess.Popen[bytes], timeout_s: float) -> dict[str, Any]:
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+    assert ready, "the gateway did not answer in time"
+    line = process.stdout.readline()
+    assert line, "the gateway closed stdout"
+    answer: dict[str, Any] = json.loads(line)
+    return answer
+
+
+def test_stdio_answers_malformed_lines_with_json_rpc_errors(tmp_path: Any, harness: Any) -> None:
+    """The SDK drops such lines silently over stdio; the client would wait forever."""
+    config = harness.write_config(tmp_path, {}, pool_size=0)
+    process = subprocess.Popen(
+        harness.serve_argv(config),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin is not None
+    try:
+        lines = [
+            b'{"jsonrpc": "2.0", "id": 1, "method": 5}\n',
+            b"this is not json\n",
+            b'{"jsonrpc": "2.0", "id": 2, "method": "ping"}\n',
+        ]
+        process.stdin.write(b"".join(lines))
+        process.stdin.flush()
+        invalid = _read_line(process, harness.START_TIMEOUT_S)
+        assert invalid["error"]["code"] == -32600 and invalid["id"] is None
+        assert invalid["error"]["message"].startswith("Invalid Request")
+        unparsable = _read_line(process, harness.START_TIMEOUT_S)
+        assert unparsable["error"]["code"] == -32700
+        # Still serving: the ping after them is answered.
+        assert _read_line(process, harness.START_TIMEOUT_S) == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "result": {},
+        }
+    finally:
+        process.stdin.close()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=harness.STOP_TIMEOUT_S)
