@@ -62,6 +62,7 @@ def test_the_official_conformance_suite_passes(
                 str(tmp_path / "results"),
             ],
             capture_output=True,
+            check=False,
             text=True,
             timeout=RUN_TIMEOUT_S,
             cwd=tmp_path,
