@@ -32,7 +32,9 @@ class Desk:
 
     def __init__(self) -> None:
         self.ready = threading.Event()
+        self.waiting = threading.Event()
         self.release = threading.Event()
+        self.released = threading.Event()
         self.orders: list[str] = []
 
     def functions(self) -> list[Callable[..., Any]]:
@@ -43,7 +45,9 @@ class Desk:
 
         def wait_for_release() -> str:
             """Block until the test says go (bounded)."""
+            self.waiting.set()
             self.release.wait(WAIT_S)
+            self.released.set()
             return "released"
 
         def place_order(item: str) -> str:
@@ -73,11 +77,14 @@ async def engine(desk: Desk, tmp_path: Path) -> AsyncIterator[Codemode]:
         yield engine
 
 
-async def _cancel_when_ready(engine: Codemode, desk: Desk, code: str, session: str) -> None:
-    """Start ``code``, wait until it called ``signal_ready``, then cancel the call."""
+async def _cancel_when_ready(
+    engine: Codemode, desk: Desk, code: str, session: str, ready: threading.Event | None = None
+) -> None:
+    """Start ``code``, wait until it called ``signal_ready`` (or set ``ready``), then cancel."""
+    ready = ready or desk.ready
     async with anyio.create_task_group() as group:
         group.start_soon(lambda: engine.execute(code, session=session))
-        assert await anyio.to_thread.run_sync(desk.ready.wait, WAIT_S), "the code never started"
+        assert await anyio.to_thread.run_sync(ready.wait, WAIT_S), "the code never got there"
         group.cancel_scope.cancel()
 
 
@@ -119,6 +126,21 @@ async def test_no_tool_call_starts_after_a_cancel(engine: Codemode, desk: Desk) 
     assert report["refused_after_cancel"] == 1
     # The code waited for a reply that never came: the grace period ended it.
     assert report["sandbox_reset"] is True
+
+
+async def test_a_cancel_abandons_the_tool_call_in_flight(engine: Codemode, desk: Desk) -> None:
+    opened = await engine.execute("from servers import desk")
+    assert opened.session is not None
+    code = "desk.wait_for_release()\nprint('not reached')"
+    await _cancel_when_ready(engine, desk, code, opened.session, ready=desk.waiting)
+    after = await _next(engine, "print('next')", opened.session)
+    # The session answered while the upstream call still waited: the call was abandoned.
+    assert not desk.released.is_set()
+    desk.release.set()
+    assert after.stdout == "next\n", after.render_text()
+    report = after.extra["cancelled_before"]
+    assert report["status"] == "cancelled" and "not reached" not in report["stdout"]
+    assert report["tool_calls"]["failures"] == 1
 
 
 async def test_code_that_ignores_the_interrupt_is_stopped_after_the_grace_period(

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from codemode.engine.chain import InvokerChain
+from codemode.engine.invoker import cancellable
 from codemode.engine.views import CatalogViews
 from codemode.sandbox.provider import SessionSandbox
 from codemode.sandbox.result import ExecutionResult
@@ -48,9 +49,10 @@ class Session:
     ) -> ExecutionResult:
         """Run ``code`` in the sandbox (blocking: call it from a worker thread)."""
         tools = views.access(self.chain.invoker)
-        return self.sandbox.execute(
-            code, tools=tools, fresh=fresh, timeout_s=timeout_s, cancel=cancel
-        )
+        with cancellable(cancel):
+            return self.sandbox.execute(
+                code, tools=tools, fresh=fresh, timeout_s=timeout_s, cancel=cancel
+            )
 
     def live_counts(self) -> tuple[int, int]:
         """(tool calls, bytes printed) of the running execution, read from any thread."""

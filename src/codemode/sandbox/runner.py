@@ -53,6 +53,7 @@ _PIN_AFTER_CALLS = 4
 # After a cancel, how long the code has to stop on its KeyboardInterrupt before the sandbox
 # is killed.
 CANCEL_GRACE_S = 2.0
+_INTERRUPT_AFTER_S = 0.1
 # CPU the guest may use between executions (it only waits for the next frame).
 _IDLE_CPU_ALLOWANCE_S = 0.05
 
@@ -365,8 +366,10 @@ class Sandbox:
             outcome.left_running = "code (it sent its own 'done')"
         elif threads > 1 and not (cgroup is not None and cgroup.can_freeze):
             outcome.left_running = f"{threads - 1} thread(s)"
-        # A reply the interrupted guest never read would be taken for the next one's.
+        # A reply the interrupted guest never read would be taken for the next one's, and an
+        # interrupt the code did not receive would hit the guest between executions.
         stale = outcome.cancelled_at is not None and self._unread_by_guest() > 0
+        stale = stale or (outcome.interrupted and not _interrupted_by_us(outcome.done))
         if outcome.status != "ok" or outcome.died or outcome.left_running or stale:
             self.kill()
         else:
@@ -388,15 +391,17 @@ class Sandbox:
             return False
         if outcome.cancelled_at is None:
             outcome.cancelled_at = now
-        if not outcome.interrupted and self._unread_by_guest() == 0:
-            # Only once the guest has read our last reply: interrupted halfway through
-            # reading it, it would take that reply for the next one's.
+        waited = now - outcome.cancelled_at
+        if not outcome.interrupted and waited >= _INTERRUPT_AFTER_S and not self._unread_by_guest():
+            # Code that is about to end by itself (a refused call) is left to end. And only
+            # once the guest has read our last reply: interrupted halfway through reading
+            # it, it would take that reply for the next one's.
             outcome.interrupted = True
             pid = self.guest_pid_on_host()
             if pid is not None:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGINT)
-        if now - outcome.cancelled_at < CANCEL_GRACE_S:
+        if waited < CANCEL_GRACE_S:
             return False
         outcome.status = "cancelled"
         return True
@@ -539,6 +544,12 @@ class Sandbox:
         self.dead = True
 
     close = kill
+
+
+def _interrupted_by_us(done: dict[str, Any] | None) -> bool:
+    """Did the code end on the KeyboardInterrupt we sent (so no signal is left pending)?"""
+    error = done.get("error") if done is not None else None
+    return isinstance(error, dict) and error.get("type") == "KeyboardInterrupt"
 
 
 def _is_done(frame: dict[str, Any] | MalformedFrame) -> bool:
