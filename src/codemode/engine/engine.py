@@ -16,7 +16,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -252,9 +252,11 @@ class Codemode:
         owner: str | None = None,
         client: str | None = None,
         progress: Progress | None = None,
+        opened: Callable[[str], object] | None = None,
     ) -> ExecutionResult:
         """Run ``code`` in a session (a new one when ``session`` is None, counted against
-        ``client``'s session quota).
+        ``client``'s session quota). ``opened`` hears the session's handle before the code
+        runs, so a caller that cancels still knows which session the code ran in.
 
         Returns ``approval_required`` when the code reached a call a human must approve;
         ``approve`` then resumes the same execution. If this call is cancelled (the client
@@ -265,6 +267,8 @@ class Codemode:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         views = await self.views()
         record = self.registry.checkout(session, owner, client)
+        if opened is not None:
+            opened(record.handle)
         if record.paused is not None:
             self.registry.release(record)
             pending = self.approvals.pending_for(record.handle)
@@ -320,6 +324,7 @@ class Codemode:
         def notice(pending: PendingApproval) -> None:
             loop.call_soon_threadsafe(settle, pending)
 
+        cancel = record.cancel  # this execution's: a later one on the session has its own
         self.approvals.listen(record.handle, notice)
         already = self.approvals.pending_for(record.handle)
         if already is not None:
@@ -341,7 +346,7 @@ class Codemode:
             # The caller cancelled or went away: stop the code (no tool call starts after
             # this), release the session when it has stopped, and keep its result for the
             # next execution to report.
-            self._abandon(record, job)
+            self._abandon(record, job, cancel)
             raise
         finally:
             self.approvals.unlisten(record.handle)
@@ -359,9 +364,14 @@ class Codemode:
             result.extra["cancelled_before"] = _cancel_report(earlier)
         return result
 
-    def _abandon(self, record: Session, job: asyncio.Task[ExecutionResult]) -> None:
-        if record.cancel is not None:
-            record.cancel.set()
+    def _abandon(
+        self,
+        record: Session,
+        job: asyncio.Task[ExecutionResult],
+        cancel: threading.Event | None,
+    ) -> None:
+        if cancel is not None:
+            cancel.set()
         # A call waiting for a human is refused: its thread must not wait for an answer.
         self.approvals.cancel_session(record.handle)
         registry = self.registry

@@ -136,6 +136,7 @@ class GatewayHandlers:
                 owner=caller.owner,
                 client=caller.client,
                 progress=caller.progress,
+                opened=remember.set if remember is not None else None,
             )
 
         try:
@@ -145,8 +146,6 @@ class GatewayHandlers:
                 raise
             # The remembered session expired: start a new one rather than fail forever.
             result = await run(None)
-        if remember is not None and result.session:
-            remember.set(result.session)
         return execution_result(result)
 
     async def approve(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
