@@ -108,6 +108,8 @@ async def test_a_cancel_interrupts_the_code_and_keeps_the_session(
     assert report["error"]["type"] == "KeyboardInterrupt"
     assert report["tool_calls"]["by_tool"] == {"desk.signal_ready": {"calls": 1, "failures": 0}}
     assert report["sandbox_reset"] is False
+    assert after.hint.startswith("The previous execution was cancelled: Cancelled by the client")
+    assert "Variables and files are kept" in after.render_text()
 
 
 async def test_no_tool_call_starts_after_a_cancel(engine: Codemode, desk: Desk) -> None:

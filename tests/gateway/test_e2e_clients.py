@@ -8,6 +8,7 @@ server upstream, two sessions per client, progress every 0.2 s.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import select
 import signal
@@ -226,14 +227,23 @@ async def test_another_owners_approval_is_refused(gateway: Any, harness: Any) ->
     assert not path.exists()
 
 
-def _read_line(process: subprocess.Popen[bytes], timeout_s: float) -> dict[str, Any]:
-    assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
-    assert ready, "the gateway did not answer in time"
-    line = process.stdout.readline()
-    assert line, "the gateway closed stdout"
-    answer: dict[str, Any] = json.loads(line)
-    return answer
+class _Lines:
+    """JSON lines from a pipe, each read with a bounded wait (select on the raw fd)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    def next(self, timeout_s: float) -> dict[str, Any]:
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([self.fd], [], [], timeout_s)
+            assert ready, "the gateway did not answer in time"
+            chunk = os.read(self.fd, 65536)
+            assert chunk, "the gateway closed stdout"
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        answer: dict[str, Any] = json.loads(line)
+        return answer
 
 
 def test_stdio_answers_malformed_lines_with_json_rpc_errors(tmp_path: Any, harness: Any) -> None:
@@ -254,13 +264,15 @@ def test_stdio_answers_malformed_lines_with_json_rpc_errors(tmp_path: Any, harne
         ]
         process.stdin.write(b"".join(lines))
         process.stdin.flush()
-        invalid = _read_line(process, harness.START_TIMEOUT_S)
+        assert process.stdout is not None
+        lines_out = _Lines(process.stdout.fileno())
+        invalid = lines_out.next(harness.START_TIMEOUT_S)
         assert invalid["error"]["code"] == -32600 and invalid["id"] is None
         assert invalid["error"]["message"].startswith("Invalid Request")
-        unparsable = _read_line(process, harness.START_TIMEOUT_S)
+        unparsable = lines_out.next(harness.START_TIMEOUT_S)
         assert unparsable["error"]["code"] == -32700
         # Still serving: the ping after them is answered.
-        assert _read_line(process, harness.START_TIMEOUT_S) == {
+        assert lines_out.next(harness.START_TIMEOUT_S) == {
             "jsonrpc": "2.0",
             "id": 2,
             "result": {},

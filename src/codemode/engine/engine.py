@@ -362,6 +362,8 @@ class Codemode:
         earlier, record.cancelled = record.cancelled, None
         if earlier is not None:
             result.extra["cancelled_before"] = _cancel_report(earlier)
+            result.hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}"
+            result.hint = result.hint.strip()
         return result
 
     def _abandon(
