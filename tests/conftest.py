@@ -7,6 +7,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # mcp.client.stdio binds `errlog=sys.stderr` when first imported; import it before any test's
 # capsys swaps sys.stderr, or every later stdio client fails with "fileno".
@@ -29,6 +30,32 @@ THIRD_PARTY = {
     "git": [str(PYPI_VENVS / "mcp-server-git" / "bin" / "mcp-server-git")],
     "time": [str(PYPI_VENVS / "mcp-server-time" / "bin" / "mcp-server-time")],
 }
+
+
+class Shop:
+    """A tiny stateful upstream: every side effect is recorded."""
+
+    def __init__(self) -> None:
+        self.orders: list[dict[str, Any]] = []
+
+    def functions(self) -> list[Callable[..., Any]]:
+        def list_items() -> list[str]:
+            """List the items for sale."""
+            return ["apple", "pear"]
+
+        def place_order(item: str, quantity: int) -> dict[str, Any]:
+            """Place an order (a side effect)."""
+            order = {"item": item, "quantity": quantity, "number": len(self.orders) + 1}
+            self.orders.append(order)
+            return order
+
+        return [list_items, place_order]
+
+
+@pytest.fixture
+def shop() -> Shop:
+    """A tiny stateful upstream for engine tests (``PythonConnector("shop", shop.functions())``)."""
+    return Shop()
 
 
 @pytest.fixture

@@ -4,18 +4,20 @@
     ├── UsageError                    a mistake by whoever set codemode up or called its API
     │   ├── ConfigError               a bad config file, key or value (names the file and key)
     │   ├── SchemaError               a tool schema or OpenAPI document that cannot be used
-    │   └── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
+    │   ├── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
+    │   └── IncompatibleDependencyError an installed library changed an internal codemode uses
     ├── RuntimeFailure                something failed while running
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
-    │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
-    │   └── SessionError              a session cannot do what was asked (closed, paused...)
-    │       ├── UnknownSessionError   an unknown, expired or foreign session handle
-    │       └── SessionQuotaError     a client (or the gateway) holds all the sessions it may
+    │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
+    │   ├── SessionError              a session cannot do what was asked (closed, paused...)
+    │   │   ├── UnknownSessionError   an unknown, expired or foreign session handle
+    │   │   └── SessionQuotaError     a client (or the gateway) holds all the sessions it may
+    │   └── StateStoreError           a state, memory, skill or checkpoint store failed
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
-        └── UpstreamUnavailableError  the tool's server is down (it will be restarted)
+        └── UpstreamUnavailableError  the tool's server could not be reached, failed or timed out
 
 ``ToolError`` messages are returned to the model as results, never as host tracebacks.
 """
@@ -26,13 +28,15 @@ __all__ = [
     "BridgeProtocolError",
     "CodemodeError",
     "ConfigError",
-    "ConnectorError",
+    "IncompatibleDependencyError",
     "IsolationUnavailableError",
     "RuntimeFailure",
     "SandboxError",
     "SchemaError",
+    "ServersNotLoadedError",
     "SessionError",
     "SessionQuotaError",
+    "StateStoreError",
     "ToolError",
     "ToolNotFoundError",
     "ToolNotGrantedError",
@@ -84,6 +88,15 @@ class IsolationUnavailableError(UsageError):
     code = "isolation_unavailable"
 
 
+class IncompatibleDependencyError(UsageError):
+    """An installed library (the MCP SDK, uvicorn) no longer has an internal codemode relies on.
+
+    Raised by ``codemode.sdk_compat``, the one module that touches such internals.
+    """
+
+    code = "incompatible_dependency"
+
+
 class RuntimeFailure(CodemodeError):
     code = "runtime_failure"
 
@@ -96,8 +109,18 @@ class BridgeProtocolError(RuntimeFailure):
     code = "bridge_protocol_error"
 
 
-class ConnectorError(RuntimeFailure):
-    code = "connector_error"
+class ServersNotLoadedError(RuntimeFailure):
+    """One or more configured servers did not load; ``failures`` maps each to the reason."""
+
+    code = "servers_not_loaded"
+
+    def __init__(self, failures: dict[str, str], *, fix: str | None = None) -> None:
+        self.failures = dict(failures)
+        reasons = "; ".join(f"{name}: {why}" for name, why in sorted(self.failures.items()))
+        noun = "server" if len(self.failures) == 1 else "servers"
+        super().__init__(
+            f"{len(self.failures)} configured {noun} did not load ({reasons})", fix=fix
+        )
 
 
 class SessionError(RuntimeFailure):
@@ -110,6 +133,12 @@ class UnknownSessionError(SessionError):
 
 class SessionQuotaError(SessionError):
     code = "session_quota"
+
+
+class StateStoreError(RuntimeFailure):
+    """A state, memory or checkpoint store could not be reached or written."""
+
+    code = "state_store_error"
 
 
 class ToolError(CodemodeError):

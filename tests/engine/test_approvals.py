@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -41,7 +40,8 @@ ASK_BEFORE_ORDERS = {
 @pytest.fixture
 async def asking(shop: Any, engine_config: CodemodeConfig) -> AsyncIterator[Codemode]:
     """An engine whose policy asks a human before ``shop.place_order``."""
-    config = replace(engine_config, policy=PolicySettings.from_mapping(ASK_BEFORE_ORDERS, "t"))
+    policy = PolicySettings.from_mapping(ASK_BEFORE_ORDERS, "t")
+    config = engine_config.model_copy(update={"policy": policy})
     catalog = Catalog([PythonConnector("shop", shop.functions())])
     async with Codemode(config, catalog=catalog, semantic=False) as engine:
         yield engine

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 import pytest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.thirdparty]
@@ -150,9 +150,9 @@ async def test_one_owner_cannot_exhaust_sessions_for_others(gateway: Any, harnes
 # --- protocol errors ------------------------------------------------------------------------
 
 
-def _post(url: str, body: str, headers: dict[str, str]) -> httpx.Response:
+def _post(url: str, body: str, headers: dict[str, str]) -> httpx2.Response:
     sent = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-    return httpx.post(url, content=body, headers={**sent, **headers}, timeout=30)
+    return httpx2.post(url, content=body, headers={**sent, **headers}, timeout=30)
 
 
 @pytest.mark.parametrize(

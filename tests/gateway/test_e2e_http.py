@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 import pytest
 
 from codemode.demo import ACME_LEAD_ID
@@ -51,7 +51,7 @@ async def test_a_handle_is_bound_to_the_caller_that_opened_it(gateway: Any, harn
 
 def _post(
     url: str, body: str, method: str, tool: str | None, token: str | None = TOKEN
-) -> httpx.Response:
+) -> httpx2.Response:
     headers = {
         "content-type": "application/json",
         "accept": "application/json, text/event-stream",
@@ -62,7 +62,7 @@ def _post(
         headers["mcp-name"] = tool
     if token is not None:
         headers["authorization"] = f"Bearer {token}"
-    return httpx.post(url, content=body, headers=headers, timeout=30)
+    return httpx2.post(url, content=body, headers=headers, timeout=30)
 
 
 def _call(params: dict[str, Any], method: str = "tools/call") -> str:

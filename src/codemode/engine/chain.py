@@ -1,6 +1,7 @@
 """The chain of wrappers around a session's tool calls, declared in one place.
 
-    audit -> policy (deny, ask, budgets) -> privacy (tokens back to values, flow rules;
+    built-in servers (state, skills: answered on the host, never upstream)
+    -> audit -> policy (deny, ask, budgets) -> privacy (tokens back to values, flow rules;
     results to tokens) -> upstream (the catalog)
 
 Policy, approvals and the audit log see tokenized arguments: personal data never reaches them.
@@ -9,20 +10,20 @@ A new wrapper is one more line in ``build_invoker_chain``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codemode.bridge.host import Approver, ToolInvoker
 from codemode.config import CodemodeConfig
 from codemode.policy import Budget, Policy, PolicyInvoker
-from codemode.tools import ToolSpec
+from codemode.tools import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
     from codemode.privacy.invoker import PrivacyInvoker
 
-__all__ = ["InvokerChain", "build_invoker_chain"]
+__all__ = ["BuiltinRouter", "InvokerChain", "build_invoker_chain"]
 
 SpecLookup = Callable[[str, str], ToolSpec | None]
 
@@ -45,6 +46,7 @@ def build_invoker_chain(
     approver: Approver | None,
     audit_log: AuditLog | None = None,
     digest_key: bytes | None = None,
+    builtins: Mapping[str, ToolInvoker] | None = None,
 ) -> InvokerChain:
     invoker: ToolInvoker = upstream
     privacy: PrivacyInvoker | None = None
@@ -59,4 +61,20 @@ def build_invoker_chain(
         from codemode.audit import AuditInvoker
 
         invoker = AuditInvoker(invoker, audit_log, session, digest_key=digest_key)
+    if builtins:
+        invoker = BuiltinRouter(invoker, builtins)
     return InvokerChain(invoker, privacy, budget)
+
+
+class BuiltinRouter:
+    """Sends calls to codemode's own servers (``_state``...) to their host-side invokers."""
+
+    def __init__(self, inner: ToolInvoker, builtins: Mapping[str, ToolInvoker]) -> None:
+        self.inner = inner
+        self.builtins = dict(builtins)
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        builtin = self.builtins.get(call.server)
+        if builtin is not None:
+            return builtin.invoke(call, timeout_s=timeout_s)
+        return self.inner.invoke(call, timeout_s=timeout_s)

@@ -26,19 +26,27 @@ import anyio.to_thread
 
 from codemode.catalog.catalog import Catalog
 from codemode.catalog.loading import catalog_from_config
+from codemode.checks.calls import check_calls
+from codemode.checks.result import rejected_result
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
 from codemode.engine.invoker import CatalogInvoker
+from codemode.engine.output import OutputCallback
 from codemode.engine.progress import Progress, wait_reporting
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.views import CatalogViews
 from codemode.errors import CodemodeError, SandboxError, SessionError
+from codemode.memory.fixes import FixMemory, SQLiteFixes
+from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.provider import PooledSandboxes, SandboxProvider
 from codemode.sandbox.result import ExecutionResult
+from codemode.state.open import open_state_store
+from codemode.state.tiered import TieredStore
+from codemode.state.tools import STATE_SERVER, StateTools
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -91,6 +99,8 @@ class Codemode:
         self.audit = audit
         self.audit_log: AuditLog | None = audit_log
         self._digest_key: bytes | None = None
+        self.state_store: TieredStore | None = None
+        self.fix_memory: FixMemory | None = None
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -116,9 +126,14 @@ class Codemode:
             max_sessions=gateway.max_sessions,
             max_per_client=gateway.max_sessions_per_client,
         )
-        self.registry.on_close.append(lambda session: self.approvals.cancel_session(session.handle))
+        self.registry.on_close.append(self._session_closed)
         if self.audit_log is None and self.audit:
             await anyio.to_thread.run_sync(self._open_audit_log)
+        state_dir = self.config.gateway.state_dir
+        self.state_store = await anyio.to_thread.run_sync(
+            open_state_store, self.config.state, state_dir
+        )
+        self.fix_memory = await anyio.to_thread.run_sync(SQLiteFixes, state_dir / "fixes.sqlite")
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
         failures = await self.catalog.load()
         for server, message in failures.items():
@@ -136,6 +151,10 @@ class Codemode:
             await anyio.to_thread.run_sync(self.sandboxes.close)
         if self.audit_log is not None:
             self.audit_log.close()
+        if self.state_store is not None:
+            await anyio.to_thread.run_sync(self.state_store.close)
+        if self.fix_memory is not None:
+            self.fix_memory.close()
         await self.catalog.aclose()
 
     async def __aenter__(self) -> Codemode:
@@ -158,7 +177,9 @@ class Codemode:
             views = self._views
             if views is None or views.version != self.catalog.version:
                 version = self.catalog.version
-                views = self._views = CatalogViews.build(self.catalog.specs(), version)
+                views = self._views = CatalogViews.build(
+                    self.catalog.specs(), version, self.catalog.unavailable()
+                )
                 # Built on the first search or by build_search_index: execute never needs it.
                 self._index = self._lexical = None
             return views
@@ -201,7 +222,7 @@ class Codemode:
             )
         return job
 
-    # --- the two meta-tools -----------------------------------------------------------------
+    # --- the meta-tools: search, execute, approve ----------------------------------------
 
     async def search(
         self,
@@ -253,15 +274,21 @@ class Codemode:
         client: str | None = None,
         progress: Progress | None = None,
         opened: Callable[[str], object] | None = None,
+        check: bool = True,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
         """Run ``code`` in a session (a new one when ``session`` is None, counted against
         ``client``'s session quota). ``opened`` hears the session's handle before the code
         runs, so a caller that cancels still knows which session the code ran in.
 
         Returns ``approval_required`` when the code reached a call a human must approve;
-        ``approve`` then resumes the same execution. If this call is cancelled (the client
-        cancelled or went away), the code is stopped and no tool call starts after that; the
-        next result in the session reports what the cancelled one did.
+        ``approve`` then resumes the same execution. With ``check`` (the default) calls on
+        ``servers.*`` are checked against their signatures first: a wrong one is an error
+        result with its line, and nothing runs. ``on_output(stream, data)`` sees the output
+        as it is written (see ``codemode.engine.output``), also after an approval. If this
+        call is cancelled (the client cancelled or went away), the code is stopped and no tool
+        call starts after that; the next result in the session reports what the cancelled one
+        did.
         """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
@@ -277,11 +304,17 @@ class Codemode:
                 + (f" ({pending.id})" if pending else ""),
                 fix="call approve with that approval id (allow true or false) first",
             )
+        if check and (problems := check_calls(code, views.signatures)):
+            self.registry.release(record)
+            record.code = code
+            return record.finish(rejected_result(problems))
 
         cancel = record.cancel = threading.Event()
 
         def run() -> ExecutionResult:
-            return record.run(code, views, fresh=fresh, timeout_s=timeout_s, cancel=cancel)
+            return record.run(
+                code, views, fresh=fresh, timeout_s=timeout_s, on_output=on_output, cancel=cancel
+            )
 
         job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
         return await self._follow(record, job, progress)
@@ -389,6 +422,13 @@ class Codemode:
 
     def _new_session(self, handle: str, owner: str | None) -> Session:
         assert self.sandboxes is not None and self._invoker is not None  # set by start()
+        assert self.state_store is not None
+        state = StateTools(
+            self.state_store,
+            session=handle,
+            owner=owner,
+            max_value_bytes=self.config.state.max_value_bytes,
+        )
         chain = build_invoker_chain(
             self.config,
             self._invoker,
@@ -397,8 +437,18 @@ class Codemode:
             approver=SessionApprover(self.approvals, handle, owner),
             audit_log=self.audit_log,
             digest_key=self._digest_key,
+            builtins={STATE_SERVER: state},
         )
-        return Session(handle, owner, self.sandboxes.open(handle), chain)
+        session = Session(handle, owner, self.sandboxes.open(handle), chain)
+        if self.fix_memory is not None:
+            scrub = chain.privacy.scan_output if chain.privacy is not None else str
+            session.fixes = FixLearner(self.fix_memory, owner, scrub)
+        return session
+
+    def _session_closed(self, session: Session) -> None:
+        self.approvals.cancel_session(session.handle)
+        if self.state_store is not None:
+            self.state_store.delete_prefix(f"s:{session.handle}:")
 
     def _spec_or_none(self, server: str, tool: str) -> ToolSpec | None:
         try:

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 from codemode.engine.chain import InvokerChain
 from codemode.engine.invoker import cancellable
+from codemode.engine.output import OutputCallback, ScannedOutput
 from codemode.engine.views import CatalogViews
+from codemode.memory.learning import FixLearner
 from codemode.sandbox.provider import SessionSandbox
 from codemode.sandbox.result import ExecutionResult
 
@@ -37,6 +39,10 @@ class Session:
     cancel: threading.Event | None = None
     # The finished result of an execution whose caller cancelled, until the next one reports it.
     cancelled: ExecutionResult | None = None
+    # Remembers how this owner fixed errors, and offers the fix when one comes back.
+    fixes: FixLearner | None = None
+    # The code of the execution running now (for the fix memory).
+    code: str = ""
 
     def run(
         self,
@@ -45,14 +51,29 @@ class Session:
         *,
         fresh: bool,
         timeout_s: float | None,
+        on_output: OutputCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ExecutionResult:
-        """Run ``code`` in the sandbox (blocking: call it from a worker thread)."""
+        """Run ``code`` in the sandbox (blocking: call it from a worker thread). Streamed
+        output passes the same privacy net as the result's."""
         tools = views.access(self.chain.invoker)
-        with cancellable(cancel):
-            return self.sandbox.execute(
-                code, tools=tools, fresh=fresh, timeout_s=timeout_s, cancel=cancel
-            )
+        self.code = code
+        scanned = None
+        if on_output is not None and self.chain.privacy is not None:
+            on_output = scanned = ScannedOutput(on_output, self.chain.privacy.scan_output)
+        try:
+            with cancellable(cancel):
+                return self.sandbox.execute(
+                    code,
+                    tools=tools,
+                    fresh=fresh,
+                    timeout_s=timeout_s,
+                    on_output=on_output,
+                    cancel=cancel,
+                )
+        finally:
+            if scanned is not None:
+                scanned.flush()
 
     def live_counts(self) -> tuple[int, int]:
         """(tool calls, bytes printed) of the running execution, read from any thread."""
@@ -62,6 +83,10 @@ class Session:
         """The one place a raw outcome becomes what the client sees: the handle, and the
         second privacy net over every text field the code could fill."""
         result.session = self.handle
+        if self.fixes is not None:
+            earlier = self.fixes.observe(self.code, result)
+            if earlier:
+                result.hint = f"{result.hint} This error was fixed before with:\n{earlier}".strip()
         privacy = self.chain.privacy
         if privacy is None:
             return result

@@ -118,12 +118,15 @@ class GatewayHandlers:
         code = arguments.get("code")
         session = arguments.get("session")
         fresh = arguments.get("fresh", False)
+        check = arguments.get("check", True)
         if not isinstance(code, str):
             return _argument_error("`code` must be a string of Python source")
         if session is not None and not isinstance(session, str):
             return _argument_error("`session` must be the string handle from an earlier result")
         if not isinstance(fresh, bool):
             return _argument_error("`fresh` must be true or false")
+        if not isinstance(check, bool):
+            return _argument_error("`check` must be true or false")
         remember = self._remembered(caller) if session is None else None
         if remember is not None:
             session = remember.get()
@@ -137,6 +140,7 @@ class GatewayHandlers:
                 client=caller.client,
                 progress=caller.progress,
                 opened=remember.set if remember is not None else None,
+                check=check,
             )
 
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -19,6 +18,7 @@ from codemode.engine import Codemode
 from codemode.gateway.auth import BearerAuth, TokenTable, resolve_tokens
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
+from codemode.sdk_compat import uvicorn_server
 
 __all__ = ["serve"]
 
@@ -76,10 +76,9 @@ async def serve(
                     app = BearerAuth(app, table)
                     _announce_tokens(table)
                 print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
-                uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
                 # uvicorn would re-raise the signal after its shutdown, killing the process
                 # before the engine cleans up: we watch the signals instead.
-                uv.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+                uv = uvicorn_server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
                 group.start_soon(_stop_on_signal, lambda: setattr(uv, "should_exit", True))
                 await uv.serve()
             group.cancel_scope.cancel()

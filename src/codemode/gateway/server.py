@@ -20,6 +20,7 @@ from codemode.engine.progress import Progress
 from codemode.gateway.auth import OWNER_SCOPE_KEY
 from codemode.gateway.handlers import Caller, GatewayHandlers
 from codemode.gateway.meta_tools import mcp_tools
+from codemode.sdk_compat import connection_key
 
 __all__ = ["build_server", "caller_identity", "caller_of"]
 
@@ -49,9 +50,8 @@ def caller_of(ctx: ServerRequestContext[Any, Any], *, sole_client: str | None = 
     """``sole_client`` names the one client a transport can have (stdio)."""
     version = ctx.protocol_version
     legacy = version.startswith(("2025", "2024"))
-    # ctx.session is a new proxy per request; the SDK's Connection is what lives as long as
-    # the client's connection (the only stable key for a 2025-era client).
-    connection = getattr(ctx.session, "_connection", ctx.session)
+    # The only stable key for a 2025-era client: an object living as long as its connection.
+    connection = connection_key(ctx)
     owner = caller_identity(ctx)
     client = f"owner:{owner}" if owner is not None else sole_client
     wants_progress = ctx.meta is not None and ctx.meta.get("progress_token") is not None

@@ -24,11 +24,13 @@ from typing import Any
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess, ToolInvoker
 from codemode.errors import SandboxError, ToolError
 from codemode.sandbox.result import ExecutionResult, make_hint
+from codemode.sandbox.runner import OutputCallback
 from codemode.tools import ToolCall
 
 __all__ = ["InProcessSandbox", "InProcessSandboxes"]
 
 _FILENAME = "<code>"
+_HOST_ROOTS = ("servers", "skills", "state")
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
 
 
@@ -79,6 +81,7 @@ class InProcessSandbox:
         tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
+        on_output: OutputCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         with self._lock:
@@ -95,7 +98,7 @@ class InProcessSandbox:
             self._host = host
             if fresh:
                 self._variables = {}
-            out = io.StringIO()
+            out = _Passed(on_output) if on_output is not None else io.StringIO()
             modules = _Modules(host)
             self._variables["__builtins__"] = _builtins(out, modules.import_)
             self._variables.setdefault("__name__", "__main__")
@@ -135,6 +138,22 @@ class _RefusedAfterCancel:
         if self.cancel.is_set():
             raise ToolError(f"{call.server}.{call.tool}: the execution was cancelled")
         return self.inner.invoke(call, timeout_s=timeout_s)
+
+
+class _Passed(io.StringIO):
+    """Printed text, also passed to an ``on_output`` callback as it is written."""
+
+    def __init__(self, on_output: OutputCallback) -> None:
+        super().__init__()
+        self.on_output: OutputCallback | None = on_output
+
+    def write(self, text: str) -> int:
+        if self.on_output is not None:
+            try:
+                self.on_output("stdout", text.encode("utf-8"))
+            except Exception:  # noqa: BLE001 - a failing callback is dropped, as in the runner
+                self.on_output = None
+        return super().write(text)
 
 
 def _run(code: str, namespace: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
@@ -214,7 +233,7 @@ class _Modules:
         if name == "importlib" and not level:
             # The generated packages load submodules lazily with importlib.import_module.
             return self.importlib
-        if level or not (name == "servers" or name.startswith("servers.")):
+        if level or name.partition(".")[0] not in _HOST_ROOTS:
             return builtins.__import__(name, globals_, locals_, fromlist or (), level)
         parts = name.split(".")
         for depth in range(1, len(parts) + 1):
@@ -223,10 +242,10 @@ class _Modules:
         for item in fromlist or ():
             if item != "*" and not hasattr(module, item):
                 self._load(f"{name}.{item}", missing_ok=True)
-        return module if fromlist else self.loaded["servers"]
+        return module if fromlist else self.loaded[parts[0]]
 
     def import_module(self, name: str) -> Any:
-        if not (name == "servers" or name.startswith("servers.")):
+        if name.partition(".")[0] not in _HOST_ROOTS:
             return importlib.import_module(name)
         self.import_(name)
         return self.loaded[name]

@@ -13,6 +13,7 @@ from typing import Protocol
 from codemode.bridge.host import NO_TOOLS, ToolAccess
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
+from codemode.sandbox.runner import OutputCallback
 from codemode.sandbox.session import SandboxSession
 
 __all__ = ["PooledSandboxes", "SandboxProvider", "SessionSandbox"]
@@ -28,6 +29,7 @@ class SessionSandbox(Protocol):
         tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
+        on_output: OutputCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         """Run ``code``; once ``cancel`` is set no tool call starts and the code is stopped,
