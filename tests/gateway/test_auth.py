@@ -80,7 +80,7 @@ async def _call(headers: list[tuple[bytes, bytes]]) -> tuple[list[Any], list[Any
         sent.append(message)
 
     scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
-    await BearerAuth(inner, TokenTable.build([("alice", "a1")]))(scope, receive, send)
+    await BearerAuth(inner, [TokenTable.build([("alice", "a1")]).verify])(scope, receive, send)
     return seen, sent
 
 
@@ -94,3 +94,12 @@ async def test_the_check_passes_the_owner_on_and_refuses_everything_else() -> No
         assert (b"www-authenticate", b'Bearer realm="codemode", error="invalid_token"') in sent[0][
             "headers"
         ]
+
+
+def test_an_oauth_section_needs_its_server_and_resource(tmp_path: Path) -> None:
+    path = tmp_path / "codemode.toml"
+    path.write_text('[gateway.oauth]\nissuer = "https://login.example.com"\n')
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    assert "gateway.oauth" in str(refused.value)
+    assert "introspection_url" in str(refused.value) or "resource" in str(refused.value)

@@ -27,6 +27,7 @@ from codemode.state.settings import StateSettings
 __all__ = [
     "CodemodeConfig",
     "GatewaySettings",
+    "OAuthSettings",
     "Sections",
     "default_config",
     "default_state_dir",
@@ -38,6 +39,27 @@ def default_state_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base).expanduser() / "codemode"
+
+
+class OAuthSettings(ConfigModel):
+    """``[gateway.oauth]``: accept access tokens of an OAuth 2.1 authorization server, checked
+    by token introspection (RFC 7662), as a resource server of the MCP authorization spec."""
+
+    # The authorization server clients get tokens from (named in the resource metadata).
+    issuer: Annotated[str, Hint(fix='write issuer = "https://login.example.com"')]
+    introspection_url: Annotated[
+        str, Hint(fix='write introspection_url = "https://login.example.com/introspect"')
+    ]
+    # This gateway's own URL, as tokens must name it in their audience.
+    resource: Annotated[str, Hint(fix='write resource = "https://codemode.example.com/mcp"')]
+    client_id: str = ""
+    client_secret: str = ""
+    scopes: list[str] = Field(default_factory=list)
+
+    @field_validator("client_id", "client_secret", mode="after")
+    @classmethod
+    def _expand(cls, value: str) -> str:
+        return str(expand_references(value, source="config", prefix="gateway.oauth"))
 
 
 class GatewaySettings(ConfigModel):
@@ -57,6 +79,8 @@ class GatewaySettings(ConfigModel):
     tokens: Annotated[
         dict[str, str], Hint(fix='write [gateway.tokens] with owner = "${TOKEN_VARIABLE}"')
     ] = Field(default_factory=dict)
+    # Optional: OAuth 2.1 access tokens from an identity provider (resource-server mode).
+    oauth: OAuthSettings | None = None
 
     @field_validator("tokens", mode="after")
     @classmethod

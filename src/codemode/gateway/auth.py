@@ -5,6 +5,9 @@ environment variable (``owner=token,owner=token``; a bare token belongs to ``def
 ``--token``; with none of these a token is generated and printed once. Anonymous access
 exists only behind ``--insecure-allow-anonymous``.
 
+With ``[gateway.oauth]`` the gateway also accepts access tokens of an OAuth 2.1 authorization
+server (``codemode.gateway.oauth``) and publishes its protected resource metadata.
+
 The check is an ASGI wrapper around the SDK's app: it puts the owner's name in the request
 scope (``OWNER_SCOPE_KEY``), where ``server.caller_identity`` reads it.
 """
@@ -15,19 +18,30 @@ import hashlib
 import hmac
 import json
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from codemode.errors import ConfigError
 
-__all__ = ["OWNER_SCOPE_KEY", "TOKENS_ENV", "BearerAuth", "TokenTable", "parse_token_list"]
+__all__ = [
+    "OWNER_SCOPE_KEY",
+    "TOKENS_ENV",
+    "BearerAuth",
+    "ResourceMetadata",
+    "TokenTable",
+    "Verifier",
+    "parse_token_list",
+    "resolve_tokens",
+]
 
 OWNER_SCOPE_KEY = "codemode.owner"
 TOKENS_ENV = "CODEMODE_TOKENS"
 DEFAULT_OWNER = "default"
 
 ASGIApp = Any  # (scope, receive, send) -> awaitable; starlette's types are not needed here
+# A bearer token -> its owner, or None when the token is not accepted.
+Verifier = Callable[[str], Awaitable[str | None]]
 
 
 def _digest(token: str) -> bytes:
@@ -59,6 +73,9 @@ class TokenTable:
         token = secrets.token_urlsafe(32)
         return cls(((_digest(token), DEFAULT_OWNER),), generated=token)
 
+    async def verify(self, token: str) -> str | None:
+        return self.owner_of(token)
+
     def owner_of(self, token: str) -> str | None:
         wanted = _digest(token)
         found: str | None = None
@@ -83,60 +100,100 @@ def parse_token_list(text: str) -> list[tuple[str, str]]:
 
 
 def resolve_tokens(
-    configured: Mapping[str, str], environ: Mapping[str, str], flags: Iterable[str]
+    configured: Mapping[str, str],
+    environ: Mapping[str, str],
+    flags: Iterable[str],
+    *,
+    generate: bool = True,
 ) -> TokenTable:
-    """Every token from config, environment and flags; a generated one if there is none."""
+    """Every token from config, environment and flags; a generated one if there is none
+    (unless ``generate`` is false: another way to authenticate exists)."""
     pairs = list(configured.items())
     pairs += parse_token_list(environ.get(TOKENS_ENV, ""))
     for flag in flags:
         pairs += parse_token_list(flag)
-    return TokenTable.build(pairs) if pairs else TokenTable.generate()
+    if pairs or not generate:
+        return TokenTable.build(pairs)
+    return TokenTable.generate()
+
+
+@dataclass(frozen=True)
+class ResourceMetadata:
+    """What the gateway publishes about itself as an OAuth protected resource (RFC 9728)."""
+
+    path: str  # served here
+    url: str  # named in WWW-Authenticate
+    document: Mapping[str, Any]
 
 
 class BearerAuth:
-    """Refuses HTTP requests without a known ``Authorization: Bearer`` token (401)."""
+    """Refuses HTTP requests without an accepted ``Authorization: Bearer`` token (401)."""
 
-    def __init__(self, app: ASGIApp, tokens: TokenTable) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        verifiers: Sequence[Verifier],
+        *,
+        metadata: ResourceMetadata | None = None,
+    ) -> None:
         self.app = app
-        self.tokens = tokens
+        self.verifiers = tuple(verifiers)
+        self.metadata = metadata
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        owner = self._owner(scope)
+        metadata = self.metadata
+        if metadata is not None and scope.get("path") == metadata.path:
+            await _respond(send, 200, dict(metadata.document), [])
+            return
+        owner = None
+        token = _bearer(scope)
+        if token:
+            for verify in self.verifiers:
+                owner = await verify(token)
+                if owner is not None:
+                    break
         if owner is None:
-            await _refuse(send)
+            await _refuse(send, metadata)
             return
         await self.app({**scope, OWNER_SCOPE_KEY: owner}, receive, send)
 
-    def _owner(self, scope: Mapping[str, Any]) -> str | None:
-        for name, value in scope.get("headers", ()):
-            if name.lower() == b"authorization":
-                scheme, _, token = value.decode("latin-1").partition(" ")
-                if scheme.lower() == "bearer" and token.strip():
-                    return self.tokens.owner_of(token.strip())
-                return None
-        return None
+
+def _bearer(scope: Mapping[str, Any]) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    return None
 
 
-async def _refuse(send: Any) -> None:
-    body = json.dumps(
-        {
-            "error": "invalid_token",
-            "error_description": "this codemode gateway needs `Authorization: Bearer <token>`; "
-            "the token is printed when the gateway starts, or set in gateway.tokens / "
-            f"{TOKENS_ENV}",
-        }
-    ).encode()
+async def _refuse(send: Any, metadata: ResourceMetadata | None) -> None:
+    challenge = 'Bearer realm="codemode", error="invalid_token"'
+    if metadata is not None:
+        challenge += f', resource_metadata="{metadata.url}"'
+    body = {
+        "error": "invalid_token",
+        "error_description": "this codemode gateway needs `Authorization: Bearer <token>`; "
+        "the token is printed when the gateway starts, or set in gateway.tokens / "
+        f"{TOKENS_ENV}" + (", or an access token of its authorization server" if metadata else ""),
+    }
+    await _respond(send, 401, body, [(b"www-authenticate", challenge.encode())])
+
+
+async def _respond(
+    send: Any, status: int, payload: dict[str, Any], headers: list[tuple[bytes, bytes]]
+) -> None:
+    body = json.dumps(payload).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 401,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="codemode", error="invalid_token"'),
+                *headers,
             ],
         }
     )

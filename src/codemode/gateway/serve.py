@@ -15,7 +15,7 @@ import anyio
 
 from codemode.config import CodemodeConfig
 from codemode.engine import Codemode
-from codemode.gateway.auth import BearerAuth, TokenTable, resolve_tokens
+from codemode.gateway.auth import BearerAuth, ResourceMetadata, Verifier, resolve_tokens
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
 from codemode.sdk_compat import uvicorn_server
@@ -37,11 +37,8 @@ async def serve(
     insecure_allow_anonymous: bool = False,
 ) -> None:
     """Serve until SIGTERM/SIGINT. Over HTTP every request needs a bearer token (``tokens``,
-    config or ``CODEMODE_TOKENS``; else one is generated and printed) unless
-    ``insecure_allow_anonymous``."""
-    table: TokenTable | None = None
-    if transport == "http" and not insecure_allow_anonymous:
-        table = resolve_tokens(config.gateway.tokens, os.environ, tokens)
+    config or ``CODEMODE_TOKENS``; else one is generated and printed; or an OAuth access token
+    with ``[gateway.oauth]``) unless ``insecure_allow_anonymous``."""
     names = ", ".join(config.servers) or "none"
     print(f"codemode: starting tool servers ({names}) and sandboxes...", file=sys.stderr)
     async with Codemode(config, openapi_specs=openapi_specs) as engine:
@@ -70,11 +67,10 @@ async def serve(
                 import uvicorn
 
                 app: Any = EnvelopeGuard(server.streamable_http_app(host=host))
-                if table is None:
+                if insecure_allow_anonymous:
                     _warn_anonymous(host, port)
                 else:
-                    app = BearerAuth(app, table)
-                    _announce_tokens(table)
+                    app = _authenticated(app, config, tokens)
                 print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
                 # uvicorn would re-raise the signal after its shutdown, killing the process
                 # before the engine cleans up: we watch the signals instead.
@@ -98,7 +94,25 @@ async def _build_index(engine: Codemode) -> None:
     print(f"codemode: search index ready ({took:.1f} s)", file=sys.stderr)
 
 
-def _announce_tokens(table: TokenTable) -> None:
+def _authenticated(app: Any, config: CodemodeConfig, flags: Sequence[str]) -> BearerAuth:
+    """``app`` behind the bearer check: static tokens and, when configured, OAuth."""
+    oauth = config.gateway.oauth
+    table = resolve_tokens(config.gateway.tokens, os.environ, flags, generate=oauth is None)
+    verifiers: list[Verifier] = [table.verify] if len(table) else []
+    metadata = None
+    if oauth is not None:
+        from codemode.gateway import oauth as resource_server
+
+        verifiers.append(resource_server.IntrospectionVerifier(oauth))
+        metadata = ResourceMetadata(
+            resource_server.metadata_path(oauth.resource),
+            resource_server.metadata_url(oauth.resource),
+            resource_server.protected_resource_metadata(oauth),
+        )
+        print(
+            f"codemode: accepting OAuth access tokens from {oauth.issuer} for {oauth.resource}",
+            file=sys.stderr,
+        )
     if table.generated is not None:
         print(
             "codemode: HTTP clients must send `Authorization: Bearer "
@@ -106,10 +120,11 @@ def _announce_tokens(table: TokenTable) -> None:
             "CODEMODE_TOKENS to choose tokens)",
             file=sys.stderr,
         )
-    else:
+    elif len(table):
         print(
             f"codemode: HTTP clients must send one of {len(table)} bearer token(s)", file=sys.stderr
         )
+    return BearerAuth(app, verifiers, metadata=metadata)
 
 
 def _warn_anonymous(host: str, port: int) -> None:
