@@ -14,7 +14,8 @@
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
     │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
-    │   │   └── UnknownSessionError   an unknown, expired or foreign session handle
+    │   │   ├── UnknownSessionError   an unknown, expired or foreign session handle
+    │   │   └── SessionQuotaError     a client (or the gateway) holds all the sessions it may
     │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
     │   └── ModelError                a model provider failed (after retries) or answered nonsense
     │       └── ContextLengthError    the conversation does not fit the model's context window
@@ -43,6 +44,7 @@ __all__ = [
     "SchemaError",
     "ServersNotLoadedError",
     "SessionError",
+    "SessionQuotaError",
     "SkillNotFoundError",
     "SkillRefusedError",
     "StateStoreError",
@@ -142,6 +144,10 @@ class SessionError(RuntimeFailure):
 
 class UnknownSessionError(SessionError):
     code = "unknown_session"
+
+
+class SessionQuotaError(SessionError):
+    code = "session_quota"
 
 
 class StateStoreError(RuntimeFailure):

@@ -12,6 +12,9 @@ import fcntl
 import logging
 import os
 import selectors
+import signal
+import struct
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -47,9 +50,17 @@ class _Outcome:
     died: bool = False
     # Set when code was left running after "done" (threads, or a forged "done").
     left_running: str | None = None
+    # Cancellation: when the caller asked to stop, and bridge requests dropped after that.
+    cancelled_at: float | None = None
+    interrupted: bool = False
+    refused_after_cancel: int = 0
 
 
 _PIN_AFTER_CALLS = 4
+# After a cancel, how long the code has to stop on its KeyboardInterrupt before the sandbox
+# is killed.
+CANCEL_GRACE_S = 2.0
+_INTERRUPT_AFTER_S = 0.1
 # CPU the guest may use between executions (it only waits for the next frame).
 _IDLE_CPU_ALLOWANCE_S = 0.05
 
@@ -82,6 +93,7 @@ class Sandbox:
         self._pinned_from: set[int] | None = None
         self._guest_pinned_from: set[int] | None = None
         self._guest_pid_on_host: int | None = None
+        self._live: tuple[BridgeHost, HeadTail] | None = None
         self._on_output: OutputCallback | None = None
 
     def guest_pid_on_host(self) -> int | None:
@@ -259,15 +271,26 @@ class Sandbox:
         fresh: bool = False,
         timeout_s: float | None = None,
         on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
-        """Run ``code``; ``on_output(stream, data)`` sees its output as it is written."""
+        """Run ``code``; ``on_output(stream, data)`` sees its output as it is written. Setting
+        ``cancel`` (from any thread) stops it: see ``_check_cancel``."""
         with self._lock:
             self._on_output = on_output
             try:
-                return self._execute(code, tools, fresh, timeout_s)
+                return self._execute(code, tools, fresh, timeout_s, cancel)
             finally:
+                self._live = None
                 self._on_output = None
                 self._unpin()
+
+    def live_counts(self) -> tuple[int, int]:
+        """(tool calls so far, bytes printed so far) of the running execution, for progress
+        reports from another thread; (0, 0) between executions."""
+        live = self._live
+        if live is None:
+            return 0, 0
+        return live[0].stats.count, live[1].total
 
     def _pin_near_the_guest(self) -> None:
         """Serve a chatty execution from the guest's CPU: a tool call's round trip between two
@@ -305,6 +328,7 @@ class Sandbox:
         tools: ToolAccess,
         fresh: bool,
         timeout_s: float | None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         if self.dead:
             raise SandboxError("this sandbox has been stopped", fix="start a new session")
@@ -317,6 +341,7 @@ class Sandbox:
         self._stdout = HeadTail(limits.output_kept_bytes)
         self._stderr = HeadTail(limits.output_kept_bytes)
         host = BridgeHost(execution, tools, deadline=deadline)
+        self._live = (host, self._stdout)
         if self._frozen and self.process.cgroup is not None:
             self.process.cgroup.thaw()
             self._frozen = False
@@ -330,6 +355,8 @@ class Sandbox:
         while outcome.done is None and outcome.status == "ok":
             now = time.monotonic()
             deadline = host.deadline  # a tool call may extend it (time waiting for approval)
+            if cancel is not None and self._check_cancel(cancel, outcome, now):
+                break
             if now >= deadline:
                 outcome.status, outcome.limit = "timeout", "wall_time"
                 break
@@ -343,6 +370,9 @@ class Sandbox:
                     self._drain(key.data)
                     continue
                 for incoming in self._read_frames():
+                    if outcome.cancelled_at is not None and not _is_done(incoming):
+                        outcome.refused_after_cancel += 1  # dropped: no call starts now
+                        continue
                     self._dispatch(incoming, host, outcome, deadline)
                 if self.is_dead() and outcome.done is None:
                     outcome.died = True
@@ -360,7 +390,11 @@ class Sandbox:
             outcome.left_running = "code (it sent its own 'done')"
         elif threads > 1 and not (cgroup is not None and cgroup.can_freeze):
             outcome.left_running = f"{threads - 1} thread(s)"
-        if outcome.status != "ok" or outcome.died or outcome.left_running:
+        # A reply the interrupted guest never read would be taken for the next one's, and an
+        # interrupt the code did not receive would hit the guest between executions.
+        stale = outcome.cancelled_at is not None and self._unread_by_guest() > 0
+        stale = stale or (outcome.interrupted and not _interrupted_by_us(outcome.done))
+        if outcome.status != "ok" or outcome.died or outcome.left_running or stale:
             self.kill()
         else:
             self._idle_cpu = self.process.cpu_seconds()
@@ -370,6 +404,39 @@ class Sandbox:
                 cgroup.freeze()
                 self._frozen = True
         return self._result(outcome, host, started, wall)
+
+    # --- cancellation ---------------------------------------------------------------------
+
+    def _check_cancel(self, cancel: threading.Event, outcome: _Outcome, now: float) -> bool:
+        """On the first sight of ``cancel``: stop serving the bridge (frames are dropped, so
+        no tool call starts) and interrupt the code (SIGINT: KeyboardInterrupt). True, to end
+        the execution, when the code has not stopped within ``CANCEL_GRACE_S``."""
+        if not cancel.is_set():
+            return False
+        if outcome.cancelled_at is None:
+            outcome.cancelled_at = now
+        waited = now - outcome.cancelled_at
+        if not outcome.interrupted and waited >= _INTERRUPT_AFTER_S and not self._unread_by_guest():
+            # Code that is about to end by itself (a refused call) is left to end. And only
+            # once the guest has read our last reply: interrupted halfway through reading
+            # it, it would take that reply for the next one's.
+            outcome.interrupted = True
+            pid = self.guest_pid_on_host()
+            if pid is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGINT)
+        if waited < CANCEL_GRACE_S:
+            return False
+        outcome.status = "cancelled"
+        return True
+
+    def _unread_by_guest(self) -> int:
+        """Bytes sent to the guest that it has not read yet (SIOCOUTQ on our end)."""
+        try:
+            raw = fcntl.ioctl(self.process.sock.fileno(), termios.TIOCOUTQ, b"\0" * 4)
+        except OSError:
+            return 1
+        return int(struct.unpack("i", raw)[0])
 
     def _dispatch(
         self,
@@ -449,6 +516,8 @@ class Sandbox:
                 status, limit = "limit", "processes" if pids_hit else exhausted
             elif error is not None or done.get("exit_code", 0) != 0:
                 status = "error"
+        if outcome.cancelled_at is not None:
+            status, limit = "cancelled", None
         if status == "limit" and limit == "memory" and not self.dead:
             self.kill()  # the namespace may still hold the memory; start clean
         stdout, stdout_cut = clip_tail(self._stdout, limits.stdout_tail_chars)
@@ -485,6 +554,8 @@ class Sandbox:
         if isinstance(workspace, dict):
             result.extra["workspace_bytes"] = workspace.get("used")
         result.hint = make_hint(result, wall)
+        if outcome.cancelled_at is not None:
+            result.extra["refused_after_cancel"] = outcome.refused_after_cancel
         if outcome.left_running:
             result.extra["left_running"] = outcome.left_running
             result.hint = (
@@ -502,6 +573,16 @@ class Sandbox:
         self.dead = True
 
     close = kill
+
+
+def _interrupted_by_us(done: dict[str, Any] | None) -> bool:
+    """Did the code end on the KeyboardInterrupt we sent (so no signal is left pending)?"""
+    error = done.get("error") if done is not None else None
+    return isinstance(error, dict) and error.get("type") == "KeyboardInterrupt"
+
+
+def _is_done(frame: dict[str, Any] | MalformedFrame) -> bool:
+    return isinstance(frame, dict) and frame.get("op") == "done"
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -39,6 +39,7 @@ class SandboxSession:
         fresh: bool = False,
         timeout_s: float | None = None,
         on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         with self._lock:
             if self._closed:
@@ -53,7 +54,12 @@ class SandboxSession:
                 sandbox = self._sandbox = self.pool.acquire()
             self.executions += 1
             result = sandbox.execute(
-                code, tools=tools, fresh=fresh, timeout_s=timeout_s, on_output=on_output
+                code,
+                tools=tools,
+                fresh=fresh,
+                timeout_s=timeout_s,
+                on_output=on_output,
+                cancel=cancel,
             )
             if sandbox.dead:
                 self._sandbox = None
@@ -66,6 +72,10 @@ class SandboxSession:
                 ).strip()
             result.session = self.id
             return result
+
+    def live_counts(self) -> tuple[int, int]:
+        sandbox = self._sandbox
+        return sandbox.live_counts() if sandbox is not None else (0, 0)
 
     def close(self) -> None:
         with self._lock:
