@@ -8,13 +8,15 @@ from typing import Any, TypeVar
 
 from codemode.errors import ConfigError
 
-__all__ = ["Limits", "SandboxSettings"]
+__all__ = ["ENFORCEABLE_LIMITS", "Limits", "SandboxSettings"]
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 T = TypeVar("T")
 # Settings where 0 means "none" rather than a mistake.
 _ZERO_ALLOWED = frozenset({"pool_size"})
+# Limits whose enforcement depends on the machine (see codemode.sandbox.enforcement).
+ENFORCEABLE_LIMITS = ("memory", "cpu_time", "processes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,9 @@ class SandboxSettings:
     python_paths: tuple[str, ...] | None = None
     # Running without isolation is for debugging trusted code only. The name says so.
     unsafe_no_isolation: bool = False
+    # Limits the machine cannot enforce (see sandbox.enforcement) that you accept anyway, by
+    # name; only "processes" can be missing today (the host's root without writable cgroups).
+    accept_unenforced_limits: tuple[str, ...] = ()
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any], *, source: str = "config") -> SandboxSettings:
@@ -64,6 +69,16 @@ class SandboxSettings:
                     key="sandbox.python_paths",
                 )
             data["python_paths"] = tuple(paths)
+        if "accept_unenforced_limits" in data:
+            names = data["accept_unenforced_limits"]
+            if not isinstance(names, list) or not set(names) <= set(ENFORCEABLE_LIMITS):
+                raise ConfigError(
+                    f"invalid value {names!r}",
+                    path=source,
+                    key="sandbox.accept_unenforced_limits",
+                    fix=f"a list of limit names among {list(ENFORCEABLE_LIMITS)}",
+                )
+            data["accept_unenforced_limits"] = tuple(names)
         settings = _build(cls, data, source, "sandbox")
         return dataclasses.replace(settings, limits=limits)
 
