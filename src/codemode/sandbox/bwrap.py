@@ -34,6 +34,7 @@ from codemode.sandbox.meter import CgroupMeter, ProcMeter, SandboxMeter
 from codemode.sandbox.process import SandboxProcess
 from codemode.sandbox.seccomp import build_filter_bpf
 from codemode.sandbox.settings import Limits, SandboxSettings
+from codemode.sandbox.staging import Staging, overlays_work
 
 __all__ = ["BwrapBackend", "find_bwrap"]
 
@@ -77,6 +78,12 @@ def find_bwrap() -> str:
     )
 
 
+def _interpreter_prefix() -> str | None:
+    """The interpreter's install prefix when /usr (always mounted) does not hold it."""
+    prefix = os.path.realpath(sys.base_prefix)
+    return None if prefix == "/usr" or prefix.startswith("/usr/") else prefix
+
+
 @functools.cache
 def _machine_enforcement() -> Enforcement:
     return detect_enforcement()
@@ -114,7 +121,9 @@ def _prctl() -> Callable[[int, int], int] | None:
     return function
 
 
-def _child_setup(limits: Limits, procs_files: list[str]) -> Callable[[], None]:
+def _child_setup(
+    limits: Limits, procs_files: list[str], staging: Staging | None
+) -> Callable[[], None]:
     """Runs in the child between fork and exec: async-signal-safe calls only.
 
     No RLIMIT_NPROC here: set on bwrap it would count every task of the user on the host
@@ -123,6 +132,7 @@ def _child_setup(limits: Limits, procs_files: list[str]) -> Callable[[], None]:
     """
     pid_bytes_holder: list[bytes] = []
     prctl = _prctl()
+    stage = staging.child_setup() if staging is not None else None
 
     def setup() -> None:
         if prctl is not None:
@@ -136,6 +146,8 @@ def _child_setup(limits: Limits, procs_files: list[str]) -> Callable[[], None]:
                 os.write(fd, pid_bytes_holder[0])
             finally:
                 os.close(fd)
+        if stage is not None:
+            stage()  # after joining the cgroups: from then on, in a user namespace of its own
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
@@ -176,6 +188,28 @@ class BwrapBackend:
             if self.settings.python_paths is not None
             else default_python_paths()
         )
+        self.staging = self._staging()
+
+    def _site_dirs(self) -> dict[str, str]:
+        """Host site directories to offer, by their neutral name inside the sandbox."""
+        found = {}
+        for index, path in enumerate(self.python_paths):
+            real = os.path.realpath(path)
+            if Path(real).is_dir():
+                found[f"site-{index}"] = real
+        return found
+
+    def _staging(self) -> Staging | None:
+        prefix = _interpreter_prefix()
+        sources = {**({"python": prefix} if prefix else {}), **self._site_dirs()}
+        staging = Staging.create(sources) if overlays_work(self.bwrap) else None
+        if staging is None:
+            log.warning(
+                "bwrap cannot mount overlays here (bwrap >= 0.10 and a kernel with overlayfs "
+                "in user namespaces are needed): the sandbox's /proc/self/mountinfo shows the "
+                "host paths of the interpreter and its site directories"
+            )
+        return staging
 
     @cached_property
     def seccomp_bpf(self) -> bytes:
@@ -249,21 +283,26 @@ class BwrapBackend:
         ]  # fmt: skip
         for mount, size in self.tmpfs_sizes().items():
             args += ["--size", str(size), "--tmpfs", mount]
-        # The interpreter keeps its own path (its shared library is found through it).
+        # The interpreter keeps its own path (its shared library is found through it): there,
+        # a symlink to its overlay, so no mount shows the path (the user's home, often).
         bound = ["/usr"]
-        prefix = os.path.realpath(sys.base_prefix)
-        if not prefix.startswith("/usr/"):
-            args += ["--ro-bind", prefix, prefix]
+        prefix = _interpreter_prefix()
+        if prefix is not None:
             bound.append(prefix)
-        # Importable packages are mounted under a neutral name: the host's paths (the project,
-        # the user's home) stay out of sight.
+            if self.staging is not None:
+                args += self.staging.overlay_args("python", f"{GUEST_ROOT}/python")
+                args += ["--symlink", f"{GUEST_ROOT}/python", prefix]
+            else:
+                args += ["--ro-bind", prefix, prefix]
+        # Importable packages are mounted under a neutral name.
         site_dirs = []
-        for index, path in enumerate(self.python_paths):
-            real = os.path.realpath(path)
-            if Path(real).is_dir():
-                target = f"{GUEST_ROOT}/site-{index}"
+        for name, real in self._site_dirs().items():
+            target = f"{GUEST_ROOT}/{name}"
+            if self.staging is not None:
+                args += self.staging.overlay_args(name, target)
+            else:
                 args += ["--ro-bind", real, target]
-                site_dirs.append(target)
+            site_dirs.append(target)
         # The guest starts with an empty environment (so /proc/*/environ holds nothing)
         # and sets its variables itself from --env arguments.
         args += ["--clearenv"]
@@ -314,7 +353,7 @@ class BwrapBackend:
                 pass_fds=(guest_fd, seccomp_fd, *file_fds.values()),
                 close_fds=True,
                 start_new_session=True,
-                preexec_fn=_child_setup(self.limits, procs),  # noqa: PLW1509 - see its docstring
+                preexec_fn=_child_setup(self.limits, procs, self.staging),  # noqa: PLW1509
             )
         except OSError as error:
             host_sock.close()
@@ -330,5 +369,12 @@ class BwrapBackend:
                 os.close(fd)
         stdout_fd, stderr_fd = take_output_pipes(popen)
         return SandboxProcess(
-            popen, host_sock, stdout_fd, stderr_fd, True, meter, task_limit=self.limits.processes
+            popen,
+            host_sock,
+            stdout_fd,
+            stderr_fd,
+            True,
+            meter,
+            task_limit=self.limits.processes,
+            bridge_fd=guest_fd,
         )

@@ -1,11 +1,15 @@
 """What a sandbox uses, read from the host, and how all of it is stopped between executions.
 
-``CgroupMeter`` reads the sandbox's cgroups: the kernel caps its memory and its tasks, and the
-freezer stops every task. ``ProcMeter`` serves machines without cgroups for us (an ordinary
+``CgroupMeter`` reads the sandbox's cgroups: the kernel caps its memory and its tasks.
+``ProcMeter`` serves machines without cgroups for us (an ordinary
 user, most of the time): the host walks the sandbox's process tree in /proc for the CPU of every
 process that ever ran (the live ones, plus the children each one reaped: cutime and cstime; the
 seccomp filter keeps SIGCHLD from being ignored, so no child is reaped unaccounted), the memory
-of every process plus the sandbox's tmpfs mounts, and the task count; SIGSTOP stops it all.
+of every process plus the sandbox's tmpfs mounts, and the task count.
+
+Both stop the sandbox between executions with SIGSTOP to every process of its pid namespace
+(a cgroup freezer costs a millisecond or two per execution on cgroup v1; a pending stop keeps a
+process from completing a fork, so the walk converges), and resume it with SIGCONT.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 
 from codemode.sandbox.cgroups import CgroupSet
 from codemode.sandbox.layout import TMPFS_MOUNTS, WORKSPACE
-from codemode.sandbox.proctree import pidns_of, pss_bytes, signal_each, walk
+from codemode.sandbox.proctree import pidns_of, pss_bytes, signal_each, tree, walk
 from codemode.sandbox.settings import Limits
 
 __all__ = ["CgroupMeter", "ProcMeter", "SandboxMeter", "Usage"]
@@ -122,7 +126,7 @@ class SandboxMeter:
         stopped = set(self._stopped)
         for _ in range(_STOP_ROUNDS):
             # A process with a stop pending cannot complete a fork, so this converges.
-            new = [p.pid for p in walk(self.guest_pid, self.pidns) if p.pid not in stopped]
+            new = [pid for pid in tree(self.guest_pid, self.pidns) if pid not in stopped]
             if not new:
                 return True
             reached = signal_each(new, self.pidns, signal.SIGSTOP)
@@ -167,9 +171,12 @@ class CgroupMeter(SandboxMeter):
         self.cgroup = cgroup
         self._counts_cpu = cgroup.version == 2 or "cpuacct" in cgroup.dirs
 
+    def cpu_seconds(self) -> float:
+        return self.cgroup.cpu_seconds() if self._counts_cpu else self._procs_cpu()[0]
+
     def usage(self) -> Usage:
         cgroup = self.cgroup
-        cpu = cgroup.cpu_seconds() if self._counts_cpu else self._procs_cpu()[0]
+        cpu = self.cpu_seconds()
         return Usage(
             cpu_seconds=cpu,
             tasks=cgroup.tasks(),
@@ -178,17 +185,6 @@ class CgroupMeter(SandboxMeter):
             memory_hit=cgroup.memory_limit_hit(),
             workspace_inodes=self.workspace_inodes(),
         )
-
-    def stop(self) -> bool:
-        if self.cgroup.can_freeze:
-            self.cgroup.freeze()
-            return True
-        return self._signal_stop()
-
-    def resume(self) -> None:
-        if self.cgroup.can_freeze:
-            self.cgroup.thaw()
-        self._signal_resume()
 
     def kill(self) -> None:
         self.cgroup.kill_all()

@@ -36,6 +36,8 @@ class SandboxProcess:
     workspace: Path | None = None  # host path; only for the unsafe backend
     # The guest's own RLIMIT_NPROC, set once it runs in its user namespace (None: not set).
     task_limit: int | None = None
+    # The bridge's descriptor number inside the guest (where an idle guest waits).
+    bridge_fd: int | None = None
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
 
     @property

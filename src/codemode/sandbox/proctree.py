@@ -14,7 +14,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Proc", "children_of", "pidns_of", "pss_bytes", "signal_each", "walk"]
+__all__ = ["Proc", "children_of", "pidns_of", "pss_bytes", "signal_each", "tree", "walk"]
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _MAX_PROCS = 4096
@@ -79,6 +79,19 @@ def walk(root: int, pidns: str) -> list[Proc]:
         if proc is None:
             continue
         found.append(proc)
+        pending += children_of(pid)
+    return found
+
+
+def tree(root: int, pidns: str) -> list[int]:
+    """The pids of ``root`` and its descendants in ``pidns`` (no per-process reads)."""
+    found: list[int] = []
+    pending = [root]
+    while pending and len(found) < _MAX_PROCS:
+        pid = pending.pop()
+        if pid in found or pidns_of(pid) != pidns:
+            continue
+        found.append(pid)
         pending += children_of(pid)
     return found
 

@@ -36,6 +36,10 @@ _WAKE_INTERVAL_S = 0.05
 _READ_CHUNK = 1 << 20
 _PIN_AFTER_CALLS = 4
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
+# Syscall numbers (as /proc/<pid>/syscall shows them) of a read on the bridge socket.
+_READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", "207"})}.get(
+    os.uname().machine, frozenset()
+)
 
 
 class Sandbox:
@@ -78,19 +82,31 @@ class Sandbox:
         except OSError:
             return 1
 
-    def _still_running(self) -> bool:
-        """Is the guest's main thread busy although it said "done"? An honest guest blocks in
-        recv at once; code that forged "done" keeps the CPU."""
-        if self._guest_state() != "R":
-            return False
-        meter = self.process.meter
-        start = meter.cpu_seconds()
-        deadline = time.monotonic() + 0.05
-        while time.monotonic() < deadline:
+    def _settles(self) -> bool:
+        """Wait (50 ms at most) until the guest's main thread is off the CPU. An honest guest
+        is on its way to wait for the next frame; code that sent its own "done" keeps it."""
+        begun = time.monotonic()
+        while (waited := time.monotonic() - begun) < 0.05:
             if self._guest_state() != "R":
-                return False
-            time.sleep(0.002)
-        return meter.cpu_seconds() - start > 0.01
+                return True
+            # Yield the CPU to the guest first, then nap.
+            if waited < 0.002:
+                os.sched_yield()
+            else:
+                time.sleep(0.0005)
+        return False
+
+    def _waits_for_frames(self) -> bool:
+        """Is the guest's main thread blocked in its read of the bridge (as an honest guest is
+        between executions)? Code that sent its own "done" is elsewhere."""
+        fd = self.process.bridge_fd
+        if fd is None or not _READ_SYSCALLS:
+            return True  # an architecture we do not know: cannot tell
+        try:
+            fields = Path(f"/proc/{self.guest_pid}/syscall").read_text().split()
+        except OSError:
+            return True  # not readable here (a strict ptrace policy): cannot tell
+        return len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd
 
     def _guest_state(self) -> str:
         try:
@@ -143,8 +159,8 @@ class Sandbox:
         with contextlib.suppress(Exception):
             self.process.popen.wait(timeout=2)
         self._drain("stderr")
-        _, text, _ = self._stderr.text()
-        return text.strip()[-500:] or "no message"
+        head, tail, _ = self._stderr.text()
+        return (head + tail).strip()[-500:] or "no message"
 
     def _read_frames(self) -> list[dict[str, Any] | MalformedFrame]:
         frames: list[dict[str, Any] | MalformedFrame] = []
@@ -327,12 +343,15 @@ class Sandbox:
         settle(outcome, processes_hit=lambda: meter.usage().processes_hit)
         healthy = outcome.status in ("ok", "error") and not outcome.died
         if healthy and self.process.isolated:
-            if self._still_running():
-                outcome.left_running = "code (it sent its own 'done')"
-            elif not meter.stop():
+            # Blocked, and blocked in its read of the bridge: an honest guest. (Read before
+            # the stop: a task on its way to stopping shows no syscall.)
+            waiting = self._settles() and self._waits_for_frames()
+            if not meter.stop():
                 outcome.left_running = "processes that kept starting new ones"
             else:
                 self._stopped = True
+                if not waiting:
+                    outcome.left_running = "code (it kept running after its own 'done')"
         if not healthy or outcome.left_running:
             self.kill()
             return dict(_NO_FILES), 0, None
