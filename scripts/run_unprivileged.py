@@ -24,7 +24,7 @@ from pathlib import Path
 
 CLONE_NEWNS = 0x00020000
 DEFAULT_USER = "codemode-test"
-PASSED_ENV = ("LANG", "LC_ALL", "TERM", "CI", "NO_COLOR", "PYTEST_ADDOPTS")
+PASSED_ENV = ("LANG", "LC_ALL", "TERM", "CI", "NO_COLOR", "PYTEST_ADDOPTS", "PYTHONPATH")
 
 
 def ensure_user(name: str) -> pwd.struct_passwd:

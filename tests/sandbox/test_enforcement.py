@@ -14,6 +14,8 @@ from codemode.sandbox import BwrapBackend, Enforcement, SandboxSettings, detect_
 from codemode.sandbox.cgroups import HOST_LEAF, CgroupPlace, find_cgroup_place
 from codemode.sandbox.enforcement import rlimit_nproc_applies
 
+pytestmark = pytest.mark.limits
+
 NO_CGROUPS_NO_NPROC = Enforcement(None, nproc_applies=False)
 
 

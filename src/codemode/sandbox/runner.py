@@ -75,13 +75,6 @@ class Sandbox:
         """The guest interpreter's pid as the host sees it (pid 1 inside its namespace)."""
         return self.process.guest_pid
 
-    def guest_threads(self) -> int:
-        """OS threads of the guest, counted from the host (the guest cannot lie about it)."""
-        try:
-            return sum(1 for _ in Path(f"/proc/{self.guest_pid}/task").iterdir())
-        except OSError:
-            return 1
-
     def _settles(self) -> bool:
         """Wait (50 ms at most) until the guest's main thread is off the CPU. An honest guest
         is on its way to wait for the next frame; code that sent its own "done" keeps it."""
@@ -367,7 +360,10 @@ class Sandbox:
         files, left_out = diff(self.files, after)
         self.files = after
         # -1: the scan stopped at its caps, so some changes may be missing from the list.
-        return files, -1 if capped else left_out, (usage.f_blocks - usage.f_bfree) * usage.f_frsize
+        left = -1 if capped else left_out
+        if not self.process.isolated:
+            return files, left, None  # a directory of the host's disk, not a tmpfs of its own
+        return files, left, (usage.f_blocks - usage.f_bfree) * usage.f_frsize
 
     def _dispatch(
         self, incoming: dict[str, Any] | MalformedFrame, host: BridgeHost, outcome: Outcome
