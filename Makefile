@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 TP_STAMP := .third_party/.installed-stamp
 
-.PHONY: setup third-party setup-local-model demo test test-fast lint bench clean
+.PHONY: setup third-party setup-local-model demo test test-unprivileged test-fast lint bench clean
 
 setup: $(STAMP)
 
@@ -49,6 +49,19 @@ demo: setup
 
 test: setup third-party setup-local-model
 	$(BIN)/python -m pytest -q
+	$(MAKE) test-unprivileged
+
+# The sandbox's limit and hostile suites again, as an ordinary user: no cgroups there, so the
+# host's watch and RLIMIT_NPROC hold the limits. Run as root (CI), it creates the user
+# codemode-test and drops to it; run by anyone else, the suite above already ran unprivileged.
+test-unprivileged: setup
+	@if [ "$$(id -u)" -ne 0 ]; then \
+	  echo "test-unprivileged: skipped: you are not root (uid $$(id -u)), so the suite above already ran as an unprivileged user"; \
+	else \
+	  $(BIN)/python scripts/run_unprivileged.py --user codemode-test \
+	    --need "$(CURDIR)" --need "$$($(BIN)/python -c 'import sys; print(sys.base_prefix)')" \
+	    -- $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider -m "hostile or limits" tests/sandbox; \
+	fi
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not thirdparty and not slow"

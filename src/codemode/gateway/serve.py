@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 import signal
+import stat
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,11 +61,14 @@ async def serve(
                 from mcp.server.stdio import stdio_server
 
                 group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
-                async with (
-                    stdio_server() as (read_stream, write_stream),
-                    guard_stdio(read_stream, write_stream) as guarded,
-                ):
-                    await server.run(guarded, write_stream, server.create_initialization_options())
+                with _cancellable_stdin() as stdin:
+                    async with (
+                        stdio_server(stdin=stdin) as (read_stream, write_stream),
+                        guard_stdio(read_stream, write_stream) as guarded,
+                    ):
+                        await server.run(
+                            guarded, write_stream, server.create_initialization_options()
+                        )
             else:
                 import uvicorn
 
@@ -141,3 +147,52 @@ async def _stop_on_signal(stop: Callable[[], object]) -> None:
             print("codemode: stopping", file=sys.stderr)
             stop()
             return
+
+
+class _StdinLines(anyio.AsyncFile[str]):
+    """Lines of a descriptor, read without a worker thread: cancelling (SIGTERM) ends the
+    read at once. The SDK's reader blocks a thread in ``readline``, and a cancelled task
+    group waits for that thread, so a gateway whose client kept stdin open never exited."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(io.StringIO())
+        self._fd = fd
+        mode = os.fstat(fd).st_mode
+        # epoll watches pipes, sockets and terminals; reading a file or /dev/null never blocks.
+        self._pollable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        pending = bytearray()
+        while True:
+            if self._pollable:
+                await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            pending += chunk
+            while (end := pending.find(b"\n")) >= 0:
+                line = bytes(pending[: end + 1])
+                del pending[: end + 1]
+                yield line.decode("utf-8", "replace")
+        if pending:
+            yield pending.decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _cancellable_stdin() -> Iterator[_StdinLines]:
+    """The wire's stdin on a private non-blocking descriptor; fd 0 reads /dev/null meanwhile
+    (as the SDK does), so handlers and children never read the client's messages."""
+    wire = os.dup(0)
+    os.set_blocking(wire, False)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        yield _StdinLines(wire)
+    finally:
+        os.set_blocking(wire, True)  # the description may be shared (a terminal)
+        os.dup2(wire, 0)
+        os.close(wire)
