@@ -27,6 +27,7 @@ from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.sandbox import SandboxSession, SandboxSettings
 from codemode.sandbox.isolation import require_isolation
+from codemode.skills.session import KeepingSandbox
 
 PER_ROUND = 200
 
@@ -58,6 +59,8 @@ async def measure(rounds: int) -> dict[str, Any]:
         assert first.status == "ok", first.render_text()
         assert engine.registry is not None
         sandbox = engine.registry.get(handle, None).sandbox
+        if isinstance(sandbox, KeepingSandbox):  # skills and checkpoints wrap the sandbox
+            sandbox = sandbox.inner
         assert isinstance(sandbox, SandboxSession) and sandbox.sandbox is not None
         require_isolation(sandbox.sandbox)
 

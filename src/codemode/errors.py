@@ -5,18 +5,26 @@
     │   ├── ConfigError               a bad config file, key or value (names the file and key)
     │   ├── SchemaError               a tool schema or OpenAPI document that cannot be used
     │   ├── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
-    │   └── IncompatibleDependencyError an installed library changed an internal codemode uses
+    │   ├── IncompatibleDependencyError an installed library changed an internal codemode uses
+    │   ├── SkillNotFoundError        no such skill for this owner (asked for by name)
+    │   └── ModelConfigError          a model that cannot be used: unknown provider or model,
+    │                                 missing or refused API key
     ├── RuntimeFailure                something failed while running
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
+    │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
     │   │   ├── UnknownSessionError   an unknown, expired or foreign session handle
+    │   │   ├── SessionQuotaError     a client (or the gateway) holds all the sessions it may
     │   │   └── WorkspaceFileError    a workspace file that cannot be served (missing, a link...)
-    │   └── StateStoreError           a state, memory, skill or checkpoint store failed
+    │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
+    │   └── ModelError                a model provider failed (after retries) or answered nonsense
+    │       └── ContextLengthError    the conversation does not fit the model's context window
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
-        └── UpstreamUnavailableError  the tool's server could not be reached, failed or timed out
+        ├── UpstreamUnavailableError  the tool's server could not be reached, failed or timed out
+        └── SkillRefusedError         a skill cannot be saved or imported (failing tests...)
 
 ``ToolError`` messages are returned to the model as results, never as host tracebacks.
 """
@@ -28,11 +36,18 @@ __all__ = [
     "CodemodeError",
     "ConfigError",
     "IncompatibleDependencyError",
+    "ContextLengthError",
     "IsolationUnavailableError",
+    "ModelConfigError",
+    "ModelError",
     "RuntimeFailure",
     "SandboxError",
     "SchemaError",
+    "ServersNotLoadedError",
     "SessionError",
+    "SessionQuotaError",
+    "SkillNotFoundError",
+    "SkillRefusedError",
     "StateStoreError",
     "ToolError",
     "ToolNotFoundError",
@@ -95,6 +110,10 @@ class IncompatibleDependencyError(UsageError):
     code = "incompatible_dependency"
 
 
+class ModelConfigError(UsageError):
+    code = "model_config_error"
+
+
 class RuntimeFailure(CodemodeError):
     code = "runtime_failure"
 
@@ -107,12 +126,30 @@ class BridgeProtocolError(RuntimeFailure):
     code = "bridge_protocol_error"
 
 
+class ServersNotLoadedError(RuntimeFailure):
+    """One or more configured servers did not load; ``failures`` maps each to the reason."""
+
+    code = "servers_not_loaded"
+
+    def __init__(self, failures: dict[str, str], *, fix: str | None = None) -> None:
+        self.failures = dict(failures)
+        reasons = "; ".join(f"{name}: {why}" for name, why in sorted(self.failures.items()))
+        noun = "server" if len(self.failures) == 1 else "servers"
+        super().__init__(
+            f"{len(self.failures)} configured {noun} did not load ({reasons})", fix=fix
+        )
+
+
 class SessionError(RuntimeFailure):
     code = "session_error"
 
 
 class UnknownSessionError(SessionError):
     code = "unknown_session"
+
+
+class SessionQuotaError(SessionError):
+    code = "session_quota"
 
 
 class WorkspaceFileError(SessionError):
@@ -123,6 +160,20 @@ class StateStoreError(RuntimeFailure):
     """A state, memory or checkpoint store could not be reached or written."""
 
     code = "state_store_error"
+
+
+class SkillNotFoundError(UsageError):
+    """No saved skill by that name for this owner (a person asked for it by name)."""
+
+    code = "skill_not_found"
+
+
+class ModelError(RuntimeFailure):
+    code = "model_error"
+
+
+class ContextLengthError(ModelError):
+    code = "context_length_exceeded"
 
 
 class ToolError(CodemodeError):
@@ -141,3 +192,9 @@ class ToolNotGrantedError(ToolError):
 
 class UpstreamUnavailableError(ToolError):
     code = "upstream_unavailable"
+
+
+class SkillRefusedError(ToolError):
+    """A skill was not saved or may not be imported; the message says why (test output...)."""
+
+    code = "skill_refused"

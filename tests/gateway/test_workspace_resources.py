@@ -15,8 +15,6 @@ from mcp.shared.exceptions import MCPError
 pytestmark = [pytest.mark.anyio, pytest.mark.thirdparty]
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-ALICE = {"Authorization": "Bearer alice-token"}
-BOB = {"Authorization": "Bearer bob-token"}
 
 CHART = """
 import os
@@ -44,7 +42,9 @@ def _resources(listed: types.ListResourcesResult, session: str) -> dict[str, typ
 
 
 async def test_a_chart_is_a_resource_of_its_owner_only(gateway: Any, harness: Any) -> None:
-    async with gateway.connect(headers=ALICE) as alice, gateway.connect(headers=BOB) as bob:
+    alice_client = gateway.connect(headers=harness.bearer("alice"))
+    bob_client = gateway.connect(headers=harness.bearer("bob"))
+    async with alice_client as alice, bob_client as bob:
         made = await alice.call_tool("execute", {"code": CHART})
         data = harness.structured(made)
         assert data["status"] == "ok", harness.text_of(made)

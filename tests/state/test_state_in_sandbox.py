@@ -10,6 +10,7 @@ from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.engine import Codemode
 from codemode.sandbox import Limits, SandboxSettings
+from codemode.skills import SkillsSettings
 from codemode.state.settings import StateSettings
 
 pytestmark = pytest.mark.anyio
@@ -91,8 +92,8 @@ async def test_bad_values_and_keys_are_clear_errors_in_the_code(config: Codemode
 async def test_a_workspace_module_named_like_a_host_root_still_imports(
     config: CodemodeConfig,
 ) -> None:
-    """``skills`` is served by the host only when the host has it; otherwise it falls through
-    to the code's own modules (``servers`` never does)."""
+    """``skills`` is served by the host only when the host has it (skills enabled); otherwise
+    it falls through to the code's own modules (``servers`` never does)."""
     code = (
         "import importlib\n"
         "open('skills.py', 'w').write('X = 7')\n"
@@ -100,6 +101,7 @@ async def test_a_workspace_module_named_like_a_host_root_still_imports(
         "import skills\n"
         "print(skills.X)\n"
     )
+    config = config.model_copy(update={"skills": SkillsSettings(enabled=False)})
     async with engine(config) as codemode:
         result = await codemode.execute(code)
     assert result.stdout == "7\n", result.render_text()

@@ -12,19 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codemode.bridge.host import Approver, ToolInvoker
+from codemode.bridge.router import BuiltinRouter
 from codemode.config import CodemodeConfig
 from codemode.policy import Budget, Policy, PolicyInvoker
-from codemode.tools import ToolCall, ToolSpec
+from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
     from codemode.catalog.observed import ShapeBook
     from codemode.privacy.invoker import PrivacyInvoker
 
-__all__ = ["BuiltinRouter", "InvokerChain", "build_invoker_chain"]
+__all__ = ["InvokerChain", "build_invoker_chain"]
 
 SpecLookup = Callable[[str, str], ToolSpec | None]
 
@@ -71,17 +72,3 @@ def build_invoker_chain(
     if builtins:
         invoker = BuiltinRouter(invoker, builtins)
     return InvokerChain(invoker, privacy, budget)
-
-
-class BuiltinRouter:
-    """Sends calls to codemode's own servers (``_state``...) to their host-side invokers."""
-
-    def __init__(self, inner: ToolInvoker, builtins: Mapping[str, ToolInvoker]) -> None:
-        self.inner = inner
-        self.builtins = dict(builtins)
-
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        builtin = self.builtins.get(call.server)
-        if builtin is not None:
-            return builtin.invoke(call, timeout_s=timeout_s)
-        return self.inner.invoke(call, timeout_s=timeout_s)

@@ -33,17 +33,25 @@ from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
 from codemode.engine.invoker import CatalogInvoker
+from codemode.engine.output import OutputCallback
+from codemode.engine.progress import Progress, wait_reporting
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.views import CatalogViews
-from codemode.errors import CodemodeError, SandboxError, SessionError, WorkspaceFileError
+from codemode.errors import (
+    CodemodeError,
+    SandboxError,
+    SessionError,
+    UnknownSessionError,
+    WorkspaceFileError,
+)
 from codemode.files import WorkspaceFile, WorkspaceListing, list_workspace, read_workspace_file
 from codemode.files.access import READ_LIMIT
 from codemode.memory.fixes import FixMemory, SQLiteFixes
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
-from codemode.sandbox.provider import PooledSandboxes, SandboxProvider
+from codemode.sandbox.provider import PooledSandboxes, SandboxProvider, SessionSandbox
 from codemode.sandbox.result import ExecutionResult
 from codemode.state.open import open_state_store
 from codemode.state.tiered import TieredStore
@@ -53,6 +61,7 @@ from codemode.tools import ToolSpec
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
     from codemode.search.base import SearchIndex
+    from codemode.skills.runtime import SkillsRuntime
 
 __all__ = ["Codemode", "SearchAnswer"]
 
@@ -64,6 +73,8 @@ _T = TypeVar("_T")
 class SearchAnswer:
     text: str
     hits: list[dict[str, Any]]
+    # True when the full index was still being built and a keyword index answered.
+    lexical_only: bool = False
 
 
 class Codemode:
@@ -90,6 +101,9 @@ class Codemode:
         self._views: CatalogViews | None = None
         self._views_lock = threading.Lock()
         self._index: SearchIndex | None = None
+        # The full index being built in the background, and a lexical one to answer meanwhile.
+        self._index_job: asyncio.Task[SearchIndex] | None = None
+        self._lexical: SearchIndex | None = None
         self._limiter = anyio.CapacityLimiter(max(config.gateway.max_sessions, 1))
         self._expiry: asyncio.Task[None] | None = None
         self.approvals = ApprovalBroker()
@@ -100,6 +114,10 @@ class Codemode:
         self.fix_memory: FixMemory | None = None
         # The result shapes of tools with no output schema, as the sandbox received them.
         self.shapes: ShapeBook | None = None
+        # Saved skills and session checkpoints (set by start()).
+        self.skills: SkillsRuntime | None = None
+        self._stopping = False
+        self._resuming: set[str] = set()
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -123,6 +141,7 @@ class Codemode:
             self._new_session,
             idle_timeout_s=gateway.session_idle_timeout_s,
             max_sessions=gateway.max_sessions,
+            max_per_client=gateway.max_sessions_per_client,
         )
         self.registry.on_close.append(self._session_closed)
         if self.audit_log is None and self.audit:
@@ -134,6 +153,7 @@ class Codemode:
         self.fix_memory = await anyio.to_thread.run_sync(SQLiteFixes, state_dir / "fixes.sqlite")
         self.shapes = await anyio.to_thread.run_sync(ShapeBook, state_dir / SHAPES_FILE)
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
+        self.skills = await anyio.to_thread.run_sync(self._open_skills)
         failures = await self.catalog.load()
         for server, message in failures.items():
             log.warning("server %s is unavailable: %s", server, message)
@@ -142,6 +162,7 @@ class Codemode:
         return self
 
     async def aclose(self) -> None:
+        self._stopping = True  # sessions closed by a shutdown keep their checkpoints
         if self._expiry is not None:
             self._expiry.cancel()
         if self.registry is not None:
@@ -179,7 +200,8 @@ class Codemode:
                 views = self._views = CatalogViews.build(
                     self.catalog.specs(), version, self.catalog.unavailable(), self.shapes
                 )
-                self._index = None  # built on the first search: execute never needs it
+                # Built on the first search or by build_search_index: execute never needs it.
+                self._index = self._lexical = None
             return views
 
     async def views(self) -> CatalogViews:
@@ -191,26 +213,83 @@ class Codemode:
 
     def _search_index(self) -> SearchIndex:
         with self._views_lock:
-            if self._index is None:
+            specs, version = self.catalog.specs(), self.catalog.version
+        from codemode.search.semantic import build_index
+
+        # Built outside the lock (it may take minutes): searches meanwhile answer lexically.
+        # Hook: a build that reports its stage and percentage plugs in here.
+        index = build_index(specs, semantic=self.semantic)
+        with self._views_lock:
+            if self.catalog.version == version:
+                self._index = index
+        return index
+
+    def _lexical_index(self) -> SearchIndex:
+        with self._views_lock:
+            if self._lexical is None:
                 from codemode.search.semantic import build_index
 
-                self._index = build_index(self.catalog.specs(), semantic=self.semantic)
-            return self._index
+                self._lexical = build_index(self.catalog.specs(), semantic=False)
+            return self._lexical
+
+    def build_search_index(self) -> asyncio.Task[SearchIndex]:
+        """Start building the search index in the background (once; again after the catalog
+        changed). Searches that arrive meanwhile answer lexically at once and say so."""
+        job = self._index_job
+        if job is None or (job.done() and self._index is None):
+            job = self._index_job = asyncio.create_task(
+                anyio.to_thread.run_sync(self._search_index)
+            )
+        return job
 
     # --- the meta-tools: search, execute, approve ----------------------------------------
 
-    async def search(self, query: str, *, detail: str = "summary", limit: int = 5) -> SearchAnswer:
+    async def search(
+        self,
+        query: str,
+        *,
+        detail: str = "summary",
+        limit: int = 5,
+        owner: str | None = None,
+        progress: Progress | None = None,
+    ) -> SearchAnswer:
+        """Tools for ``query``, and below them the owner's saved skills that match."""
         from codemode.search.render import check_detail, render_answer
+        from codemode.skills.runtime import render_skill_hits
 
         level = check_detail(detail)
         limit = max(1, min(int(limit), 50))
         views = await self.views()
         index = self._index
+        note = ""
         if index is None:  # an empty index is falsy: test for None
-            index = await anyio.to_thread.run_sync(self._search_index)
+            job = self._index_job
+            if job is not None and not job.done():
+                index = await anyio.to_thread.run_sync(self._lexical_index)
+                note = (
+                    "note: the search index is still being built, so these matches are "
+                    "lexical (keywords) only; search again later for better ones.\n"
+                )
+            else:
+                index = await self._wait_for_index(progress)
         hits = index.search(query, limit)
-        text = render_answer(hits, level, source=views.stubs.tool_source)
-        return SearchAnswer(text, [hit.to_json() for hit in hits])
+        text = note + render_answer(hits, level, source=views.stubs.tool_source)
+        found = [hit.to_json() for hit in hits]
+        if self.skills is not None:
+            skills = await anyio.to_thread.run_sync(self.skills.search, owner, query)
+            text += render_skill_hits(skills)
+            found += [hit.to_json() for hit in skills]
+        return SearchAnswer(text, found, lexical_only=bool(note))
+
+    async def _wait_for_index(self, progress: Progress | None) -> SearchIndex:
+        job = self.build_search_index()
+
+        def describe(elapsed: float) -> tuple[float, float | None, str]:
+            return round(elapsed, 3), None, f"building the search index: {elapsed:.0f} s"
+
+        interval = self.config.gateway.progress_interval_s
+        await wait_reporting([job], progress, interval, describe)
+        return job.result()
 
     async def execute(
         self,
@@ -220,21 +299,34 @@ class Codemode:
         fresh: bool = False,
         timeout_s: float | None = None,
         owner: str | None = None,
+        client: str | None = None,
+        progress: Progress | None = None,
+        opened: Callable[[str], object] | None = None,
         check: bool = True,
         fresh_dir: bool = False,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
-        """Run ``code`` in a session (a new one when ``session`` is None).
+        """Run ``code`` in a session (a new one when ``session`` is None, counted against
+        ``client``'s session quota). ``opened`` hears the session's handle before the code
+        runs, so a caller that cancels still knows which session the code ran in.
 
         Returns ``approval_required`` when the code reached a call a human must approve;
         ``approve`` then resumes the same execution. With ``check`` (the default) calls on
         ``servers.*`` are checked against their signatures first: a wrong one is an error
         result with its line, and nothing runs. With ``fresh_dir`` the task starts in a new
         folder of the workspace (``tasks/NNN``) and the results show the workspace's tree.
+        ``on_output(stream, data)`` sees the output
+        as it is written (see ``codemode.engine.output``), also after an approval. If this
+        call is cancelled (the client cancelled or went away), the code is stopped and no tool
+        call starts after that; the next result in the session reports what the cancelled one
+        did.
         """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         views = await self.views()
-        record = self.registry.checkout(session, owner)
+        record = await self._checkout(session, owner, client)
+        if opened is not None:
+            opened(record.handle)
         if record.paused is not None:
             self.registry.release(record)
             pending = self.approvals.pending_for(record.handle)
@@ -248,14 +340,49 @@ class Codemode:
             record.code = code
             return record.finish(rejected_result(problems))
 
+        cancel = record.cancel = threading.Event()
+
         def run() -> ExecutionResult:
-            return record.run(code, views, fresh=fresh, timeout_s=timeout_s, fresh_dir=fresh_dir)
+            return record.run(
+                code,
+                views,
+                fresh=fresh,
+                timeout_s=timeout_s,
+                on_output=on_output,
+                cancel=cancel,
+                fresh_dir=fresh_dir,
+            )
 
         job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
-        return await self._follow(record, job)
+        return await self._follow(record, job, progress)
+
+    async def _checkout(
+        self, handle: str | None, owner: str | None, client: str | None = None
+    ) -> Session:
+        """The session for ``handle``; one lost to a gateway restart resumes from its
+        checkpoint (the result then says what was restored)."""
+        assert self.registry is not None
+        try:
+            return self.registry.checkout(handle, owner, client)
+        except UnknownSessionError:
+            skills = self.skills
+            if handle is None or skills is None:
+                raise
+            if not await anyio.to_thread.run_sync(skills.resumable, handle, owner):
+                raise
+        self._resuming.add(handle)
+        try:
+            return await anyio.to_thread.run_sync(self.registry.resume, handle, owner)
+        finally:
+            self._resuming.discard(handle)
 
     async def approve(
-        self, approval_id: str, allow: bool, *, owner: str | None = None
+        self,
+        approval_id: str,
+        allow: bool,
+        *,
+        owner: str | None = None,
+        progress: Progress | None = None,
     ) -> ExecutionResult:
         """Answer a pending approval and wait for the resumed execution (or its next pause)."""
         if self.registry is None:
@@ -265,10 +392,16 @@ class Codemode:
         job = record.paused
         if job is None:
             raise SessionError("that execution is no longer running")
-        return await self._follow(record, job)
+        return await self._follow(record, job, progress)
 
-    async def _follow(self, record: Session, job: asyncio.Task[ExecutionResult]) -> ExecutionResult:
-        """Wait until the execution finishes or pauses for an approval, whichever is first."""
+    async def _follow(
+        self,
+        record: Session,
+        job: asyncio.Task[ExecutionResult],
+        progress: Progress | None = None,
+    ) -> ExecutionResult:
+        """Wait until the execution finishes or pauses for an approval, whichever is first,
+        reporting progress meanwhile."""
         assert self.registry is not None
         loop = asyncio.get_running_loop()
         started = time.monotonic()
@@ -281,18 +414,29 @@ class Codemode:
         def notice(pending: PendingApproval) -> None:
             loop.call_soon_threadsafe(settle, pending)
 
+        cancel = record.cancel  # this execution's: a later one on the session has its own
         self.approvals.listen(record.handle, notice)
         already = self.approvals.pending_for(record.handle)
         if already is not None:
             notice(already)
+
+        def describe(elapsed: float) -> tuple[float, float | None, str]:
+            calls, printed = record.live_counts()
+            return (
+                round(elapsed, 3),
+                None,
+                f"running {elapsed:.0f} s: {calls} tool call(s), {printed} bytes printed",
+            )
+
         try:
             waiting: list[asyncio.Future[Any]] = [job, attention]
-            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            interval = self.config.gateway.progress_interval_s
+            await wait_reporting(waiting, progress, interval, describe)
         except asyncio.CancelledError:
-            # The caller went away (a client disconnected); the execution runs on in its
-            # thread. Release the session when it ends, or it could never expire.
-            registry = self.registry
-            job.add_done_callback(lambda _: registry.release(record))
+            # The caller cancelled or went away: stop the code (no tool call starts after
+            # this), release the session when it has stopped, and keep its result for the
+            # next execution to report.
+            self._abandon(record, job, cancel)
             raise
         finally:
             self.approvals.unlisten(record.handle)
@@ -304,7 +448,34 @@ class Codemode:
             )
         record.paused = None
         self.registry.release(record)
-        return record.finish(job.result())
+        result = record.finish(job.result())
+        earlier, record.cancelled = record.cancelled, None
+        if earlier is not None:
+            result.extra["cancelled_before"] = _cancel_report(earlier)
+            result.hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}"
+            result.hint = result.hint.strip()
+        return result
+
+    def _abandon(
+        self,
+        record: Session,
+        job: asyncio.Task[ExecutionResult],
+        cancel: threading.Event | None,
+    ) -> None:
+        if cancel is not None:
+            cancel.set()
+        # A call waiting for a human is refused: its thread must not wait for an answer.
+        self.approvals.cancel_session(record.handle)
+        registry = self.registry
+        assert registry is not None
+
+        def stopped(done: asyncio.Task[ExecutionResult]) -> None:
+            record.paused = None
+            registry.release(record)
+            if not done.cancelled() and done.exception() is None:
+                record.cancelled = record.finish(done.result())
+
+        job.add_done_callback(stopped)
 
     def _new_session(self, handle: str, owner: str | None) -> Session:
         assert self.sandboxes is not None and self._invoker is not None  # set by start()
@@ -314,6 +485,7 @@ class Codemode:
             session=handle,
             owner=owner,
             max_value_bytes=self.config.state.max_value_bytes,
+            session_ttl_s=self.config.state.session_ttl_s,
         )
         chain = build_invoker_chain(
             self.config,
@@ -326,15 +498,50 @@ class Codemode:
             builtins={STATE_SERVER: state},
             shapes=self.shapes,
         )
-        session = Session(handle, owner, self.sandboxes.open(handle), chain)
+        sandbox: SessionSandbox = self.sandboxes.open(handle)
+        if self.skills is not None:
+            restore = handle in self._resuming
+            sandbox = self.skills.wrap(sandbox, handle, owner, chain.invoker, restore=restore)
+        session = Session(handle, owner, sandbox, chain)
         session.has_workspace = self.sandboxes.has_workspace
         if self.fix_memory is not None:
             scrub = chain.privacy.scan_output if chain.privacy is not None else str
             session.fixes = FixLearner(self.fix_memory, owner, scrub)
         return session
 
+    def _open_skills(self) -> SkillsRuntime:
+        from codemode.skills.runtime import SkillsRuntime
+
+        assert self.sandboxes is not None and self._invoker is not None
+        assert self.state_store is not None
+        tests_chain = build_invoker_chain(
+            self.config,
+            self._invoker,
+            session="skill-tests",
+            specs=self._spec_or_none,
+            approver=None,
+            audit_log=self.audit_log,
+            digest_key=self._digest_key,
+        )
+        sandboxes = self.sandboxes
+        isolated = isinstance(sandboxes, PooledSandboxes) and sandboxes.pool.backend.isolated
+        return SkillsRuntime.open(
+            self.config,
+            self.state_store,
+            sandboxes,
+            lambda invoker: self._current_views().access(invoker),
+            tests_chain.invoker,
+            isolated=isolated,
+            specs=self.catalog.specs,
+            version=lambda: self.catalog.version,
+        )
+
     def _session_closed(self, session: Session) -> None:
         self.approvals.cancel_session(session.handle)
+        if self._stopping:
+            return  # a shutdown keeps what a resumed session needs: checkpoint and kv values
+        if self.skills is not None:
+            self.skills.forget(session.handle)
         if self.state_store is not None:
             self.state_store.delete_prefix(f"s:{session.handle}:")
 
@@ -411,3 +618,16 @@ class Codemode:
         if self.registry is None:
             return False
         return await anyio.to_thread.run_sync(self.registry.close, handle)
+
+
+def _cancel_report(result: ExecutionResult) -> dict[str, Any]:
+    """What a cancelled execution did, for the next result in its session."""
+    return {
+        "status": result.status,
+        "tool_calls": result.tool_calls,
+        "refused_after_cancel": result.extra.get("refused_after_cancel", 0),
+        "stdout": result.stdout,
+        "error": result.error,
+        "sandbox_reset": result.sandbox_reset,
+        "duration_ms": result.duration_ms,
+    }

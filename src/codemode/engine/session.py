@@ -8,10 +8,13 @@ handle set and every field that reaches the model scanned for personal data.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from dataclasses import dataclass, field, replace
 
 from codemode.engine.chain import InvokerChain
+from codemode.engine.invoker import cancellable
+from codemode.engine.output import OutputCallback, ScannedOutput
 from codemode.engine.views import CatalogViews
 from codemode.errors import SessionError, WorkspaceFileError
 from codemode.files import WorkspaceFile, list_workspace, render_tree
@@ -35,6 +38,10 @@ class Session:
     busy: int = 0
     # An execution paused before a call that needs a human; ``Codemode.approve`` resumes it.
     paused: asyncio.Task[ExecutionResult] | None = None
+    # Set to stop the execution running now (its caller cancelled or went away).
+    cancel: threading.Event | None = None
+    # The finished result of an execution whose caller cancelled, until the next one reports it.
+    cancelled: ExecutionResult | None = None
     # Remembers how this owner fixed errors, and offers the fix when one comes back.
     fixes: FixLearner | None = None
     # The code of the execution running now (for the fix memory).
@@ -51,9 +58,12 @@ class Session:
         *,
         fresh: bool,
         timeout_s: float | None,
+        on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
         fresh_dir: bool = False,
     ) -> ExecutionResult:
-        """Run ``code`` in the sandbox (blocking: call it from a worker thread).
+        """Run ``code`` in the sandbox (blocking: call it from a worker thread). Streamed
+        output passes the same privacy net as the result's.
 
         ``fresh_dir``: first make the next ``tasks/NNN`` folder and work there; from then on
         (project mode) every result shows the workspace's tree.
@@ -68,12 +78,34 @@ class Session:
                 )
             self.task_dir = enter_fresh_dir(self.sandbox, modules=views.modules, fresh=fresh)
             fresh = False
-        result = self.sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
+        scanned = None
+        if on_output is not None and self.chain.privacy is not None:
+            on_output = scanned = ScannedOutput(on_output, self.chain.privacy.scan_output)
+        try:
+            with cancellable(cancel):
+                result = self.sandbox.execute(
+                    code,
+                    tools=tools,
+                    fresh=fresh,
+                    timeout_s=timeout_s,
+                    on_output=on_output,
+                    cancel=cancel,
+                )
+        finally:
+            if scanned is not None:
+                scanned.flush()
+        if result.status == "cancelled":  # stop here: the caller asked for nothing more
+            result.captured_stdout = None
+            return result
         if result.captured_stdout is not None:
             self._keep_whole_output(result, views)
         if self.task_dir is not None:
             self._show_project(result, views)
         return result
+
+    def live_counts(self) -> tuple[int, int]:
+        """(tool calls, bytes printed) of the running execution, read from any thread."""
+        return self.sandbox.live_counts()
 
     def _keep_whole_output(self, result: ExecutionResult, views: CatalogViews) -> None:
         """The model saw the tail of stdout: write all of it to a workspace file, say where."""

@@ -21,9 +21,11 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
-from codemode.errors import SandboxError
+from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess, ToolInvoker
+from codemode.errors import SandboxError, ToolError
 from codemode.sandbox.result import ExecutionResult, make_hint
+from codemode.sandbox.runner import OutputCallback
+from codemode.tools import ToolCall
 
 __all__ = ["InProcessSandbox", "InProcessSandboxes"]
 
@@ -68,6 +70,11 @@ class InProcessSandbox:
         self.closed = False
         self._lock = threading.Lock()
         self._variables: dict[str, Any] = {}
+        self._host: BridgeHost | None = None
+
+    def live_counts(self) -> tuple[int, int]:
+        host = self._host
+        return (host.stats.count, 0) if host is not None else (0, 0)
 
     def execute(
         self,
@@ -76,6 +83,8 @@ class InProcessSandbox:
         tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
+        on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         with self._lock:
             if self.closed:
@@ -83,18 +92,25 @@ class InProcessSandbox:
             self.executions += 1
             wall = timeout_s if timeout_s is not None else self.default_timeout_s
             started = time.monotonic()
+            if cancel is not None and tools.invoker is not None:
+                # In-process code cannot be interrupted: after a cancel, calls are refused.
+                invoker = _RefusedAfterCancel(tools.invoker, cancel)
+                tools = ToolAccess(invoker=invoker, modules=tools.modules, grant=tools.grant)
             host = BridgeHost(self.executions, tools, deadline=started + wall)
+            self._host = host
             if fresh:
                 self._variables = {}
-            out = io.StringIO()
+            out = _Passed(on_output) if on_output is not None else io.StringIO()
             modules = _Modules(host)
             self._variables["__builtins__"] = _builtins(out, modules.import_)
             self._variables.setdefault("__name__", "__main__")
             self._variables["ToolError"] = _ToolError
             exit_code, error = _run(code, self._variables)
             host.close()
+            self._host = None
+            cancelled = cancel is not None and cancel.is_set()
             result = ExecutionResult(
-                status="ok" if error is None else "error",
+                status="cancelled" if cancelled else "ok" if error is None else "error",
                 exit_code=exit_code,
                 stdout=out.getvalue(),
                 stderr="",
@@ -113,6 +129,33 @@ class InProcessSandbox:
         with self._lock:
             self.closed = True
             self._variables.clear()
+
+
+class _RefusedAfterCancel:
+    def __init__(self, inner: ToolInvoker, cancel: threading.Event) -> None:
+        self.inner = inner
+        self.cancel = cancel
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        if self.cancel.is_set():
+            raise ToolError(f"{call.server}.{call.tool}: the execution was cancelled")
+        return self.inner.invoke(call, timeout_s=timeout_s)
+
+
+class _Passed(io.StringIO):
+    """Printed text, also passed to an ``on_output`` callback as it is written."""
+
+    def __init__(self, on_output: OutputCallback) -> None:
+        super().__init__()
+        self.on_output: OutputCallback | None = on_output
+
+    def write(self, text: str) -> int:
+        if self.on_output is not None:
+            try:
+                self.on_output("stdout", text.encode("utf-8"))
+            except Exception:  # noqa: BLE001 - a failing callback is dropped, as in the runner
+                self.on_output = None
+        return super().write(text)
 
 
 def _run(code: str, namespace: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:

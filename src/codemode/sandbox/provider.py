@@ -7,11 +7,13 @@ namespaces are unavailable. A cluster backend is one more provider.
 
 from __future__ import annotations
 
+import threading
 from typing import Protocol
 
 from codemode.bridge.host import NO_TOOLS, ToolAccess
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
+from codemode.sandbox.runner import OutputCallback
 from codemode.sandbox.session import SandboxSession
 
 __all__ = ["PooledSandboxes", "SandboxProvider", "SessionSandbox"]
@@ -27,7 +29,16 @@ class SessionSandbox(Protocol):
         tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
-    ) -> ExecutionResult: ...
+        on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> ExecutionResult:
+        """Run ``code``; once ``cancel`` is set no tool call starts and the code is stopped,
+        and the result's status is ``cancelled``."""
+        ...
+
+    def live_counts(self) -> tuple[int, int]:
+        """(tool calls, bytes printed) of the execution running now; any thread may ask."""
+        ...
 
     def close(self) -> None: ...
 

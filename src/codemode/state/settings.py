@@ -17,3 +17,6 @@ class StateSettings(ConfigModel):
         str | None, Hint(fix='write redis_url = "redis://127.0.0.1:6379/0", or leave it out')
     ] = None
     max_value_bytes: PositiveWholeNumber = 1 << 20
+    # A session's own values (``kv``) without a ttl expire after this long, so the values of
+    # sessions that never come back (a gateway stopped while they were open) do not pile up.
+    session_ttl_s: PositiveWholeNumber = 7 * 24 * 3600

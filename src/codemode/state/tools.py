@@ -31,11 +31,13 @@ class StateTools:
         session: str,
         owner: str | None,
         max_value_bytes: int = 1 << 20,
+        session_ttl_s: float | None = None,
     ) -> None:
         self.store = store
         self.session = session
         self.owner = owner or "-"
         self.max_value_bytes = max_value_bytes
+        self.session_ttl_s = session_ttl_s
 
     def session_prefix(self) -> str:
         return f"s:{self.session}:"
@@ -71,6 +73,8 @@ class StateTools:
             ttl = arguments.get("ttl")
             if ttl is not None and (not isinstance(ttl, int | float) or ttl <= 0):
                 raise ToolError("state: ttl is a positive number of seconds, or None")
+            if ttl is None and key.startswith(self.session_prefix()):
+                ttl = self.session_ttl_s
             store.set(key, data, expires_at=time.time() + ttl if ttl else None)
             return None
         if operation == "delete":
@@ -113,13 +117,14 @@ _MODULE = '''"""Values that outlive this execution.
     shared.set("last_run", {"ok": True}, ttl=3600)   # every session of this owner; ttl in s
     shared.incr("runs")               # -> 1, 2, ...
     kv.delete("cursor")               # -> True when it existed
+    keep("rows", "model")             # keep these variables if the sandbox is lost (pickled)
 
 Values are JSON (dict, list, str, int, float, bool, None), at most 1 MB each.
 """
 
 from servers._runtime import call_tool as _call
 
-__all__ = ["kv", "shared", "Store"]
+__all__ = ["kv", "shared", "Store", "keep"]
 
 
 class Store:
@@ -145,4 +150,10 @@ class Store:
 
 kv = Store("session")
 shared = Store("owner")
+
+
+def keep(*names):
+    """Checkpoint these variables with the session's files (pickled inside the sandbox), so
+    they come back after a limit kill, a crash or a gateway restart."""
+    return _call("_checkpoint", "keep", {"names": list(names)})
 '''

@@ -45,6 +45,10 @@ class _Bridge:
 
 bridge = _Bridge()
 
+# The code of the latest executions, newest last: ``inspect`` finds the source of a function
+# defined in an earlier execution here (``linecache`` holds only the current one as <code>).
+executed = []
+
 
 def call_tool(server, tool, arguments):
     """Call ``server.tool`` on the host with ``arguments`` (a dict). Raises ToolError."""
