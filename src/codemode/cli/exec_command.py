@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codemode.cli.exit_codes import ExitCode
 from codemode.cli.options import add_catalog_arguments
+from codemode.cli.status_line import StatusLine
 
 if TYPE_CHECKING:
     from codemode.engine import Codemode
@@ -28,6 +30,8 @@ HELP = "run Python code in a fresh sandbox, with the configured tools importable
 DEFAULT_MAX_OUTPUT = 16 * 1024 * 1024
 # How long Ctrl-C waits for the code and its sandbox to stop before the process just leaves.
 INTERRUPT_GRACE_S = 5.0
+# How often the status line on a terminal is redrawn while the code runs.
+STATUS_INTERVAL_S = 1.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,9 +75,12 @@ class OutputSink:
     """Where streamed output goes: the code's stderr to stderr at once; its stdout to stdout
     at once, or (``collect``) into a buffer of at most ``limit`` bytes for the JSON result."""
 
-    def __init__(self, *, collect: bool, limit: int) -> None:
+    def __init__(
+        self, *, collect: bool, limit: int, before_write: Callable[[], None] | None = None
+    ) -> None:
         self.collect = collect
         self.limit = limit
+        self.before_write = before_write  # e.g. wipe the status line
         self.stdout = bytearray()
         self.stdout_total = 0
         self.stderr_total = 0
@@ -91,6 +98,8 @@ class OutputSink:
     def _write(self, target: Any, name: str, data: bytes) -> None:
         if name in self._closed:
             return
+        if self.before_write is not None:
+            self.before_write()
         try:
             raw = getattr(target, "buffer", None)
             if raw is not None:
@@ -183,9 +192,11 @@ async def _save(
     return await save_files(engine, result.session, paths, destination)
 
 
-def execute(args: argparse.Namespace, code: str, sink: OutputSink) -> ExecutionResult | None:
-    """Run the code once in its own engine, answering approvals as ``--approve`` says.
-    None when Ctrl-C (or SIGTERM) stopped it."""
+def execute(
+    args: argparse.Namespace, code: str, sink: OutputSink, status: StatusLine | None = None
+) -> ExecutionResult | None:
+    """Run the code once in its own engine, answering approvals as ``--approve`` says; a
+    ``status`` line shows how it is going meanwhile. None when Ctrl-C (or SIGTERM) stopped it."""
     import signal
 
     import anyio
@@ -201,17 +212,27 @@ def execute(args: argparse.Namespace, code: str, sink: OutputSink) -> ExecutionR
     update: dict[str, object] = {"sandbox": config.sandbox.model_copy(update={"pool_size": 0})}
     if args.no_tools:
         update |= {"servers": {}, "server_problems": {}}
+    if status is not None and status.enabled:  # redraw the status line every second
+        interval = min(config.gateway.progress_interval_s, STATUS_INTERVAL_S)
+        update["gateway"] = config.gateway.model_copy(update={"progress_interval_s": interval})
     config = config.model_copy(update=update)
+    progress = status if status is not None and status.enabled else None
     finished: list[ExecutionResult] = []
     failed: list[CodemodeError] = []  # raised after the task group, which would wrap it
 
     async def run_code(engine: Codemode) -> None:
         try:
-            result = await engine.execute(code, timeout_s=args.timeout, on_output=sink)
+            result = await engine.execute(
+                code, timeout_s=args.timeout, on_output=sink, progress=progress
+            )
             while result.status == "approval_required":
+                if status is not None:
+                    status.clear()
                 approval = result.extra["approval"]
                 allow = await anyio.to_thread.run_sync(_decide, args.approve, approval)
-                result = await engine.approve(approval["id"], allow)
+                result = await engine.approve(approval["id"], allow, progress=progress)
+            if status is not None:
+                status.clear()
             saved = await _save(engine, result, args.files)
         except CodemodeError as error:
             failed.append(error)
@@ -252,8 +273,12 @@ def run(args: argparse.Namespace) -> int:
 
     _check(args)
     code = _read_code(args.file)
-    sink = OutputSink(collect=args.json, limit=args.max_output)
-    result = execute(args, code, sink)
+    status = StatusLine()
+    sink = OutputSink(collect=args.json, limit=args.max_output, before_write=status.clear)
+    try:
+        result = execute(args, code, sink, status)
+    finally:
+        status.clear()
     if result is None:
         return ExitCode.INTERRUPTED
     if args.json:
