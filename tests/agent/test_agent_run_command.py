@@ -235,3 +235,22 @@ def test_an_unknown_provider_and_a_bad_agent_setting_are_usage_errors(tmp_path, 
     assert main(["run", "x", "--config", str(bad), "--model", "scripted:x"]) == 2
     err = capsys.readouterr().err
     assert "agent.max_round" in err and "max_rounds" in err
+
+
+def test_the_run_says_where_the_files_are(tmp_path, config, workspace, capsys):
+    model = script(
+        tmp_path, [{"execute": "open('notes.md', 'w').write('# notes\\n')"}, {"answer": "done"}]
+    )
+    main(["run", "t", "--config", str(config), "--model", model, "--workspace", str(workspace)])
+    assert f"files: in {workspace}" in capsys.readouterr().out
+    # Without --workspace the files are copied out of the sandbox before it goes away.
+    code = main(["run", "--json", "t", "--config", str(config), "--model", model])
+    captured = capsys.readouterr()
+    assert code == 0 and json.loads(captured.out)["status"] == "done"
+    told = captured.err
+    prefix = "files: copied out of the sandbox into "
+    (line,) = [line for line in told.splitlines() if line.startswith(prefix)]
+    destination = Path(line.removeprefix(prefix))
+    assert destination.parent == tmp_path / "state" / "files"
+    assert (destination / "notes.md").read_text() == "# notes\n"
+    assert "  notes.md" in told.splitlines()

@@ -12,11 +12,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from codemode.agent.loop import Approval, Approver
     from codemode.agent.record import RunRecord
+    from codemode.engine import Codemode
 
 HELP = "do a task with the codemode agent: a model writes code, the sandbox runs it"
 
@@ -64,6 +65,35 @@ def _approver(mode: str) -> Approver:
     return approve
 
 
+async def _tell_where_the_files_are(
+    engine: Codemode, session: str | None, workspace: Path | None, out: TextIO
+) -> None:
+    """The files the run left: in ``--workspace`` already, else copied out of the sandbox
+    (into ``<state_dir>/files/<session>``) before it goes away."""
+    from codemode.errors import CodemodeError
+    from codemode.files.export import save_workspace
+
+    if workspace is not None:
+        print(f"files: in {workspace}", file=out)
+        return
+    sandboxes = engine.sandboxes
+    if session is None or sandboxes is None or not sandboxes.has_workspace:
+        return
+    destination = engine.config.gateway.state_dir / "files" / session
+    try:
+        saved = await save_workspace(engine, session, destination)
+    except CodemodeError as error:
+        print(f"files: not copied out of the sandbox ({error.message})", file=out)
+        return
+    if saved:
+        print(f"files: copied out of the sandbox into {destination}", file=out)
+        for path, where in saved.items():
+            print(
+                f"  {path}" + ("" if isinstance(where, Path) else f": not copied: {where}"),
+                file=out,
+            )
+
+
 def run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -91,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         update={"sandbox": config.sandbox.model_copy(update={"pool_size": 1})}
     )
 
+    out = sys.stderr if args.json else sys.stdout
+
     async def main() -> RunRecord:
         backend = make_backend(config.sandbox, workspace=workspace) if workspace else None
         try:
@@ -105,8 +137,13 @@ def run(args: argparse.Namespace) -> int:
                     execution_timeout_s=args.timeout or settings.execution_timeout_s,
                     context_tokens=model_settings.context_tokens,
                     max_tokens=model_settings.max_tokens,
+                    keep_session=True,  # until its files are copied out
                 )
-                return await agent.run(args.task)
+                record = await agent.run(args.task)
+                await _tell_where_the_files_are(engine, record.session, workspace, out)
+                if record.session is not None:
+                    await engine.close_session(record.session)
+                return record
         finally:
             await model.aclose()
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from codemode.engine import Codemode
     from codemode.sandbox.result import ExecutionResult
 
-__all__ = ["MAX_SAVED", "changed_files", "save_files"]
+__all__ = ["MAX_SAVED", "changed_files", "save_files", "save_workspace"]
 
 MAX_SAVED = 50
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -54,3 +54,12 @@ async def save_files(
             out.write(found.data)
         saved[path] = target
     return saved
+
+
+async def save_workspace(
+    engine: Codemode, session: str, destination: Path
+) -> dict[str, Path | str]:
+    """Every file of the session's workspace, copied out (at most ``MAX_SAVED``)."""
+    listing = await engine.list_files(session)
+    paths = [entry.path for entry in listing.entries if entry.kind == "file"]
+    return await save_files(engine, session, paths, destination)
