@@ -21,13 +21,14 @@ pytestmark = [pytest.mark.thirdparty]
 
 HERE = Path(__file__).parent
 NOT_APPLICABLE = HERE / "data" / "conformance_not_applicable.yaml"
-# Scenarios that apply to a server of three tools; each must be run and pass.
+# Scenarios that apply to a server of three tools and workspace resources; each must pass.
 MUST_PASS = {
     "server-initialize",
     "ping",
     "tools-list",
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
+    "resources-list",  # the sessions' workspace files
 }
 RUN_TIMEOUT_S = 300
 
