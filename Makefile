@@ -27,7 +27,7 @@ demo: setup
 	$(BIN)/codemode demo
 
 test: setup third-party
-	$(BIN)/python -m pytest -q
+	CODEMODE_EXPECT_MODEL=1 $(BIN)/python -m pytest -q
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not thirdparty and not slow"
