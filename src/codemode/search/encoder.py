@@ -130,7 +130,7 @@ def _prepared_weights(path: Path, cache_dir: Path | None) -> dict[str, FloatArra
     if prepared is not None and (prepared / "done").is_file():
         with contextlib.suppress(OSError, ValueError):
             return {
-                file.stem: np.load(file, mmap_mode="r", allow_pickle=False)
+                file.stem: np.asarray(np.load(file, mmap_mode="r", allow_pickle=False))
                 for file in prepared.glob("*.npy")
             }
     weights = _read_weights(source)

@@ -16,6 +16,7 @@ import logging
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,6 +133,7 @@ class HybridIndex:
             else np.zeros((0, self.encoder.dimension), dtype=np.float32)
         )
         self._queries: OrderedDict[str, Any] = OrderedDict()
+        self._pool: ThreadPoolExecutor | None = None
 
     def __len__(self) -> int:
         return len(self.lexical)
@@ -239,8 +241,16 @@ class HybridIndex:
 
         if len(self) == 0:
             return {}
-        lexical = self.lexical.ranked(query, self.candidates)
-        vector = self.query_vector(query)
+        if query in self._queries:
+            vector = self.query_vector(query)
+            lexical = self.lexical.ranked(query, self.candidates)
+        else:
+            # SQLite and BLAS both release the GIL: rank lexically while the query is embedded.
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="codemode-search")
+            pending = self._pool.submit(self.lexical.ranked, query, self.candidates)
+            vector = self.query_vector(query)
+            lexical = pending.result()
         cosine = self._vectors @ vector
         count = min(self.candidates, len(cosine))
         top = np.argpartition(-cosine, count - 1)[:count]
