@@ -179,6 +179,32 @@ def semantic_stages(
         lambda q: hybrid.search(q, 5), queries, args.rounds
     )
 
+    # Learning from use: the dev tasks' answers recorded as successful calls after their
+    # queries, then the held-out tasks searched through the LiveIndex with that UsageLog.
+    from codemode.search.usage import UsageLog
+
+    usage = UsageLog()
+    learning = LiveIndex(all_specs, cache_dir=cache_dir, usage=usage).start()
+    by_operation = {(e.server, e.operation_id): e.tool for e in hybrid.entries}
+    for task in tasks:
+        if task["split"] != "dev":
+            continue
+        server = servers[task["spec"]]
+        for group in task["needs"]:
+            tool = by_operation.get((server, group[0]))
+            if tool is not None:
+                learning.record_use(task["query"], server, tool, True)
+    heldout = [task for task in tasks if task["split"] == "heldout"]
+    report["results"]["+ usage (dev uses)"] = evaluate(learning.search, heldout, servers)
+
+    def with_usage(query: str) -> None:
+        learning.forget_queries()
+        learning.search(query, 5)
+
+    latency["hybrid + usage re-rank, new query (total)"] = median_ms(
+        with_usage, queries, args.rounds
+    )
+
     # A gateway after a restart: specs in memory, index stored; time to its first answer.
     samples = []
     for _ in range(3):

@@ -189,6 +189,11 @@ class LiveIndex:
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
         return self.answer(query, limit).hits
 
+    def forget_queries(self) -> None:
+        """Empty the query-embedding cache (benchmarks measure the uncached path with it)."""
+        if self._hybrid is not None:
+            self._hybrid.forget_queries()
+
     def record_use(self, query: str, server: str, tool: str, success: bool) -> None:
         """Learn that ``tool`` was called after ``query`` (no-op without a ``UsageLog``)."""
         if self.usage is None:
