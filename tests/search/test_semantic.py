@@ -22,6 +22,9 @@ class CountingEncoder:
         self.texts += len(texts)
         return self.inner.encode(texts, **kwargs)
 
+    def blas_threads(self):
+        return self.inner.blas_threads()
+
 
 @pytest.fixture(scope="module")
 def encoder():

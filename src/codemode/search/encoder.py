@@ -216,6 +216,12 @@ class MiniLMEncoder:
         self._emb_norm = (w["emb_ln_w"], w["emb_ln_b"])
         self._layers = [{name: w[f"{i}.{name}"] for name in _LAYER_KEYS} for i in range(_LAYERS)]
 
+    def blas_threads(self) -> contextlib.AbstractContextManager[None]:
+        """A context in which BLAS uses this encoder's thread count (one by default). Products
+        with the tool vectors run in it too: a two-thread OpenBLAS pool left spinning after a
+        product slowed the next query's embedding about twofold on a loaded machine."""
+        return _blas_threads(self.threads)
+
     def encode(
         self,
         texts: Sequence[str],
