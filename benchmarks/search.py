@@ -48,24 +48,26 @@ def load_specs(path: Path) -> tuple[str, list[ToolSpec], float]:
     return server, specs, time.perf_counter() - start
 
 
-def median_ms(
-    function: Callable[[str], object], queries: Sequence[str], rounds: int, *, warm: bool = False
-) -> dict[str, float]:
-    """Median and p95 of ``function(query)`` over every query, ``rounds`` times; with ``warm``
-    each query is run once untimed right before its timed run."""
-    samples = []
+def measure(
+    functions: dict[str, Callable[[str], object]], queries: Sequence[str], rounds: int
+) -> dict[str, dict[str, float]]:
+    """Median and p95 per function of ``function(query)``. The functions take turns on each
+    query, so a machine whose load changes during the run slows them all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in functions}
     for _ in range(rounds):
         for query in queries:
-            if warm:
+            for name, function in functions.items():
+                start = time.perf_counter()
                 function(query)
-            start = time.perf_counter()
-            function(query)
-            samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return {
-        "p50_ms": round(statistics.median(samples), 3),
-        "p95_ms": round(samples[int(len(samples) * 0.95)], 3),
-    }
+                samples[name].append((time.perf_counter() - start) * 1000)
+    out = {}
+    for name, values in samples.items():
+        values.sort()
+        out[name] = {
+            "p50_ms": round(statistics.median(values), 3),
+            "p95_ms": round(values[int(len(values) * 0.95)], 3),
+        }
+    return out
 
 
 def rss_mb() -> float:
@@ -110,9 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     lexical.add(all_specs)
     report["lexical_build_s"] = round(time.perf_counter() - start, 3)
     report["results"]["lexical"] = evaluate(lexical.search, tasks, servers)
-    report["latency"]["lexical search (total)"] = median_ms(
-        lambda q: lexical.search(q, 5), queries, args.rounds
-    )
+    if args.no_semantic:
+        report["latency"] = measure(
+            {"lexical search (total)": lambda q: lexical.search(q, 5)}, queries, args.rounds
+        )
 
     if not args.no_semantic:
         semantic_stages(report, all_specs, tasks, servers, queries, args)
@@ -164,41 +167,11 @@ def semantic_stages(
 
     report["results"]["lexical+semantic"] = evaluate(hybrid.search, tasks, servers)
 
-    encoder = hybrid.encoder
-    vector = encoder.encode(["refund a charge"])[0]
-    latency = report["latency"]
-    latency["lexical ranking (stage)"] = median_ms(
-        lambda q: hybrid.lexical.ranked(q, hybrid.candidates), queries, args.rounds
-    )
-    latency["query embedding (stage)"] = median_ms(
-        lambda q: encoder.encode([q]), queries, args.rounds
-    )
-
-    def cosine(query: str) -> None:
-        with encoder.blas_threads():
-            np.argpartition(-(hybrid.vectors @ vector), 99)[:100]
-
-    latency["cosine + top-k (stage)"] = median_ms(cosine, queries, args.rounds)
-
-    def uncached(query: str) -> None:
-        hybrid.forget_queries()
-        hybrid.search(query, 5)
-
-    latency["hybrid search, new query (total)"] = median_ms(uncached, queries, args.rounds)
-
-    def repeated(query: str) -> None:
-        hybrid.search(query, 5)  # the query's embedding is now cached
-
-    latency["hybrid search, repeated query (total)"] = median_ms(
-        repeated, queries, args.rounds, warm=True
-    )
-
     # Learning from use: the dev tasks' answers recorded as successful calls after their
     # queries, then the held-out tasks searched through the LiveIndex with that UsageLog.
     from codemode.search.usage import UsageLog
 
-    usage = UsageLog()
-    learning = LiveIndex(all_specs, cache_dir=cache_dir, usage=usage).start()
+    learning = LiveIndex(all_specs, cache_dir=cache_dir, usage=UsageLog()).start()
     by_operation = {(e.server, e.operation_id): e.tool for e in hybrid.entries}
     for task in tasks:
         if task["split"] != "dev":
@@ -211,13 +184,33 @@ def semantic_stages(
     heldout = [task for task in tasks if task["split"] == "heldout"]
     report["results"]["+ usage (dev uses)"] = evaluate(learning.search, heldout, servers)
 
+    encoder = hybrid.encoder
+    vector = encoder.encode(["refund a charge"])[0]
+
+    def cosine(query: str) -> None:
+        with encoder.blas_threads():
+            np.argpartition(-(hybrid.vectors @ vector), 99)[:100]
+
+    def new_query(query: str) -> None:
+        hybrid.forget_queries()
+        hybrid.search(query, 5)
+
     def with_usage(query: str) -> None:
         learning.forget_queries()
         learning.search(query, 5)
 
-    latency["hybrid + usage re-rank, new query (total)"] = median_ms(
-        with_usage, queries, args.rounds
-    )
+    stages: dict[str, Callable[[str], object]] = {
+        "lexical search (total)": lambda q: hybrid.lexical.search(q, 5),
+        "lexical ranking (stage)": lambda q: hybrid.lexical.ranked(q, hybrid.candidates),
+        "query embedding (stage)": lambda q: encoder.encode([q]),
+        "cosine + top-k (stage)": cosine,
+        "hybrid search, new query (total)": new_query,
+        # right after new_query: the query's embedding is cached
+        "hybrid search, repeated query (total)": lambda q: hybrid.search(q, 5),
+        "hybrid + usage re-rank, new query (total)": with_usage,
+    }
+    latency = report["latency"]
+    latency.update(measure(stages, queries, args.rounds))
 
     # A gateway after a restart: specs in memory, index stored. ``start()`` runs when the
     # gateway starts (fingerprint, open the stored index, load the model); then its first search.

@@ -60,6 +60,9 @@ class UsageLog:
         self._clock = clock
         self._uses: deque[Use] = deque(maxlen=capacity)
         self._lock = threading.Lock()
+        # The uses' query vectors as one matrix, made again only after the log changed.
+        self._version = 0
+        self._matrix: tuple[int, tuple[list[int], Any]] | None = None
 
     def __len__(self) -> int:
         return len(self._uses)
@@ -81,6 +84,7 @@ class UsageLog:
         use = Use(words, stored, server, tool, 1.0 if success else -0.5, self._clock())
         with self._lock:
             self._uses.append(use)
+            self._version += 1
 
     def boost(self, query: str, server: str, tool: str, vector: FloatArray | None = None) -> float:
         """What ``tool`` gains for ``query`` (between ``-max_boost`` and ``max_boost``)."""
@@ -102,10 +106,18 @@ class UsageLog:
     def _boosts(self, query: str, vector: FloatArray | None) -> dict[tuple[str, str], float]:
         with self._lock:
             uses = list(self._uses)
+            version, cached = self._version, self._matrix
         if not uses:
             return {}
         words = frozenset(terms(query, drop_stopwords=True))
-        cosines = _cosines(vector, uses)
+        matrix = None
+        if vector is not None:
+            if cached is None or cached[0] != version or cached[1][1].shape[-1] != len(vector):
+                cached = (version, _vector_matrix(uses, len(vector)))
+                with self._lock:
+                    self._matrix = cached
+            matrix = cached[1]
+        cosines = _cosines(vector, matrix, len(uses))
         now = self._clock()
         raw: dict[tuple[str, str], float] = {}
         for cosine, use in zip(cosines, uses, strict=True):
@@ -144,6 +156,7 @@ class UsageLog:
         with self._lock:
             for item in data.get("uses", []):
                 vector = item.get("vector")
+                self._version += 1
                 self._uses.append(
                     Use(
                         frozenset(item["words"]),
@@ -169,20 +182,29 @@ class UsageLog:
             return
 
 
-def _cosines(vector: FloatArray | None, uses: Sequence[Use]) -> list[float | None]:
+def _vector_matrix(uses: Sequence[Use], dimension: int) -> tuple[list[int], Any]:
+    """``(rows, matrix)``: which uses have a query vector of ``dimension``, and those vectors."""
+    import numpy as np
+
+    rows = [i for i, u in enumerate(uses) if u.vector is not None and len(u.vector) == dimension]
+    matrix = np.asarray([uses[i].vector for i in rows], dtype=np.float32)
+    return rows, matrix
+
+
+def _cosines(
+    vector: FloatArray | None, matrix: tuple[list[int], Any] | None, count: int
+) -> list[float | None]:
     """Cosine of ``vector`` with each use's query vector (None where either is missing)."""
-    out: list[float | None] = [None] * len(uses)
-    if vector is None:
+    out: list[float | None] = [None] * count
+    if vector is None or matrix is None or not matrix[0]:
         return out
     import numpy as np
 
-    rows = [i for i, u in enumerate(uses) if u.vector is not None and len(u.vector) == len(vector)]
-    if rows:
-        matrix = np.asarray([uses[i].vector for i in rows], dtype=np.float32)
-        for i, value in zip(
-            rows, (matrix @ np.asarray(vector, dtype=np.float32)).tolist(), strict=True
-        ):
-            out[i] = float(value)
+    rows, vectors = matrix
+    for i, value in zip(
+        rows, (vectors @ np.asarray(vector, dtype=np.float32)).tolist(), strict=True
+    ):
+        out[i] = float(value)
     return out
 
 
