@@ -27,6 +27,7 @@ REAL_SPECS = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     if item.get_closest_marker("needs_model") is None or semantic_available():
         return

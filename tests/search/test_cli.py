@@ -103,7 +103,7 @@ def test_help_imports_nothing_heavy(tmp_path):
         "from codemode.cli.main import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "heavy = ('numpy', 'pydantic', 'anyio', 'mcp', 'httpx', 'tokenizers', 'codemode.config')\n"
-        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "print(sorted(m for m in heavy if sys.modules.get(m) is not None))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True

@@ -59,16 +59,31 @@ def test_uses_decay_and_the_log_is_bounded():
 
 def test_the_log_survives_a_restart(tmp_path):
     usage = UsageLog()
-    usage.record_use("refund a charge", "shop", "refundCharge", True, vector=[1.0, 0.0])
+    usage.record_use("refund a charge", "shop", "refundCharge", True)
     usage.save(tmp_path / "usage.json")
     again = UsageLog()
     again.load(tmp_path / "usage.json")
     assert len(again) == 1
-    assert again.boost("refund a charge", "shop", "refundCharge", [1.0, 0.0]) == pytest.approx(
-        usage.boost("refund a charge", "shop", "refundCharge", [1.0, 0.0])
+    assert again.boost("refund a charge", "shop", "refundCharge") == pytest.approx(
+        usage.boost("refund a charge", "shop", "refundCharge")
     )
     again.load(tmp_path / "missing.json")
     assert len(again) == 1
+
+
+@pytest.mark.needs_model  # numpy comes with the model's extras
+def test_query_vectors_decide_similarity_when_given(tmp_path):
+    usage = UsageLog()
+    usage.record_use("refund a charge", "shop", "refundCharge", True, vector=[1.0, 0.0])
+    # Different words, same direction: similar. Same words, orthogonal vector: not similar.
+    assert usage.boost("money back please", "shop", "refundCharge", [1.0, 0.0]) > 0
+    assert usage.boost("refund a charge", "shop", "refundCharge", [0.0, 1.0]) == 0
+    usage.save(tmp_path / "usage.json")
+    again = UsageLog()
+    again.load(tmp_path / "usage.json")
+    assert again.boost("money back please", "shop", "refundCharge", [1.0, 0.0]) == pytest.approx(
+        usage.boost("money back please", "shop", "refundCharge", [1.0, 0.0])
+    )
 
 
 def test_live_index_learns_only_when_given_a_log(tiny_specs):

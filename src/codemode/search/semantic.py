@@ -277,10 +277,11 @@ def open_stored_index(
         return None
     if not semantic:
         return FtsIndex.open(store.lexical_path(fingerprint), entries)
-    encoder = encoder or MiniLMEncoder(max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir)
-    vectors = store.load_vectors(fingerprint, model_key(encoder), len(entries))
+    key = model_key(encoder) if encoder is not None else f"{MODEL_ID}-{DOCUMENT_MAX_TOKENS}"
+    vectors = store.load_vectors(fingerprint, key, len(entries))
     if vectors is None:
         return None
+    encoder = encoder or MiniLMEncoder(max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir)
     lexical = FtsIndex.open(store.lexical_path(fingerprint), entries)
     return HybridIndex(encoder=encoder, lexical=lexical, cache_dir=cache_dir, vectors=vectors)
 

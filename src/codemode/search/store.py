@@ -187,12 +187,13 @@ class IndexStore:
     # --- vectors --------------------------------------------------------------------------
 
     def load_vectors(self, fingerprint: str, model_key: str, rows: int) -> FloatArray | None:
+        path = self.vectors_path(fingerprint, model_key)
+        if not path.is_file():
+            return None
         import numpy as np
 
         try:
-            mapped = np.load(
-                self.vectors_path(fingerprint, model_key), mmap_mode="r", allow_pickle=False
-            )
+            mapped = np.load(path, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError):
             return None
         # A plain array over the mapped pages: numpy's memmap subclass makes each product slower.
