@@ -48,7 +48,7 @@ demo: setup
 	$(BIN)/codemode demo
 
 test: setup third-party setup-local-model
-	$(BIN)/python -m pytest -q
+	CODEMODE_EXPECT_MODEL=1 $(BIN)/python -m pytest -q
 	$(MAKE) test-unprivileged
 
 # The sandbox's limit and hostile suites again, as an ordinary user: no cgroups there, so the

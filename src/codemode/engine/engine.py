@@ -148,6 +148,17 @@ class Codemode:
         self._expiry = asyncio.create_task(self._expire_loop())
         return self
 
+    # --- search only (the CLI): no sandboxes ---------------------------------------------
+
+    async def open_for_search(self) -> dict[str, str]:
+        """Load the catalog for ``search`` alone: no sandbox pool, sessions or audit log.
+        Returns the servers that failed to load (name -> reason). ``aclose()`` when done."""
+        failures = await self.catalog.load()
+        for server, message in failures.items():
+            log.warning("server %s is unavailable: %s", server, message)
+        await anyio.to_thread.run_sync(self._current_views)
+        return failures
+
     async def aclose(self) -> None:
         self._stopping = True  # sessions closed by a shutdown keep their checkpoints
         if self._expiry is not None:
