@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from local_model_server import LocalModelServer
+from local_model_server import LocalModelServer, LocalModelServerError
 
 from codemode.agent import Agent
 from codemode.agent.providers.openai import OpenAIProvider
@@ -50,6 +50,19 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     workdir = tmp_path_factory.mktemp("llama")
     with LocalModelServer(model_file(), ALIAS, workdir, threads=1) as server:
         yield server.base_url + "/v1"
+
+
+def test_a_server_that_cannot_load_its_model_fails_fast_with_its_log(tmp_path):
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.fail(f"llama.cpp's server (xllamacpp) is not installed: {SETUP}")
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a GGUF file")
+    server = LocalModelServer(broken, ALIAS, tmp_path)
+    with pytest.raises(LocalModelServerError) as failure, server:
+        pytest.fail("a server started on a file that is not a model")
+    assert "the model server exited" in str(failure.value)
+    assert "Failed to init server" in str(failure.value)  # llama.cpp's own words, from the log
+    assert server.process is None  # reaped, nothing left running
 
 
 def server_counters(base_url: str) -> dict[str, float]:
