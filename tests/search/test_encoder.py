@@ -43,3 +43,19 @@ def test_forward_pass_output_is_pinned(encoder, np):
 
 def test_empty_input(encoder, np):
     assert encoder.encode([]).shape == (0, 384)
+
+
+def test_the_forward_pass_runs_blas_on_one_thread_and_restores_it() -> None:
+    import numpy  # noqa: F401 - loads the BLAS to look at
+    from threadpoolctl import threadpool_info
+
+    from codemode.search.encoder import _blas_threads
+
+    def blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    before = blas_threads()
+    assert before, "numpy's BLAS is loaded"
+    with _blas_threads(1):
+        assert blas_threads() == {1}
+    assert blas_threads() == before

@@ -112,6 +112,8 @@ class CallStats:
         return {
             "count": self.count,
             "failures": self.failures,
+            # Calls of tools this execution was not granted (none: the key is left out).
+            **({"refused": self.refused} if self.refused else {}),
             "by_tool": {
                 name: {"calls": n, "failures": self.failed_by_tool.get(name, 0)}
                 for name, n in sorted(self.by_tool.items())

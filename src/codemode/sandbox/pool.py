@@ -86,11 +86,6 @@ class SandboxPool:
     def closed(self) -> bool:
         return self._closed
 
-    @property
-    def ready_count(self) -> int:
-        with self._cond:
-            return len(self._ready)
-
     def wait_full(self, timeout_s: float = 30.0) -> bool:
         """Wait until the pool holds ``size`` sandboxes (for benchmarks and tests)."""
         with self._cond:

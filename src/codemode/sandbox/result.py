@@ -11,9 +11,6 @@ from codemode.sandbox.capture import HeadTail
 __all__ = ["ExecutionResult", "Status", "clip_head_tail", "clip_tail"]
 
 Status = Literal["ok", "error", "timeout", "limit", "approval_required", "cancelled"]
-LimitName = Literal[
-    "wall_time", "cpu_time", "memory", "processes", "workspace_inodes", "sandbox_exit"
-]
 
 
 @dataclass

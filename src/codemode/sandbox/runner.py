@@ -123,10 +123,6 @@ class Sandbox:
         except (OSError, IndexError):
             return "?"
 
-    def is_dead(self) -> bool:
-        """Read fresh: a frame read or a kill on this thread may have changed it."""
-        return self.dead
-
     @property
     def isolated(self) -> bool:
         return self.process.isolated
@@ -381,7 +377,7 @@ class Sandbox:
                         outcome.refused_after_cancel += 1  # dropped: no call starts now
                         continue
                     self._dispatch(incoming, host, outcome)
-                if self.is_dead() and outcome.done is None:
+                if self.dead and outcome.done is None:  # set by the frame read above
                     outcome.died = True
                     outcome.status, outcome.limit = "limit", "sandbox_exit"
         if outcome.died or outcome.status not in ("timeout", "cancelled"):

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from codemode.jsonpointer import MISSING, resolve_local_ref
 from codemode.search.text import split_words, strip_markup
 from codemode.tools import JSONObject, ToolSpec
 
@@ -61,14 +62,8 @@ def _resolve(schema: Any, root: JSONObject, depth: int = 0) -> JSONObject:
         ref = schema["$ref"]
         if not isinstance(ref, str) or not ref.startswith("#/"):
             return {}
-        node: Any = root
-        for part in ref[2:].split("/"):
-            node = (
-                node.get(part.replace("~1", "/").replace("~0", "~"), {})
-                if isinstance(node, dict)
-                else {}
-            )
-        schema, depth = node, depth + 1
+        node = resolve_local_ref(root, ref)
+        schema, depth = ({} if node is MISSING else node), depth + 1
     return schema if isinstance(schema, dict) else {}
 
 

@@ -8,7 +8,6 @@ need). Output matches sentence-transformers: mean pooling over tokens, then L2 n
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib.util
 import math
 import os
@@ -55,40 +54,34 @@ def semantic_available() -> bool:
 
 @contextlib.contextmanager
 def _blas_threads(count: int | None) -> Iterator[None]:
-    """Run OpenBLAS (numpy's bundled build) with ``count`` threads, then restore the setting.
+    """Run the BLAS numpy uses with ``count`` threads, then restore the setting.
 
     The model's matrices are small: on this project's 2-core machines one thread was faster
     than two (measured 8 ms against 35 ms per query while another process used a core).
     """
-    library = _openblas() if count else None
-    if library is None:
+    controller = _threadpools() if count else None
+    if controller is None:
         yield
         return
-    before = library.scipy_openblas_get_num_threads64_()
-    library.scipy_openblas_set_num_threads64_(count)
-    try:
+    with controller.limit(limits=count, user_api="blas"):
         yield
-    finally:
-        library.scipy_openblas_set_num_threads64_(before)
 
 
-_OPENBLAS: list[Any] = []
+_CONTROLLER: list[Any] = []
 
 
-def _openblas() -> Any:
-    if not _OPENBLAS:
-        import numpy as np
+def _threadpools() -> Any:
+    """One ``threadpoolctl`` controller (finding the loaded libraries is the costly part)."""
+    if not _CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # the semantic extra brings it; without it, BLAS keeps its default
+            _CONTROLLER.append(None)
+        else:
+            import numpy  # noqa: F401 - loads the BLAS the controller must see
 
-        found: Any = None
-        libs = Path(np.__file__).parent.parent / "numpy.libs"
-        for candidate in sorted(libs.glob("libscipy_openblas64_*.so")):
-            with contextlib.suppress(OSError):
-                library = ctypes.CDLL(str(candidate))
-                if hasattr(library, "scipy_openblas_set_num_threads64_"):
-                    found = library
-                    break
-        _OPENBLAS.append(found)
-    return _OPENBLAS[0]
+            _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0]
 
 
 def _erf(x: FloatArray) -> FloatArray:
