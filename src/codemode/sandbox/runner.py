@@ -155,6 +155,14 @@ class Sandbox:
         except SandboxError:
             self.kill()
             raise
+        if self.process.workspace is not None:
+            # A host directory as workspace may hold files already: they were not "created".
+            with contextlib.suppress(OSError, SandboxError):
+                root = self.process.open_workspace()
+                try:
+                    self.files, _ = scan(root)
+                finally:
+                    os.close(root)
         self._stdout = HeadTail(self.limits.output_kept_bytes)
         self._stderr = HeadTail(self.limits.output_kept_bytes)
 
