@@ -10,7 +10,8 @@
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
     │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
     │   └── SessionError              a session cannot do what was asked (closed, paused...)
-    │       └── UnknownSessionError   an unknown, expired or foreign session handle
+    │       ├── UnknownSessionError   an unknown, expired or foreign session handle
+    │       └── ApprovalMismatchError an approval for arguments other than the call's
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
@@ -22,6 +23,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ApprovalMismatchError",
     "BridgeProtocolError",
     "CodemodeError",
     "ConfigError",
@@ -104,6 +106,12 @@ class SessionError(RuntimeFailure):
 
 class UnknownSessionError(SessionError):
     code = "unknown_session"
+
+
+class ApprovalMismatchError(SessionError):
+    """An approval named arguments other than the ones the call would run with."""
+
+    code = "approval_mismatch"
 
 
 class ToolError(CodemodeError):

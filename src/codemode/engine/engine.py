@@ -215,12 +215,20 @@ class Codemode:
         return await self._follow(record, job)
 
     async def approve(
-        self, approval_id: str, allow: bool, *, owner: str | None = None
+        self,
+        approval_id: str,
+        allow: bool,
+        *,
+        owner: str | None = None,
+        digest: str | None = None,
     ) -> ExecutionResult:
-        """Answer a pending approval and wait for the resumed execution (or its next pause)."""
+        """Answer a pending approval and wait for the resumed execution (or its next pause).
+
+        An approval runs the call only if its arguments are still exactly those shown (and
+        match ``digest``, the one from the approval_required result, when given)."""
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
-        pending = self.approvals.answer(approval_id, allow, owner)
+        pending = self.approvals.answer(approval_id, allow, owner, digest=digest)
         record = self.registry.get(pending.session, owner)
         job = record.paused
         if job is None:
@@ -258,9 +266,8 @@ class Codemode:
             self.approvals.unlisten(record.handle)
         if not job.done():
             record.paused = job
-            approval = attention.result().describe()
-            return ExecutionResult.approval_required(
-                approval, record.handle, round((time.monotonic() - started) * 1000, 3)
+            return record.approval_result(
+                attention.result(), round((time.monotonic() - started) * 1000, 3)
             )
         record.paused = None
         self.registry.release(record)

@@ -11,6 +11,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
 from codemode.engine.views import CatalogViews
 from codemode.sandbox.result import ExecutionResult
@@ -41,23 +42,35 @@ class Session:
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
         """The one place a raw outcome becomes what the client sees: the handle, and the
-        second privacy net over every text field the code could fill."""
+        second privacy net over every field the code could fill (output, hint, every field
+        of the error, file names, tool-call names, the limit and any extra field)."""
         result.session = self.handle
         privacy = self.chain.privacy
         if privacy is None:
             return result
-        scan = privacy.scan_output
+        scan, scan_value = privacy.scan_output, privacy.scan_value
         result.stdout = scan(result.stdout)
         result.stderr = scan(result.stderr)
         result.hint = scan(result.hint)
+        if result.limit is not None:
+            result.limit = scan(result.limit)
         if result.error:
-            for key in ("type", "message", "traceback"):
-                if key in result.error:
-                    result.error[key] = scan(str(result.error[key]))
-        result.files = {
-            kind: [scan(name) for name in names] for kind, names in result.files.items()
-        }
+            result.error = scan_value(result.error)
+        result.files = scan_value(result.files)
+        result.tool_calls = scan_value(result.tool_calls)
+        result.truncated = scan_value(result.truncated)
+        result.extra = scan_value(result.extra)
         return result
+
+    def approval_result(self, pending: PendingApproval, duration_ms: float) -> ExecutionResult:
+        """``approval_required`` for ``pending``: its arguments in full, through the same
+        privacy scan as every result, with the digest of exactly what is shown."""
+        privacy = self.chain.privacy
+        view = privacy.scan_value if privacy is not None else None
+        described = pending.describe(view)
+        if privacy is not None:
+            described["reason"] = privacy.scan_output(described["reason"])
+        return ExecutionResult.approval_required(described, self.handle, duration_ms)
 
     def close(self) -> None:
         """Stop the sandbox and forget every value the vault held."""

@@ -128,5 +128,8 @@ class GatewayHandlers:
         approval, allow = arguments.get("approval"), arguments.get("allow")
         if not isinstance(approval, str) or not isinstance(allow, bool):
             return _argument_error("`approval` (the id from the result) and `allow` (true/false)")
-        result = await self.engine.approve(approval, allow, owner=caller.owner)
+        digest = arguments.get("digest")  # optional: the digest shown with the approval
+        result = await self.engine.approve(
+            approval, allow, owner=caller.owner, digest=digest if isinstance(digest, str) else None
+        )
         return execution_result(result)

@@ -44,6 +44,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from codemode.privacy.markup import has_markup, markup_detections
+
 __all__ = [
     "BUILTIN_KINDS",
     "KIND_GROUPS",
@@ -62,7 +64,9 @@ Validator = Callable[[re.Match[str]], bool]
 
 @dataclass(frozen=True, slots=True)
 class Detection:
-    """One detected value: ``text[start:end] == value``."""
+    """One detected value: ``text[start:end] == value``, except for a value that markup split
+    (``maria@[globex].example.com``): there ``value`` is without the markup and the span
+    covers it."""
 
     kind: str
     start: int
@@ -548,6 +552,22 @@ class DetectorSet:
         return self._detect(text)
 
     def _detect(self, text: str) -> tuple[Detection, ...]:
+        found = self._plain(text)
+        if has_markup(text):
+            extra = [Detection(*item) for item in markup_detections(text, self._plain)]
+            if extra:
+                rank = self._rank
+                extra.sort(key=lambda item: rank[item.kind])
+                # Ranked after the plain findings: where both overlap, the plain one stays.
+                return tuple(non_overlapping([*self._ranked(found), *extra]))
+        return found
+
+    def _ranked(self, found: Sequence[Detection]) -> list[Detection]:
+        rank = self._rank
+        return sorted(found, key=lambda item: rank[item.kind])
+
+    def _plain(self, text: str) -> tuple[Detection, ...]:
+        """Detections in ``text`` as it is written (no markup removed)."""
         found: list[Detection] = []
         for detector in self.user:
             found.extend(detector.find(text))

@@ -19,6 +19,7 @@ from typing import Any
 
 from codemode.privacy.detectors import Detection, DetectorSet, looks_secret, non_overlapping
 from codemode.privacy.fields import FieldMatcher, State
+from codemode.privacy.recall import Recall
 from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
 
 __all__ = ["OUTPUT_SOURCE", "Tokenizer", "detokenize"]
@@ -69,6 +70,13 @@ class Tokenizer:
         self._fields = {server: FieldMatcher(p) for server, p in (fields or {}).items() if p}
         # dict key -> (holds a detection, None or whether it names a password/secret)
         self._key_info: dict[str, tuple[bool, bool | None]] = {}
+        self._recall: Recall | None = None
+
+    def recall(self, vault: Vault) -> Recall:
+        """The index of ``vault``'s values (kept while the same vault is used)."""
+        if self._recall is None or self._recall.vault is not vault:
+            self._recall = Recall(vault)
+        return self._recall
 
     def clear_caches(self) -> None:
         """Forget the strings seen so far (they may hold personal data)."""
@@ -81,6 +89,8 @@ class Tokenizer:
             return value
         matcher = self._fields.get(server)
         walk = _Walk(self.detectors, vault, server, tool, matcher, self._key_info)
+        walk.recall = self.recall(vault)
+        walk.recall.refresh()
         return walk.node(value, [], walk.start, None)
 
     def scan_text(
@@ -93,12 +103,15 @@ class Tokenizer:
     ) -> str:
         """Tokenize free text (printed output). Tokens already in it stay as they are.
 
-        With ``known``, values the vault already holds are replaced wherever they occur, even
-        where no detector would find them (such as a name taken from a named field).
+        With ``known``, values the vault already holds, and fragments of them, are replaced
+        wherever they occur, even where no detector would find them (such as a name taken from
+        a named field, or half of an address in a truncated message).
         """
         detections = list(self.detectors.detect(text))
         if known:
-            detections = _merge(_known_values(text, vault), detections)
+            recall = self.recall(vault)
+            recall.refresh()
+            detections = _merge(_recalled(recall, text), detections)
         if not detections:
             return text
         return _replace(text, detections, vault, lambda _d: source)
@@ -120,6 +133,7 @@ class _Walk:
         self.tool = tool
         self.matcher = matcher
         self.key_info = key_info
+        self.recall: Recall | None = None
         self.start: State = matcher.start if matcher is not None else frozenset()
 
     def source(self, path: Sequence[PathItem]) -> TokenSource:
@@ -187,6 +201,8 @@ class _Walk:
         if known is not None:  # a value seen before (e.g. in a named field) stays hidden
             return known
         detections: Sequence[Detection] = self.detectors.detect(text)
+        if self.recall is not None:
+            detections = _merge(_recalled(self.recall, text), detections)
         if "<" in text and ">" in text:
             detections = _merge(self._token_literals(text), detections)
         if not detections:
@@ -206,10 +222,12 @@ class _Walk:
 
 
 def _merge(first: list[Detection], second: Sequence[Detection]) -> list[Detection]:
-    """``first`` wins where they overlap; sorted by position."""
+    """Where they overlap the longer span wins (``first`` on a tie); sorted by position."""
     if not first:
         return list(second)
-    return non_overlapping([*first, *second])
+    both = [*first, *second]
+    both.sort(key=lambda item: item.start - item.end)  # stable: ``first`` before on a tie
+    return non_overlapping(both)
 
 
 def _replace(
@@ -231,27 +249,11 @@ def _replace(
     return "".join(parts)
 
 
-_MIN_KNOWN_LEN = 4
-
-
-def _known_values(text: str, vault: Vault) -> list[Detection]:
-    """Spans of ``text`` holding a value the vault knows, marked with kind "" and the token."""
-    present: dict[str, str] = {}
-    for entry in vault.entries():
-        value = entry.value if isinstance(entry.value, str) else _number_text(entry.value)
-        if value is not None and len(value) >= _MIN_KNOWN_LEN and value in text:
-            present[value] = entry.token
-    if not present:
-        return []
-    alternation = "|".join(re.escape(v) for v in sorted(present, key=len, reverse=True))
-    return [
-        Detection("", match.start(), match.end(), present[match.group()])
-        for match in re.finditer(alternation, text)
-    ]
-
-
-def _number_text(value: VaultValue) -> str | None:
-    return str(value) if isinstance(value, int | float) else None
+def _recalled(recall: Recall, text: str) -> list[Detection]:
+    """Spans holding a value the vault knows (or a fragment), kind "" and the token: longest
+    first, so that a whole value wins over a fragment of it."""
+    hits = sorted(recall.find(text), key=lambda hit: hit.start - hit.end)
+    return [Detection("", hit.start, hit.end, hit.entry.token) for hit in hits]
 
 
 def detokenize(value: Any, vault: Vault, *, destination: str, check: Check | None = None) -> Any:

@@ -76,7 +76,9 @@ class ExecutionResult:
         if approval:
             lines = [
                 head,
-                f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])[:500]})",
+                # In full: an approver must see everything that would run.
+                f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])})",
+                f"digest: {approval.get('digest', '')}",
                 f"reason: {approval['reason']}",
                 f"approval: {approval['id']}",
                 f"session: {self.session}",

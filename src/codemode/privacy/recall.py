@@ -1,0 +1,179 @@
+"""Find values the vault already holds, and fragments of them, in later text.
+
+Hostile code, or an upstream that echoes its input, can bring a hidden value back in another
+shape: half of an address in a truncated error message, the address turned into a document id
+(``doc-maria-lopez-globex-example-com``), a value rebuilt piece by piece. ``Recall`` compares
+text with every value of the vault in two ways:
+
+exact      the value as it was seen (4 characters or more), anywhere in the text;
+skeleton   both sides reduced to lower-case letters and digits; a run of at least
+           ``fragment_chars(value)`` characters of the value's skeleton (about 40% of it, and 8
+           or more) found in the text's skeleton is a fragment. For an e-mail address the run
+           must include part of the local part (a shared company domain is not a fragment).
+
+Skeleton matching runs on strings up to ``FRAGMENT_SCAN_MAX`` characters (results are made of
+small strings; printed output is capped); longer strings get exact matching only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from codemode.privacy.vault import Vault, VaultEntry
+
+__all__ = ["FRAGMENT_SCAN_MAX", "Recall", "RecallHit", "fragment_chars", "skeleton"]
+
+FRAGMENT_SCAN_MAX = 65_536
+_MIN_EXACT = 4
+_MIN_SKELETON = 8
+_NOT_ALNUM = re.compile(r"[^0-9a-z]+")
+_ALNUM = re.compile(r"[0-9a-z]")
+_GRAM = 4  # every fragment (8 or more characters) holds an aligned 4-character piece
+
+
+def skeleton(text: str) -> str:
+    """Lower-case ASCII letters and digits of ``text``, in order."""
+    return _NOT_ALNUM.sub("", text.lower())
+
+
+def fragment_chars(skeleton_length: int) -> int:
+    """How much of a value's skeleton must show for a fragment to count."""
+    return max(_MIN_SKELETON, math.ceil(skeleton_length * 0.4))
+
+
+@dataclass(frozen=True, slots=True)
+class RecallHit:
+    """``text[start:end]`` holds ``entry``'s value or a fragment of it."""
+
+    start: int
+    end: int
+    entry: VaultEntry
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    entry: VaultEntry
+    exact: str
+    skeleton: str
+    minimum: int  # fragment length
+    first_end: int  # a fragment must start before this offset of the skeleton
+
+
+class Recall:
+    """The vault's values as a searchable index.
+
+    ``refresh`` takes in the values added since the last call (the tokenizer calls it once
+    per result or text, so values issued while one result is walked are recalled from the
+    next one on).
+    """
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self._version = -1
+        self._known: list[_Known] = []
+        self._short: list[_Known] = []  # values too short for fragments: exact matches only
+        self._grams: dict[str, list[tuple[int, int]]] = {}  # 4 chars -> (known index, offset)
+
+    def refresh(self) -> None:
+        version = self.vault.version
+        if version == self._version:
+            return
+        self._version = version
+        entries = list(self.vault.entries())
+        if len(entries) < len(self._known):  # wiped
+            self._known, self._short, self._grams = [], [], {}
+        for entry in entries[len(self._known) :]:
+            known = _index(entry)
+            index = len(self._known)
+            self._known.append(known)
+            if not known.skeleton:
+                if known.exact:
+                    self._short.append(known)
+                continue
+            for offset in range(0, len(known.skeleton) - _GRAM + 1, _GRAM):
+                gram = known.skeleton[offset : offset + _GRAM]
+                self._grams.setdefault(gram, []).append((index, offset))
+
+    def find(self, text: str) -> list[RecallHit]:
+        """Every place in ``text`` holding a known value or a fragment of one (may overlap)."""
+        if not self._known or len(text) < _MIN_EXACT:
+            return []
+        hits: list[RecallHit] = []
+        long_text = len(text) > FRAGMENT_SCAN_MAX
+        for known in self._known if long_text else self._short:
+            if known.exact and known.exact in text:
+                hits.extend(_exact_hits(text, known))
+        if self._grams and not long_text:
+            hits.extend(self._fragments(text))
+        return hits
+
+    def entries_in(self, text: str) -> list[VaultEntry]:
+        """The entries whose value (or a fragment) ``text`` holds, each once."""
+        seen: dict[str, VaultEntry] = {}
+        for hit in self.find(text):
+            seen.setdefault(hit.entry.token, hit.entry)
+        return list(seen.values())
+
+    def _fragments(self, text: str) -> Iterable[RecallHit]:
+        lowered = text.lower()
+        skel = _NOT_ALNUM.sub("", lowered)
+        if len(skel) < _MIN_SKELETON:
+            return
+        grams = self._grams
+        positions: list[int] | None = None
+        done: set[int] = set()
+        reach = 0  # the text's skeleton up to here is covered by a fragment found already
+        for at in range(len(skel) - _GRAM + 1):
+            places = grams.get(skel[at : at + _GRAM])
+            if places is None or at < reach:
+                continue
+            for index, offset in places:
+                known = self._known[index]
+                span = _extend(known, offset, skel, at, _GRAM)
+                if span is None or (index in done and span[1] <= reach):
+                    continue
+                done.add(index)
+                reach = max(reach, span[1])
+                if positions is None:
+                    positions = [m.start() for m in _ALNUM.finditer(lowered)]
+                yield RecallHit(positions[span[0]], positions[span[1] - 1] + 1, known.entry)
+
+
+def _index(entry: VaultEntry) -> _Known:
+    value = entry.value if isinstance(entry.value, str) else str(entry.value)
+    exact = value if len(value) >= _MIN_EXACT else ""
+    skel = skeleton(value)
+    if len(skel) < _MIN_SKELETON:
+        return _Known(entry, exact, "", 0, 0)
+    first_end = len(skel)
+    minimum = min(len(skel), fragment_chars(len(skel)))
+    if entry.kind == "EMAIL" and "@" in value:
+        first_end = max(1, len(skeleton(value.split("@", 1)[0])))
+        minimum = min(minimum, max(_MIN_SKELETON, first_end))  # the local part alone counts
+    return _Known(entry, exact, skel, minimum, first_end)
+
+
+def _extend(known: _Known, offset: int, text: str, at: int, size: int) -> tuple[int, int] | None:
+    """The span in ``text`` of the longest common run through a seed, if long enough."""
+    value = known.skeleton
+    left = 0
+    while offset - left > 0 and at - left > 0 and value[offset - left - 1] == text[at - left - 1]:
+        left += 1
+    right = size
+    while offset + right < len(value) and at + right < len(text):
+        if value[offset + right] != text[at + right]:
+            break
+        right += 1
+    if left + right < known.minimum or offset - left >= known.first_end:
+        return None
+    return at - left, at + right
+
+
+def _exact_hits(text: str, known: _Known) -> Iterable[RecallHit]:
+    start = text.find(known.exact)
+    while start >= 0:
+        yield RecallHit(start, start + len(known.exact), known.entry)
+        start = text.find(known.exact, start + 1)
