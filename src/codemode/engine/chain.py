@@ -1,7 +1,8 @@
 """The chain of wrappers around a session's tool calls, declared in one place.
 
-    audit -> policy (deny, ask, budgets) -> privacy (tokens back to values, flow rules;
-    results to tokens) -> upstream (the catalog)
+    audit -> policy (deny, ask, budgets) -> oracle guard (budgets and pattern checks for
+    search and yes/no tools) -> privacy (tokens back to values, flow rules; results to
+    tokens) -> upstream (the catalog)
 
 Policy, approvals and the audit log see tokenized arguments: personal data never reaches them.
 A new wrapper is one more line in ``build_invoker_chain``.
@@ -53,6 +54,10 @@ def build_invoker_chain(
         from codemode.privacy.vault import Vault
 
         invoker = privacy = PrivacyInvoker(invoker, Vault(), config.privacy)
+        if config.privacy.oracle.enabled:
+            from codemode.privacy.oracle import OracleGuard
+
+            invoker = OracleGuard(invoker, config.privacy.oracle, specs=specs, approver=approver)
     budget = Budget(config.policy.budget)
     invoker = PolicyInvoker(invoker, Policy(config.policy, specs), approver=approver, budget=budget)
     if audit_log is not None:

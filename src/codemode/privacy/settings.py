@@ -12,6 +12,13 @@ crm = ["contacts[].email", "*.phone"]
 [privacy.flows]                         # per server: where its tokenized data may be sent
 crm = ["mail"]                          # crm data may go to mail (and always back to crm)
 "*" = []                                # servers not listed (this is the default)
+
+[privacy.oracle]                        # search and yes/no tools (see codemode.privacy.oracle)
+enabled = true
+tools = ["*search*", "crm.is_*"]        # default: searches, lookups, checks, is_/has_ ...
+calls_per_minute = 60                   # over all such tools of a session
+calls_per_session = 500
+similar_calls = 12                      # near-identical calls before a human is asked
 ```
 
 Flow rules. Data tokenized from a server may always be sent back to that server. Anywhere else
@@ -28,17 +35,19 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from codemode.errors import ConfigError
 from codemode.privacy.detectors import BUILTIN_KINDS, KIND_GROUPS, DetectorSet
 from codemode.privacy.fields import parse_field_pattern
+from codemode.privacy.oracle import OracleSettings
 from codemode.privacy.tokenizer import Tokenizer
 
 __all__ = ["PrivacySettings"]
 
-_KEYS = ("enabled", "detectors", "patterns", "fields", "flows")
+_KEYS = ("enabled", "detectors", "patterns", "fields", "flows", "oracle")
+_ORACLE_COUNTS = ("calls_per_minute", "calls_per_session", "similar_calls")
 _KIND = re.compile(r"[A-Z][A-Z0-9_]*")
 DEFAULT_FLOW_KEY = "*"
 
@@ -50,6 +59,7 @@ class PrivacySettings:
     patterns: tuple[tuple[str, str], ...] = ()
     fields: tuple[tuple[str, tuple[str, ...]], ...] = ()
     flows: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    oracle: OracleSettings = field(default_factory=OracleSettings)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], source: str = "config") -> PrivacySettings:
@@ -75,6 +85,7 @@ class PrivacySettings:
             patterns=_patterns(table.get("patterns", {}), source),
             fields=_server_lists(table.get("fields", {}), source, "fields"),
             flows=_server_lists(table.get("flows", {}), source, "flows"),
+            oracle=_oracle(table.get("oracle", {}), source),
         )
         settings.tokenizer()  # compile everything now, so a bad value fails at load time
         return settings
@@ -200,3 +211,42 @@ def _server_lists(value: Any, source: str, name: str) -> tuple[tuple[str, tuple[
                     raise ConfigError(str(error), path=source, key=key, fix=example) from None
         out.append((str(server), tuple(items)))
     return tuple(out)
+
+
+def _oracle(value: Any, source: str) -> OracleSettings:
+    key = "privacy.oracle"
+    if not isinstance(value, Mapping):
+        raise ConfigError("must be a table", path=source, key=key, fix="write [privacy.oracle]")
+    known = ("enabled", "tools", *_ORACLE_COUNTS)
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join(map(repr, unknown))}",
+            path=source,
+            key=f"{key}.{unknown[0]}",
+            fix=f"use only {', '.join(known)}",
+        )
+    defaults = OracleSettings()
+    enabled = value.get("enabled", defaults.enabled)
+    if not isinstance(enabled, bool):
+        raise ConfigError("must be true or false", path=source, key=f"{key}.enabled")
+    tools = value.get("tools", list(defaults.tools))
+    if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+        raise ConfigError(
+            "must be a list of globs over server.tool",
+            path=source,
+            key=f"{key}.tools",
+            fix='write tools = ["*search*", "crm.is_*"]',
+        )
+    counts: dict[str, int] = {}
+    for name in _ORACLE_COUNTS:
+        number = value.get(name, getattr(defaults, name))
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise ConfigError(
+                "must be a positive whole number",
+                path=source,
+                key=f"{key}.{name}",
+                fix=f"write e.g. {name} = {getattr(defaults, name)}",
+            )
+        counts[name] = number
+    return OracleSettings(enabled=enabled, tools=tuple(tools), **counts)
