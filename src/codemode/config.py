@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from codemode.audit.settings import AuditSettings
 from codemode.errors import ConfigError
 from codemode.policy.settings import PolicySettings
 from codemode.privacy.settings import PrivacySettings
@@ -121,6 +122,7 @@ class CodemodeConfig:
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
     policy: PolicySettings = field(default_factory=PolicySettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
+    audit: AuditSettings = field(default_factory=AuditSettings)
     # The file it came from; None for the embedded default.
     source: Path | None = None
 
@@ -185,7 +187,7 @@ def _load_toml(text: str, path: Path) -> CodemodeConfig:
     return _with_settings(servers, data, path)
 
 
-_SETTINGS_SECTIONS = ("sandbox", "gateway", "policy", "privacy")
+_SETTINGS_SECTIONS = ("sandbox", "gateway", "policy", "privacy", "audit")
 
 
 def _with_settings(
@@ -204,6 +206,7 @@ def _with_settings(
         privacy=PrivacySettings.from_mapping(
             _table(data.get("privacy", {}), source, "privacy"), source
         ),
+        audit=AuditSettings.from_mapping(_table(data.get("audit", {}), source, "audit"), source),
         source=path,
     )
 

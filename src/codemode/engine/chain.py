@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from codemode.bridge.host import Approver, ToolInvoker
 from codemode.config import CodemodeConfig
 from codemode.policy import Budget, Policy, PolicyInvoker
-from codemode.tools import ToolSpec
+from codemode.tools import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
-    from codemode.audit import AuditLog
+    from codemode.audit import AuditInvoker, AuditLog
     from codemode.privacy.invoker import PrivacyInvoker
 
 __all__ = ["InvokerChain", "build_invoker_chain"]
@@ -35,6 +35,17 @@ class InvokerChain:
     invoker: ToolInvoker
     privacy: PrivacyInvoker | None
     budget: Budget
+    audit: AuditInvoker | None = None
+
+    def on_refused(self, call: ToolCall, code: str, message: str) -> None:
+        """For the bridge: a call refused before the chain saw it goes in the audit log."""
+        if self.audit is not None:
+            self.audit.record_refused(call, code, message)
+
+    def close(self) -> None:
+        """The session ends: write what the audit wrapper still counts."""
+        if self.audit is not None:
+            self.audit.flush()
 
 
 def build_invoker_chain(
@@ -60,8 +71,11 @@ def build_invoker_chain(
             invoker = OracleGuard(invoker, config.privacy.oracle, specs=specs, approver=approver)
     budget = Budget(config.policy.budget)
     invoker = PolicyInvoker(invoker, Policy(config.policy, specs), approver=approver, budget=budget)
+    audit: AuditInvoker | None = None
     if audit_log is not None:
         from codemode.audit import AuditInvoker
 
-        invoker = AuditInvoker(invoker, audit_log, session, digest_key=digest_key)
-    return InvokerChain(invoker, privacy, budget)
+        invoker = audit = AuditInvoker(
+            invoker, audit_log, session, digest_key=digest_key, settings=config.audit
+        )
+    return InvokerChain(invoker, privacy, budget, audit)

@@ -303,7 +303,7 @@ class Codemode:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(secrets.token_bytes(32))
         self._digest_key = key_file.read_bytes()
-        self.audit_log = SQLiteAuditLog(state_dir / "audit.sqlite")
+        self.audit_log = SQLiteAuditLog(state_dir / "audit.sqlite", rotation=self.config.audit)
 
     async def close_session(self, handle: str) -> bool:
         if self.registry is None:

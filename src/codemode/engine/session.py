@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
@@ -37,7 +37,7 @@ class Session:
         self, code: str, views: CatalogViews, *, fresh: bool, timeout_s: float | None
     ) -> ExecutionResult:
         """Run ``code`` in the sandbox (blocking: call it from a worker thread)."""
-        tools = views.access(self.chain.invoker)
+        tools = replace(views.access(self.chain.invoker), on_refused=self.chain.on_refused)
         return self.sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
@@ -73,7 +73,8 @@ class Session:
         return ExecutionResult.approval_required(described, self.handle, duration_ms)
 
     def close(self) -> None:
-        """Stop the sandbox and forget every value the vault held."""
+        """Stop the sandbox, write the audit log's counts, forget every value the vault held."""
         self.sandbox.close()
+        self.chain.close()
         if self.chain.privacy is not None:
             self.chain.privacy.wipe()
