@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
 import ipaddress
 import math
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -509,6 +511,7 @@ def expand_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
 
 
 _CACHE_MAX_LEN = 2048
+_DIGEST_CACHE_MAX = 64
 
 
 class DetectorSet:
@@ -538,6 +541,12 @@ class DetectorSet:
         self._groups = _gate_groups([d for kind in self.kinds for d in _BUILTINS[kind]])
         self._rank = {kind: rank for rank, kind in enumerate(self.all_kinds)}
         self._cached = functools.lru_cache(maxsize=16384)(self._detect)
+        from codemode.privacy import fastscan  # it builds on this module
+
+        self._fast_min = fastscan.FAST_MIN_CHARS
+        self._windowed = fastscan.windowed_kinds({k: _BUILTINS[k] for k in self.kinds})
+        self._fast_scan = fastscan.scan
+        self._by_digest: dict[bytes, tuple[Detection, ...]] = {}
 
     @property
     def all_kinds(self) -> tuple[str, ...]:
@@ -545,16 +554,31 @@ class DetectorSet:
 
     def clear_cache(self) -> None:
         self._cached.cache_clear()
+        self._by_digest.clear()
+
+    def use_fast_path(self, enabled: bool) -> None:
+        """Whether long text takes the fast path (off: the whole-text scan, for comparison)."""
+        from codemode.privacy import fastscan
+
+        self._fast_min = fastscan.FAST_MIN_CHARS if enabled else sys.maxsize
 
     def detect(self, text: str) -> tuple[Detection, ...]:
         if len(text) <= _CACHE_MAX_LEN:
             return self._cached(text)
-        return self._detect(text)
+        # Long text seen before (a result passed on, printed, returned again) is not scanned
+        # again: its detections are kept by content hash.
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        found = self._by_digest.get(digest)
+        if found is None:
+            found = self._by_digest[digest] = self._detect(text)
+            if len(self._by_digest) > _DIGEST_CACHE_MAX:
+                del self._by_digest[next(iter(self._by_digest))]
+        return found
 
     def _detect(self, text: str) -> tuple[Detection, ...]:
-        found = self._plain(text)
+        found = self.plain(text)
         if has_markup(text):
-            extra = [Detection(*item) for item in markup_detections(text, self._plain)]
+            extra = [Detection(*item) for item in markup_detections(text, self.plain)]
             if extra:
                 rank = self._rank
                 extra.sort(key=lambda item: rank[item.kind])
@@ -566,8 +590,38 @@ class DetectorSet:
         rank = self._rank
         return sorted(found, key=lambda item: rank[item.kind])
 
-    def _plain(self, text: str) -> tuple[Detection, ...]:
-        """Detections in ``text`` as it is written (no markup removed)."""
+    def plain(self, text: str) -> tuple[Detection, ...]:
+        """Detections in ``text`` as it is written (no markup removed). Long text takes the
+        fast path (``codemode.privacy.fastscan``); it hides all the whole-text scan hides."""
+        if len(text) >= self._fast_min:
+            found = [d for detector in self.user for d in detector.find(text)]
+            found += self._fast_scan(self._windowed, text)
+            return self._merge_overlaps(text, found)
+        return self.reference_plain(text)
+
+    def _merge_overlaps(self, text: str, found: list[Detection]) -> tuple[Detection, ...]:
+        """Overlapping detections become one, spanning both, of the better-ranked kind: the
+        fast path scans kind by kind, so where kinds compete (``+4915112345678`` is a phone
+        number and holds a card-shaped run) it hides the union rather than choose."""
+        if len(found) <= 1:
+            return tuple(found)
+        rank = self._rank
+        found.sort(key=lambda item: (item.start, -item.end))
+        merged: list[Detection] = [found[0]]
+        for item in found[1:]:
+            last = merged[-1]
+            if item.start >= last.end:
+                merged.append(item)
+                continue
+            if item.end <= last.end and rank[last.kind] <= rank[item.kind]:
+                continue
+            kind = last.kind if rank[last.kind] <= rank[item.kind] else item.kind
+            end = max(last.end, item.end)
+            merged[-1] = Detection(kind, last.start, end, text[last.start : end])
+        return tuple(merged)
+
+    def reference_plain(self, text: str) -> tuple[Detection, ...]:
+        """The whole-text scan: every gated pattern over all of ``text``."""
         found: list[Detection] = []
         for detector in self.user:
             found.extend(detector.find(text))
@@ -576,6 +630,9 @@ class DetectorSet:
             if group.gate(text):
                 for scanner in group.short if short else group.long:
                     scanner.find_into(text, found)
+        return self._resolve(found)
+
+    def _resolve(self, found: list[Detection]) -> tuple[Detection, ...]:
         if not found:
             return ()
         if len(found) == 1:

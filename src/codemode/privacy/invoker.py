@@ -13,6 +13,7 @@ from typing import Any
 
 from codemode.bridge.host import ToolInvoker
 from codemode.errors import ToolError
+from codemode.privacy.recall import FRAGMENT_SCAN_MAX
 from codemode.privacy.settings import PrivacySettings
 from codemode.privacy.tokenizer import OUTPUT_SOURCE, detokenize
 from codemode.privacy.vault import TokenSource, Vault, VaultEntry
@@ -68,9 +69,17 @@ class PrivacyInvoker:
             return
         recall = self._tokenizer.recall(self.vault)
         recall.refresh()
+        detectors = self._tokenizer.detectors
+        kinds = frozenset(detectors.all_kinds)
         tokens = {entry.token for entry in sent}
         for text in _strings(arguments):
-            for entry in recall.entries_in(text):
+            found = recall.entries_in(text, detected=kinds)
+            # Values the detectors find are looked up directly (cheap in long text too).
+            for item in detectors.detect(text) if len(text) > FRAGMENT_SCAN_MAX else ():
+                entry = self.vault.lookup(self.vault.token_of(item.value) or "")
+                if entry is not None:
+                    found.append(entry)
+            for entry in found:
                 if entry.token not in tokens:
                     self._check_flow(call, call.server, entry)
                     tokens.add(entry.token)

@@ -33,6 +33,7 @@ _MARKUP = re.compile(
     r"|(?<=\d)(?P<digits>\s{2,}|[^\S ])(?=\d)",  # other whitespace between digits: a space
     re.IGNORECASE,
 )
+_SPACES = re.compile(r"\s+")
 _HINTS = ("[", "]", "**", "__", "<", "...", "…", " @", "@ ", "\n", "\t", "  ")
 #: Text around each piece of markup that is searched again (a value is at most this long).
 _WINDOW = 160
@@ -91,6 +92,26 @@ def normalize(text: str, start: int = 0, end: int | None = None) -> tuple[str, _
     return "".join(out), mapping
 
 
+def _markup_positions(text: str) -> set[int]:
+    """Where markup may be: found with ``str.find`` (a regex over all of a long text would
+    cost more than the detectors)."""
+    positions: set[int] = set()
+    for needle in ("[", "]", "**", "__", "<", "...", "…", " @", "@ "):
+        at = text.find(needle)
+        while at >= 0:
+            positions.add(at)
+            at = text.find(needle, at + 1)
+    for needle in ("\n", "\t", "\r", "\x0b", "\x0c", "  ", "\u00a0", "\u2009", "\u202f"):
+        at = text.find(needle)
+        while at >= 0:
+            end = _SPACES.match(text, at)
+            after = end.end() if end is not None else at + 1
+            if at > 0 and text[at - 1].isdigit() and text[after : after + 1].isdigit():
+                positions.add(at)
+            at = text.find(needle, at + 1)
+    return positions
+
+
 def markup_detections(
     text: str, detect: Callable[[str], Sequence[Detection]]
 ) -> list[tuple[str, int, int, str]]:
@@ -100,8 +121,8 @@ def markup_detections(
     hold) and the span in ``text`` it covers, markup included.
     """
     windows: list[list[int]] = []
-    for match in _MARKUP.finditer(text):
-        low, high = max(0, match.start() - _WINDOW), min(len(text), match.end() + _WINDOW)
+    for at in sorted(_markup_positions(text)):
+        low, high = max(0, at - _WINDOW), min(len(text), at + _WINDOW)
         if windows and low <= windows[-1][1]:
             windows[-1][1] = max(windows[-1][1], high)
         else:

@@ -24,9 +24,17 @@ from dataclasses import dataclass
 
 from codemode.privacy.vault import Vault, VaultEntry
 
-__all__ = ["FRAGMENT_SCAN_MAX", "Recall", "RecallHit", "fragment_chars", "skeleton"]
+__all__ = [
+    "FRAGMENT_SCAN_MAX",
+    "LONG_TEXT_ALL_VALUES",
+    "Recall",
+    "RecallHit",
+    "fragment_chars",
+    "skeleton",
+]
 
 FRAGMENT_SCAN_MAX = 65_536
+LONG_TEXT_ALL_VALUES = 256
 _MIN_EXACT = 4
 _MIN_SKELETON = 8
 _NOT_ALNUM = re.compile(r"[^0-9a-z]+")
@@ -97,23 +105,32 @@ class Recall:
                 gram = known.skeleton[offset : offset + _GRAM]
                 self._grams.setdefault(gram, []).append((index, offset))
 
-    def find(self, text: str) -> list[RecallHit]:
-        """Every place in ``text`` holding a known value or a fragment of one (may overlap)."""
+    def find(self, text: str, *, detected: frozenset[str] = frozenset()) -> list[RecallHit]:
+        """Every place in ``text`` holding a known value or a fragment of one (may overlap).
+
+        In text longer than ``FRAGMENT_SCAN_MAX``, values are matched exactly, and values of
+        the ``detected`` kinds (which the detectors find by themselves) only while the vault
+        holds at most ``LONG_TEXT_ALL_VALUES`` of them (each costs a pass over the text).
+        """
         if not self._known or len(text) < _MIN_EXACT:
             return []
         hits: list[RecallHit] = []
         long_text = len(text) > FRAGMENT_SCAN_MAX
-        for known in self._known if long_text else self._short:
+        candidates = self._short
+        if long_text:
+            every = len(self._known) <= LONG_TEXT_ALL_VALUES
+            candidates = [k for k in self._known if every or k.entry.kind not in detected]
+        for known in candidates:
             if known.exact and known.exact in text:
                 hits.extend(_exact_hits(text, known))
         if self._grams and not long_text:
             hits.extend(self._fragments(text))
         return hits
 
-    def entries_in(self, text: str) -> list[VaultEntry]:
+    def entries_in(self, text: str, *, detected: frozenset[str] = frozenset()) -> list[VaultEntry]:
         """The entries whose value (or a fragment) ``text`` holds, each once."""
         seen: dict[str, VaultEntry] = {}
-        for hit in self.find(text):
+        for hit in self.find(text, detected=detected):
             seen.setdefault(hit.entry.token, hit.entry)
         return list(seen.values())
 

@@ -13,6 +13,7 @@ asking ``check`` whether it may go to the destination.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -39,6 +40,8 @@ Check = Callable[[str, VaultEntry], None]
 
 
 _KEY_CACHE_MAX = 4096
+_CLEARED_MIN_LEN = 4096
+_CLEARED_MAX = 32
 _PLAIN = frozenset({int, float, bool, type(None)})
 
 
@@ -71,6 +74,9 @@ class Tokenizer:
         # dict key -> (holds a detection, None or whether it names a password/secret)
         self._key_info: dict[str, tuple[bool, bool | None]] = {}
         self._recall: Recall | None = None
+        self._detected = frozenset(detectors.all_kinds)
+        # Long strings already tokenized: (content hash, server) -> (vault version, result).
+        self._cleared: dict[tuple[bytes, str], tuple[int, str]] = {}
 
     def recall(self, vault: Vault) -> Recall:
         """The index of ``vault``'s values (kept while the same vault is used)."""
@@ -82,6 +88,7 @@ class Tokenizer:
         """Forget the strings seen so far (they may hold personal data)."""
         self.detectors.clear_cache()
         self._key_info.clear()
+        self._cleared.clear()
 
     def tokenize(self, value: Any, vault: Vault, *, server: str, tool: str) -> Any:
         """A copy of ``value`` with sensitive values replaced by tokens (``value`` is untouched)."""
@@ -91,6 +98,7 @@ class Tokenizer:
         walk = _Walk(self.detectors, vault, server, tool, matcher, self._key_info)
         walk.recall = self.recall(vault)
         walk.recall.refresh()
+        walk.cleared = self._cleared
         return walk.node(value, [], walk.start, None)
 
     def scan_text(
@@ -111,7 +119,7 @@ class Tokenizer:
         if known:
             recall = self.recall(vault)
             recall.refresh()
-            detections = _merge(_recalled(recall, text), detections)
+            detections = _merge(_recalled(recall, text, self._detected), detections)
         if not detections:
             return text
         return _replace(text, detections, vault, lambda _d: source)
@@ -134,6 +142,7 @@ class _Walk:
         self.matcher = matcher
         self.key_info = key_info
         self.recall: Recall | None = None
+        self.cleared: dict[tuple[bytes, str], tuple[int, str]] | None = None
         self.start: State = matcher.start if matcher is not None else frozenset()
 
     def source(self, path: Sequence[PathItem]) -> TokenSource:
@@ -197,12 +206,29 @@ class _Walk:
         return out
 
     def text(self, text: str, path: Sequence[PathItem]) -> str:
+        if self.cleared is None or len(text) < _CLEARED_MIN_LEN:
+            return self._text(text, path)
+        # A long string this server returned before, unchanged, while the vault has not
+        # changed since: the same result, without a second scan.
+        key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+               self.server)  # fmt: skip
+        seen = self.cleared.get(key)
+        if seen is not None and seen[0] == self.vault.version:
+            return seen[1]
+        result = self._text(text, path)
+        if len(self.cleared) >= _CLEARED_MAX:
+            del self.cleared[next(iter(self.cleared))]
+        self.cleared[key] = (self.vault.version, result)
+        return result
+
+    def _text(self, text: str, path: Sequence[PathItem]) -> str:
         known = self.vault.seen_again(text, lambda: self.source(path))
         if known is not None:  # a value seen before (e.g. in a named field) stays hidden
             return known
         detections: Sequence[Detection] = self.detectors.detect(text)
         if self.recall is not None:
-            detections = _merge(_recalled(self.recall, text), detections)
+            kinds = frozenset(self.detectors.all_kinds)
+            detections = _merge(_recalled(self.recall, text, kinds), detections)
         if "<" in text and ">" in text:
             detections = _merge(self._token_literals(text), detections)
         if not detections:
@@ -249,10 +275,10 @@ def _replace(
     return "".join(parts)
 
 
-def _recalled(recall: Recall, text: str) -> list[Detection]:
+def _recalled(recall: Recall, text: str, detected: frozenset[str]) -> list[Detection]:
     """Spans holding a value the vault knows (or a fragment), kind "" and the token: longest
     first, so that a whole value wins over a fragment of it."""
-    hits = sorted(recall.find(text), key=lambda hit: hit.start - hit.end)
+    hits = sorted(recall.find(text, detected=detected), key=lambda hit: hit.start - hit.end)
     return [Detection("", hit.start, hit.end, hit.entry.token) for hit in hits]
 
 

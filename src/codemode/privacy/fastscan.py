@@ -1,0 +1,289 @@
+"""The fast path for long text: run each detector only in small windows around cheap anchors.
+
+Python's ``re`` pays for every position a pattern is tried at, and every built-in pattern opens
+with a look-behind, so scanning 1 MB with all of them costs seconds. Almost every position can
+be ruled out by something much cheaper that each match must contain:
+
+``@``                 EMAIL (found with ``str.find``)
+key prefixes          SECRET's ``sk_live_``, ``ghp_``, ``AKIA``, ``eyJ``, ``-----BEGIN`` ...
+keywords              SECRET after ``key``/``secret``/``token``/``pass``/``pwd``/``auth``/
+                      ``bearer`` (searched in a lower-cased byte copy)
+``+``                 international PHONE numbers
+``.d.d``              IPv4 (in a byte map of digits and dots)
+``:h:`` or ``::``     IPv6
+six digits            the other number kinds: runs of at least six digits with gaps of at most
+                      three characters, found in a byte map where every digit is ``0``; each
+                      kind keeps the runs with as many digits as it needs (CARD 13, DE_TAX_ID
+                      11, SSN and PHONE 9), and UK_NINO, ES_DNI and IBAN only runs with an
+                      upper-case letter in or near them.
+
+Each kind then runs exactly as on the whole text (its patterns joined as in
+``detectors._Scanner``), restricted to the merged windows around its anchors. A window is wider
+than any match of its kind can reach from the anchor, and matches touching a window's far edge
+are dropped (they were cut by the window; the window of their own anchor finds them whole).
+``tests/privacy/test_fastscan.py`` checks, over generated text, that everything the whole-text
+scan hides, the fast path hides too.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from codemode.privacy.detectors import Detection, Detector
+
+__all__ = ["FAST_MIN_CHARS", "WindowedKind", "windowed_kinds"]
+
+#: Below this length the whole-text scan is as fast (and its results are cached).
+FAST_MIN_CHARS = 2048
+_EDGE = 8  # a match ending this close to a window's far edge was cut by it
+
+
+def _same_width(error: UnicodeError) -> tuple[str, int]:
+    """Encode error handler: one ASCII character per character (``0`` for any digit)."""
+    assert isinstance(error, UnicodeEncodeError)
+    chunk = error.object[error.start : error.end]
+    return "".join("0" if ch.isdecimal() else "?" for ch in chunk), error.end
+
+
+codecs.register_error("codemode-same-width", _same_width)
+
+_DIGITS = bytes(48 if 48 <= i <= 57 else 46 for i in range(256))  # digit -> "0", else "."
+_UPPERS = bytes(65 if 65 <= i <= 90 else 46 for i in range(256))  # A-Z -> "A", else "."
+_DIGITS_DOTS = bytes(48 if 48 <= i <= 57 else (46 if i == 46 else 32) for i in range(256))
+_CLUSTER = re.compile(rb"0(?:[^0]{0,3}0){5,}")
+_IPV4 = re.compile(rb"0\.0{1,3}\.0")
+_IPV6 = re.compile(r":[0-9A-Fa-f]{0,4}:")
+
+
+@dataclass
+class _Text:
+    """``text`` and the byte copies the anchors search, made once and only when needed."""
+
+    text: str
+    _raw: bytes | None = None
+    _lower: bytes | None = None
+    _digits: bytes | None = None
+    clusters: list[tuple[int, int, int]] | None = None
+    _upper: bytes | None = None
+
+    @property
+    def upper(self) -> bytes:
+        if self._upper is None:
+            self._upper = self.raw.translate(_UPPERS)
+        return self._upper
+
+    @property
+    def raw(self) -> bytes:
+        if self._raw is None:
+            self._raw = self.text.encode("ascii", "codemode-same-width")
+        return self._raw
+
+    @property
+    def lower(self) -> bytes:
+        if self._lower is None:
+            self._lower = self.raw.lower()
+        return self._lower
+
+    @property
+    def digits(self) -> bytes:
+        if self._digits is None:
+            self._digits = self.raw.translate(_DIGITS)
+        return self._digits
+
+
+Window = tuple[int, int]
+Anchor = Callable[[_Text], Iterator[Window]]
+
+
+def _literals(*words: str, back: int, forward: int, lower: bool = False) -> Anchor:
+    encoded = [word.encode() for word in words]
+
+    def windows(source: _Text) -> Iterator[Window]:
+        if lower:
+            haystack: bytes | str = source.lower
+            needles: Sequence[bytes | str] = encoded
+        else:
+            haystack, needles = source.text, words
+        for needle in needles:
+            at = haystack.find(needle)  # type: ignore[arg-type]
+            while at >= 0:
+                yield at - back, at + len(needle) + forward
+                at = haystack.find(needle, at + 1)  # type: ignore[arg-type]
+
+    return windows
+
+
+def _regex_windows(pattern: re.Pattern[str], back: int, forward: int) -> Anchor:
+    def windows(source: _Text) -> Iterator[Window]:
+        for match in pattern.finditer(source.text):
+            yield match.start() - back, match.end() + forward
+
+    return windows
+
+
+def _ipv4_windows(source: _Text) -> Iterator[Window]:
+    if "." not in source.text:
+        return
+    dots = source.raw.translate(_DIGITS_DOTS)
+    for match in _IPV4.finditer(dots):
+        yield match.start() - 4, match.end() + 12
+
+
+def _clusters(source: _Text) -> list[tuple[int, int, int]]:
+    """Runs of six or more digits with gaps of at most three: (start, end, digits)."""
+    if source.clusters is None:
+        digits = source.digits
+        source.clusters = [
+            (m.start(), m.end(), digits.count(b"0", m.start(), m.end()))
+            for m in _CLUSTER.finditer(digits)
+        ]
+    return source.clusters
+
+
+def _numbers(minimum: int, *, upper_before: int = 0, upper_after: int = 0) -> Anchor:
+    """Clusters with at least ``minimum`` digits (and, when asked, an upper-case letter in the
+    cluster or at most that many characters before or after it: the letters of UK_NINO,
+    ES_DNI and IBAN)."""
+
+    def windows(source: _Text) -> Iterator[Window]:
+        clusters = [c for c in _clusters(source) if c[2] >= minimum]
+        if not (upper_before or upper_after):
+            for start, end, _count in clusters:
+                yield start - 24, end + 30
+            return
+        upper = source.upper
+        for start, end, _count in clusters:
+            # Inside the run too: a run can join the value to a number before or after it.
+            if b"A" in upper[max(0, start - upper_before) : end + upper_after]:
+                yield start - 24, end + 30
+
+    return windows
+
+
+_AT = _literals("@", back=72, forward=264)
+_PLUS = _literals("+", back=1, forward=112)
+_IPV6_WINDOWS = _regex_windows(_IPV6, 48, 48)
+_NUMBER_ANCHORS: dict[str, Anchor] = {
+    "CARD": _numbers(13),
+    "SSN": _numbers(9),
+    "DE_TAX_ID": _numbers(11),
+    "PHONE": _numbers(9),
+    "UK_NINO": _numbers(6, upper_before=4),
+    "ES_DNI": _numbers(7, upper_before=2, upper_after=2),
+    "IBAN": _numbers(6, upper_before=12),
+}
+
+
+def _anchor_of(kind: str, index: int) -> Anchor | None:
+    """The anchor of the ``index``-th built-in pattern of ``kind`` (None: the whole text)."""
+    if kind == "EMAIL":
+        return _AT
+    if kind == "SECRET":
+        return _SECRET_ANCHORS[index] if index < len(_SECRET_ANCHORS) else None
+    if kind == "IP":
+        return _ipv4_windows if index == 0 else _IPV6_WINDOWS
+    if kind == "PHONE" and index == 0:
+        return _PLUS
+    return _NUMBER_ANCHORS.get(kind)
+
+
+_SECRET_ANCHORS: tuple[Anchor, ...] = (
+    _literals("-----BEGIN ", back=1, forward=16_100),
+    _regex_windows(re.compile(r"k_(?:live|test)_"), 2, 248),
+    _literals("sk-", back=1, forward=210),
+    _regex_windows(re.compile(r"gh[pousr]_"), 1, 252),
+    _literals("github_pat_", back=1, forward=250),
+    _regex_windows(re.compile(r"xox[abprs]-"), 1, 252),
+    _regex_windows(re.compile(r"A(?:KIA|SIA)"), 1, 20),
+    _literals("AIza", back=1, forward=40),
+    _literals("eyJ", back=1, forward=16_384),
+    _literals(
+        "key", "secret", "token", "pass", "pwd", "auth", "bearer", back=16, forward=540, lower=True
+    ),
+)
+
+
+def _merged(windows: Iterator[Window], size: int) -> list[Window]:
+    # Past the reach of a match, room for the cut-off check (``_EDGE``).
+    spans = sorted((max(0, low), min(size, high + _EDGE)) for low, high in windows)
+    merged: list[list[int]] = []
+    for low, high in spans:
+        if merged and low <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], high)
+        else:
+            merged.append([low, high])
+    return [(low, high) for low, high in merged]
+
+
+class WindowedKind:
+    """One kind's built-in patterns, run in the windows around their anchors."""
+
+    def __init__(self, kind: str, detectors: Sequence[Detector]) -> None:
+        self.kind = kind
+        self.anchors = [_anchor_of(kind, index) for index in range(len(detectors))]
+        joinable = [d for d in detectors if not d.pattern.groupindex]
+        self.joined = tuple(joinable) if len(joinable) > 1 else ()
+        self.separate = tuple(d for d in detectors if d not in self.joined)
+        branches = "|".join(f"(?P<_{i}>{d.pattern.pattern})" for i, d in enumerate(self.joined))
+        self.combined = re.compile(branches) if self.joined else None
+
+    def find_into(self, source: _Text, found: list[Detection]) -> None:
+        size = len(source.text)
+        if any(anchor is None for anchor in self.anchors):
+            windows = [(0, size)]
+        else:
+            windows = _merged(
+                (w for anchor in self.anchors if anchor for w in anchor(source)), size
+            )
+        for low, high in windows:
+            self._window(source.text, low, high, found)
+
+    def _window(self, text: str, low: int, high: int, found: list[Detection]) -> None:
+        limit = high - _EDGE if high < len(text) else high
+        if self.combined is not None:
+            mark = len(found)
+            for match in self.combined.finditer(text, low, high):
+                detector = self.joined[int(match.lastgroup[1:])] if match.lastgroup else None
+                if detector is None or (
+                    detector.validate is not None and not detector.validate(match)
+                ):
+                    del found[mark:]
+                    for one in self.joined:
+                        _find(one, text, low, high, limit, found)
+                    break
+                if match.end() <= limit:
+                    found.append(
+                        Detection(detector.kind, match.start(), match.end(), match.group())
+                    )
+        for detector in self.separate:
+            _find(detector, text, low, high, limit, found)
+
+
+def _find(
+    detector: Detector, text: str, low: int, high: int, limit: int, found: list[Detection]
+) -> None:
+    has_group = "value" in detector.pattern.groupindex
+    for match in detector.pattern.finditer(text, low, high):
+        if match.end() > limit:
+            continue
+        if detector.validate is not None and not detector.validate(match):
+            continue
+        start, end = match.span("value") if has_group else match.span()
+        if end > start:
+            found.append(Detection(detector.kind, start, end, text[start:end]))
+
+
+def windowed_kinds(by_kind: dict[str, Sequence[Detector]]) -> tuple[WindowedKind, ...]:
+    return tuple(WindowedKind(kind, detectors) for kind, detectors in by_kind.items())
+
+
+def scan(kinds: Sequence[WindowedKind], text: str) -> list[Detection]:
+    """Every detection of ``kinds`` in ``text`` (long text), in kind order."""
+    source = _Text(text)
+    found: list[Detection] = []
+    for kind in kinds:
+        kind.find_into(source, found)
+    return found
