@@ -283,3 +283,16 @@ def test_unknown_section_under_the_json_codemode_key_is_an_error(tmp_path):
     path.write_text(json.dumps({"mcpServers": {}, "codemode": {"polcy": {}}}))
     with pytest.raises(ConfigError, match="did you mean 'policy'"):
         load_config(path)
+
+
+def test_audit_and_oracle_settings_load_from_toml(tmp_path):
+    text = POLICY_TOML + (
+        "\n[privacy.oracle]\ncalls_per_session = 40\n\n[audit]\nmax_bytes = 4096\n"
+        "events_per_session = 100\n"
+    )
+    config = load_config(write(tmp_path, text))
+    assert config.privacy.oracle.calls_per_session == 40
+    assert config.audit.max_bytes == 4096
+    assert config.audit.events_per_session == 100
+    with pytest.raises(ConfigError, match=r"audit\.retention_days"):
+        load_config(write(tmp_path, POLICY_TOML + "\n[audit]\nretention_days = -1\n"))

@@ -4,23 +4,25 @@ Python's ``re`` pays for every position a pattern is tried at, and every built-i
 with a look-behind, so scanning 1 MB with all of them costs seconds. Almost every position can
 be ruled out by something much cheaper that each match must contain:
 
-``@``                 EMAIL (found with ``str.find``)
+``@``                 EMAIL (found with ``str.find``; the window is the run of address
+                      characters on each side)
 key prefixes          SECRET's ``sk_live_``, ``ghp_``, ``AKIA``, ``eyJ``, ``-----BEGIN`` ...
 keywords              SECRET after ``key``/``secret``/``token``/``pass``/``pwd``/``auth``/
                       ``bearer`` (searched in a lower-cased byte copy)
-``+``                 international PHONE numbers
+``+``                 international PHONE numbers (the run of digits and separators after)
 ``.d.d``              IPv4 (in a byte map of digits and dots)
-``:h:`` or ``::``     IPv6
+``:h:`` or ``::``     IPv6 (the run of hex digits, colons and dots around)
 six digits            the other number kinds: runs of at least six digits with gaps of at most
                       three characters, found in a byte map where every digit is ``0``; each
                       kind keeps the runs with as many digits as it needs (CARD 13, DE_TAX_ID
                       11, SSN and PHONE 9), and UK_NINO, ES_DNI and IBAN only runs with an
                       upper-case letter in or near them.
 
-Each kind then runs exactly as on the whole text (its patterns joined as in
-``detectors._Scanner``), restricted to the merged windows around its anchors. A window is wider
-than any match of its kind can reach from the anchor, and matches touching a window's far edge
-are dropped (they were cut by the window; the window of their own anchor finds them whole).
+Each kind then runs as on the whole text (its patterns joined as in ``detectors._Scanner``),
+restricted to the merged windows around its anchors. A window is wider than any match of its
+kind can reach from the anchor, and matches touching a window's far edge are dropped (they
+were cut by the window; the window of their own anchor finds them whole). Where the kinds'
+findings overlap, ``DetectorSet`` merges them into one span rather than choose.
 ``tests/privacy/test_fastscan.py`` checks, over generated text, that everything the whole-text
 scan hides, the fast path hides too.
 """
@@ -124,6 +126,21 @@ def _regex_windows(pattern: re.Pattern[str], back: int, forward: int) -> Anchor:
     return windows
 
 
+_HEX_RUN_BACK = re.compile(r"[0-9A-Fa-f:.]+\Z")
+_HEX_RUN = re.compile(r"[0-9A-Fa-f:.]*")
+
+
+def _ipv6_windows(source: _Text) -> Iterator[Window]:
+    """Around each ``:h:`` or ``::``, the run of hex digits, colons and dots it is part of."""
+    text = source.text
+    for match in _IPV6.finditer(text):
+        back = _HEX_RUN_BACK.search(text, max(0, match.start() - 48), match.start() + 1)
+        start = back.start() if back is not None else match.start()
+        forth = _HEX_RUN.match(text, match.end(), match.end() + 48)
+        end = forth.end() if forth is not None else match.end()
+        yield start - 1, end + 1
+
+
 def _ipv4_windows(source: _Text) -> Iterator[Window]:
     if "." not in source.text:
         return
@@ -143,7 +160,9 @@ def _clusters(source: _Text) -> list[tuple[int, int, int]]:
     return source.clusters
 
 
-def _numbers(minimum: int, *, upper_before: int = 0, upper_after: int = 0) -> Anchor:
+def _numbers(
+    minimum: int, *, upper_before: int = 0, upper_after: int = 0, reach: int = 2
+) -> Anchor:
     """Clusters with at least ``minimum`` digits (and, when asked, an upper-case letter in the
     cluster or at most that many characters before or after it: the letters of UK_NINO,
     ES_DNI and IBAN)."""
@@ -152,28 +171,50 @@ def _numbers(minimum: int, *, upper_before: int = 0, upper_after: int = 0) -> An
         clusters = [c for c in _clusters(source) if c[2] >= minimum]
         if not (upper_before or upper_after):
             for start, end, _count in clusters:
-                yield start - 24, end + 30
+                yield start - reach, end + reach
             return
         upper = source.upper
         for start, end, _count in clusters:
             # Inside the run too: a run can join the value to a number before or after it.
             if b"A" in upper[max(0, start - upper_before) : end + upper_after]:
-                yield start - 24, end + 30
+                yield start - reach, end + reach
 
     return windows
 
 
-_AT = _literals("@", back=72, forward=264)
-_PLUS = _literals("+", back=1, forward=112)
-_IPV6_WINDOWS = _regex_windows(_IPV6, 48, 48)
+def _runs(
+    needle: str, before: re.Pattern[str], after: re.Pattern[str], back: int, forward: int
+) -> Anchor:
+    """Windows over the run of ``before`` characters ending at each ``needle`` (at most
+    ``back`` long) and the run of ``after`` characters following it (at most ``forward``)."""
+
+    def windows(source: _Text) -> Iterator[Window]:
+        text = source.text
+        at = text.find(needle)
+        while at >= 0:
+            run = before.search(text, max(0, at - back), at)
+            start = run.start() if run is not None else at
+            forth = after.match(text, at + len(needle), at + len(needle) + forward)
+            end = forth.end() if forth is not None else at + len(needle)
+            yield start - 1, end + 1
+            at = text.find(needle, at + 1)
+
+    return windows
+
+
+# An address's local part and domain around its @ (the pattern's own limits, 64 and 253).
+_AT = _runs("@", re.compile(r"[\w.+%\-]+\Z"), re.compile(r"[A-Za-z0-9.\-]*"), 72, 264)
+# An international number: the digits, separators and parentheses after its +.
+_PLUS = _runs("+", re.compile(r"\Z"), re.compile(r"[\d .()\-]*"), 0, 112)
 _NUMBER_ANCHORS: dict[str, Anchor] = {
     "CARD": _numbers(13),
     "SSN": _numbers(9),
     "DE_TAX_ID": _numbers(11),
     "PHONE": _numbers(9),
-    "UK_NINO": _numbers(6, upper_before=4),
-    "ES_DNI": _numbers(7, upper_before=2, upper_after=2),
-    "IBAN": _numbers(6, upper_before=12),
+    # The letters of these kinds lie outside the digits: their windows reach further.
+    "UK_NINO": _numbers(6, upper_before=4, reach=24),
+    "ES_DNI": _numbers(7, upper_before=2, upper_after=2, reach=24),
+    "IBAN": _numbers(6, upper_before=12, reach=30),
 }
 
 
@@ -184,7 +225,7 @@ def _anchor_of(kind: str, index: int) -> Anchor | None:
     if kind == "SECRET":
         return _SECRET_ANCHORS[index] if index < len(_SECRET_ANCHORS) else None
     if kind == "IP":
-        return _ipv4_windows if index == 0 else _IPV6_WINDOWS
+        return _ipv4_windows if index == 0 else _ipv6_windows
     if kind == "PHONE" and index == 0:
         return _PLUS
     return _NUMBER_ANCHORS.get(kind)
