@@ -159,3 +159,33 @@ def test_refusals_are_policy_refusals_for_the_audit_log() -> None:
 def test_near_identical(first: str, second: str, near: bool) -> None:
     assert near_identical(first, second) is near
     assert near_identical(second, first) is near
+
+
+def test_noise_in_other_arguments_does_not_hide_a_probe() -> None:
+    """Hostile code pads each call with a changing argument and grows its guess two
+    characters at a time: the guess is still compared with the guesses before it."""
+    crm, approver = Crm(), Approver(False)
+    invoker = chain(crm, approver)
+    invoker.invoke(ToolCall("crm", "get_contact", {}), timeout_s=5)
+    with pytest.raises(ApprovalDeniedError):
+        for index in range(100):
+            guess = "maria.lopez@globex.example.com"[: 2 + 2 * (index % 14)]
+            arguments = {"query": guess, "pad": f"{index:08x}{index * 7919:08x}"}
+            invoker.invoke(ToolCall("crm", "search", arguments), timeout_s=5)
+    assert crm.searches <= OracleSettings().similar_calls + 1
+    assert approver.asked
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "near"),
+    [
+        ("ma", "mari", True),
+        ("maria.l", "maria.lop", True),
+        ("lopez", "a.lopez", True),
+        ("ab", "abcdef", False),
+        ("lopez", "wxyz.lopez", False),
+    ],
+)
+def test_a_guess_grown_at_either_end_is_near_identical(first: str, second: str, near: bool) -> None:
+    assert near_identical(first, second) is near
+    assert near_identical(second, first) is near

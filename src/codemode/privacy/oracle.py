@@ -24,7 +24,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,8 @@ _QUERY_PARAMETERS = frozenset(
 )
 #: Calls remembered per tool to compare new ones with.
 _HISTORY = 64
+#: A guess grown by at most this many characters still counts as near-identical.
+_GROWTH = 3
 
 SpecLookup = Callable[[str, str], ToolSpec | None]
 
@@ -59,9 +61,29 @@ class OracleSettings:
     similar_calls: int = 12
 
 
+def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every scalar of JSON-like arguments as text, with its path."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value[:64]):
+            yield from _leaves(item, f"{path}[{index}]")
+    else:
+        yield path, value if isinstance(value, str) else json.dumps(value, default=repr)
+
+
 def near_identical(first: str, second: str) -> bool:
-    """Whether two strings differ by exactly one inserted, deleted or replaced character."""
-    if first == second or abs(len(first) - len(second)) > 1:
+    """Whether two strings differ by one inserted, deleted or replaced character, or one
+    extends the other at either end by at most three (a probe growing a guess)."""
+    if first == second:
+        return False
+    short, long = (first, second) if len(first) <= len(second) else (second, first)
+    if len(long) - len(short) <= _GROWTH and short and long.startswith(short):
+        return True
+    if len(long) - len(short) <= _GROWTH and short and long.endswith(short):
+        return True
+    if abs(len(first) - len(second)) > 1:
         return False
     if len(first) == len(second):
         return sum(a != b for a, b in zip(first, second, strict=True)) == 1
@@ -72,9 +94,12 @@ def near_identical(first: str, second: str) -> bool:
     return short[index:] == long[index + 1 :]
 
 
+Leaves = dict[str, str]  # JSON path -> string value of one call's arguments
+
+
 @dataclass
 class _ToolHistory:
-    recent: deque[str] = field(default_factory=lambda: deque(maxlen=_HISTORY))
+    recent: deque[Leaves] = field(default_factory=lambda: deque(maxlen=_HISTORY))
     similar: int = 0  # near-identical calls since the last approval
 
 
@@ -153,12 +178,19 @@ class OracleGuard:
         )
 
     def _similar(self, name: str, arguments: Any) -> bool:
-        text = json.dumps(arguments, sort_keys=True, default=repr)
+        """Whether some argument is near-identical to the same argument of a recent call
+        (compared one by one, so that noise in other arguments does not hide a probe)."""
+        leaves = dict(_leaves(arguments, ""))
         with self._lock:
             history = self._history.setdefault(name, _ToolHistory())
-            if any(near_identical(text, earlier) for earlier in history.recent):
+            if any(
+                near_identical(value, earlier[path])
+                for earlier in history.recent
+                for path, value in leaves.items()
+                if path in earlier
+            ):
                 history.similar += 1
-            history.recent.append(text)
+            history.recent.append(leaves)
             if history.similar >= self.settings.similar_calls:
                 history.similar = 0
                 return True
