@@ -5,14 +5,18 @@ shape: half of an address in a truncated error message, the address turned into 
 (``doc-maria-lopez-globex-example-com``), a value rebuilt piece by piece. ``Recall`` compares
 text with every value of the vault in two ways:
 
-exact      the value as it was seen (4 characters or more), anywhere in the text;
+exact      a value too short for fragments (4 to 7 letters and digits), as it was seen,
+           anywhere in the text;
 skeleton   both sides reduced to lower-case letters and digits; a run of at least
            ``fragment_chars(value)`` characters of the value's skeleton (about 40% of it, and 8
            or more) found in the text's skeleton is a fragment. For an e-mail address the run
-           must include part of the local part (a shared company domain is not a fragment).
+           must hold three characters of the local part (all of a shorter one; a shared company
+           domain is not a fragment), and the local part alone counts; for a phone number the
+           run must reach its last three digits (a shared area code is not a fragment).
 
 Skeleton matching runs on strings up to ``FRAGMENT_SCAN_MAX`` characters (results are made of
-small strings; printed output is capped); longer strings get exact matching only.
+small strings; printed output is capped) through an index of the values' 8-character pieces;
+longer strings get exact matching only.
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ _MIN_EXACT = 4
 _MIN_SKELETON = 8
 _NOT_ALNUM = re.compile(r"[^0-9a-z]+")
 _ALNUM = re.compile(r"[0-9a-z]")
-_GRAM = 4  # every fragment (8 or more characters) holds an aligned 4-character piece
+# The text is looked up at every position, 8 characters (the shortest fragment) at a time.
+_GRAM = 8
+_STRIDE = 1
 
 
 def skeleton(text: str) -> str:
@@ -68,6 +74,7 @@ class _Known:
     skeleton: str
     minimum: int  # fragment length
     first_end: int  # a fragment must start before this offset of the skeleton
+    last_start: int = 0  # ... and end after this one
 
 
 class Recall:
@@ -83,13 +90,15 @@ class Recall:
         self._version = -1
         self._known: list[_Known] = []
         self._short: list[_Known] = []  # values too short for fragments: exact matches only
-        self._grams: dict[str, list[tuple[int, int]]] = {}  # 4 chars -> (known index, offset)
+        self._grams: dict[str, list[tuple[int, int]]] = {}  # 8 chars -> (known index, offset)
+        self._short_by: dict[frozenset[str], list[_Known]] = {}
 
     def refresh(self) -> None:
         version = self.vault.version
         if version == self._version:
             return
         self._version = version
+        self._short_by = {}
         entries = list(self.vault.entries())
         if len(entries) < len(self._known):  # wiped
             self._known, self._short, self._grams = [], [], {}
@@ -101,22 +110,26 @@ class Recall:
                 if known.exact:
                     self._short.append(known)
                 continue
-            for offset in range(0, len(known.skeleton) - _GRAM + 1, _GRAM):
+            # Every fragment holds a gram starting at one of these offsets.
+            low = max(0, known.last_start - _GRAM - _STRIDE + 1)
+            high = min(known.first_end + _STRIDE - 1, len(known.skeleton) - _GRAM + 1)
+            for offset in range(low, high):
                 gram = known.skeleton[offset : offset + _GRAM]
                 self._grams.setdefault(gram, []).append((index, offset))
 
     def find(self, text: str, *, detected: frozenset[str] = frozenset()) -> list[RecallHit]:
         """Every place in ``text`` holding a known value or a fragment of one (may overlap).
 
-        In text longer than ``FRAGMENT_SCAN_MAX``, values are matched exactly, and values of
-        the ``detected`` kinds (which the detectors find by themselves) only while the vault
-        holds at most ``LONG_TEXT_ALL_VALUES`` of them (each costs a pass over the text).
+        Values too short for fragments are matched exactly, unless of the ``detected`` kinds
+        (which the detectors find by themselves). In text longer than ``FRAGMENT_SCAN_MAX``
+        every value is matched exactly, those of the ``detected`` kinds only while the vault
+        holds at most ``LONG_TEXT_ALL_VALUES`` values (each costs a pass over the text).
         """
         if not self._known or len(text) < _MIN_EXACT:
             return []
         hits: list[RecallHit] = []
         long_text = len(text) > FRAGMENT_SCAN_MAX
-        candidates = self._short
+        candidates = self._short_of(detected)
         if long_text:
             every = len(self._known) <= LONG_TEXT_ALL_VALUES
             candidates = [k for k in self._known if every or k.entry.kind not in detected]
@@ -126,6 +139,14 @@ class Recall:
         if self._grams and not long_text:
             hits.extend(self._fragments(text))
         return hits
+
+    def _short_of(self, detected: frozenset[str]) -> list[_Known]:
+        found = self._short_by.get(detected)
+        if found is None:
+            found = self._short_by[detected] = [
+                k for k in self._short if k.entry.kind not in detected
+            ]
+        return found
 
     def entries_in(self, text: str, *, detected: frozenset[str] = frozenset()) -> list[VaultEntry]:
         """The entries whose value (or a fragment) ``text`` holds, each once."""
@@ -143,7 +164,7 @@ class Recall:
         positions: list[int] | None = None
         done: set[int] = set()
         reach = 0  # the text's skeleton up to here is covered by a fragment found already
-        for at in range(len(skel) - _GRAM + 1):
+        for at in range(0, len(skel) - _GRAM + 1, _STRIDE):
             places = grams.get(skel[at : at + _GRAM])
             if places is None or at < reach:
                 continue
@@ -165,12 +186,17 @@ def _index(entry: VaultEntry) -> _Known:
     skel = skeleton(value)
     if len(skel) < _MIN_SKELETON:
         return _Known(entry, exact, "", 0, 0)
-    first_end = len(skel)
+    first_end, last_start = len(skel), 0
     minimum = min(len(skel), fragment_chars(len(skel)))
     if entry.kind == "EMAIL" and "@" in value:
-        first_end = max(1, len(skeleton(value.split("@", 1)[0])))
-        minimum = min(minimum, max(_MIN_SKELETON, first_end))  # the local part alone counts
-    return _Known(entry, exact, skel, minimum, first_end)
+        # At least three characters of the local part must show: a shared domain with a
+        # letter or two before it is not a fragment.
+        local = len(skeleton(value.split("@", 1)[0]))
+        first_end = max(1, local - min(local, 3) + 1)
+        minimum = min(minimum, max(_MIN_SKELETON, local))  # the local part alone counts
+    elif entry.kind == "PHONE":
+        last_start = len(skel) - 3  # a shared area code is not a fragment: the end must show
+    return _Known(entry, exact, skel, minimum, first_end, last_start)
 
 
 def _extend(known: _Known, offset: int, text: str, at: int, size: int) -> tuple[int, int] | None:
@@ -185,6 +211,8 @@ def _extend(known: _Known, offset: int, text: str, at: int, size: int) -> tuple[
             break
         right += 1
     if left + right < known.minimum or offset - left >= known.first_end:
+        return None
+    if offset + right <= known.last_start:
         return None
     return at - left, at + right
 
