@@ -15,13 +15,13 @@ keywords              SECRET after ``key``/``secret``/``token``/``pass``/``pwd``
 six digits            the other number kinds: runs of at least six digits with gaps of at most
                       three characters, found in a byte map where every digit is ``0``; each
                       kind keeps the runs with as many digits as it needs (CARD 13, DE_TAX_ID
-                      11, SSN and PHONE 9), and UK_NINO, ES_DNI and IBAN only runs with an
-                      upper-case letter in or near them.
+                      11, SSN and PHONE 9), and UK_NINO, ES_DNI and IBAN only runs with the
+                      letters of their shape in or near them.
 
-Each kind then runs as on the whole text (its patterns joined as in ``detectors._Scanner``),
-restricted to the merged windows around its anchors. A window is wider than any match of its
-kind can reach from the anchor, and matches touching a window's far edge are dropped (they
-were cut by the window; the window of their own anchor finds them whole). Where the kinds'
+The patterns of a kind that share an anchor then run as on the whole text (joined as in
+``detectors._Scanner``), restricted to the merged windows around their anchor. A window is
+wider than any match can reach from the anchor, and matches touching a window's far edge are
+dropped (they were cut by the window; the window of their own anchor finds them whole). Where
 findings overlap, ``DetectorSet`` merges them into one span rather than choose.
 ``tests/privacy/test_fastscan.py`` checks, over generated text, that everything the whole-text
 scan hides, the fast path hides too.
@@ -53,7 +53,6 @@ def _same_width(error: UnicodeError) -> tuple[str, int]:
 codecs.register_error("codemode-same-width", _same_width)
 
 _DIGITS = bytes(48 if 48 <= i <= 57 else 46 for i in range(256))  # digit -> "0", else "."
-_UPPERS = bytes(65 if 65 <= i <= 90 else 46 for i in range(256))  # A-Z -> "A", else "."
 _DIGITS_DOTS = bytes(48 if 48 <= i <= 57 else (46 if i == 46 else 32) for i in range(256))
 _CLUSTER = re.compile(rb"0(?:[^0]{0,3}0){5,}")
 _IPV4 = re.compile(rb"0\.0{1,3}\.0")
@@ -69,13 +68,6 @@ class _Text:
     _lower: bytes | None = None
     _digits: bytes | None = None
     clusters: list[tuple[int, int, int]] | None = None
-    _upper: bytes | None = None
-
-    @property
-    def upper(self) -> bytes:
-        if self._upper is None:
-            self._upper = self.raw.translate(_UPPERS)
-        return self._upper
 
     @property
     def raw(self) -> bytes:
@@ -161,22 +153,23 @@ def _clusters(source: _Text) -> list[tuple[int, int, int]]:
 
 
 def _numbers(
-    minimum: int, *, upper_before: int = 0, upper_after: int = 0, reach: int = 2
+    minimum: int,
+    *,
+    shape: re.Pattern[str] | None = None,
+    before: int = 0,
+    after: int = 0,
+    reach: int = 2,
 ) -> Anchor:
-    """Clusters with at least ``minimum`` digits (and, when asked, an upper-case letter in the
-    cluster or at most that many characters before or after it: the letters of UK_NINO,
-    ES_DNI and IBAN)."""
+    """Clusters with at least ``minimum`` digits; with ``shape``, only those where it shows
+    between ``before`` characters before the cluster and ``after`` after it (the letters of
+    UK_NINO, ES_DNI and IBAN; inside the cluster too, which can join a value to a number)."""
 
     def windows(source: _Text) -> Iterator[Window]:
-        clusters = [c for c in _clusters(source) if c[2] >= minimum]
-        if not (upper_before or upper_after):
-            for start, end, _count in clusters:
-                yield start - reach, end + reach
-            return
-        upper = source.upper
-        for start, end, _count in clusters:
-            # Inside the run too: a run can join the value to a number before or after it.
-            if b"A" in upper[max(0, start - upper_before) : end + upper_after]:
+        text = source.text
+        for start, end, count in _clusters(source):
+            if count < minimum:
+                continue
+            if shape is None or shape.search(text, max(0, start - before), end + after):
                 yield start - reach, end + reach
 
     return windows
@@ -212,9 +205,9 @@ _NUMBER_ANCHORS: dict[str, Anchor] = {
     "DE_TAX_ID": _numbers(11),
     "PHONE": _numbers(9),
     # The letters of these kinds lie outside the digits: their windows reach further.
-    "UK_NINO": _numbers(6, upper_before=4, reach=24),
-    "ES_DNI": _numbers(7, upper_before=2, upper_after=2, reach=24),
-    "IBAN": _numbers(6, upper_before=12, reach=30),
+    "UK_NINO": _numbers(6, shape=re.compile(r"[A-Z]{2} ?\d\d"), before=4, reach=24),
+    "ES_DNI": _numbers(7, shape=re.compile(r"\d-?[A-Z]|[XYZ]\d"), before=2, after=2, reach=24),
+    "IBAN": _numbers(6, shape=re.compile(r"[A-Z]{2}\d\d"), before=12, reach=30),
 }
 
 
@@ -259,12 +252,11 @@ def _merged(windows: Iterator[Window], size: int) -> list[Window]:
     return [(low, high) for low, high in merged]
 
 
-class WindowedKind:
-    """One kind's built-in patterns, run in the windows around their anchors."""
+class _Group:
+    """The patterns of one kind that share an anchor, joined as in ``detectors._Scanner``."""
 
-    def __init__(self, kind: str, detectors: Sequence[Detector]) -> None:
-        self.kind = kind
-        self.anchors = [_anchor_of(kind, index) for index in range(len(detectors))]
+    def __init__(self, anchor: Anchor | None, detectors: Sequence[Detector]) -> None:
+        self.anchor = anchor
         joinable = [d for d in detectors if not d.pattern.groupindex]
         self.joined = tuple(joinable) if len(joinable) > 1 else ()
         self.separate = tuple(d for d in detectors if d not in self.joined)
@@ -273,12 +265,7 @@ class WindowedKind:
 
     def find_into(self, source: _Text, found: list[Detection]) -> None:
         size = len(source.text)
-        if any(anchor is None for anchor in self.anchors):
-            windows = [(0, size)]
-        else:
-            windows = _merged(
-                (w for anchor in self.anchors if anchor for w in anchor(source)), size
-            )
+        windows = [(0, size)] if self.anchor is None else _merged(self.anchor(source), size)
         for low, high in windows:
             self._window(source.text, low, high, found)
 
@@ -301,6 +288,21 @@ class WindowedKind:
                     )
         for detector in self.separate:
             _find(detector, text, low, high, limit, found)
+
+
+class WindowedKind:
+    """One kind's built-in patterns, each group run in the windows around its anchor."""
+
+    def __init__(self, kind: str, detectors: Sequence[Detector]) -> None:
+        self.kind = kind
+        by_anchor: dict[Anchor | None, list[Detector]] = {}
+        for index, detector in enumerate(detectors):
+            by_anchor.setdefault(_anchor_of(kind, index), []).append(detector)
+        self.groups = tuple(_Group(anchor, members) for anchor, members in by_anchor.items())
+
+    def find_into(self, source: _Text, found: list[Detection]) -> None:
+        for group in self.groups:
+            group.find_into(source, found)
 
 
 def _find(
