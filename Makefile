@@ -39,6 +39,9 @@ lint: setup
 
 bench: setup third-party
 	$(BIN)/python benchmarks/sandbox.py
+	$(BIN)/python benchmarks/engine.py
+	$(BIN)/python benchmarks/checks.py
+	$(BIN)/python benchmarks/streaming.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/gateway.py
 

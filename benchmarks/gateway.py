@@ -197,7 +197,7 @@ async def g1_baseline(url: str, rounds: int, n: int) -> dict[str, float]:
 
 async def g1_raw(url: str, tool: str, arguments: dict[str, Any], rounds: int, n: int) -> Any:
     """The same call as a hand-written 2026-07-28 request over one keep-alive connection."""
-    import httpx
+    import httpx2
 
     headers = {
         "content-type": "application/json",
@@ -216,7 +216,7 @@ async def g1_raw(url: str, tool: str, arguments: dict[str, Any], rounds: int, n:
         return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
 
     p50s, p95s = [], []
-    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
         answer = (await http.post(url, content=body(arguments))).json()["result"]
         if tool == "execute":
             arguments = {**arguments, "session": answer["structuredContent"]["session"]}
@@ -387,7 +387,7 @@ def table(numbers: dict[str, Any]) -> str:
             f"p95 {base['p95_ms']:.2f} ms",
         ),
         (
-            "G1 the same, raw HTTP request (httpx)",
+            "G1 the same, raw HTTP request (httpx2)",
             f"p50 {raw['p50_ms']:.2f} / p95 {raw['p95_ms']:.2f} ms",
             "p50 <= 3 ms",
             f"SDK MCPServer trivial tool, raw: p50 {raw_base['p50_ms']:.2f} / "

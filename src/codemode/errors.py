@@ -4,18 +4,22 @@
     ├── UsageError                    a mistake by whoever set codemode up or called its API
     │   ├── ConfigError               a bad config file, key or value (names the file and key)
     │   ├── SchemaError               a tool schema or OpenAPI document that cannot be used
-    │   └── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
+    │   ├── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
+    │   ├── IncompatibleDependencyError an installed library changed an internal codemode uses
+    │   └── SkillNotFoundError        no such skill for this owner (asked for by name)
     ├── RuntimeFailure                something failed while running
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
-    │   ├── ConnectorError            an upstream (MCP server, HTTP API) failed or is unreachable
-    │   └── SessionError              a session cannot do what was asked (closed, paused...)
-    │       ├── UnknownSessionError   an unknown, expired or foreign session handle
-    │       └── ApprovalMismatchError an approval for arguments other than the call's
+    │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
+    │   ├── SessionError              a session cannot do what was asked (closed, paused...)
+    │   │   ├── UnknownSessionError   an unknown, expired or foreign session handle
+    │   │   └── ApprovalMismatchError an approval for arguments other than the call's
+    │   └── StateStoreError           a state, memory, skill or checkpoint store failed
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
-        └── UpstreamUnavailableError  the tool's server is down (it will be restarted)
+        ├── UpstreamUnavailableError  the tool's server could not be reached, failed or timed out
+        └── SkillRefusedError         a skill cannot be saved or imported (failing tests...)
 
 ``ToolError`` messages are returned to the model as results, never as host tracebacks.
 """
@@ -27,12 +31,16 @@ __all__ = [
     "BridgeProtocolError",
     "CodemodeError",
     "ConfigError",
-    "ConnectorError",
+    "IncompatibleDependencyError",
     "IsolationUnavailableError",
     "RuntimeFailure",
     "SandboxError",
     "SchemaError",
+    "ServersNotLoadedError",
     "SessionError",
+    "SkillNotFoundError",
+    "SkillRefusedError",
+    "StateStoreError",
     "ToolError",
     "ToolNotFoundError",
     "ToolNotGrantedError",
@@ -84,6 +92,15 @@ class IsolationUnavailableError(UsageError):
     code = "isolation_unavailable"
 
 
+class IncompatibleDependencyError(UsageError):
+    """An installed library (the MCP SDK, uvicorn) no longer has an internal codemode relies on.
+
+    Raised by ``codemode.sdk_compat``, the one module that touches such internals.
+    """
+
+    code = "incompatible_dependency"
+
+
 class RuntimeFailure(CodemodeError):
     code = "runtime_failure"
 
@@ -96,8 +113,18 @@ class BridgeProtocolError(RuntimeFailure):
     code = "bridge_protocol_error"
 
 
-class ConnectorError(RuntimeFailure):
-    code = "connector_error"
+class ServersNotLoadedError(RuntimeFailure):
+    """One or more configured servers did not load; ``failures`` maps each to the reason."""
+
+    code = "servers_not_loaded"
+
+    def __init__(self, failures: dict[str, str], *, fix: str | None = None) -> None:
+        self.failures = dict(failures)
+        reasons = "; ".join(f"{name}: {why}" for name, why in sorted(self.failures.items()))
+        noun = "server" if len(self.failures) == 1 else "servers"
+        super().__init__(
+            f"{len(self.failures)} configured {noun} did not load ({reasons})", fix=fix
+        )
 
 
 class SessionError(RuntimeFailure):
@@ -112,6 +139,18 @@ class ApprovalMismatchError(SessionError):
     """An approval named arguments other than the ones the call would run with."""
 
     code = "approval_mismatch"
+
+
+class StateStoreError(RuntimeFailure):
+    """A state, memory or checkpoint store could not be reached or written."""
+
+    code = "state_store_error"
+
+
+class SkillNotFoundError(UsageError):
+    """No saved skill by that name for this owner (a person asked for it by name)."""
+
+    code = "skill_not_found"
 
 
 class ToolError(CodemodeError):
@@ -130,3 +169,9 @@ class ToolNotGrantedError(ToolError):
 
 class UpstreamUnavailableError(ToolError):
     code = "upstream_unavailable"
+
+
+class SkillRefusedError(ToolError):
+    """A skill was not saved or may not be imported; the message says why (test output...)."""
+
+    code = "skill_refused"

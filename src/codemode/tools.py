@@ -9,10 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["JSONObject", "SourceKind", "ToolCall", "ToolResult", "ToolSpec"]
+__all__ = [
+    "AnnotationsDefault",
+    "JSONObject",
+    "SourceKind",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+]
 
 JSONObject = dict[str, Any]
 SourceKind = Literal["mcp", "openapi", "python"]
+# What an MCP tool's left-out annotation hints mean (a server setting): the MCP spec's defaults
+# (not read-only, destructive), read-only, or not destructive.
+AnnotationsDefault = Literal["mcp", "read_only", "not_destructive"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +39,7 @@ class ToolSpec:
     input_schema: JSONObject = field(default_factory=lambda: {"type": "object"})
     output_schema: JSONObject | None = None
     source: SourceKind = "mcp"
+    # The tool's own hints; None where it declared none (for MCP: see codemode.policy).
     read_only: bool | None = None
     destructive: bool | None = None
     # OpenAPI only: where the operation lives.
@@ -38,6 +49,9 @@ class ToolSpec:
     title: str | None = None
     # OpenAPI operation tags (the product area, e.g. "DNS Records for a Zone"); search indexes them.
     tags: tuple[str, ...] = ()
+    # MCP only: a text result holding a JSON object or array is decoded (the server's
+    # `decode_json` setting); otherwise text stays text unless the tool has an output schema.
+    decode_json: bool = False
 
     @property
     def qualified_name(self) -> str:

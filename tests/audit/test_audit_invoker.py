@@ -21,23 +21,23 @@ from codemode.policy import (
     PolicyInvoker,
     PolicySettings,
 )
+from codemode.testing import RecordingInvoker
 from codemode.tools import ToolCall
 
 EMAIL = "jane.doe@example.com"
 PHONE = "+44 20 7946 0958"
 
 
-class FakeTools:
-    def __init__(self) -> None:
-        self.calls: list[ToolCall] = []
+def _fail(call: ToolCall) -> Any:
+    raise ToolError(f"crm.fail: no contact {EMAIL} with phone {PHONE}")
 
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        self.calls.append(call)
-        if call.tool == "fail":
-            raise ToolError(f"crm.fail: no contact {EMAIL} with phone {PHONE}")
-        if call.tool == "crash":
-            raise RuntimeError(f"bug involving {EMAIL}")
-        return {"email": EMAIL}
+
+def _crash(call: ToolCall) -> Any:
+    raise RuntimeError(f"bug involving {EMAIL}")
+
+
+def FakeTools() -> RecordingInvoker:
+    return RecordingInvoker({"fail": _fail, "crash": _crash}, default={"email": EMAIL})
 
 
 class Approver:

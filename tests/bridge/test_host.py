@@ -7,20 +7,20 @@ from typing import Any
 
 from codemode.bridge.host import BridgeHost, ModuleSource, ToolAccess
 from codemode.errors import ToolError
+from codemode.testing import RecordingInvoker
 from codemode.tools import ToolCall
 
 
-class RecordingInvoker:
-    def __init__(self) -> None:
-        self.calls: list[ToolCall] = []
+def _fail(call: ToolCall) -> Any:
+    raise ToolError("upstream said no")
 
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        self.calls.append(call)
-        if call.tool == "fail":
-            raise ToolError("upstream said no")
-        if call.tool == "crash":
-            raise RuntimeError("secret internal detail")
-        return {"sum": call.arguments["a"] + call.arguments["b"]}
+
+def _crash(call: ToolCall) -> Any:
+    raise RuntimeError("secret internal detail")
+
+
+def _sum(call: ToolCall) -> Any:
+    return {"sum": call.arguments["a"] + call.arguments["b"]}
 
 
 class Modules:
@@ -31,7 +31,7 @@ class Modules:
 
 
 def make_host(**kwargs: Any) -> tuple[BridgeHost, RecordingInvoker]:
-    invoker = RecordingInvoker()
+    invoker = RecordingInvoker({"fail": _fail, "crash": _crash}, default=_sum)
     host = BridgeHost(7, ToolAccess(invoker, Modules(), **kwargs), deadline=time.monotonic() + 10)
     return host, invoker
 

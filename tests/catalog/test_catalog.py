@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from codemode.catalog import Catalog, MemoryDefinitionCache
+from codemode.connectors.base import BaseConnector, ToolsChangedCallback
 from codemode.connectors.factory import FilteredConnector
 from codemode.connectors.mcp import MCPConnector, StdioTarget
 from codemode.connectors.python import PythonConnector
@@ -17,7 +18,9 @@ from codemode.tools import ToolResult, ToolSpec
 pytestmark = pytest.mark.anyio
 
 
-class FakeConnector:
+class FakeConnector(BaseConnector):
+    """An in-memory connector whose tools, failures and change announcements tests control."""
+
     def __init__(self, name: str, tools: list[str], *, fail: bool = False) -> None:
         self.name = name
         self.tools = tools
@@ -25,7 +28,14 @@ class FakeConnector:
         self.listed = 0
         self.started = 0
         self.closed = False
-        self.on_tools_changed: Any = None
+        self.callbacks: list[ToolsChangedCallback] = []
+
+    def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
+        self.callbacks.append(callback)
+
+    def announce_change(self) -> None:
+        for callback in self.callbacks:
+            callback(self.name)
 
     async def start(self) -> None:
         self.started += 1
@@ -53,8 +63,12 @@ async def test_load_isolates_a_dead_upstream():
     assert (await catalog.call("good", "a", {"x": 1})).value == {"tool": "a", "x": 1}
     with pytest.raises(UpstreamUnavailableError, match="bad is down"):
         await catalog.call("bad", "c", {})
+    assert list(catalog.unavailable()) == ["bad"]
+    version = catalog.version
     bad.fail = False  # it came back: the next call re-lists it
     assert (await catalog.call("bad", "c", {})).value == {"tool": "c"}
+    assert catalog.unavailable() == {}
+    assert catalog.version == version + 1  # views (stubs, search) are rebuilt with its tools
     await catalog.aclose()
     assert good.closed and bad.closed
 
@@ -94,7 +108,7 @@ async def test_list_changed_refreshes_one_server_and_tells_listeners():
     refreshed = asyncio.Event()
     catalog.add_listener(lambda server: refreshed.set())
     one.tools = ["a", "b"]
-    one.on_tools_changed("one")
+    one.announce_change()
     async with asyncio.timeout(5):
         await refreshed.wait()
     assert [s.name for s in catalog.server_specs("one")] == ["a", "b"]
@@ -108,7 +122,7 @@ async def test_filtered_connector_and_listener_attachment():
     catalog = Catalog([FilteredConnector(inner, ["read_*"])])
     await catalog.load()
     assert [s.name for s in catalog.specs()] == ["read_file", "read_dir"]
-    assert inner.on_tools_changed is not None
+    assert len(inner.callbacks) == 1  # the filter passed the catalog's listener through
     with pytest.raises(ToolNotFoundError):
         await catalog.call("fs", "write_file", {})
 

@@ -45,6 +45,10 @@ python = "mytools:TOOLS"
 [servers.broken]
 command = "/nonexistent/server"
 
+[servers.jira]
+command = "jira-server"
+env = {{ JIRA_TOKEN = "${{CODEMODE_TEST_NEVER_SET}}" }}
+
 [gateway]
 state_dir = "state"
 """.replace("'", '"')
@@ -58,6 +62,9 @@ async def test_open_catalog_then_restart_uses_cache(tmp_path, fake_server_argv):
     try:
         assert list(catalog.failures) == ["broken"]
         assert "command not found" in catalog.failures["broken"]
+        down = catalog.unavailable()  # config problems and failed loads, for the agent
+        assert sorted(down) == ["broken", "jira"]
+        assert "CODEMODE_TEST_NEVER_SET" in down["jira"]
         names = sorted(spec.qualified_name for spec in catalog.specs())
         assert names == ["fake.add", "fake.grow", "local.shout"]
         assert (await catalog.call("local", "shout", {"text": "hi"})).value == "HI"

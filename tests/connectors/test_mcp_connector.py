@@ -10,15 +10,15 @@ import time
 
 import pytest
 
-from codemode.connectors.base import Connector
+from codemode.connectors.base import BaseConnector
 from codemode.connectors.mcp import (
     MCPConnector,
     StdioTarget,
-    _tolerate_invalid_structured_content,
     tool_result_from_mcp,
     tool_spec_from_mcp,
 )
 from codemode.errors import ToolError, UpstreamUnavailableError
+from codemode.sdk_compat import tolerate_invalid_structured_content
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,7 @@ def alive(pid: int) -> bool:
 
 async def test_lists_calls_and_keeps_one_process(fake_server_argv):
     connector = fake(fake_server_argv)
-    assert isinstance(connector, Connector)
+    assert isinstance(connector, BaseConnector)
     try:
         names = [spec.name for spec in await connector.list_tools()]
         assert {"add", "env", "crash", "grow"} <= set(names)
@@ -143,7 +143,7 @@ async def test_slow_tool_times_out_without_hanging(fake_server_argv):
 async def test_tools_list_changed_reaches_the_callback(fake_server_argv):
     changed = asyncio.Event()
     connector = fake(fake_server_argv)
-    connector.on_tools_changed = lambda server: changed.set()
+    connector.on_tools_changed(lambda server: changed.set())
     try:
         await connector.list_tools()
         assert (await connector.call_tool("grow", {})).value == {"result": "grown"}
@@ -188,7 +188,9 @@ def test_tool_result_from_mcp_prefers_structured_then_text():
     import mcp_types as t
 
     text = t.TextContent(type="text", text='{"a": [1, 2]}')
-    assert tool_result_from_mcp(t.CallToolResult(content=[text])).value == {"a": [1, 2]}
+    assert tool_result_from_mcp(t.CallToolResult(content=[text])).value == '{"a": [1, 2]}'
+    decoded = tool_result_from_mcp(t.CallToolResult(content=[text]), decode_json=True)
+    assert decoded.value == {"a": [1, 2]}
     plain = t.TextContent(type="text", text="42")
     assert tool_result_from_mcp(t.CallToolResult(content=[plain])).value == "42"
     both = t.CallToolResult(content=[text], structured_content={"b": 1})
@@ -212,9 +214,11 @@ async def test_invalid_structured_content_falls_back_to_text():
         session = Session()
 
     client = Client()
-    _tolerate_invalid_structured_content(client, "srv")  # type: ignore[arg-type]
+    told: list[tuple[str, str]] = []
+    tolerate_invalid_structured_content(client, lambda *args: told.append(args))  # type: ignore[arg-type]
     result = t.CallToolResult(
         content=[t.TextContent(type="text", text="fallback")], structured_content={"bad": 1}
     )
     await client.session.validate_tool_result("x", result)
     assert tool_result_from_mcp(result).value == "fallback"
+    assert told == [("x", "Invalid structured content returned by tool x")]

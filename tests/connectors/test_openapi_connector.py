@@ -7,34 +7,34 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, unquote
 
-import httpx
+import httpx2
 import pytest
 from openapi_fixture import PETSTORE
 
 from codemode.connectors.base import Connector
 from codemode.connectors.openapi import OpenAPIConnector
-from codemode.errors import ConnectorError, SchemaError, ToolNotFoundError
+from codemode.errors import ToolNotFoundError, UpstreamUnavailableError
 
 pytestmark = pytest.mark.anyio
 
 
 class Recorder:
     def __init__(self, status=200, body=None, content_type="application/json"):
-        self.requests: list[httpx.Request] = []
+        self.requests: list[httpx2.Request] = []
         self.status = status
         self.body = {"ok": True} if body is None else body
         self.content_type = content_type
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request)
         content = self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode()
-        return httpx.Response(
+        return httpx2.Response(
             self.status, content=content, headers={"content-type": self.content_type}
         )
 
 
 def connector(recorder, **kwargs):
-    return OpenAPIConnector("pets", PETSTORE, transport=httpx.MockTransport(recorder), **kwargs)
+    return OpenAPIConnector("pets", PETSTORE, transport=httpx2.MockTransport(recorder), **kwargs)
 
 
 async def test_is_a_connector_and_lists_tools():
@@ -135,20 +135,22 @@ async def test_bad_arguments_are_error_results_and_unknown_tools_raise():
     await conn.aclose()
 
 
-async def test_network_errors_raise_connector_error():
+async def test_network_errors_raise_upstream_unavailable():
     def fail(request):
-        raise httpx.ConnectError("connection refused", request=request)
+        raise httpx2.ConnectError("connection refused", request=request)
 
-    conn = OpenAPIConnector("pets", PETSTORE, transport=httpx.MockTransport(fail))
-    with pytest.raises(ConnectorError, match=r"GET https://pets\.example/v1/pets/1 failed"):
+    conn = OpenAPIConnector("pets", PETSTORE, transport=httpx2.MockTransport(fail))
+    with pytest.raises(
+        UpstreamUnavailableError, match=r"GET https://pets\.example/v1/pets/1 failed"
+    ):
         await conn.call_tool("getPet", {"pet-id": "1"})
     await conn.aclose()
 
 
 async def test_relative_server_url_without_base_url_is_a_clear_error():
     document = {**PETSTORE, "servers": [{"url": "/api"}]}
-    conn = OpenAPIConnector("pets", document, transport=httpx.MockTransport(Recorder()))
-    with pytest.raises(SchemaError, match="set base_url"):
+    conn = OpenAPIConnector("pets", document, transport=httpx2.MockTransport(Recorder()))
+    with pytest.raises(UpstreamUnavailableError, match="set base_url"):
         await conn.call_tool("getPet", {"pet-id": "1"})
     await conn.aclose()
 
@@ -198,6 +200,6 @@ async def test_against_a_real_local_http_server():
         server.server_close()
         thread.join(timeout=5)
     closed = OpenAPIConnector("pets", PETSTORE, base_url=base, timeout_s=5)
-    with pytest.raises(ConnectorError, match="failed"):
+    with pytest.raises(UpstreamUnavailableError, match="failed"):
         await closed.call_tool("getPet", {"pet-id": "1"})
     await closed.aclose()

@@ -155,7 +155,9 @@ def test_real_specs_load_and_convert_quickly(filename, count):
     elapsed = time.perf_counter() - started
     assert len(specs) == count
     assert len({spec.name for spec in specs}) == count
-    assert elapsed < 2.0, f"{filename}: load + convert took {elapsed:.2f} s"
+    # A guard against pathologies (a quadratic blow-up), not a timing: about 1 s here unloaded,
+    # and a loaded 2-core machine must not turn it red.
+    assert elapsed < 30.0, f"{filename}: load + convert took {elapsed:.2f} s"
     for spec in specs:
         assert spec.input_schema["type"] == "object"
         assert set(spec.input_schema.get("required", [])) <= set(spec.input_schema["properties"])

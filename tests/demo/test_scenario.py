@@ -93,3 +93,17 @@ def test_task2_filters_hundreds_of_rows_to_at_most_five(
     assert shown == [tuple(row) for row in sample["hot"][:5]]
     assert shown[0][0] == ACME_LEAD_ID
     assert task["saving"] > 0.9
+
+
+def test_task4_reuses_a_saved_skill_with_fewer_tokens(
+    ledgers: dict[str, dict[str, Any]], sample: dict[str, Any]
+) -> None:
+    task = ledgers["Task 4"]
+    saved, *rows = task["output"].strip().splitlines()
+    assert saved.startswith("saved skill late_stage_deals (2 test(s) passed)")
+    expected = [row for row in sample["hot"] if row[1] >= 250_000][:3]
+    assert [(row.split()[0], int(row.split()[-1])) for row in rows] == [tuple(r) for r in expected]
+    reuse = sum(line["tokens"] for line in task["codemode"])
+    again = sum(line["tokens"] for line in task["tool_calling"])
+    assert 0 < reuse < again
+    assert task["saving"] == pytest.approx(1 - reuse / again)

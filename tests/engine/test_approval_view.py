@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -56,7 +55,7 @@ def bank() -> Bank:
 @pytest.fixture
 async def asking(bank: Bank, engine_config: CodemodeConfig) -> AsyncIterator[Codemode]:
     rules = {"rules": [{"tools": ["bank.wire"], "action": "ask", "reason": "money moves"}]}
-    config = replace(engine_config, policy=PolicySettings.from_mapping(rules, "t"))
+    config = engine_config.model_copy(update={"policy": PolicySettings.from_mapping(rules, "t")})
     catalog = Catalog([PythonConnector("bank", [bank.wire])])
     async with Codemode(config, catalog=catalog, semantic=False) as engine:
         yield engine

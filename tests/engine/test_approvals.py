@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from codemode.engine import Codemode
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.errors import SessionError
 from codemode.policy import Budget, Policy, PolicyInvoker, PolicySettings
-from codemode.tools import ToolCall
+from codemode.testing import RecordingInvoker
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +40,8 @@ ASK_BEFORE_ORDERS = {
 @pytest.fixture
 async def asking(shop: Any, engine_config: CodemodeConfig) -> AsyncIterator[Codemode]:
     """An engine whose policy asks a human before ``shop.place_order``."""
-    config = replace(engine_config, policy=PolicySettings.from_mapping(ASK_BEFORE_ORDERS, "t"))
+    policy = PolicySettings.from_mapping(ASK_BEFORE_ORDERS, "t")
+    config = engine_config.model_copy(update={"policy": policy})
     catalog = Catalog([PythonConnector("shop", shop.functions())])
     async with Codemode(config, catalog=catalog, semantic=False) as engine:
         yield engine
@@ -119,18 +119,15 @@ async def test_a_legacy_client_whose_session_expired_gets_a_new_one(asking: Code
     assert again.structured_content["session"] != handle
 
 
-class _Upstream:
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> object:
-        return {"ok": call.tool}
-
-
 def test_a_wait_for_a_human_moves_the_deadline_once() -> None:
     """Regression: the policy wrapper and the broker both paused the clock, so a wait of W
     gave the code 2W more time. The deadline must move by the wait, not twice it."""
     broker = ApprovalBroker()
     policy = Policy(PolicySettings.from_mapping(ASK_BEFORE_ORDERS, "t"), lambda s, t: None)
     approver = SessionApprover(broker, "s1", None)
-    invoker = PolicyInvoker(_Upstream(), policy, approver=approver, budget=Budget())
+    invoker = PolicyInvoker(
+        RecordingInvoker(default="ok"), policy, approver=approver, budget=Budget()
+    )
     host = BridgeHost(1, ToolAccess(invoker), deadline=time.monotonic() + 60)
     asked = threading.Event()
     waiting: list[PendingApproval] = []

@@ -147,6 +147,9 @@ def write_config(
             f"[servers.{name}]",
             f"command = {json.dumps(command)}",
             f"args = {json.dumps(list(args))}",
+            # Unannotated tools would ask for approval (the MCP default); these tests are about
+            # the gateway, and tests/catalog/test_destructive_default.py covers the asking.
+            'annotations_default = "not_destructive"',
         ]
         if env and name in env:
             pairs = ", ".join(f"{key} = {json.dumps(v)}" for key, v in env[name].items())
@@ -261,9 +264,10 @@ def http_target(url: str, headers: Mapping[str, str] | None = None) -> Any:
     if not headers:
         return url
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
-    return _with_headers(streamable_http_client, create_mcp_http_client, url, dict(headers))
+    from codemode.sdk_compat import mcp_http_client
+
+    return _with_headers(streamable_http_client, mcp_http_client, url, dict(headers))
 
 
 @contextlib.asynccontextmanager
@@ -273,7 +277,7 @@ async def _with_headers(
     url: str,
     headers: dict[str, str],
 ) -> AsyncIterator[Any]:
-    async with make_client(headers=headers) as http, transport(url, http_client=http) as streams:
+    async with make_client(headers) as http, transport(url, http_client=http) as streams:
         yield streams
 
 

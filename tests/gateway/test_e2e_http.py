@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 import pytest
 
 from codemode.demo import ACME_LEAD_ID
@@ -48,7 +48,7 @@ async def test_a_handle_is_bound_to_the_caller_that_opened_it(gateway: Any, harn
         assert again["stdout"] == "alice only\n"
 
 
-def _post(url: str, body: str, method: str, tool: str | None) -> httpx.Response:
+def _post(url: str, body: str, method: str, tool: str | None) -> httpx2.Response:
     headers = {
         "content-type": "application/json",
         "accept": "application/json, text/event-stream",
@@ -57,7 +57,7 @@ def _post(url: str, body: str, method: str, tool: str | None) -> httpx.Response:
     }
     if tool is not None:
         headers["mcp-name"] = tool
-    return httpx.post(url, content=body, headers=headers, timeout=30)
+    return httpx2.post(url, content=body, headers=headers, timeout=30)
 
 
 def _call(params: dict[str, Any], method: str = "tools/call") -> str:

@@ -20,7 +20,12 @@ def test_two_tools_with_their_arguments():
         "summary",
         "full",
     ]
-    assert set(defs["execute"]["inputSchema"]["properties"]) == {"code", "session", "fresh"}
+    assert set(defs["execute"]["inputSchema"]["properties"]) == {
+        "code",
+        "session",
+        "fresh",
+        "check",
+    }
     assert defs["execute"]["inputSchema"]["required"] == ["code"]
 
 

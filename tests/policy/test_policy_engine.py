@@ -12,8 +12,10 @@ from codemode.tools import ToolCall, ToolSpec
 SPECS = {
     ("crm", "search_contacts"): ToolSpec("crm", "search_contacts", read_only=True),
     ("crm", "delete_contact"): ToolSpec("crm", "delete_contact", destructive=True),
-    ("crm", "update_contact"): ToolSpec("crm", "update_contact", read_only=False),
-    ("crm", "notes"): ToolSpec("crm", "notes"),
+    ("crm", "update_contact"): ToolSpec(
+        "crm", "update_contact", read_only=False, destructive=False
+    ),
+    ("crm", "notes"): ToolSpec("crm", "notes"),  # an MCP tool with no annotations
     ("mail", "send_email"): ToolSpec("mail", "send_email"),
     ("api", "get_user"): ToolSpec("api", "get_user", source="openapi", method="GET", path="/u"),
     ("api", "delete_user"): ToolSpec(
@@ -36,17 +38,34 @@ def decide(p: Policy, name: str) -> tuple[str, str | None]:
 def test_everything_is_allowed_without_config_except_destructive_tools_ask() -> None:
     p = policy()
     assert decide(p, "crm.search_contacts") == ("allow", None)
-    assert decide(p, "crm.update_contact") == ("allow", None)
-    assert decide(p, "crm.notes") == ("allow", None)
+    assert decide(p, "crm.update_contact") == ("allow", None)  # destructiveHint false
     assert decide(p, "nowhere.unknown") == ("allow", None)
+    assert decide(p, "api.post_user") == ("allow", None)
     assert decide(p, "crm.delete_contact") == ("ask", None)  # MCP destructiveHint
     assert decide(p, "api.delete_user") == ("ask", None)  # OpenAPI DELETE
+
+
+def test_an_unannotated_mcp_tool_is_destructive_as_the_mcp_spec_says() -> None:
+    p = policy()
+    decision = p.decide(ToolCall("crm", "notes", {}))
+    assert decision.action == "ask"
+    assert "no annotations" in decision.reason and "MCP default" in decision.reason
+    assert "annotations_default" in decision.reason and "read_only_tools" in decision.reason
+    # Marked read-only in the config: not destructive, so it runs without asking.
+    assert decide(policy(read_only_tools=["crm.notes"]), "crm.notes") == ("allow", None)
+    # A tool that declares only readOnlyHint true is not destructive either.
+    reader = ToolSpec("crm", "read", read_only=True)
+    assert p.decide(ToolCall("crm", "read", {}), reader).action == "allow"
+    # destructiveHint means nothing for a read-only tool (MCP).
+    both = ToolSpec("crm", "odd", read_only=True, destructive=True)
+    assert p.decide(ToolCall("crm", "odd", {}), both).action == "allow"
 
 
 @pytest.mark.parametrize("default", ["allow", "deny"])
 def test_destructive_default_is_configurable(default: str) -> None:
     assert decide(policy(destructive=default), "crm.delete_contact") == (default, None)
-    assert decide(policy(destructive=default), "crm.notes") == ("allow", None)
+    assert decide(policy(destructive=default), "crm.notes") == (default, None)
+    assert decide(policy(destructive=default), "crm.update_contact") == ("allow", None)
 
 
 def test_first_matching_rule_wins() -> None:

@@ -21,22 +21,15 @@ from codemode.policy import (
     PolicySettings,
     verdict_scope,
 )
+from codemode.testing import RecordingInvoker
 from codemode.tools import ToolCall, ToolSpec
 
 SPECS = {("crm", "delete_contact"): ToolSpec("crm", "delete_contact", destructive=True)}
 
 
-class FakeTools:
+def FakeTools() -> RecordingInvoker:
     """The inner invoker: records every call that reached it (the side effects)."""
-
-    def __init__(self) -> None:
-        self.calls: list[ToolCall] = []
-        self.timeouts: list[float] = []
-
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        self.calls.append(call)
-        self.timeouts.append(timeout_s)
-        return {"ok": call.tool}
+    return RecordingInvoker(default=lambda call: {"ok": call.tool})
 
 
 class FakeApprover:

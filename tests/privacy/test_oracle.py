@@ -4,7 +4,6 @@ no one approves) long before, and search/yes-no tools have a rate and a total pe
 from __future__ import annotations
 
 import string
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -50,7 +49,7 @@ class Approver:
 
 def chain(crm: Crm, approver: Approver | None, **oracle: Any) -> Any:
     privacy = PrivacySettings(oracle=OracleSettings(**oracle))
-    config = replace(CodemodeConfig(servers={}), privacy=privacy)
+    config = CodemodeConfig(servers={}, privacy=privacy)
     return build_invoker_chain(
         config, crm, session="s1", specs=lambda s, t: None, approver=approver
     ).invoker

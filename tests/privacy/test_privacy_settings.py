@@ -38,8 +38,8 @@ def test_defaults() -> None:
 def test_the_documented_example() -> None:
     table = tomllib.loads(EXAMPLE)["privacy"]
     settings = PrivacySettings.from_mapping(table, "codemode.toml")
-    assert settings.patterns == (("EMPLOYEE_ID", r"EMP-\d{6}"),)
-    assert settings.fields == (("crm", ("leads[].email", "*.phone")),)
+    assert settings.patterns == {"EMPLOYEE_ID": r"EMP-\d{6}"}
+    assert settings.fields == {"crm": ("leads[].email", "*.phone")}
     assert settings.may_flow("crm", "mail")
     assert not settings.may_flow("crm", "analytics")
     assert settings.may_flow("docs", "anything")
@@ -65,7 +65,7 @@ def test_json_config_object_works_the_same() -> None:
         ({"enable": True}, "privacy.enable", "unknown key"),
         ({"enabled": "yes"}, "privacy.enabled", "true or false"),
         ({"detectors": "EMAIL"}, "privacy.detectors", "list of detector names"),
-        ({"detectors": ["EMAIL", "PASSPORT"]}, "privacy.detectors", "'PASSPORT'"),
+        ({"detectors": ["EMAIL", "PASSPORT"]}, "privacy.detectors[1]", "'PASSPORT'"),
         ({"patterns": ["EMP-\\d+"]}, "privacy.patterns", "table of KIND = regex"),
         ({"patterns": {"emp_id": "EMP-\\d+"}}, "privacy.patterns.emp_id", "upper-case"),
         ({"patterns": {"EMAIL": "x@y"}}, "privacy.patterns.EMAIL", "built-in"),
@@ -74,10 +74,10 @@ def test_json_config_object_works_the_same() -> None:
         ({"patterns": {"EMP": 5}}, "privacy.patterns.EMP", "regex string"),
         ({"fields": ["crm"]}, "privacy.fields", "table of server"),
         ({"fields": {"crm": "email"}}, "privacy.fields.crm", "list of non-empty strings"),
-        ({"fields": {"crm": ["a..b"]}}, "privacy.fields.crm", "empty key"),
-        ({"fields": {"*": ["email"]}}, "privacy.fields.*", "per server"),
+        ({"fields": {"crm": ["a..b"]}}, "privacy.fields.crm[0]", "empty key"),
+        ({"fields": {"*": ["email"]}}, 'privacy.fields."*"', "per server"),
         ({"flows": {"crm": "mail"}}, "privacy.flows.crm", "list of non-empty strings"),
-        ({"flows": {"crm": [""]}}, "privacy.flows.crm", "list of non-empty strings"),
+        ({"flows": {"crm": [""]}}, "privacy.flows.crm[0]", "empty string"),
     ],
 )
 def test_bad_values_name_the_file_and_key(table: dict[str, object], key: str, words: str) -> None:

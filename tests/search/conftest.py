@@ -9,7 +9,7 @@ import pytest
 
 from codemode.tools import ToolSpec
 
-SPECS = Path(__file__).resolve().parents[3] / "shared" / "specs"
+SPECS = Path(__file__).resolve().parents[1] / "data" / "specs"
 STRIPE = SPECS / "stripe-spec3-2023-09-12.json.gz"
 
 TINY_SPEC = {
@@ -67,7 +67,7 @@ def stripe_specs() -> list[ToolSpec]:
     from codemode.connectors.openapi import load_spec, operations_to_specs
 
     if not STRIPE.is_file():
-        pytest.fail(f"{STRIPE} is missing: the real specs live in ../shared/specs")
+        pytest.fail(f"{STRIPE} is missing: the real specs are tracked in tests/data/specs")
     return operations_to_specs("stripe", load_spec(STRIPE))
 
 

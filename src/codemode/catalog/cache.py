@@ -43,6 +43,10 @@ class DefinitionCache(Protocol):
 
     def invalidate(self, server: str) -> None: ...
 
+    def close(self) -> None:
+        """Release the store (a file handle, a connection); the cache is not used after."""
+        ...
+
 
 def spec_to_json(spec: ToolSpec) -> dict[str, Any]:
     return dataclasses.asdict(spec)
@@ -70,6 +74,9 @@ class MemoryDefinitionCache:
 
     def invalidate(self, server: str) -> None:
         self._entries.pop(server, None)
+
+    def close(self) -> None:
+        self._entries.clear()
 
 
 class SQLiteDefinitionCache:

@@ -3,7 +3,8 @@
 ``load()`` lists all upstreams concurrently; one that fails is recorded in ``failures`` and the
 rest load. Definitions come from the definition cache when the server's config fingerprint
 matches. A server announcing ``tools/list_changed`` is re-listed in the background and the
-catalog's listeners are told.
+catalog's listeners are told. ``unavailable()`` names every server the agent cannot use and why:
+those whose config is broken (given as ``problems``) and those that failed to load.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ ChangeListener = Callable[[str], None]
 class Catalog:
     """Tools of several connectors. ``fingerprints`` maps a server to its config hash (cache key);
     servers without one are never cached. Servers in ``eager`` are started by ``load()`` even when
-    their tools come from the cache."""
+    their tools come from the cache. ``problems`` maps a configured server that has no connector
+    (its config is broken) to the reason."""
 
     def __init__(
         self,
@@ -38,13 +40,18 @@ class Catalog:
         cache: DefinitionCache | None = None,
         fingerprints: Mapping[str, str] | None = None,
         eager: Collection[str] = (),
+        problems: Mapping[str, str] | None = None,
     ) -> None:
         self._connectors: dict[str, Connector] = {}
         for connector in connectors:
             if connector.name in self._connectors:
                 raise ValueError(f"two connectors named {connector.name!r}")
             self._connectors[connector.name] = connector
-            _attach_listener(connector, self._on_tools_changed)
+            connector.on_tools_changed(self._on_tools_changed)
+        self._problems = dict(problems or {})
+        both = sorted(self._problems.keys() & self._connectors.keys())
+        if both:
+            raise ValueError(f"servers {both} have a connector and a config problem")
         self._cache = cache
         self._fingerprints = dict(fingerprints or {})
         self._eager = set(eager)
@@ -52,6 +59,7 @@ class Catalog:
         self.failures: dict[str, str] = {}
         self._listeners: list[ChangeListener] = []
         self._refreshes: set[asyncio.Task[None]] = set()
+        self._announced = False
         self.version = 0
 
     # --- reading ----------------------------------------------------------------------------
@@ -70,9 +78,20 @@ class Catalog:
     def server_specs(self, server: str) -> list[ToolSpec]:
         return list(self._tools.get(server, {}).values())
 
+    def unavailable(self) -> dict[str, str]:
+        """Every server the agent cannot use now, with the reason: broken config, failed load."""
+        down = dict(self._problems)
+        down.update((name, reason) for name, reason in self.failures.items())
+        return down
+
     def get(self, server: str, tool: str) -> ToolSpec:
         tools = self._tools.get(server)
         if tools is None:
+            if server in self._problems:
+                raise UpstreamUnavailableError(
+                    f"server {server!r} is unavailable: {self._problems[server]}",
+                    fix="fix the server's entry in the codemode config and restart codemode",
+                )
             if server in self.failures:
                 raise UpstreamUnavailableError(
                     f"server {server!r} is unavailable: {self.failures[server]}",
@@ -97,9 +116,14 @@ class Catalog:
     async def load(self) -> dict[str, str]:
         """List every server's tools concurrently. Returns the failures (server -> message)."""
         await asyncio.gather(*(self._load_one(name) for name in self._connectors))
+        if not self._announced:
+            self._announced = True
+            _announce_destructive_defaults(self.specs())
         return dict(self.failures)
 
-    async def _load_one(self, server: str) -> None:
+    async def _load_one(self, server: str) -> bool:
+        """Load one server's tools; True when that made it available or unavailable."""
+        was_up = server in self._tools
         connector = self._connectors[server]
         fingerprint = self._fingerprints.get(server)
         cached = (
@@ -111,20 +135,21 @@ class Catalog:
             if cached is not None:
                 specs = cached
                 if server in self._eager:
-                    await _start(connector)
+                    await connector.start()
             else:
                 specs = await connector.list_tools()
                 if self._cache is not None and fingerprint:
                     self._cache.put(server, fingerprint, specs)
         except CodemodeError as error:
             self._fail(server, str(error))
-            return
+            return was_up
         except Exception as error:
             logger.exception("loading server %r failed", server)
             self._fail(server, f"{type(error).__name__}: {error}")
-            return
+            return was_up
         self._tools[server] = {spec.name: spec for spec in specs}
         self.failures.pop(server, None)
+        return not was_up
 
     def _fail(self, server: str, message: str) -> None:
         logger.warning("server %r did not load: %s", server, message)
@@ -140,6 +165,9 @@ class Catalog:
         if self._cache is not None:
             self._cache.invalidate(server)
         await self._load_one(server)
+        self._changed(server)
+
+    def _changed(self, server: str) -> None:
         self.version += 1
         for listener in list(self._listeners):
             try:
@@ -155,15 +183,16 @@ class Catalog:
     # --- calling ------------------------------------------------------------------------------
 
     async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        if server in self.failures and server not in self._tools:
-            await self._load_one(server)  # a server that was down at load may be back
+        # A server that was down at load may be back.
+        if server in self.failures and server not in self._tools and await self._load_one(server):
+            self._changed(server)
         self.get(server, tool)
         return await self._connectors[server].call_tool(tool, arguments)
 
     async def start(self, servers: Iterable[str] | None = None) -> None:
-        """Start connectors that support it (MCP) ahead of the first call."""
+        """Start connectors that have something to start (MCP) ahead of the first call."""
         names = list(servers) if servers is not None else list(self._connectors)
-        await asyncio.gather(*(_start(self._connectors[name]) for name in names))
+        await asyncio.gather(*(self._connectors[name].start() for name in names))
 
     async def aclose(self) -> None:
         for task in list(self._refreshes):
@@ -177,23 +206,30 @@ class Catalog:
         for name, result in zip(self._connectors, results, strict=True):
             if isinstance(result, BaseException):
                 logger.warning("closing server %r failed: %r", name, result)
-        close = getattr(self._cache, "close", None)
-        if callable(close):
-            close()
+        if self._cache is not None:
+            self._cache.close()
 
 
-async def _start(connector: Connector) -> None:
-    start = getattr(connector, "start", None)
-    if callable(start):
-        await start()
-
-
-def _attach_listener(connector: Connector, callback: Callable[[str], None]) -> None:
-    target: Any = connector
-    while "inner" in getattr(target, "__dict__", {}):  # unwrap FilteredConnector & co.
-        target = target.inner
-    if hasattr(target, "on_tools_changed"):
-        target.on_tools_changed = callback
+def _announce_destructive_defaults(specs: Iterable[ToolSpec]) -> None:
+    """Say once which MCP tools ask for approval only because they carry no annotations."""
+    counts: dict[str, list[int]] = {}
+    for spec in specs:
+        if spec.source != "mcp":
+            continue
+        count = counts.setdefault(spec.server, [0, 0])
+        count[1] += 1
+        # The policy's rule for hints left out (codemode.policy.engine): MCP's defaults.
+        if spec.destructive is None and spec.read_only is not True:
+            count[0] += 1
+    servers = [f"{name} ({n} of {total})" for name, (n, total) in counts.items() if n]
+    if servers:
+        logger.warning(
+            "tools without annotations count as destructive, as the MCP spec's defaults say, "
+            "and ask for approval under the default policy: %s. To change that, set "
+            'annotations_default = "read_only" or "not_destructive" on the server, or list '
+            "single tools in policy.read_only_tools or policy rules",
+            ", ".join(servers),
+        )
 
 
 def _suggest(name: str, known: list[str]) -> str:

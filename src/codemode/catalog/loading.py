@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from collections.abc import Sequence
@@ -43,7 +42,7 @@ def catalog_from_config(
     cache: DefinitionCache | None = None,
 ) -> Catalog:
     servers = list(config.enabled_servers())
-    taken = {server.name for server in servers}
+    taken = {server.name for server in servers} | set(config.server_problems)
     for spec in openapi_specs:
         name = base = server_name_for_spec(spec)
         counter = 2
@@ -58,7 +57,13 @@ def catalog_from_config(
     eager = [server.name for server in servers if server.start == "startup"]
     if cache is None:
         cache = _default_cache(config.gateway.state_dir)
-    return Catalog(connectors, cache=cache, fingerprints=fingerprints, eager=eager)
+    return Catalog(
+        connectors,
+        cache=cache,
+        fingerprints=fingerprints,
+        eager=eager,
+        problems=config.server_problems,
+    )
 
 
 def _fingerprint(server: ServerConfig) -> str:
@@ -69,7 +74,7 @@ def _fingerprint(server: ServerConfig) -> str:
         except OSError:
             return server.fingerprint()
         stamp = f"{stat.st_size}:{stat.st_mtime_ns}"
-        return dataclasses.replace(server, openapi=f"{server.openapi}@{stamp}").fingerprint()
+        return server.model_copy(update={"openapi": f"{server.openapi}@{stamp}"}).fingerprint()
     return server.fingerprint()
 
 

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from codemode.cli.options import add_config_argument
+
 HELP = "show the audit log of tool calls (who called what, the decision and the outcome)"
 
 AUDIT_FILE_NAME = "audit.sqlite"
@@ -22,7 +24,7 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     if hasattr(parser, "_negative_number_matcher"):  # so that `--since -1h` parses
         parser._negative_number_matcher = _NEGATIVE_VALUE_RE
-    parser.add_argument("--config", type=Path, help="codemode.toml or mcpServers JSON")
+    add_config_argument(parser)
     parser.add_argument("--session", metavar="S", help="only this session")
     parser.add_argument("--tool", metavar="GLOB", help='only tools matching "server.tool" glob')
     parser.add_argument(

@@ -1,4 +1,10 @@
-"""``codemode exec``: run a file (or stdin) in a fresh sandbox and print the result."""
+"""``codemode exec``: run a file (or stdin) in a fresh sandbox, streaming its output.
+
+The code's stdout goes to stdout and its stderr to stderr as it is written; the command exits
+with the code's own status, or with codemode's codes for a timeout, a limit or no sandbox
+(``codemode.cli.exit_codes``). ``--json`` prints the result as one JSON object instead, with
+the whole stdout (up to ``--max-output`` bytes).
+"""
 
 from __future__ import annotations
 
@@ -6,15 +12,40 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codemode.cli.exit_codes import ExitCode
+from codemode.cli.options import add_catalog_arguments
+
+if TYPE_CHECKING:
+    from codemode.sandbox.result import ExecutionResult
+
+__all__ = ["HELP", "OutputSink", "add_arguments", "run"]
 
 HELP = "run Python code in a fresh sandbox, with the configured tools importable from `servers`"
 
+DEFAULT_MAX_OUTPUT = 16 * 1024 * 1024
+# How long Ctrl-C waits for the code and its sandbox to stop before the process just leaves.
+INTERRUPT_GRACE_S = 5.0
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from codemode.cli.exit_codes import describe
+
+    parser.epilog = describe()
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("file", metavar="FILE|-", help="the code to run; - reads stdin")
-    parser.add_argument("--config", type=Path, help="codemode.toml or mcpServers JSON")
-    parser.add_argument("--openapi", type=Path, action="append", default=[], metavar="SPEC")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_catalog_arguments(parser)
+    parser.add_argument(
+        "--json", action="store_true", help="print the result as JSON (with the whole stdout)"
+    )
+    parser.add_argument(
+        "--max-output",
+        type=int,
+        default=DEFAULT_MAX_OUTPUT,
+        metavar="BYTES",
+        help=f"with --json, keep at most this much stdout (default {DEFAULT_MAX_OUTPUT:,})",
+    )
     parser.add_argument("--timeout", type=float, metavar="S", help="wall-time limit in seconds")
     parser.add_argument(
         "--no-tools", action="store_true", help="do not connect any tool server (sandbox only)"
@@ -26,6 +57,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="calls that need approval: ask on the terminal (default; denied without one), "
         "approve all, or deny all",
     )
+
+
+class OutputSink:
+    """Where streamed output goes: the code's stderr to stderr at once; its stdout to stdout
+    at once, or (``collect``) into a buffer of at most ``limit`` bytes for the JSON result."""
+
+    def __init__(self, *, collect: bool, limit: int) -> None:
+        self.collect = collect
+        self.limit = limit
+        self.stdout = bytearray()
+        self.stdout_total = 0
+        self.stderr_total = 0
+        self._closed: set[str] = set()
+
+    def __call__(self, stream: str, data: bytes) -> None:
+        if stream == "stderr":
+            self.stderr_total += len(data)
+        if stream == "stdout" and self.collect:
+            self.stdout_total += len(data)
+            self.stdout += data[: max(self.limit - len(self.stdout), 0)]
+            return
+        self._write(sys.stdout if stream == "stdout" else sys.stderr, stream, data)
+
+    def _write(self, target: Any, name: str, data: bytes) -> None:
+        if name in self._closed:
+            return
+        try:
+            raw = getattr(target, "buffer", None)
+            if raw is not None:
+                target.flush()
+                raw.write(data)
+                raw.flush()
+            else:
+                target.write(data.decode("utf-8", "replace"))
+                target.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            self._closed.add(name)  # the reader went away (e.g. `| head`): stop writing there
+
+    def stdout_text(self) -> str:
+        text = self.stdout.decode("utf-8", "replace")
+        dropped = self.stdout_total - len(self.stdout)
+        if dropped:
+            text += f"\n[... {dropped:,} more bytes not kept (--max-output {self.limit:,}) ...]"
+        return text
 
 
 def _read_code(name: str) -> str:
@@ -62,41 +137,124 @@ def _decide(mode: str, approval: dict[str, object]) -> bool:
         return terminal.readline().strip().lower() in ("y", "yes")
 
 
-def run(args: argparse.Namespace) -> int:
-    import dataclasses
+def _check(args: argparse.Namespace) -> None:
+    from codemode.errors import UsageError
+
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be positive", fix="e.g. --timeout 30")
+    if args.max_output < 0:
+        raise UsageError("--max-output must be 0 or more", fix="e.g. --max-output 1000000")
+
+
+def _exit_unless_stopped(grace_s: float) -> None:
+    """After Ctrl-C, leave within ``grace_s`` even if the code does not stop: the sandbox
+    (started with --die-with-parent) and stdio servers end with this process."""
+    import os
+    import threading
+
+    def leave() -> None:
+        print("codemode: the code did not stop in time; exiting", file=sys.stderr, flush=True)
+        os._exit(ExitCode.INTERRUPTED)
+
+    timer = threading.Timer(grace_s, leave)
+    timer.daemon = True
+    timer.start()
+
+
+def execute(args: argparse.Namespace, code: str, sink: OutputSink) -> ExecutionResult | None:
+    """Run the code once in its own engine, answering approvals as ``--approve`` says.
+    None when Ctrl-C (or SIGTERM) stopped it."""
+    import signal
 
     import anyio
     import anyio.to_thread
 
-    from codemode.config import load_config
+    from codemode.cli.options import check_loaded, load_cli_config
     from codemode.engine import Codemode
-    from codemode.errors import UsageError
+    from codemode.errors import CodemodeError
 
-    code = _read_code(args.file)
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be positive", fix="e.g. --timeout 30")
-    config = load_config(args.config)
+    config = load_cli_config(args.config, demo_allowed=not (args.no_tools or args.openapi))
+    openapi: list[Path] = [] if args.no_tools else args.openapi
     # One execution needs one sandbox: no warm pool.
-    config = dataclasses.replace(
-        config,
-        sandbox=dataclasses.replace(config.sandbox, pool_size=0),
-        servers={} if args.no_tools else config.servers,
-    )
+    update: dict[str, object] = {"sandbox": config.sandbox.model_copy(update={"pool_size": 0})}
+    if args.no_tools:
+        update |= {"servers": {}, "server_problems": {}}
+    config = config.model_copy(update=update)
+    finished: list[ExecutionResult] = []
+    failed: list[CodemodeError] = []  # raised after the task group, which would wrap it
 
-    async def main() -> dict[str, object]:
-        async with Codemode(config, openapi_specs=args.openapi, semantic=False) as engine:
-            result = await engine.execute(code, timeout_s=args.timeout)
+    async def run_code(engine: Codemode) -> None:
+        try:
+            result = await engine.execute(code, timeout_s=args.timeout, on_output=sink)
             while result.status == "approval_required":
                 approval = result.extra["approval"]
                 allow = await anyio.to_thread.run_sync(_decide, args.approve, approval)
                 result = await engine.approve(approval["id"], allow)
-            if args.json:
-                return result.to_dict()
-            return {"text": result.render_text(), "status": result.status}
+        except CodemodeError as error:
+            failed.append(error)
+            return
+        finished.append(result)
 
-    outcome = anyio.run(main)
+    async def main() -> None:
+        async with Codemode(config, openapi_specs=openapi, semantic=False) as engine:
+            failures = {**config.server_problems, **engine.catalog.failures}
+            check_loaded(failures, allow_partial=args.allow_partial)
+            async with anyio.create_task_group() as group:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+
+                    async def stop_on_signal() -> None:
+                        async for _ in signals:
+                            print("codemode: interrupted; stopping the code", file=sys.stderr)
+                            _exit_unless_stopped(INTERRUPT_GRACE_S)
+                            group.cancel_scope.cancel()
+                            return
+
+                    group.start_soon(stop_on_signal)
+                    await run_code(engine)
+                    group.cancel_scope.cancel()
+
+    anyio.run(main)
+    if failed:
+        raise failed[0]
+    return finished[0] if finished else None
+
+
+def run(args: argparse.Namespace) -> int:
+    from codemode.cli.exit_codes import for_status
+
+    _check(args)
+    code = _read_code(args.file)
+    sink = OutputSink(collect=args.json, limit=args.max_output)
+    result = execute(args, code, sink)
+    if result is None:
+        return ExitCode.INTERRUPTED
     if args.json:
-        print(json.dumps(outcome, indent=2, ensure_ascii=False))
+        document = result.to_dict()
+        document["stdout"] = sink.stdout_text()
+        document["truncated"]["stdout_bytes"] = sink.stdout_total - len(sink.stdout)
+        print(json.dumps(document, indent=2, ensure_ascii=False))
     else:
-        print(outcome["text"])
-    return 0 if outcome["status"] == "ok" else 1
+        _report(result, error_shown=sink.stderr_total > 0)
+    return for_status(result.status, result.exit_code)
+
+
+def _report(result: ExecutionResult, *, error_shown: bool) -> None:
+    """After streamed output: what the output itself does not say, on stderr."""
+    import logging
+
+    if result.status in ("timeout", "limit"):
+        what = "timed out" if result.status == "timeout" else f"hit the {result.limit} limit"
+        print(f"codemode: the code {what}: {result.hint}", file=sys.stderr)
+    elif result.error and not error_shown:
+        # An error the code never printed, e.g. a call refused before anything ran.
+        where = f"line {result.error['line']}: " if result.error.get("line") else ""
+        print(
+            f"codemode: {where}{result.error['type']}: {result.error['message']}",
+            file=sys.stderr,
+        )
+    elif logging.getLogger().isEnabledFor(logging.INFO):
+        calls = result.tool_calls.get("count", 0)
+        print(
+            f"codemode: {result.status} in {result.duration_ms:.0f} ms, {calls} tool calls",
+            file=sys.stderr,
+        )

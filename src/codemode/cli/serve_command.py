@@ -1,31 +1,64 @@
-"""``codemode serve``: the MCP gateway (search + execute) over stdio or streamable HTTP."""
+"""``codemode serve``: the MCP gateway (search + execute) over stdio or streamable HTTP.
+
+A gateway serves the servers that loaded and names the ones that did not on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from codemode.cli.options import add_catalog_arguments
 
 HELP = "serve the search and execute tools over MCP (stdio or streamable HTTP)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="codemode.toml or mcpServers JSON")
-    parser.add_argument("--openapi", type=Path, action="append", default=[], metavar="SPEC")
+    add_catalog_arguments(parser, partial=False)
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
 
 
-def run(args: argparse.Namespace) -> int:
-    import logging
+def check_port_free(host: str, port: int) -> None:
+    """Fail before anything starts when the port is taken: one line that says what to do."""
+    import errno
+    import socket
 
+    from codemode.errors import UsageError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise UsageError(
+            f"cannot serve on {host}: {error.strerror}", fix="pass --host 127.0.0.1 or a local IP"
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise UsageError(
+                    f"cannot listen on {host}:{port}: {error.strerror}",
+                    fix="pass another --host or --port",
+                ) from None
+            raise UsageError(
+                f"port {port} on {host} is already in use",
+                fix=f"pass --port {port + 1} (or any free port), or stop what listens there "
+                f"(`ss -ltnp 'sport = :{port}'` shows it)",
+            ) from None
+
+
+def run(args: argparse.Namespace) -> int:
     import anyio
 
-    from codemode.config import load_config
+    from codemode.cli.options import load_cli_config
     from codemode.gateway.serve import serve
 
-    logging.basicConfig(level=logging.WARNING, format="codemode: %(levelname)s %(message)s")
-    config = load_config(args.config)
+    if args.transport == "http":
+        check_port_free(args.host, args.port)
+    config = load_cli_config(args.config, demo_allowed=not args.openapi)
     anyio.run(
         lambda: serve(
             config,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+
+from codemode.cli.options import add_catalog_arguments
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -12,23 +13,15 @@ HELP = "Count tokens: tools as plain MCP definitions vs codemode's surface and s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="codemode.toml or mcpServers JSON")
-    parser.add_argument(
-        "--openapi",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="SPEC",
-        help="add an OpenAPI spec; its server is named after the file",
-    )
+    add_catalog_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    from codemode.cli.search_command import load_specs
+    from codemode.cli.options import load_specs
     from codemode.tokens import build_ledger
 
-    rows = build_ledger(load_specs(args.config, args.openapi))
+    rows = build_ledger(load_specs(args))
     if args.json:
         print(json.dumps({row.source: row.to_json() for row in rows}, indent=1))
         return 0

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from codemode.config import ServerConfig
-from codemode.connectors.base import Connector
+from codemode.connectors.base import BaseConnector, Connector, ToolsChangedCallback
 from codemode.errors import ConfigError, ToolNotFoundError
 from codemode.tools import ToolResult, ToolSpec
 
@@ -35,19 +35,24 @@ def _build(name: str, server: ServerConfig) -> Connector:
         else:
             assert server.url is not None
             target = HTTPTarget(server.url, server.headers)
-        return MCPConnector(name, target, call_timeout_s=server.timeout_s)
+        return MCPConnector(
+            name,
+            target,
+            call_timeout_s=server.timeout_s,
+            annotations_default=server.annotations_default,
+            decode_json=server.decode_json,
+        )
     if server.kind == "openapi":
         from codemode.connectors.openapi import OpenAPIConnector
 
         assert server.openapi is not None
-        openapi: Connector = OpenAPIConnector(
+        return OpenAPIConnector(
             name,
             server.openapi,
             base_url=server.base_url,
             headers=dict(server.headers) or None,
             timeout_s=server.timeout_s,
         )
-        return openapi
     from codemode.connectors.python import PythonConnector
 
     assert server.python is not None
@@ -97,8 +102,8 @@ def _import_functions(server: ServerConfig) -> Sequence[Callable[..., Any]] | Ma
     )
 
 
-class FilteredConnector:
-    """Only the tools whose names match one of the glob patterns."""
+class FilteredConnector(BaseConnector):
+    """Only the tools whose names match one of the glob patterns; the rest goes to ``inner``."""
 
     def __init__(self, inner: Connector, patterns: Sequence[str]) -> None:
         self.inner = inner
@@ -119,9 +124,11 @@ class FilteredConnector:
             )
         return await self.inner.call_tool(tool, arguments)
 
+    async def start(self) -> None:
+        await self.inner.start()
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    def __getattr__(self, name: str) -> Any:
-        # start(), pid, on_tools_changed... of the wrapped connector.
-        return getattr(self.inner, name)
+    def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
+        self.inner.on_tools_changed(callback)

@@ -6,7 +6,7 @@ first use or with ``await connector.start()``; when the upstream dies (end of it
 next call starts it again, with a bounded backoff after repeated failures. Every wait is bounded.
 A dead upstream raises ``UpstreamUnavailableError`` naming the server and, for stdio, the tail of
 its stderr. ``aclose()`` stops the child: stdin closed, then SIGTERM to its process group, then
-SIGKILL (the SDK's shutdown sequence).
+SIGKILL (the SDK's shutdown sequence). How results and annotations are read: ``mcp_results``.
 """
 
 from __future__ import annotations
@@ -14,24 +14,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import logging
 import os
-import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from codemode.errors import ToolError, UpstreamUnavailableError
-from codemode.tools import ToolResult, ToolSpec
+from codemode.connectors.base import BaseConnector, ToolsChangedCallback
+from codemode.connectors.mcp_results import tool_result_from_mcp, tool_spec_from_mcp
+from codemode.connectors.mcp_transport import (
+    HTTPTarget,
+    StdioTarget,
+    child_environment,
+    watched_transport,
+)
+from codemode.errors import UpstreamUnavailableError
+from codemode.tools import AnnotationsDefault, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     import mcp_types
     from mcp import Client
-    from mcp.client._transport import TransportStreams
+
+    from codemode.sdk_compat import TransportStreams
 
 __all__ = [
     "HTTPTarget",
@@ -45,26 +51,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ToolsChangedCallback = Callable[[str], Awaitable[None] | None]
-
-# Host variables a child may see; everything else it gets from its own `env` config.
-ENV_ALLOWLIST = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "TERM",
-    "LANG",
-    "LANGUAGE",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "TMPDIR",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "SYSTEMROOT",
-)
 _CONNECTION_CLOSED = -32000
 _STDERR_TAIL_CHARS = 800
 _STDERR_MAX_BYTES = 1 << 20
@@ -72,42 +58,12 @@ _MAX_LIST_PAGES = 100
 _STOP_TIMEOUT_S = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class StdioTarget:
-    """An MCP server launched as a child process speaking MCP on stdin/stdout."""
-
-    command: str
-    args: Sequence[str] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-
-    def describe(self) -> str:
-        return " ".join([self.command, *self.args])
-
-
-@dataclass(frozen=True, slots=True)
-class HTTPTarget:
-    """An MCP server reached over streamable HTTP."""
-
-    url: str
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        return self.url
-
-
-def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
-    """The allow-listed part of our environment plus the server's configured variables."""
-    env = {key: os.environ[key] for key in ENV_ALLOWLIST if key in os.environ}
-    env.update(extra)
-    return env
-
-
-class MCPConnector:
-    """An MCP server behind the ``Connector`` protocol.
+class MCPConnector(BaseConnector):
+    """An MCP server as a connector.
 
     ``target`` is a ``StdioTarget``, an ``HTTPTarget`` or, in tests, an in-process SDK server
-    object (``mcp.server.MCPServer``). Uses asyncio tasks: call it from an asyncio event loop.
+    object (``mcp.server.MCPServer``). ``annotations_default`` and ``decode_json`` are the
+    server's settings (see ``mcp_results``). Uses asyncio tasks: call it from an event loop.
     """
 
     def __init__(
@@ -118,14 +74,20 @@ class MCPConnector:
         call_timeout_s: float = 60.0,
         start_timeout_s: float = 30.0,
         max_backoff_s: float = 30.0,
-        on_tools_changed: ToolsChangedCallback | None = None,
+        annotations_default: AnnotationsDefault = "mcp",
+        decode_json: bool = False,
     ) -> None:
         self.name = name
         self.target = target
         self.call_timeout_s = call_timeout_s
         self.start_timeout_s = start_timeout_s
         self.max_backoff_s = max_backoff_s
-        self.on_tools_changed = on_tools_changed
+        self.annotations_default: AnnotationsDefault = annotations_default
+        self.decode_json = decode_json
+        self._callbacks: list[ToolsChangedCallback] = []
+        # Tools known to declare an output schema: their JSON text results are decoded.
+        self._structured: set[str] = set()
+        self._lenient: set[str] = set()  # tools already reported for missing structured content
         self._connection: _Connection | None = None
         self._lock = asyncio.Lock()
         self._failures = 0
@@ -134,7 +96,7 @@ class MCPConnector:
         self._closed = False
         self.starts = 0  # how many connections were opened (restarts included)
 
-    # --- Connector protocol -----------------------------------------------------------------
+    # --- the connector seam -----------------------------------------------------------------
 
     async def list_tools(self) -> list[ToolSpec]:
         connection = await self._ensure_started()
@@ -144,7 +106,7 @@ class MCPConnector:
             for _ in range(_MAX_LIST_PAGES):
                 async with asyncio.timeout(self.call_timeout_s):
                     page = await connection.client.list_tools(cursor=cursor)
-                specs.extend(tool_spec_from_mcp(self.name, tool) for tool in page.tools)
+                specs.extend(self._spec(tool) for tool in page.tools)
                 cursor = page.next_cursor
                 if cursor is None:
                     break
@@ -156,6 +118,7 @@ class MCPConnector:
         except Exception as error:
             raise self._unavailable(connection, "while listing its tools", error) from error
         self._failures = 0
+        self._structured = {spec.name for spec in specs if spec.output_schema is not None}
         return specs
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
@@ -166,13 +129,14 @@ class MCPConnector:
             async with asyncio.timeout(self.call_timeout_s):
                 result = await connection.client.call_tool(tool, arguments)
         except TimeoutError:
-            raise ToolError(
+            raise UpstreamUnavailableError(
                 f"{self.name}.{tool} did not answer within {self.call_timeout_s:g} s",
                 fix="retry with a smaller request, or raise the server's timeout_s in the config",
             ) from None
         except MCPError as error:
             if error.code != _CONNECTION_CLOSED and not connection.lost.is_set():
-                # The server answered with a protocol error (unknown tool, bad arguments...).
+                # The server answered with a protocol error (unknown tool, bad arguments...):
+                # the tool's failure to report, not the server's.
                 return ToolResult(value=None, is_error=True, error_message=error.message)
             raise self._unavailable(connection, f"during a call to {tool!r}", error) from error
         except (OSError, ConnectionError) as error:
@@ -180,13 +144,16 @@ class MCPConnector:
         except Exception as error:
             if connection.lost.is_set():
                 raise self._unavailable(connection, f"during a call to {tool!r}", error) from error
-            # httpx errors, malformed results: report, keep the connection.
+            # HTTP errors, malformed results: the upstream failed this call; keep the connection.
             logger.warning("call %s.%s failed: %r", self.name, tool, error)
-            return ToolResult(
-                value=None, is_error=True, error_message=f"{type(error).__name__}: {error}"
-            )
+            raise UpstreamUnavailableError(
+                f"MCP server {self.name!r} failed a call to {tool!r} "
+                f"({type(error).__name__}: {error})",
+                fix="retry; if it keeps failing, check the server's logs",
+            ) from error
         self._failures = 0
-        return tool_result_from_mcp(result)
+        decode = self.decode_json or tool in self._structured
+        return tool_result_from_mcp(result, decode_json=decode)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -195,11 +162,15 @@ class MCPConnector:
         if connection is not None:
             await connection.stop()
 
-    # --- life cycle ---------------------------------------------------------------------------
-
     async def start(self) -> None:
         """Connect now rather than at first use. Raises ``UpstreamUnavailableError``."""
         await self._ensure_started()
+
+    def on_tools_changed(self, callback: ToolsChangedCallback) -> None:
+        """``callback(name)`` runs when the server announces ``tools/list_changed``."""
+        self._callbacks.append(callback)
+
+    # --- life cycle ---------------------------------------------------------------------------
 
     @property
     def connected(self) -> bool:
@@ -271,7 +242,9 @@ class MCPConnector:
         delay = min(0.25 * 2.0 ** (self._failures - 2), self.max_backoff_s)
         return max(0.0, self._last_failure + delay - time.monotonic())
 
-    def _unavailable(self, connection: _Connection, when: str, error: BaseException) -> ToolError:
+    def _unavailable(
+        self, connection: _Connection, when: str, error: BaseException
+    ) -> UpstreamUnavailableError:
         connection.lost.set()
         detail = connection.stderr_tail()
         suffix = f"; its stderr ends with: {detail}" if detail else ""
@@ -280,16 +253,29 @@ class MCPConnector:
             fix="retry: the server is restarted on the next call",
         )
 
+    def _spec(self, tool: mcp_types.Tool) -> ToolSpec:
+        return tool_spec_from_mcp(
+            self.name,
+            tool,
+            annotations_default=self.annotations_default,
+            decode_json=self.decode_json,
+        )
+
+    def _output_schema_broken(self, tool: str, reason: str) -> None:
+        """The SDK found a result without valid structured content for a tool with a schema."""
+        level = logging.DEBUG if tool in self._lenient else logging.WARNING
+        self._lenient.add(tool)
+        logger.log(level, "%s.%s: %s; using the text content instead", self.name, tool, reason)
+        self._structured.add(tool)
+
     async def _tools_changed(self) -> None:
-        callback = self.on_tools_changed
-        if callback is None:
-            return
-        try:
-            outcome = callback(self.name)
-            if inspect.isawaitable(outcome):
-                await outcome
-        except Exception:
-            logger.exception("tools-changed callback for %r failed", self.name)
+        for callback in list(self._callbacks):
+            try:
+                outcome = callback(self.name)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("tools-changed callback for %r failed", self.name)
 
 
 def _describe(target: object) -> str:
@@ -349,6 +335,8 @@ class _Connection:
         from mcp import Client
         from mcp.types import Implementation
 
+        from codemode.sdk_compat import tolerate_invalid_structured_content
+
         server: Any = self.owner.target
         if _is_remote(server):
             server = self._transport()
@@ -359,7 +347,7 @@ class _Connection:
                 message_handler=self._on_message,
                 client_info=Implementation(name="codemode", version=_version()),
             ) as client:
-                _tolerate_invalid_structured_content(client, self.owner.name)
+                tolerate_invalid_structured_content(client, self.owner._output_schema_broken)
                 self._client = client
                 if not started.done():
                     started.set_result(None)
@@ -379,7 +367,7 @@ class _Connection:
             self.lost.set()
 
     def _transport(self) -> contextlib.AbstractAsyncContextManager[TransportStreams]:
-        return _watched_transport(self.owner.target, self._stderr, self.lost)
+        return watched_transport(self.owner.target, self._stderr, self.lost)
 
     async def _on_message(self, message: Any) -> None:
         if getattr(message, "method", None) == "notifications/tools/list_changed":
@@ -493,167 +481,3 @@ async def _listening(client: Client, owner: MCPConnector) -> AsyncIterator[None]
         task.cancel()
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(task, 2.0)
-
-
-@contextlib.asynccontextmanager
-async def _watched_transport(
-    target: StdioTarget | HTTPTarget, stderr: IO[str] | None, lost: asyncio.Event
-) -> AsyncIterator[TransportStreams]:
-    """The SDK transport, with its read stream watched so the end of it sets ``lost``."""
-    from mcp import StdioServerParameters
-    from mcp.client.stdio import stdio_client
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    try:
-        if isinstance(target, StdioTarget):
-            params = StdioServerParameters(
-                command=target.command,
-                args=list(target.args),
-                env=child_environment(target.env),
-                cwd=target.cwd,
-            )
-            async with stdio_client(params, errlog=stderr or sys.stderr) as (read, write):  # type: ignore[arg-type]
-                yield _WatchedReadStream(read, lost), write
-        else:
-            async with (
-                create_mcp_http_client(headers=dict(target.headers)) as http,
-                streamable_http_client(target.url, http_client=http) as (read, write),
-            ):
-                yield _WatchedReadStream(read, lost), write
-    finally:
-        lost.set()
-
-
-class _WatchedReadStream:
-    """Delegates to the transport's read stream; its end means the upstream is gone."""
-
-    def __init__(self, inner: Any, lost: asyncio.Event) -> None:
-        self._inner = inner
-        self._lost = lost
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def receive(self) -> Any:
-        import anyio
-
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._lost.set()
-            raise
-
-    def __aiter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        import anyio
-
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-def _tolerate_invalid_structured_content(client: Client, server: str) -> None:
-    """Fall back to the text content when structured content breaks the tool's output schema.
-
-    The SDK validates inside ``ClientSession.call_tool`` and raises after the call has run; a
-    call cannot be repeated safely, so the check is wrapped instead of the call.
-    """
-    session = client.session
-    strict = session.validate_tool_result
-
-    async def lenient(name: str, result: mcp_types.CallToolResult) -> None:
-        try:
-            await strict(name, result)
-        except RuntimeError as error:
-            logger.warning("%s.%s: %s; using the text content instead", server, name, error)
-            result.structured_content = None
-
-    session.validate_tool_result = lenient  # type: ignore[method-assign]
-
-
-# --- MCP types -> codemode vocabulary ---------------------------------------------------------
-
-
-def tool_spec_from_mcp(server: str, tool: mcp_types.Tool) -> ToolSpec:
-    annotations = tool.annotations
-    return ToolSpec(
-        server=server,
-        name=tool.name,
-        description=tool.description or "",
-        input_schema=dict(tool.input_schema) or {"type": "object"},
-        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
-        source="mcp",
-        read_only=annotations.read_only_hint if annotations else None,
-        destructive=annotations.destructive_hint if annotations else None,
-        title=tool.title or (annotations.title if annotations else None),
-    )
-
-
-def tool_result_from_mcp(result: mcp_types.CallToolResult) -> ToolResult:
-    import mcp_types
-
-    blocks = [_content_value(block) for block in result.content]
-    if result.structured_content is not None:
-        value: Any = result.structured_content
-    elif not blocks:
-        value = None
-    elif len(blocks) == 1:
-        value = blocks[0]
-    else:
-        value = blocks
-    error_message = None
-    if result.is_error:
-        texts = [block.text for block in result.content if isinstance(block, mcp_types.TextContent)]
-        error_message = "\n".join(texts) or "the tool reported an error"
-    return ToolResult(value=value, is_error=result.is_error, error_message=error_message)
-
-
-def _content_value(block: Any) -> Any:
-    kind = getattr(block, "type", None)
-    if kind == "text":
-        return _maybe_json(block.text)
-    if kind in ("image", "audio"):
-        return {"type": kind, "mime_type": block.mime_type, "data": block.data}
-    if kind == "resource_link":
-        return {
-            "type": "resource_link",
-            "uri": str(block.uri),
-            "name": block.name,
-            "mime_type": block.mime_type,
-        }
-    if kind == "resource":
-        resource = block.resource
-        item: dict[str, Any] = {
-            "type": "resource",
-            "uri": str(resource.uri),
-            "mime_type": resource.mime_type,
-        }
-        if hasattr(resource, "text"):
-            item["text"] = resource.text
-        else:
-            item["blob"] = getattr(resource, "blob", None)
-        return item
-    return block.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def _maybe_json(text: str) -> Any:
-    stripped = text.strip()
-    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
-        try:
-            return json.loads(stripped)
-        except ValueError:
-            return text
-    return text

@@ -1,7 +1,7 @@
 """OpenAPI connector: each operation of an OpenAPI 3.x document is a tool, called over HTTP.
 
-Calls run on the host with ``httpx``; base URL and auth headers come from config, so
-credentials never enter the sandbox.
+Calls run on the host with ``httpx2`` (the HTTP client the MCP SDK uses: one stack in the
+process); base URL and auth headers come from config, so credentials never enter the sandbox.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urljoin
 
+from codemode.connectors.base import BaseConnector
 from codemode.connectors.openapi_ops import (
     ArgBinding,
     Operation,
@@ -21,24 +22,24 @@ from codemode.connectors.openapi_ops import (
     spec_base_url,
 )
 from codemode.connectors.openapi_spec import load_spec
-from codemode.errors import ConnectorError, SchemaError, ToolNotFoundError
+from codemode.errors import SchemaError, ToolNotFoundError, UpstreamUnavailableError
 from codemode.tools import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
 
 __all__ = ["OpenAPIConnector", "load_spec", "operations_to_specs"]
 
 ERROR_BODY_LIMIT = 2000
 
 
-class OpenAPIConnector:
-    """A ``Connector`` over one OpenAPI document.
+class OpenAPIConnector(BaseConnector):
+    """A connector over one OpenAPI document.
 
     ``spec_source`` is a path, a URL or an already loaded document. ``base_url`` overrides the
     spec's ``servers``; ``headers`` (e.g. ``Authorization``) are sent with every request and
     win over header arguments of the same name. ``transport`` replaces the network (tests pass
-    ``httpx.MockTransport``).
+    ``httpx2.MockTransport``).
     """
 
     def __init__(
@@ -49,7 +50,7 @@ class OpenAPIConnector:
         base_url: str | None = None,
         headers: Mapping[str, str] | None = None,
         timeout_s: float = 30.0,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
         self.name = name
         self._source = spec_source
@@ -59,14 +60,19 @@ class OpenAPIConnector:
         self._transport = transport
         self._operations: dict[str, Operation] | None = None
         self._default_base: str | None = None
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx2.AsyncClient | None = None
 
     async def list_tools(self) -> list[ToolSpec]:
         operations = await self._load()
         return [operation.spec for operation in operations.values()]
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        operations = await self._load()
+        try:
+            operations = await self._load()
+        except SchemaError as error:  # the tools came from the cache; the spec is now unusable
+            raise UpstreamUnavailableError(
+                f"OpenAPI server {self.name!r} cannot be called: {error.message}", fix=error.fix
+            ) from error
         operation = operations.get(tool)
         if operation is None:
             raise ToolNotFoundError(
@@ -105,8 +111,8 @@ class OpenAPIConnector:
     def _base_for(self, operation: Operation) -> str:
         base = self._base_url or operation.server_url or self._default_base
         if not base or not base.startswith(("http://", "https://")):
-            raise SchemaError(
-                f"OpenAPI server {self.name!r} has no absolute base URL "
+            raise UpstreamUnavailableError(
+                f"OpenAPI server {self.name!r} cannot be called: it has no absolute base URL "
                 f"(spec servers: {base or 'none'})",
                 fix=f"set base_url for server {self.name!r} in the codemode config",
             )
@@ -165,10 +171,10 @@ class OpenAPIConnector:
         return _Request(operation.method, url, query, headers, body if has_body else _NO_BODY)
 
     async def _send(self, operation: Operation, request: _Request) -> ToolResult:
-        import httpx
+        import httpx2
 
         if self._client is None:
-            self._client = httpx.AsyncClient(
+            self._client = httpx2.AsyncClient(
                 transport=self._transport, timeout=self._timeout_s, follow_redirects=True
             )
         headers = dict(request.headers)
@@ -182,13 +188,13 @@ class OpenAPIConnector:
         where = f"{request.method} {request.url}"
         try:
             response = await self._client.request(request.method, request.url, **kwargs)
-        except httpx.TimeoutException as error:
-            raise ConnectorError(
+        except httpx2.TimeoutException as error:
+            raise UpstreamUnavailableError(
                 f"{self.name}: {where} timed out after {self._timeout_s:g} s ({error!r})",
                 fix="check that the API is reachable, or raise timeout_s in the config",
             ) from error
-        except httpx.HTTPError as error:
-            raise ConnectorError(
+        except httpx2.HTTPError as error:
+            raise UpstreamUnavailableError(
                 f"{self.name}: {where} failed: {error!r}",
                 fix="check the server's base_url in the config and that the API is reachable",
             ) from error
@@ -272,7 +278,7 @@ def _deep_pairs(prefix: str, value: Any) -> list[tuple[str, str]]:
 
 
 def _body_kwargs(operation: Operation, body: Any) -> tuple[dict[str, Any], str | None]:
-    """httpx keyword arguments for the body, and the Content-Type to send (None: httpx's)."""
+    """httpx2 keyword arguments for the body, and the Content-Type to send (None: httpx2's)."""
     media_type = operation.body_media_type or "application/json"
     if operation.body_kind == "json":
         return {"content": json.dumps(body, separators=(",", ":")).encode()}, media_type
@@ -310,7 +316,7 @@ def _multipart(body: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return {"content": b"".join(chunks)}, f"multipart/form-data; boundary={boundary}"
 
 
-def _decode(response: httpx.Response) -> Any:
+def _decode(response: httpx2.Response) -> Any:
     if not response.content:
         return None
     content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codemode.errors import SchemaError
+from codemode.errors import SchemaError, UpstreamUnavailableError
 
 __all__ = ["RefResolver", "load_spec"]
 
@@ -58,13 +58,13 @@ def load_spec(path_or_url: str | Path) -> dict[str, Any]:
 
 
 def _fetch(url: str) -> bytes:
-    import httpx
+    import httpx2
 
     try:
-        response = httpx.get(url, follow_redirects=True, timeout=30.0)
+        response = httpx2.get(url, follow_redirects=True, timeout=30.0)
         response.raise_for_status()
-    except httpx.HTTPError as error:
-        raise SchemaError(
+    except httpx2.HTTPError as error:
+        raise UpstreamUnavailableError(
             f"cannot download OpenAPI spec {url}: {error}",
             fix="check the URL, or download the spec and give its file path",
         ) from error

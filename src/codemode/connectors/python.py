@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
+from codemode.connectors.base import BaseConnector
 from codemode.errors import SchemaError, ToolNotFoundError
 from codemode.tools import ToolResult, ToolSpec
 
@@ -35,7 +36,7 @@ class _Tool:
     arguments: Any  # a pydantic model class
 
 
-class PythonConnector:
+class PythonConnector(BaseConnector):
     """Expose Python callables as the tools of server ``name``.
 
     ``functions`` is a list of callables (named after ``__name__``) or a mapping of tool name to
@@ -101,9 +102,6 @@ class PythonConnector:
                 value=None, is_error=True, error_message=f"{type(error).__name__}: {error}"
             )
         return ToolResult(value=to_jsonable_python(value, fallback=repr))
-
-    async def aclose(self) -> None:
-        return None
 
 
 def _callable_name(function: Callable[..., Any]) -> str:

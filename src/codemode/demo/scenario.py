@@ -55,6 +55,46 @@ print("the first as the code sees it:", first["name"], first["email"], first["ph
 """
 
 
+SKILL_SAVE_CODE = """\
+from servers import crm
+from skills import save
+
+def late_stage_deals(min_value: int, limit: int = 5) -> list[dict]:
+    \"\"\"The biggest CRM deals in Negotiation or Proposal worth at least min_value.\"\"\"
+    rows = crm.search_leads(limit=500)["leads"]
+    hot = [r for r in rows if r["stage"] in ("Negotiation", "Proposal")
+           and r["deal_value"] >= min_value]
+    return sorted(hot, key=lambda r: r["deal_value"], reverse=True)[:limit]
+
+TESTS = \"\"\"
+from skills import late_stage_deals
+
+def test_sorted_and_bounded():
+    deals = late_stage_deals(150_000, limit=3)
+    assert len(deals) <= 3
+    values = [d["deal_value"] for d in deals]
+    assert values == sorted(values, reverse=True)
+
+def test_threshold():
+    assert all(d["deal_value"] >= 400_000 for d in late_stage_deals(400_000))
+\"\"\"
+print(save(late_stage_deals, tests=TESTS))
+"""
+
+# The next task as a model writes it when it has no skills: the same function again.
+_FUNCTION_ONLY = SKILL_SAVE_CODE.split("TESTS =", maxsplit=1)[0]
+SKILL_AGAIN_CODE = _FUNCTION_ONLY.replace("from skills import save\n", "") + (
+    "for d in late_stage_deals(250_000, limit=3):\n"
+    "    print(d['id'], d['company'], d['deal_value'])\n"
+)
+
+SKILL_REUSE_CODE = """\
+from skills import late_stage_deals
+for d in late_stage_deals(250_000, limit=3):
+    print(d["id"], d["company"], d["deal_value"])
+"""
+
+
 @dataclass
 class LedgerLine:
     what: str
@@ -69,6 +109,9 @@ class TaskLedger:
     output: str = ""
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # What the two columns compare (tool calling vs codemode, unless a task says otherwise).
+    baseline_heading: str = "tool calling (every definition and result in context)"
+    codemode_heading: str = "codemode (search + execute; data stays in the sandbox)"
 
     @property
     def tool_calling_total(self) -> int:
@@ -86,14 +129,14 @@ class TaskLedger:
         width = 58
         lines = [f"== {self.title} ({self.seconds:.1f} s)", self.output.rstrip(), *self.notes]
         lines.append("")
-        lines.append(f"{'tool calling (every definition and result in context)':<{width}}tokens")
+        lines.append(f"{self.baseline_heading:<{width}}tokens")
         lines += [f"  {line.what:<{width - 2}}{line.tokens:>8,}" for line in self.tool_calling]
         lines.append(f"  {'total':<{width - 2}}{self.tool_calling_total:>8,}")
-        lines.append(f"{'codemode (search + execute; data stays in the sandbox)':<{width}}")
+        lines.append(f"{self.codemode_heading:<{width}}")
         lines += [f"  {line.what:<{width - 2}}{line.tokens:>8,}" for line in self.codemode]
         lines.append(f"  {'total':<{width - 2}}{self.codemode_total:>8,}")
         lines.append(
-            f"codemode used {self.saving:.1%} fewer tokens "
+            f"{self.codemode_heading.split(' (')[0]} used {self.saving:.1%} fewer tokens "
             f"({self.tool_calling_total:,} -> {self.codemode_total:,})"
         )
         return "\n".join(lines)
@@ -107,6 +150,18 @@ def _tool_result_text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
+def _gateway_env() -> dict[str, str]:
+    """The SDK's default environment, plus PYTHONPATH: the gateway runs this codemode."""
+    import os
+
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment()
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
 def _write_config(directory: Path, data_dir: Path) -> Path:
     commands = server_commands(data_dir)
     lines = ["# Written by `codemode demo`: the built-in demo servers on a fresh data copy.", ""]
@@ -116,6 +171,10 @@ def _write_config(directory: Path, data_dir: Path) -> Path:
     lines += [
         "[sandbox]",
         "pool_size = 1",
+        "",
+        "# The demo's state (audit log, saved skills) stays in its temporary directory.",
+        "[gateway]",
+        'state_dir = "state"',
         "",
         "# Values that look like PII are tokenized before the code sees them; these flows let",
         "# the transcript reach the CRM and CRM contacts reach the mailing tool.",
@@ -141,6 +200,7 @@ async def run_demo(progress: Callable[[str], None] = print) -> list[TaskLedger]:
             command=sys.executable,
             args=["-m", "codemode", "serve", "--config", str(config)],
             cwd=str(directory),
+            env=_gateway_env(),
         )
         async with Client(params) as client:
             listed = await client.list_tools()
@@ -157,6 +217,7 @@ async def run_demo(progress: Callable[[str], None] = print) -> list[TaskLedger]:
                 await _transcript_task(client, surface, baseline, progress),
                 await _filter_task(client, surface, baseline, progress),
                 await _privacy_task(client, surface, baseline, directory / "data", progress),
+                await _skill_task(client, progress),
             ]
 
 
@@ -351,6 +412,38 @@ async def _privacy_task(
     ]
     if leaks:
         raise RuntimeError(f"the model would have seen personal data: {leaks[:3]}")
+    return ledger
+
+
+async def _skill_task(client: Any, progress: Callable[[str], None]) -> TaskLedger:
+    progress("Task 4: save the deal filter as a skill, then reuse it in the next task.")
+    ledger = TaskLedger(
+        "Task 4: a skill saved in one task is reused in the next",
+        baseline_heading="without skills (the next task writes the code again)",
+        codemode_heading="with the saved skill (search lists it; import it)",
+    )
+    started = time.perf_counter()
+    saved, _, _ = await _execute(client, SKILL_SAVE_CODE, progress)
+    query = "biggest late-stage CRM deals above a value"
+    answer = await client.call_tool("search", {"query": query})
+    listed = _tool_result_text(answer)
+    if "skills.late_stage_deals" not in listed:
+        raise RuntimeError(f"search did not list the saved skill:\n{listed}")
+    reused, reuse_tokens, _ = await _execute(client, SKILL_REUSE_CODE, progress)
+    again, again_tokens, _ = await _execute(client, SKILL_AGAIN_CODE, progress)
+    ledger.seconds = time.perf_counter() - started
+    ledger.output = saved["stdout"] + reused["stdout"]
+    if reused["stdout"] != again["stdout"]:
+        raise RuntimeError("the skill and the rewritten code disagree")
+    search_tokens = count_tokens(_json({"query": query})) + count_tokens(listed)
+    ledger.tool_calling = [
+        LedgerLine("1 search: query and answer", search_tokens),
+        LedgerLine("execute: the whole function again, and its result", again_tokens),
+    ]
+    ledger.codemode = [
+        LedgerLine("1 search: the skill is listed beside the tools", search_tokens),
+        LedgerLine("execute: import the skill, and its result", reuse_tokens),
+    ]
     return ledger
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codemode.demo import transcript_text as text
+from codemode.demo import transcript_topics as topics
 
 __all__ = ["MEETING_DATE", "MEETING_TITLE", "PARTICIPANTS", "meeting_transcript"]
 
@@ -55,28 +56,32 @@ class Segment:
 
 
 _SEGMENTS: tuple[Segment, ...] = (
-    Segment("Opening and agenda", 5, 2, ("Dana", "Priya", "Marcus"), text.OPENING),
-    Segment("Q3 financial results", 14, 12, ("Priya", "Dana", "Marcus"), text.FINANCE),
+    Segment("Opening and agenda", 5, 2, ("Dana", "Priya", "Marcus"), topics.OPENING),
+    Segment("Q3 financial results", 14, 12, ("Priya", "Dana", "Marcus"), topics.FINANCE),
     Segment(
-        "Pipeline review by region", 15, 17, ("Marcus", "Aisha", "Priya", "Dana"), text.PIPELINE
+        "Pipeline review by region", 15, 17, ("Marcus", "Aisha", "Priya", "Dana"), topics.PIPELINE
     ),
     Segment(
-        "Acme Corp deal deep dive", 20, 13, ("Aisha", "Marcus", "Priya", "Lena", "Dana"), text.ACME
+        "Acme Corp deal deep dive",
+        20,
+        13,
+        ("Aisha", "Marcus", "Priya", "Lena", "Dana"),
+        topics.ACME,
     ),
     Segment(
         "Customer success: renewals, churn and escalations",
         15,
         14,
         ("Tomás", "Dana", "Lena", "Priya"),
-        text.SUCCESS,
+        topics.SUCCESS,
     ),
-    Segment("Product roadmap and releases", 15, 13, ("Lena", "Tomás", "Marcus"), text.PRODUCT),
+    Segment("Product roadmap and releases", 15, 13, ("Lena", "Tomás", "Marcus"), topics.PRODUCT),
     Segment(
-        "Marketing: campaigns, events and lead flow", 12, 10, ("Kenji", "Marcus"), text.MARKETING
+        "Marketing: campaigns, events and lead flow", 12, 10, ("Kenji", "Marcus"), topics.MARKETING
     ),
-    Segment("Hiring and headcount", 8, 6, ("Dana", "Priya", "Lena", "Tomás"), text.HIRING),
-    Segment("Q4 forecast and targets", 9, 9, ("Priya", "Marcus", "Dana", "Aisha"), text.FORECAST),
-    Segment("Action items and wrap-up", 7, 4, ("Dana", "Aisha", "Priya", "Kenji"), text.WRAPUP),
+    Segment("Hiring and headcount", 8, 6, ("Dana", "Priya", "Lena", "Tomás"), topics.HIRING),
+    Segment("Q4 forecast and targets", 9, 9, ("Priya", "Marcus", "Dana", "Aisha"), topics.FORECAST),
+    Segment("Action items and wrap-up", 7, 4, ("Dana", "Aisha", "Priya", "Kenji"), topics.WRAPUP),
 )
 
 _SLOT = re.compile(r"\{(\w+)\}")

@@ -1,6 +1,7 @@
 """The chain of wrappers around a session's tool calls, declared in one place.
 
-    audit -> policy (deny, ask, budgets) -> oracle guard (budgets and pattern checks for
+    built-in servers (state, skills: answered on the host, never upstream)
+    -> audit -> policy (deny, ask, budgets) -> oracle guard (budgets and pattern checks for
     search and yes/no tools) -> privacy (tokens back to values, flow rules; results to
     tokens) -> upstream (the catalog)
 
@@ -10,11 +11,12 @@ A new wrapper is one more line in ``build_invoker_chain``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codemode.bridge.host import Approver, ToolInvoker
+from codemode.bridge.router import BuiltinRouter
 from codemode.config import CodemodeConfig
 from codemode.policy import Budget, Policy, PolicyInvoker
 from codemode.tools import ToolCall, ToolSpec
@@ -57,6 +59,7 @@ def build_invoker_chain(
     approver: Approver | None,
     audit_log: AuditLog | None = None,
     digest_key: bytes | None = None,
+    builtins: Mapping[str, ToolInvoker] | None = None,
 ) -> InvokerChain:
     invoker: ToolInvoker = upstream
     privacy: PrivacyInvoker | None = None
@@ -78,4 +81,6 @@ def build_invoker_chain(
         invoker = audit = AuditInvoker(
             invoker, audit_log, session, digest_key=digest_key, settings=config.audit
         )
+    if builtins:
+        invoker = BuiltinRouter(invoker, builtins)
     return InvokerChain(invoker, privacy, budget, audit)

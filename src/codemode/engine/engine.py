@@ -26,23 +26,32 @@ import anyio.to_thread
 
 from codemode.catalog.catalog import Catalog
 from codemode.catalog.loading import catalog_from_config
+from codemode.checks.calls import check_calls
+from codemode.checks.result import rejected_result
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
 from codemode.engine.invoker import CatalogInvoker
+from codemode.engine.output import OutputCallback
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.views import CatalogViews
-from codemode.errors import CodemodeError, SandboxError, SessionError
+from codemode.errors import CodemodeError, SandboxError, SessionError, UnknownSessionError
+from codemode.memory.fixes import FixMemory, SQLiteFixes
+from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend, make_backend
 from codemode.sandbox.pool import SandboxPool
+from codemode.sandbox.provider import PooledSandboxes, SandboxProvider, SessionSandbox
 from codemode.sandbox.result import ExecutionResult
-from codemode.sandbox.session import SandboxSession
+from codemode.state.open import open_state_store
+from codemode.state.tiered import TieredStore
+from codemode.state.tools import STATE_SERVER, StateTools
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
     from codemode.search.base import SearchIndex
+    from codemode.skills.runtime import SkillsRuntime
 
 __all__ = ["Codemode", "SearchAnswer"]
 
@@ -63,6 +72,7 @@ class Codemode:
         openapi_specs: Sequence[Path] = (),
         catalog: Catalog | None = None,
         backend: SandboxBackend | None = None,
+        sandboxes: SandboxProvider | None = None,
         semantic: bool | None = None,
         audit: bool = True,
         audit_log: AuditLog | None = None,
@@ -71,7 +81,8 @@ class Codemode:
         self.catalog = catalog or catalog_from_config(config, openapi_specs)
         self.backend = backend
         self.semantic = semantic
-        self.pool: SandboxPool | None = None
+        # Where sessions get their sandbox; by default a warm pool of isolated ones.
+        self.sandboxes: SandboxProvider | None = sandboxes
         self.registry: SessionRegistry | None = None
         self._invoker: CatalogInvoker | None = None
         self._views: CatalogViews | None = None
@@ -83,6 +94,12 @@ class Codemode:
         self.audit = audit
         self.audit_log: AuditLog | None = audit_log
         self._digest_key: bytes | None = None
+        self.state_store: TieredStore | None = None
+        self.fix_memory: FixMemory | None = None
+        # Saved skills and session checkpoints (set by start()).
+        self.skills: SkillsRuntime | None = None
+        self._stopping = False
+        self._resuming: set[str] = set()
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -97,18 +114,26 @@ class Codemode:
             raise
 
     async def _start(self) -> Codemode:
-        backend = self.backend or make_backend(self.config.sandbox)
-        self.pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+        if self.sandboxes is None:
+            backend = self.backend or make_backend(self.config.sandbox)
+            pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+            self.sandboxes = PooledSandboxes(pool)
         gateway = self.config.gateway
         self.registry = SessionRegistry(
             self._new_session,
             idle_timeout_s=gateway.session_idle_timeout_s,
             max_sessions=gateway.max_sessions,
         )
-        self.registry.on_close.append(lambda session: self.approvals.cancel_session(session.handle))
+        self.registry.on_close.append(self._session_closed)
         if self.audit_log is None and self.audit:
             await anyio.to_thread.run_sync(self._open_audit_log)
+        state_dir = self.config.gateway.state_dir
+        self.state_store = await anyio.to_thread.run_sync(
+            open_state_store, self.config.state, state_dir
+        )
+        self.fix_memory = await anyio.to_thread.run_sync(SQLiteFixes, state_dir / "fixes.sqlite")
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
+        self.skills = await anyio.to_thread.run_sync(self._open_skills)
         failures = await self.catalog.load()
         for server, message in failures.items():
             log.warning("server %s is unavailable: %s", server, message)
@@ -117,14 +142,19 @@ class Codemode:
         return self
 
     async def aclose(self) -> None:
+        self._stopping = True  # sessions closed by a shutdown keep their checkpoints
         if self._expiry is not None:
             self._expiry.cancel()
         if self.registry is not None:
             await anyio.to_thread.run_sync(self.registry.close_all)
-        if self.pool is not None:
-            await anyio.to_thread.run_sync(self.pool.close)
+        if self.sandboxes is not None:
+            await anyio.to_thread.run_sync(self.sandboxes.close)
         if self.audit_log is not None:
             self.audit_log.close()
+        if self.state_store is not None:
+            await anyio.to_thread.run_sync(self.state_store.close)
+        if self.fix_memory is not None:
+            self.fix_memory.close()
         await self.catalog.aclose()
 
     async def __aenter__(self) -> Codemode:
@@ -147,7 +177,9 @@ class Codemode:
             views = self._views
             if views is None or views.version != self.catalog.version:
                 version = self.catalog.version
-                views = self._views = CatalogViews.build(self.catalog.specs(), version)
+                views = self._views = CatalogViews.build(
+                    self.catalog.specs(), version, self.catalog.unavailable()
+                )
                 self._index = None  # built on the first search: execute never needs it
             return views
 
@@ -166,10 +198,14 @@ class Codemode:
                 self._index = build_index(self.catalog.specs(), semantic=self.semantic)
             return self._index
 
-    # --- the two meta-tools -----------------------------------------------------------------
+    # --- the meta-tools: search, execute, approve ----------------------------------------
 
-    async def search(self, query: str, *, detail: str = "summary", limit: int = 5) -> SearchAnswer:
+    async def search(
+        self, query: str, *, detail: str = "summary", limit: int = 5, owner: str | None = None
+    ) -> SearchAnswer:
+        """Tools for ``query``, and below them the owner's saved skills that match."""
         from codemode.search.render import check_detail, render_answer
+        from codemode.skills.runtime import render_skill_hits
 
         level = check_detail(detail)
         limit = max(1, min(int(limit), 50))
@@ -179,7 +215,12 @@ class Codemode:
             index = await anyio.to_thread.run_sync(self._search_index)
         hits = index.search(query, limit)
         text = render_answer(hits, level, source=views.stubs.tool_source)
-        return SearchAnswer(text, [hit.to_json() for hit in hits])
+        found = [hit.to_json() for hit in hits]
+        if self.skills is not None:
+            skills = await anyio.to_thread.run_sync(self.skills.search, owner, query)
+            text += render_skill_hits(skills)
+            found += [hit.to_json() for hit in skills]
+        return SearchAnswer(text, found)
 
     async def execute(
         self,
@@ -189,16 +230,21 @@ class Codemode:
         fresh: bool = False,
         timeout_s: float | None = None,
         owner: str | None = None,
+        check: bool = True,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
         """Run ``code`` in a session (a new one when ``session`` is None).
 
         Returns ``approval_required`` when the code reached a call a human must approve;
-        ``approve`` then resumes the same execution.
+        ``approve`` then resumes the same execution. With ``check`` (the default) calls on
+        ``servers.*`` are checked against their signatures first: a wrong one is an error
+        result with its line, and nothing runs. ``on_output(stream, data)`` sees the output
+        as it is written (see ``codemode.engine.output``), also after an approval.
         """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         views = await self.views()
-        record = self.registry.checkout(session, owner)
+        record = await self._checkout(session, owner)
         if record.paused is not None:
             self.registry.release(record)
             pending = self.approvals.pending_for(record.handle)
@@ -207,12 +253,34 @@ class Codemode:
                 + (f" ({pending.id})" if pending else ""),
                 fix="call approve with that approval id (allow true or false) first",
             )
+        if check and (problems := check_calls(code, views.signatures)):
+            self.registry.release(record)
+            record.code = code
+            return record.finish(rejected_result(problems))
 
         def run() -> ExecutionResult:
-            return record.run(code, views, fresh=fresh, timeout_s=timeout_s)
+            return record.run(code, views, fresh=fresh, timeout_s=timeout_s, on_output=on_output)
 
         job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
         return await self._follow(record, job)
+
+    async def _checkout(self, handle: str | None, owner: str | None) -> Session:
+        """The session for ``handle``; one lost to a gateway restart resumes from its
+        checkpoint (the result then says what was restored)."""
+        assert self.registry is not None
+        try:
+            return self.registry.checkout(handle, owner)
+        except UnknownSessionError:
+            skills = self.skills
+            if handle is None or skills is None:
+                raise
+            if not await anyio.to_thread.run_sync(skills.resumable, handle, owner):
+                raise
+        self._resuming.add(handle)
+        try:
+            return await anyio.to_thread.run_sync(self.registry.resume, handle, owner)
+        finally:
+            self._resuming.discard(handle)
 
     async def approve(
         self,
@@ -274,7 +342,15 @@ class Codemode:
         return record.finish(job.result())
 
     def _new_session(self, handle: str, owner: str | None) -> Session:
-        assert self.pool is not None and self._invoker is not None  # set by start()
+        assert self.sandboxes is not None and self._invoker is not None  # set by start()
+        assert self.state_store is not None
+        state = StateTools(
+            self.state_store,
+            session=handle,
+            owner=owner,
+            max_value_bytes=self.config.state.max_value_bytes,
+            session_ttl_s=self.config.state.session_ttl_s,
+        )
         chain = build_invoker_chain(
             self.config,
             self._invoker,
@@ -283,8 +359,53 @@ class Codemode:
             approver=SessionApprover(self.approvals, handle, owner),
             audit_log=self.audit_log,
             digest_key=self._digest_key,
+            builtins={STATE_SERVER: state},
         )
-        return Session(handle, owner, SandboxSession(self.pool, handle), chain)
+        sandbox: SessionSandbox = self.sandboxes.open(handle)
+        if self.skills is not None:
+            restore = handle in self._resuming
+            sandbox = self.skills.wrap(sandbox, handle, owner, chain.invoker, restore=restore)
+        session = Session(handle, owner, sandbox, chain)
+        if self.fix_memory is not None:
+            scrub = chain.privacy.scan_output if chain.privacy is not None else str
+            session.fixes = FixLearner(self.fix_memory, owner, scrub)
+        return session
+
+    def _open_skills(self) -> SkillsRuntime:
+        from codemode.skills.runtime import SkillsRuntime
+
+        assert self.sandboxes is not None and self._invoker is not None
+        assert self.state_store is not None
+        tests_chain = build_invoker_chain(
+            self.config,
+            self._invoker,
+            session="skill-tests",
+            specs=self._spec_or_none,
+            approver=None,
+            audit_log=self.audit_log,
+            digest_key=self._digest_key,
+        )
+        sandboxes = self.sandboxes
+        isolated = isinstance(sandboxes, PooledSandboxes) and sandboxes.pool.backend.isolated
+        return SkillsRuntime.open(
+            self.config,
+            self.state_store,
+            sandboxes,
+            lambda invoker: self._current_views().access(invoker),
+            tests_chain.invoker,
+            isolated=isolated,
+            specs=self.catalog.specs,
+            version=lambda: self.catalog.version,
+        )
+
+    def _session_closed(self, session: Session) -> None:
+        self.approvals.cancel_session(session.handle)
+        if self._stopping:
+            return  # a shutdown keeps what a resumed session needs: checkpoint and kv values
+        if self.skills is not None:
+            self.skills.forget(session.handle)
+        if self.state_store is not None:
+            self.state_store.delete_prefix(f"s:{session.handle}:")
 
     def _spec_or_none(self, server: str, tool: str) -> ToolSpec | None:
         try:

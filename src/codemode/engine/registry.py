@@ -48,6 +48,19 @@ class SessionRegistry:
             self._sessions[handle] = record
             return record
 
+    def resume(self, handle: str, owner: str | None) -> Session:
+        """Check out a session under an earlier handle that is not open here any more (its
+        checkpoint survived a gateway restart); the caller has checked the owner."""
+        with self._lock:
+            if handle not in self._sessions:
+                if len(self._sessions) >= self.max_sessions:
+                    raise SessionError(
+                        f"too many sessions ({self.max_sessions}); close or reuse one",
+                        fix="raise gateway.max_sessions",
+                    )
+                self._sessions[handle] = self.factory(handle, owner)
+        return self.checkout(handle, owner)
+
     def get(self, handle: str, owner: str | None) -> Session:
         with self._lock:
             record = self._sessions.get(handle)

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field, replace
 
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
+from codemode.engine.output import OutputCallback, ScannedOutput
 from codemode.engine.views import CatalogViews
+from codemode.memory.learning import FixLearner
+from codemode.sandbox.provider import SessionSandbox
 from codemode.sandbox.result import ExecutionResult
-from codemode.sandbox.session import SandboxSession
 
 __all__ = ["Session"]
 
@@ -24,7 +26,7 @@ __all__ = ["Session"]
 class Session:
     handle: str
     owner: str | None
-    sandbox: SandboxSession
+    sandbox: SessionSandbox
     chain: InvokerChain
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
@@ -32,19 +34,44 @@ class Session:
     busy: int = 0
     # An execution paused before a call that needs a human; ``Codemode.approve`` resumes it.
     paused: asyncio.Task[ExecutionResult] | None = None
+    # Remembers how this owner fixed errors, and offers the fix when one comes back.
+    fixes: FixLearner | None = None
+    # The code of the execution running now (for the fix memory).
+    code: str = ""
 
     def run(
-        self, code: str, views: CatalogViews, *, fresh: bool, timeout_s: float | None
+        self,
+        code: str,
+        views: CatalogViews,
+        *,
+        fresh: bool,
+        timeout_s: float | None,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
-        """Run ``code`` in the sandbox (blocking: call it from a worker thread)."""
+        """Run ``code`` in the sandbox (blocking: call it from a worker thread). Streamed
+        output passes the same privacy net as the result's."""
         tools = replace(views.access(self.chain.invoker), on_refused=self.chain.on_refused)
-        return self.sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
+        self.code = code
+        scanned = None
+        if on_output is not None and self.chain.privacy is not None:
+            on_output = scanned = ScannedOutput(on_output, self.chain.privacy.scan_output)
+        try:
+            return self.sandbox.execute(
+                code, tools=tools, fresh=fresh, timeout_s=timeout_s, on_output=on_output
+            )
+        finally:
+            if scanned is not None:
+                scanned.flush()
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
         """The one place a raw outcome becomes what the client sees: the handle, and the
         second privacy net over every field the code could fill (output, hint, every field
         of the error, file names, tool-call names, the limit and any extra field)."""
         result.session = self.handle
+        if self.fixes is not None:
+            earlier = self.fixes.observe(self.code, result)
+            if earlier:
+                result.hint = f"{result.hint} This error was fixed before with:\n{earlier}".strip()
         privacy = self.chain.privacy
         if privacy is None:
             return result

@@ -1,29 +1,47 @@
 """What the sandbox sees of the catalog: the generated modules and the granted tools.
 
 Rebuilt whenever the catalog's version changes; an execution uses the views it started with.
+Besides ``servers.*``, the host serves codemode's own modules (``state``), whose calls go to
+built-in servers that need no grant from the catalog.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from codemode.bridge.host import ModuleSource, ToolAccess, ToolInvoker
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
+    from codemode.checks.signatures import SignatureTable
     from codemode.stubs.package import StubLibrary
 
-__all__ = ["CatalogViews", "StubModules"]
+__all__ = ["BUILTIN_SERVERS", "CatalogViews", "StubModules"]
+
+
+BUILTIN_SERVERS = frozenset({"_state"})
+
+
+def _builtin_module(fullname: str) -> ModuleSource | None:
+    if fullname == "state":
+        from codemode.state.tools import state_module_source
+
+        return ModuleSource(state_module_source(), False, "state.py")
+    return None
 
 
 class StubModules:
-    """Adapts the stub library to the bridge's ``ModuleProvider``."""
+    """Adapts the stub library to the bridge's ``ModuleProvider`` (plus codemode's own)."""
 
     def __init__(self, library: StubLibrary) -> None:
         self.library = library
 
     def module_source(self, fullname: str) -> ModuleSource | None:
+        if fullname != "servers" and not fullname.startswith("servers."):
+            return _builtin_module(fullname)
         source = self.library.module_source(fullname)
         if source is None:
             return None
@@ -38,17 +56,28 @@ class CatalogViews:
     stubs: StubLibrary
     modules: StubModules
     tools: frozenset[tuple[str, str]]
+    specs: list[ToolSpec] = field(default_factory=list, repr=False)
+
+    @cached_property
+    def signatures(self) -> SignatureTable:
+        """The generated functions' signatures, for checking calls before code runs."""
+        from codemode.checks.signatures import SignatureTable
+
+        return SignatureTable.from_specs(self.specs, self.stubs.unavailable)
 
     @classmethod
-    def build(cls, specs: list[ToolSpec], version: int) -> CatalogViews:
+    def build(
+        cls, specs: list[ToolSpec], version: int, unavailable: Mapping[str, str] | None = None
+    ) -> CatalogViews:
+        """``unavailable``: servers that are down and why (importing one raises, saying so)."""
         from codemode.stubs.package import StubLibrary
 
-        library = StubLibrary(specs)
+        library = StubLibrary(specs, unavailable=unavailable)
         tools = frozenset((spec.server, spec.name) for spec in specs)
-        return cls(version, library, StubModules(library), tools)
+        return cls(version, library, StubModules(library), tools, list(specs))
 
     def granted(self, server: str, tool: str) -> bool:
-        return (server, tool) in self.tools
+        return (server, tool) in self.tools or server in BUILTIN_SERVERS
 
     def access(self, invoker: ToolInvoker) -> ToolAccess:
         """What one execution may reach: these modules, these tools, through ``invoker``."""

@@ -68,7 +68,7 @@ class GatewayHandlers:
     ) -> types.CallToolResult:
         try:
             if name == "search":
-                return await self.search(arguments)
+                return await self.search(arguments, caller.owner)
             if name == "execute":
                 return await self.execute(arguments, caller)
             if name == "approve":
@@ -82,7 +82,9 @@ class GatewayHandlers:
             f"unknown tool {name!r}; the tools are search, execute and approve", error=True
         )
 
-    async def search(self, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def search(
+        self, arguments: dict[str, Any], owner: str | None = None
+    ) -> types.CallToolResult:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             return _argument_error("`query` must be a non-empty string, e.g. 'create an issue'")
@@ -92,7 +94,7 @@ class GatewayHandlers:
             return _argument_error("`detail` must be one of: name, summary, full")
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             return _argument_error("`limit` must be a positive integer")
-        answer = await self.engine.search(query, detail=detail, limit=limit)
+        answer = await self.engine.search(query, detail=detail, limit=limit, owner=owner)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=answer.text)],
             structured_content={"hits": answer.hits},
@@ -102,24 +104,29 @@ class GatewayHandlers:
         code = arguments.get("code")
         session = arguments.get("session")
         fresh = arguments.get("fresh", False)
+        check = arguments.get("check", True)
         if not isinstance(code, str):
             return _argument_error("`code` must be a string of Python source")
         if session is not None and not isinstance(session, str):
             return _argument_error("`session` must be the string handle from an earlier result")
         if not isinstance(fresh, bool):
             return _argument_error("`fresh` must be true or false")
+        if not isinstance(check, bool):
+            return _argument_error("`check` must be true or false")
         remembered = self._connection_sessions if caller.connection is not None else None
         implicit = session is None and caller.legacy and remembered is not None
         if implicit and remembered is not None:
             session = remembered.get(caller.connection)
         engine = self.engine
         try:
-            result = await engine.execute(code, session=session, fresh=fresh, owner=caller.owner)
+            result = await engine.execute(
+                code, session=session, fresh=fresh, owner=caller.owner, check=check
+            )
         except UnknownSessionError:
             if not (implicit and session):
                 raise
             # The connection's session expired: start a new one rather than fail forever.
-            result = await engine.execute(code, fresh=fresh, owner=caller.owner)
+            result = await engine.execute(code, fresh=fresh, owner=caller.owner, check=check)
         if caller.legacy and remembered is not None and result.session:
             remembered[caller.connection] = result.session
         return execution_result(result)

@@ -1,4 +1,4 @@
-"""The two tools an agent sees: ``search`` and ``execute``. Plain data, plus ``mcp`` Tool objects.
+"""The tools an agent sees: ``search``, ``execute`` and ``approve``. Plain data, plus ``mcp`` Tools.
 
 The descriptions are the whole manual: they teach the workflow (search, import, call, print
 little, keep state in the session, catch ``ToolError``) in as few tokens as we could.
@@ -49,6 +49,7 @@ EXECUTE: dict[str, Any] = {
             "code": {"type": "string"},
             "session": {"type": "string"},
             "fresh": {"type": "boolean"},
+            "check": {"type": "boolean"},
         },
         "required": ["code"],
     },

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import signal
 import sys
@@ -15,6 +14,7 @@ import anyio
 from codemode.config import CodemodeConfig
 from codemode.engine import Codemode
 from codemode.gateway.server import build_server
+from codemode.sdk_compat import uvicorn_server
 
 __all__ = ["serve"]
 
@@ -57,10 +57,9 @@ async def serve(
 
                 app = server.streamable_http_app(host=host)
                 print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
-                uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
                 # uvicorn would re-raise the signal after its shutdown, killing the process
                 # before the engine cleans up: we watch the signals instead.
-                uv.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+                uv = uvicorn_server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
                 group.start_soon(_stop_on_signal, lambda: setattr(uv, "should_exit", True))
                 await uv.serve()
             group.cancel_scope.cancel()

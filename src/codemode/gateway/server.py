@@ -18,6 +18,7 @@ from codemode import __version__
 from codemode.engine import Codemode
 from codemode.gateway.handlers import Caller, GatewayHandlers
 from codemode.gateway.meta_tools import mcp_tools
+from codemode.sdk_compat import connection_key
 
 __all__ = ["build_server", "caller_identity", "caller_of"]
 
@@ -42,9 +43,8 @@ def caller_identity(ctx: ServerRequestContext[Any, Any]) -> str | None:
 def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     version = ctx.protocol_version
     legacy = version.startswith(("2025", "2024"))
-    # ctx.session is a new proxy per request; the SDK's Connection is what lives as long as
-    # the client's connection (the only stable key for a 2025-era client).
-    connection = getattr(ctx.session, "_connection", ctx.session)
+    # The only stable key for a 2025-era client: an object living as long as its connection.
+    connection = connection_key(ctx)
     return Caller(owner=caller_identity(ctx), connection=connection, legacy=legacy)
 
 

@@ -3,6 +3,11 @@
 The order: the first explicit rule that matches; then read-only mode (a tool not marked
 read-only is denied); then the default for destructive tools; then allow. Because rules come
 first, an explicit ``allow`` rule can let a write tool through in read-only mode.
+
+An MCP tool's hints follow the MCP spec's defaults: a tool that declares no ``readOnlyHint`` is
+not read-only, and one that declares no ``destructiveHint`` (and is not read-only) is
+destructive, so it asks under the default policy. A server's ``annotations_default`` setting
+fills in left-out hints before they reach here; ``read_only_tools`` marks single tools.
 """
 
 from __future__ import annotations
@@ -71,11 +76,18 @@ class Policy:
                 f'add it to policy.read_only_tools, add a rule with action "allow", or set '
                 f'mode = "default"',
             )
-        if _is_destructive(spec) and settings.destructive != "allow":
+        if settings.destructive != "allow" and self.is_destructive(name, spec):
+            assert spec is not None  # no spec is never destructive
+            why = (
+                "declares no annotations, so it counts as destructive (the MCP default)"
+                if spec.destructive is None and spec.source == "mcp"
+                else "is marked destructive"
+            )
             return Decision(
                 settings.destructive,
-                f"{name} is marked destructive and policy.destructive is "
-                f"{settings.destructive!r}; a rule for {name!r} overrides that",
+                f"{name} {why} and policy.destructive is {settings.destructive!r}; a rule for "
+                f"{name!r}, policy.read_only_tools or the server's annotations_default "
+                "overrides that",
             )
         return Decision("allow", f"{name} is allowed by default")
 
@@ -88,12 +100,11 @@ class Policy:
             return spec.read_only
         return spec.source == "openapi" and (spec.method or "").lower() in _READ_ONLY_METHODS
 
-
-def _is_destructive(spec: ToolSpec | None) -> bool:
-    # MCP says destructiveHint defaults to true, but nearly no server sets its hints, so only an
-    # explicit mark counts here; otherwise every unannotated tool would need an approval.
-    if spec is None:
-        return False
-    if spec.destructive is not None:
-        return spec.destructive
-    return spec.source == "openapi" and (spec.method or "").lower() == "delete"
+    def is_destructive(self, name: str, spec: ToolSpec | None) -> bool:
+        if spec is None or spec.read_only or matches_any(name, self.settings.read_only_tools):
+            return False  # MCP: destructiveHint means something only when not read-only
+        if spec.destructive is not None:
+            return spec.destructive
+        if spec.source == "mcp":
+            return True  # the MCP spec's default destructiveHint
+        return spec.source == "openapi" and (spec.method or "").lower() == "delete"

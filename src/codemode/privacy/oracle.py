@@ -25,10 +25,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from typing import Annotated, Any
+
+from pydantic import Field, StrictBool, StrictStr
 
 from codemode.bridge.host import Approver, ToolInvoker, execution_clock_paused
+from codemode.config_model import ConfigModel, Hint, PositiveWholeNumber
 from codemode.policy.outcome import ApprovalDeniedError, BudgetExhaustedError, note_verdict
 from codemode.tools import ToolCall, ToolSpec
 
@@ -49,16 +53,20 @@ _GROWTH = 3
 SpecLookup = Callable[[str, str], ToolSpec | None]
 
 
-@dataclass(frozen=True, slots=True)
-class OracleSettings:
+class OracleSettings(ConfigModel):
     """``[privacy.oracle]``: ``enabled``, ``tools``, ``calls_per_minute``,
     ``calls_per_session`` and ``similar_calls`` (near-identical calls before asking)."""
 
-    enabled: bool = True
-    tools: tuple[str, ...] = DEFAULT_ORACLE_TOOLS
-    calls_per_minute: int = 60
-    calls_per_session: int = 500
-    similar_calls: int = 12
+    enabled: StrictBool = True
+    tools: Annotated[
+        tuple[Annotated[StrictStr, Field(min_length=1)], ...],
+        Hint(
+            expects="a list of globs over server.tool", fix='write tools = ["*search*", "crm.is_*"]'
+        ),
+    ] = DEFAULT_ORACLE_TOOLS
+    calls_per_minute: PositiveWholeNumber = 60
+    calls_per_session: PositiveWholeNumber = 500
+    similar_calls: PositiveWholeNumber = 12
 
 
 def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
@@ -99,7 +107,7 @@ Leaves = dict[str, str]  # JSON path -> string value of one call's arguments
 
 @dataclass
 class _ToolHistory:
-    recent: deque[Leaves] = field(default_factory=lambda: deque(maxlen=_HISTORY))
+    recent: deque[Leaves] = dataclass_field(default_factory=lambda: deque(maxlen=_HISTORY))
     similar: int = 0  # near-identical calls since the last approval
 
 

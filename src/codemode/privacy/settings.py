@@ -35,10 +35,11 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from codemode.errors import ConfigError
+from pydantic import AfterValidator, Field, StrictBool, StrictStr
+
+from codemode.config_model import ConfigModel, Hint, did_you_mean, invalid, validate_section
 from codemode.privacy.detectors import BUILTIN_KINDS, KIND_GROUPS, DetectorSet
 from codemode.privacy.fields import parse_field_pattern
 from codemode.privacy.oracle import OracleSettings
@@ -46,63 +47,128 @@ from codemode.privacy.tokenizer import Tokenizer
 
 __all__ = ["PrivacySettings"]
 
-_KEYS = ("enabled", "detectors", "patterns", "fields", "flows", "oracle")
-_ORACLE_COUNTS = ("calls_per_minute", "calls_per_session", "similar_calls")
 _KIND = re.compile(r"[A-Z][A-Z0-9_]*")
+_KNOWN_DETECTORS = (*BUILTIN_KINDS, *KIND_GROUPS)
 DEFAULT_FLOW_KEY = "*"
 
 
-@dataclass(frozen=True, slots=True)
-class PrivacySettings:
-    enabled: bool = True
-    detectors: tuple[str, ...] = BUILTIN_KINDS
-    patterns: tuple[tuple[str, str], ...] = ()
-    fields: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    flows: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    oracle: OracleSettings = field(default_factory=OracleSettings)
+def _detector(name: str) -> str:
+    if name not in _KNOWN_DETECTORS:
+        close = did_you_mean(name, _KNOWN_DETECTORS)
+        raise invalid(
+            f"unknown detector {name!r}",
+            (f"{close} " if close else "")
+            + f"choose from {', '.join(_KNOWN_DETECTORS)}; for your own formats add "
+            "[privacy.patterns]",
+        )
+    return name
+
+
+def _pattern_kind(kind: str) -> str:
+    if not _KIND.fullmatch(kind):
+        raise invalid(
+            "a pattern's kind must be upper-case letters, digits and '_', starting with a letter "
+            "(it becomes the token name, as in <EMPLOYEE_ID_1>)",
+            "rename it, e.g. EMPLOYEE_ID",
+        )
+    if kind in _KNOWN_DETECTORS:
+        raise invalid(
+            f"{kind} is a built-in detector", f"give your pattern another name, e.g. {kind}_CUSTOM"
+        )
+    return kind
+
+
+def _regex(regex: str) -> str:
+    try:
+        compiled = re.compile(regex)
+    except re.error as error:
+        raise invalid(
+            f"invalid regex {regex!r}: {error.msg} at position {error.pos}",
+            "fix the regex (Python syntax; in TOML write \\\\d or use '...' strings)",
+        ) from None
+    if compiled.match("") is not None:
+        raise invalid(
+            f"regex {regex!r} matches the empty string, so it would match everywhere",
+            "make it require at least one character, e.g. use + instead of *",
+        )
+    return regex
+
+
+def _field_server(server: str) -> str:
+    if server == DEFAULT_FLOW_KEY:
+        raise invalid("field rules are per server", "name the server")
+    return server
+
+
+def _field_pattern(pattern: str) -> str:
+    try:
+        parse_field_pattern(pattern)
+    except ValueError as error:
+        raise invalid(str(error), 'write e.g. crm = ["contacts[].email"]') from None
+    return pattern
+
+
+Regex = Annotated[
+    StrictStr,
+    AfterValidator(_regex),
+    Hint(expects="a non-empty regex string", fix='write KIND = "REGEX", e.g. EMP = "EMP-\\\\d{6}"'),
+]
+FieldPatterns = Annotated[
+    tuple[Annotated[StrictStr, AfterValidator(_field_pattern)], ...],
+    Hint(expects="a list of non-empty strings", fix='write e.g. crm = ["contacts[].email"]'),
+]
+Destinations = Annotated[
+    tuple[Annotated[StrictStr, Field(min_length=1)], ...],
+    Hint(expects="a list of non-empty strings", fix='write e.g. crm = ["mail"]'),
+]
+
+
+class PrivacySettings(ConfigModel):
+    enabled: StrictBool = True
+    detectors: Annotated[
+        tuple[Annotated[StrictStr, AfterValidator(_detector)], ...],
+        Hint(expects="a list of detector names", fix=f"choose from {', '.join(_KNOWN_DETECTORS)}"),
+    ] = BUILTIN_KINDS
+    # User detectors: KIND -> regex.
+    patterns: Annotated[
+        dict[Annotated[StrictStr, AfterValidator(_pattern_kind)], Regex],
+        Hint(
+            expects="a table of KIND = regex",
+            fix='write patterns = { EMPLOYEE_ID = "EMP-\\\\d{6}" }',
+        ),
+    ] = Field(default_factory=dict)
+    # Per server: fields replaced whole (glob paths).
+    fields: Annotated[
+        dict[Annotated[StrictStr, AfterValidator(_field_server)], FieldPatterns],
+        Hint(
+            expects="a table of server = [...]",
+            fix='write [privacy.fields] then crm = ["contacts[].email"]',
+        ),
+    ] = Field(default_factory=dict)
+    # Per server (or "*"): where its tokenized data may be sent.
+    flows: Annotated[
+        dict[StrictStr, Destinations],
+        Hint(expects="a table of server = [...]", fix='write [privacy.flows] then crm = ["mail"]'),
+    ] = Field(default_factory=dict)
+    # Budgets and pattern checks for search and yes/no tools.
+    oracle: OracleSettings = Field(default_factory=OracleSettings)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], source: str = "config") -> PrivacySettings:
         """Build from the ``[privacy]`` table (TOML) or the ``"privacy"`` object (JSON)."""
-        if not isinstance(table, Mapping):
-            raise ConfigError("must be a table", path=source, key="privacy")
-        unknown = sorted(set(table) - set(_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"unknown key(s) {', '.join(map(repr, unknown))}",
-                path=source,
-                key=f"privacy.{unknown[0]}",
-                fix=f"use only {', '.join(_KEYS)}",
-            )
-        enabled = table.get("enabled", True)
-        if not isinstance(enabled, bool):
-            raise ConfigError(
-                "must be true or false", path=source, key="privacy.enabled", fix="enabled = true"
-            )
-        settings = cls(
-            enabled=enabled,
-            detectors=_detectors(table.get("detectors", list(BUILTIN_KINDS)), source),
-            patterns=_patterns(table.get("patterns", {}), source),
-            fields=_server_lists(table.get("fields", {}), source, "fields"),
-            flows=_server_lists(table.get("flows", {}), source, "flows"),
-            oracle=_oracle(table.get("oracle", {}), source),
-        )
-        settings.tokenizer()  # compile everything now, so a bad value fails at load time
-        return settings
+        return validate_section(cls, table, source=source, prefix="privacy")
 
     def tokenizer(self) -> Tokenizer:
         """A new tokenizer for these settings (one per session: its caches hold values)."""
-        patterns = {kind: re.compile(regex) for kind, regex in self.patterns}
+        patterns = {kind: re.compile(regex) for kind, regex in self.patterns.items()}
         return Tokenizer(DetectorSet(self.detectors, patterns), dict(self.fields))
 
     def flow_targets(self, server: str) -> tuple[tuple[str, ...], str]:
         """The destination globs for data from ``server`` and the config key they come from."""
-        for name, targets in self.flows:
-            if name == server:
-                return targets, f"privacy.flows.{server}"
-        for name, targets in self.flows:
-            if name == DEFAULT_FLOW_KEY:
-                return targets, 'privacy.flows."*"'
+        if server in self.flows:
+            return self.flows[server], f"privacy.flows.{server}"
+        if DEFAULT_FLOW_KEY in self.flows:
+            return self.flows[DEFAULT_FLOW_KEY], 'privacy.flows."*"'
         return (), 'privacy.flows."*" (default: back to the source server only)'
 
     def may_flow(self, source: str, destination: str) -> bool:
@@ -110,143 +176,3 @@ class PrivacySettings:
             return True
         targets, _key = self.flow_targets(source)
         return any(fnmatch.fnmatchcase(destination, glob) for glob in targets)
-
-
-def _detectors(value: Any, source: str) -> tuple[str, ...]:
-    known = (*BUILTIN_KINDS, *KIND_GROUPS)
-    fix = f"choose from {', '.join(known)}"
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ConfigError(
-            "must be a list of detector names", path=source, key="privacy.detectors", fix=fix
-        )
-    unknown = [item for item in value if item not in known]
-    if unknown:
-        raise ConfigError(
-            f"unknown detector(s) {', '.join(map(repr, unknown))}",
-            path=source,
-            key="privacy.detectors",
-            fix=f"{fix}; for your own formats add [privacy.patterns]",
-        )
-    return tuple(value)
-
-
-def _patterns(value: Any, source: str) -> tuple[tuple[str, str], ...]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(
-            "must be a table of KIND = regex",
-            path=source,
-            key="privacy.patterns",
-            fix='write patterns = { EMPLOYEE_ID = "EMP-\\\\d{6}" }',
-        )
-    out: list[tuple[str, str]] = []
-    for kind, regex in value.items():
-        key = f"privacy.patterns.{kind}"
-        if not isinstance(kind, str) or not _KIND.fullmatch(kind):
-            raise ConfigError(
-                "a pattern's kind must be upper-case letters, digits and '_', starting with a "
-                "letter (it becomes the token name, as in <EMPLOYEE_ID_1>)",
-                path=source,
-                key=key,
-                fix="rename it, e.g. EMPLOYEE_ID",
-            )
-        if kind in BUILTIN_KINDS or kind in KIND_GROUPS:
-            raise ConfigError(
-                f"{kind} is a built-in detector",
-                path=source,
-                key=key,
-                fix="give your pattern another name, e.g. " + f"{kind}_CUSTOM",
-            )
-        if not isinstance(regex, str) or not regex:
-            raise ConfigError(
-                "must be a non-empty regex string",
-                path=source,
-                key=key,
-                fix=f'write {kind} = "REGEX", e.g. {kind} = "EMP-\\\\d{{6}}"',
-            )
-        try:
-            compiled = re.compile(regex)
-        except re.error as error:
-            raise ConfigError(
-                f"invalid regex {regex!r}: {error.msg} at position {error.pos}",
-                path=source,
-                key=key,
-                fix="fix the regex (Python syntax; in TOML write \\\\d or use '...' strings)",
-            ) from None
-        if compiled.match("") is not None:
-            raise ConfigError(
-                f"regex {regex!r} matches the empty string, so it would match everywhere",
-                path=source,
-                key=key,
-                fix="make it require at least one character, e.g. use + instead of *",
-            )
-        out.append((kind, regex))
-    return tuple(out)
-
-
-def _server_lists(value: Any, source: str, name: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    example = 'crm = ["contacts[].email"]' if name == "fields" else 'crm = ["mail"]'
-    if not isinstance(value, Mapping):
-        raise ConfigError(
-            "must be a table of server = [...]",
-            path=source,
-            key=f"privacy.{name}",
-            fix=f"write [privacy.{name}] then {example}",
-        )
-    out: list[tuple[str, tuple[str, ...]]] = []
-    for server, items in value.items():
-        key = f"privacy.{name}.{server}"
-        if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
-            raise ConfigError(
-                "must be a list of non-empty strings", path=source, key=key, fix=example
-            )
-        if name == "fields":
-            if server == DEFAULT_FLOW_KEY:
-                raise ConfigError(
-                    "field rules are per server", path=source, key=key, fix="name the server"
-                )
-            for item in items:
-                try:
-                    parse_field_pattern(item)
-                except ValueError as error:
-                    raise ConfigError(str(error), path=source, key=key, fix=example) from None
-        out.append((str(server), tuple(items)))
-    return tuple(out)
-
-
-def _oracle(value: Any, source: str) -> OracleSettings:
-    key = "privacy.oracle"
-    if not isinstance(value, Mapping):
-        raise ConfigError("must be a table", path=source, key=key, fix="write [privacy.oracle]")
-    known = ("enabled", "tools", *_ORACLE_COUNTS)
-    unknown = sorted(set(value) - set(known))
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join(map(repr, unknown))}",
-            path=source,
-            key=f"{key}.{unknown[0]}",
-            fix=f"use only {', '.join(known)}",
-        )
-    defaults = OracleSettings()
-    enabled = value.get("enabled", defaults.enabled)
-    if not isinstance(enabled, bool):
-        raise ConfigError("must be true or false", path=source, key=f"{key}.enabled")
-    tools = value.get("tools", list(defaults.tools))
-    if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
-        raise ConfigError(
-            "must be a list of globs over server.tool",
-            path=source,
-            key=f"{key}.tools",
-            fix='write tools = ["*search*", "crm.is_*"]',
-        )
-    counts: dict[str, int] = {}
-    for name in _ORACLE_COUNTS:
-        number = value.get(name, getattr(defaults, name))
-        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            raise ConfigError(
-                "must be a positive whole number",
-                path=source,
-                key=f"{key}.{name}",
-                fix=f"write e.g. {name} = {getattr(defaults, name)}",
-            )
-        counts[name] = number
-    return OracleSettings(enabled=enabled, tools=tuple(tools), **counts)

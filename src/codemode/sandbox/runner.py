@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import selectors
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,12 @@ from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.result import ExecutionResult, clip_head_tail, clip_tail, make_hint
 from codemode.sandbox.settings import Limits
 
-__all__ = ["Sandbox"]
+__all__ = ["OutputCallback", "Sandbox"]
+
+log = logging.getLogger(__name__)
+
+# Called with ("stdout" | "stderr", bytes) as the code writes, from the execution's thread.
+OutputCallback = Callable[[str, bytes], None]
 
 _F_SETPIPE_SZ = 1031
 _WATCH_INTERVAL_S = 0.05
@@ -75,6 +82,7 @@ class Sandbox:
         self._pinned_from: set[int] | None = None
         self._guest_pinned_from: set[int] | None = None
         self._guest_pid_on_host: int | None = None
+        self._on_output: OutputCallback | None = None
 
     def guest_pid_on_host(self) -> int | None:
         """The guest interpreter's pid as the host sees it (bwrap's child; pid 1 inside)."""
@@ -201,6 +209,17 @@ class Sandbox:
                     self.selector.unregister(fd)
                 return
             sink.write(data)
+            if self._on_output is not None:
+                self._emit(which, data)
+
+    def _emit(self, which: str, data: bytes) -> None:
+        """Pass output on as it arrives; a failing callback is dropped, never the execution."""
+        assert self._on_output is not None
+        try:
+            self._on_output(which, data)
+        except Exception:
+            log.exception("the output callback failed; output is no longer passed on")
+            self._on_output = None
 
     def _send(self, frame: dict[str, Any], deadline: float) -> bool:
         """Send one frame, bounded by the deadline. False if the guest does not take it."""
@@ -239,11 +258,15 @@ class Sandbox:
         tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
+        """Run ``code``; ``on_output(stream, data)`` sees its output as it is written."""
         with self._lock:
+            self._on_output = on_output
             try:
                 return self._execute(code, tools, fresh, timeout_s)
             finally:
+                self._on_output = None
                 self._unpin()
 
     def _pin_near_the_guest(self) -> None:
@@ -299,7 +322,8 @@ class Sandbox:
             self._frozen = False
         cpu_start = self.process.cpu_seconds()
         outcome = _Outcome()
-        frame = {"op": "exec", "exec": execution, "code": code, "fresh": fresh}
+        stream = self._on_output is not None
+        frame = {"op": "exec", "exec": execution, "code": code, "fresh": fresh, "stream": stream}
         if not self._send(frame, deadline):
             outcome.status, outcome.limit = "timeout", "wall_time"
         next_watch = started + _WATCH_INTERVAL_S

@@ -13,7 +13,7 @@ from codemode.bridge.host import NO_TOOLS, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
-from codemode.sandbox.runner import Sandbox
+from codemode.sandbox.runner import OutputCallback, Sandbox
 
 __all__ = ["SandboxSession"]
 
@@ -38,6 +38,7 @@ class SandboxSession:
         tools: ToolAccess = NO_TOOLS,
         fresh: bool = False,
         timeout_s: float | None = None,
+        on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
         with self._lock:
             if self._closed:
@@ -51,7 +52,9 @@ class SandboxSession:
             if sandbox is None or sandbox.dead:
                 sandbox = self._sandbox = self.pool.acquire()
             self.executions += 1
-            result = sandbox.execute(code, tools=tools, fresh=fresh, timeout_s=timeout_s)
+            result = sandbox.execute(
+                code, tools=tools, fresh=fresh, timeout_s=timeout_s, on_output=on_output
+            )
             if sandbox.dead:
                 self._sandbox = None
                 result.sandbox_reset = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from codemode.errors import ToolNotFoundError
@@ -14,6 +14,7 @@ from codemode.stubs.render import (
     render_runtime_fallback,
     render_server_init,
     render_tool_module,
+    render_unavailable_server,
 )
 from codemode.tools import ToolSpec
 
@@ -28,14 +29,29 @@ class StubLibrary:
 
     ``module_source`` is what the sandbox's import hook asks for; sources are rendered on
     demand and the most recently used ones are kept (an LRU of ``cache_size`` modules).
+    ``unavailable`` (server -> reason) names servers that are down: ``servers.<server>`` is then
+    a module whose import raises ``ImportError`` with the reason.
     """
 
-    def __init__(self, specs: Iterable[ToolSpec], *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(
+        self,
+        specs: Iterable[ToolSpec],
+        *,
+        unavailable: Mapping[str, str] | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
         self._by_server: dict[str, dict[str, ToolSpec]] = {}
         for spec in specs:
             self._by_server.setdefault(spec.server, {})[spec.name] = spec
-        self._server_py = server_names(self._by_server)
+        self._down = {
+            server: reason
+            for server, reason in (unavailable or {}).items()
+            if server not in self._by_server
+        }
+        names = server_names([*self._by_server, *self._down])
+        self._server_py = {server: names[server] for server in self._by_server}
         self._server_up = {py: up for up, py in self._server_py.items()}
+        self._down_up = {names[server]: server for server in self._down}
         self._tool_py: dict[str, dict[str, str]] = {
             server: tool_names(tools) for server, tools in self._by_server.items()
         }
@@ -49,6 +65,11 @@ class StubLibrary:
     def servers(self) -> dict[str, str]:
         """Upstream server name -> package name (``servers.<package>``)."""
         return dict(self._server_py)
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """Servers that are down -> why (importing one raises ``ImportError`` saying so)."""
+        return dict(self._down)
 
     def tool_names(self, server: str) -> dict[str, str]:
         """Python name -> upstream tool name, for one (upstream) server."""
@@ -109,6 +130,10 @@ class StubLibrary:
             root / "__init__.py": self._render_root(),
             root / "_runtime.py": render_runtime_fallback(),
         }
+        for package, server in sorted(self._down_up.items()):
+            files[root / f"{package}.py"] = render_unavailable_server(
+                server, self._down[server], package=package
+            )
         for server, package in sorted(self._server_py.items(), key=lambda item: item[1]):
             tools = self._by_server[server]
             files[root / package / "__init__.py"] = render_server_init(server, list(tools.values()))
@@ -143,7 +168,10 @@ class StubLibrary:
             return self._render_root()
         server = self._server_up.get(parts[1])
         if server is None:
-            return None
+            down = self._down_up.get(parts[1])
+            if down is None or len(parts) != 2:
+                return None
+            return render_unavailable_server(down, self._down[down], package=parts[1])
         tools = self._by_server[server]
         if len(parts) == 2:
             return render_server_init(server, list(tools.values()))
@@ -154,7 +182,8 @@ class StubLibrary:
         return None
 
     def _render_root(self) -> str:
-        return render_root_init({s: list(t.values()) for s, t in self._by_server.items()})
+        servers = {s: list(t.values()) for s, t in self._by_server.items()}
+        return render_root_init(servers, self._down)
 
 
 def _is_generated(path: Path) -> bool:

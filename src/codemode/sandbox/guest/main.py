@@ -153,6 +153,12 @@ class Guest:
         if frame.get("fresh"):
             self.reset()
         runtime.bridge.execution = frame["exec"]
+        # A host that streams output gets each line as it is printed, as on a terminal;
+        # otherwise an 8 KiB buffer saves a write per line (5x faster for print loops).
+        try:
+            sys.stdout.reconfigure(line_buffering=bool(frame.get("stream")))
+        except Exception:
+            pass
         before, _ = _scan(self.workspace)
         started = time.perf_counter()
         exit_code, error = 0, None
@@ -164,6 +170,8 @@ class Guest:
             import linecache
 
             linecache.cache[CODE_FILENAME] = (len(code), None, code.splitlines(True), CODE_FILENAME)
+            runtime.executed.append(code)
+            del runtime.executed[:-32]
             result = eval(compiled, self.namespace)
             if result is not None and hasattr(result, "__await__"):
                 import asyncio
@@ -228,6 +236,8 @@ def main(argv):
     site.setquit()
     for path in paths:
         site.addsitedir(path)
+    # The code's own modules in the workspace import like a script's neighbours do.
+    sys.path.insert(1, workspace)
     # Drop every descriptor we did not ask for (bwrap's, or anything inherited by mistake).
     os.closerange(3, fd)
     os.closerange(fd + 1, 4096)

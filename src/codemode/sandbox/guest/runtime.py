@@ -45,6 +45,10 @@ class _Bridge:
 
 bridge = _Bridge()
 
+# The code of the latest executions, newest last: ``inspect`` finds the source of a function
+# defined in an earlier execution here (``linecache`` holds only the current one as <code>).
+executed = []
+
 
 def call_tool(server, tool, arguments):
     """Call ``server.tool`` on the host with ``arguments`` (a dict). Raises ToolError."""
@@ -64,14 +68,22 @@ def call_tool(server, tool, arguments):
     )
 
 
+# Top-level packages the host serves. ``servers`` is the host's alone; for the others a
+# module the host does not have falls through to the ordinary import system.
+_HOST_ROOTS = ("servers", "skills", "state")
+
+
 class ServersFinder:
-    """Imports ``servers`` and ``servers.*`` from sources the host generates on demand."""
+    """Imports ``servers.*``, ``skills.*`` and ``state`` from sources the host gives on demand."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "servers" and not fullname.startswith("servers."):
+        root = fullname.partition(".")[0]
+        if root not in _HOST_ROOTS:
             return None
         reply = bridge.request({"op": "import", "name": fullname})
         if not reply.get("ok"):
+            if root != "servers" and (reply.get("error") or {}).get("code") == "module_not_found":
+                return None
             raise ModuleNotFoundError(
                 (reply.get("error") or {}).get("message", f"No module named {fullname!r}"),
                 name=fullname,

@@ -1,0 +1,105 @@
+"""Engine-level warm execution, beside the sandbox-level figure, in one process.
+
+    .venv/bin/python benchmarks/engine.py [--rounds N] [--json]
+
+E1  `print(1+1)` in a warm session through the whole engine: session lookup, the invoker chain
+    (audit, policy, privacy on), the sandbox, and result finishing (the PII scan of the output)
+E2  the same code on the sandbox session directly (no engine), as the baseline
+E3  one tool call through the chain (audit -> policy -> privacy -> catalog) from a warm session
+
+Medians of ``--rounds`` rounds of 200 executions each, isolation on (bubblewrap).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from codemode.catalog.catalog import Catalog
+from codemode.config import CodemodeConfig, GatewaySettings
+from codemode.connectors.python import PythonConnector
+from codemode.engine import Codemode
+from codemode.sandbox import SandboxSession, SandboxSettings
+from codemode.sandbox.isolation import require_isolation
+from codemode.skills.session import KeepingSandbox
+
+PER_ROUND = 200
+
+
+def lookup(customer_id: str) -> dict[str, str]:
+    """Look up a customer."""
+    return {"id": customer_id, "name": "Ada"}
+
+
+async def per_call_ms(run: Any, n: int) -> float:
+    started = time.perf_counter()
+    for _ in range(n):
+        await run()
+    return (time.perf_counter() - started) * 1000 / n
+
+
+async def measure(rounds: int) -> dict[str, Any]:
+    state = Path(tempfile.mkdtemp(prefix="codemode-bench-"))
+    config = CodemodeConfig(
+        servers={},
+        sandbox=SandboxSettings(pool_size=1),
+        gateway=GatewaySettings(state_dir=state),
+    )
+    assert config.privacy.enabled, "the benchmark measures the chain with privacy on"
+    catalog = Catalog([PythonConnector("crm", [lookup])])
+    async with Codemode(config, catalog=catalog, semantic=False) as engine:
+        first = await engine.execute("from servers import crm\nprint(1+1)")
+        handle = first.session
+        assert first.status == "ok", first.render_text()
+        assert engine.registry is not None
+        sandbox = engine.registry.get(handle, None).sandbox
+        if isinstance(sandbox, KeepingSandbox):  # skills and checkpoints wrap the sandbox
+            sandbox = sandbox.inner
+        assert isinstance(sandbox, SandboxSession) and sandbox.sandbox is not None
+        require_isolation(sandbox.sandbox)
+
+        async def engine_print() -> None:
+            await engine.execute("print(1+1)", session=handle)
+
+        async def sandbox_print() -> None:
+            sandbox.execute("print(1+1)")
+
+        async def engine_call() -> None:
+            await engine.execute("crm.lookup(customer_id='c1')", session=handle)
+
+        samples: dict[str, list[float]] = {"engine": [], "sandbox": [], "engine_tool_call": []}
+        for _ in range(rounds):  # interleaved, so drift hits all three alike
+            samples["engine"].append(await per_call_ms(engine_print, PER_ROUND))
+            samples["sandbox"].append(await per_call_ms(sandbox_print, PER_ROUND))
+            samples["engine_tool_call"].append(await per_call_ms(engine_call, PER_ROUND // 4))
+    medians = {name: round(statistics.median(values), 3) for name, values in samples.items()}
+    medians["engine_over_sandbox"] = round(medians["engine"] / medians["sandbox"], 2)
+    return medians
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    numbers = asyncio.run(measure(args.rounds))
+    if args.json:
+        print(json.dumps(numbers))
+        return 0
+    print(
+        f"E1 engine warm execute print(1+1), privacy on   {numbers['engine']:.3f} ms  (target <= 0.5)"
+    )
+    print(f"E2 sandbox warm execute print(1+1) (baseline)   {numbers['sandbox']:.3f} ms")
+    print(f"   engine / sandbox                              {numbers['engine_over_sandbox']:.2f}x")
+    print(f"E3 engine warm execute with one tool call       {numbers['engine_tool_call']:.3f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,216 @@
+"""The checks behind ``codemode doctor``: what this machine gives the sandbox, and what not.
+
+Each check returns a ``Check``: ``ok``, ``warn`` (works, with less protection or a feature
+missing) or ``fail`` (something will not work), with the reason and the fix. ``isolation``
+is the one that decides whether code can run safely here at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from codemode.config import CodemodeConfig
+
+__all__ = ["Check", "run_checks"]
+
+Level = Literal["ok", "warn", "fail"]
+# Checks whose failure means code cannot run isolated here.
+ISOLATION_CHECKS = frozenset({"bubblewrap", "user namespaces", "seccomp", "isolation"})
+_NODE_COMMANDS = frozenset({"npx", "node", "npm", "pnpm", "bunx"})
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    level: Level
+    detail: str
+    fix: str = ""
+
+
+def _version_of(command: list[str]) -> str:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"({error})"
+    return (done.stdout or done.stderr).strip().splitlines()[0] if done.returncode == 0 else "?"
+
+
+def check_bubblewrap() -> tuple[Check, str | None]:
+    from codemode.errors import IsolationUnavailableError
+    from codemode.sandbox.backends import find_bwrap
+
+    try:
+        path = find_bwrap()
+    except IsolationUnavailableError as error:
+        return Check("bubblewrap", "fail", error.message, error.fix or ""), None
+    return Check("bubblewrap", "ok", f"{path} ({_version_of([path, '--version'])})"), path
+
+
+def check_user_namespaces(bwrap: str | None) -> Check:
+    limit = Path("/proc/sys/user/max_user_namespaces")
+    try:
+        allowed = int(limit.read_text().strip())
+    except (OSError, ValueError):
+        allowed = -1
+    if allowed == 0:
+        return Check(
+            "user namespaces",
+            "fail",
+            "disabled (user.max_user_namespaces = 0)",
+            "sysctl -w user.max_user_namespaces=15000 (as root), or run in a VM",
+        )
+    if bwrap is None:
+        return Check("user namespaces", "warn", "not tried: bubblewrap is missing")
+    command = [bwrap, "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "true"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return Check("user namespaces", "fail", f"bwrap did not run: {error}")
+    if done.returncode != 0:
+        return Check(
+            "user namespaces",
+            "fail",
+            f"bwrap cannot create them: {done.stderr.strip()[:300]}",
+            "allow unprivileged user namespaces (e.g. kernel.apparmor_restrict_unprivileged_userns"
+            "=0 on Ubuntu 24.04), or run in a container started with --security-opt "
+            "seccomp=unconfined and apparmor=unconfined",
+        )
+    return Check("user namespaces", "ok", "bwrap can create user and pid namespaces")
+
+
+def check_seccomp() -> Check:
+    from codemode.errors import IsolationUnavailableError
+    from codemode.sandbox.seccomp import build_filter_bpf
+
+    try:
+        size = len(build_filter_bpf())
+    except IsolationUnavailableError as error:
+        return Check("seccomp", "fail", error.message, error.fix or "")
+    return Check("seccomp", "ok", f"syscall filter compiled ({size} bytes of BPF)")
+
+
+def check_cgroups() -> Check:
+    from codemode.sandbox.cgroups import cgroups_available
+
+    if cgroups_available():
+        return Check("cgroups", "ok", "pids and memory cgroups: limits cover every process")
+    why = "not root" if os.geteuid() != 0 else "pids/memory controllers not writable"
+    return Check(
+        "cgroups",
+        "warn",
+        f"unavailable ({why}): memory and CPU limits apply per process (rlimits), so forked "
+        "children add up; the process limit counts all of this user's processes",
+        "run the gateway as root, or with a delegated cgroup v2 subtree",
+    )
+
+
+def check_isolation(config: CodemodeConfig) -> Check:
+    """Start one real sandbox and prove from inside that it is isolated."""
+    from codemode.errors import CodemodeError
+    from codemode.sandbox.backends import make_backend
+    from codemode.sandbox.isolation import probe_isolation
+    from codemode.sandbox.pool import SandboxPool
+
+    if config.sandbox.unsafe_no_isolation:
+        return Check(
+            "isolation",
+            "fail",
+            "the config sets sandbox.unsafe_no_isolation = true: code runs on the host",
+            "remove unsafe_no_isolation from the config",
+        )
+    try:
+        pool = SandboxPool(make_backend(config.sandbox), 0)
+        try:
+            sandbox = pool.spawn()
+            try:
+                report = probe_isolation(sandbox)
+            finally:
+                sandbox.kill()
+        finally:
+            pool.close()
+    except CodemodeError as error:
+        return Check("isolation", "fail", f"no sandbox starts: {error.message}", error.fix or "")
+    if report.problems:
+        return Check(
+            "isolation",
+            "fail",
+            "the sandbox is not isolated: " + "; ".join(report.problems),
+            "see the checks above",
+        )
+    return Check("isolation", "ok", "a sandbox started and proved it is isolated from inside")
+
+
+def check_node(config: CodemodeConfig) -> Check:
+    wanting = sorted(
+        server.name
+        for server in config.enabled_servers()
+        if server.command and Path(server.command).name in _NODE_COMMANDS
+    )
+    node = shutil.which("node")
+    if node is None:
+        level: Level = "fail" if wanting else "warn"
+        using = f"; servers that need it: {', '.join(wanting)}" if wanting else ""
+        return Check(
+            "node",
+            level,
+            f"Node.js not found: MCP servers from npm (npx ...) will not start{using}",
+            "install Node.js 20 or newer (e.g. apt-get install nodejs npm)",
+        )
+    detail = f"{node} ({_version_of([node, '--version'])})"
+    if wanting:
+        detail += f"; used by {', '.join(wanting)}"
+    return Check("node", "ok", detail)
+
+
+def check_semantic() -> Check:
+    from codemode.search.encoder import INSTALL_HINT, semantic_available
+
+    if semantic_available():
+        return Check("semantic search", "ok", "the embedding model is installed")
+    return Check(
+        "semantic search",
+        "warn",
+        "not installed: search is lexical only (still works, finds less for loose wording)",
+        INSTALL_HINT,
+    )
+
+
+def check_state(config: CodemodeConfig) -> Check:
+    state = config.gateway.state_dir.expanduser()
+    existing = state
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if os.access(existing, os.W_OK):
+        return Check("state", "ok", f"{state} (writable)")
+    return Check(
+        "state",
+        "fail",
+        f"{state} is not writable: no audit log and no definition cache",
+        "set [gateway] state_dir in the config, or CODEMODE_STATE_DIR, to a writable directory",
+    )
+
+
+def check_python() -> Check:
+    from codemode import __version__
+
+    version = ".".join(map(str, sys.version_info[:3]))
+    return Check("python", "ok", f"codemode {__version__} on Python {version} ({sys.executable})")
+
+
+def run_checks(config: CodemodeConfig) -> list[Check]:
+    bubblewrap, bwrap = check_bubblewrap()
+    checks = [check_python(), bubblewrap, check_user_namespaces(bwrap), check_seccomp()]
+    checks.append(check_cgroups())
+    if all(c.level != "fail" for c in checks):
+        checks.append(check_isolation(config))
+    else:
+        checks.append(Check("isolation", "fail", "not tried: see the failures above"))
+    checks += [check_node(config), check_semantic(), check_state(config)]
+    return checks

@@ -1,0 +1,114 @@
+"""MCP tool definitions and results in codemode's vocabulary (``ToolSpec``, ``ToolResult``).
+
+Two rules live here.
+
+Result types are stable: a tool's structured content is its value when it has some; otherwise a
+text part is returned as the text, a ``str``, whatever it holds. Text that holds a JSON object or
+array is decoded only when the tool declares structured output (an output schema) or the
+server's config sets ``decode_json = true``. So ``list_tables()`` returns a ``str`` whether its
+text is ``"[]"`` or ``"[('users',)]"``.
+
+Annotations keep what the tool declared (``None`` for a hint it left out), except that the
+server's ``annotations_default`` can fill in the hints left out: ``"read_only"`` (left-out
+hints mean read-only, not destructive) or ``"not_destructive"``. With the default, ``"mcp"``,
+left-out hints keep the MCP spec's meaning, which the policy applies: not read-only, and
+destructive.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from codemode.tools import AnnotationsDefault, ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    import mcp_types
+
+__all__ = ["tool_result_from_mcp", "tool_spec_from_mcp"]
+
+
+def tool_spec_from_mcp(
+    server: str,
+    tool: mcp_types.Tool,
+    *,
+    annotations_default: AnnotationsDefault = "mcp",
+    decode_json: bool = False,
+) -> ToolSpec:
+    annotations = tool.annotations
+    read_only = annotations.read_only_hint if annotations else None
+    destructive = annotations.destructive_hint if annotations else None
+    if annotations_default == "read_only":
+        read_only = True if read_only is None else read_only
+        destructive = False if destructive is None else destructive
+    elif annotations_default == "not_destructive":
+        destructive = False if destructive is None else destructive
+    return ToolSpec(
+        server=server,
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=dict(tool.input_schema) or {"type": "object"},
+        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
+        source="mcp",
+        read_only=read_only,
+        destructive=destructive,
+        title=tool.title or (annotations.title if annotations else None),
+        decode_json=decode_json,
+    )
+
+
+def tool_result_from_mcp(
+    result: mcp_types.CallToolResult, *, decode_json: bool = False
+) -> ToolResult:
+    """The result's value: structured content, else its parts (text decoded if ``decode_json``)."""
+    import mcp_types
+
+    blocks = [_content_value(block, decode_json) for block in result.content]
+    if result.structured_content is not None:
+        value: Any = result.structured_content
+    elif not blocks:
+        value = None
+    elif len(blocks) == 1:
+        value = blocks[0]
+    else:
+        value = blocks
+    error_message = None
+    if result.is_error:
+        texts = [block.text for block in result.content if isinstance(block, mcp_types.TextContent)]
+        error_message = "\n".join(texts) or "the tool reported an error"
+    return ToolResult(value=value, is_error=result.is_error, error_message=error_message)
+
+
+def _content_value(block: mcp_types.ContentBlock, decode_json: bool) -> Any:
+    import mcp_types
+
+    if isinstance(block, mcp_types.TextContent):
+        return _json_or_text(block.text) if decode_json else block.text
+    if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
+        return {"type": block.type, "mime_type": block.mime_type, "data": block.data}
+    if isinstance(block, mcp_types.ResourceLink):
+        return {
+            "type": "resource_link",
+            "uri": str(block.uri),
+            "name": block.name,
+            "mime_type": block.mime_type,
+        }
+    resource = block.resource  # an EmbeddedResource, the last kind of content block
+    item: dict[str, Any] = {"type": "resource", "uri": str(resource.uri)}
+    item["mime_type"] = resource.mime_type
+    if isinstance(resource, mcp_types.TextResourceContents):
+        item["text"] = resource.text
+    else:
+        item["blob"] = resource.blob
+    return item
+
+
+def _json_or_text(text: str) -> Any:
+    """A JSON object or array decoded; any other text as it is."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            return text
+    return text

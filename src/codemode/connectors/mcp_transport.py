@@ -1,0 +1,147 @@
+"""Where an MCP server lives (a child process or a URL) and the SDK transport that reaches it.
+
+The transport's read stream is watched: its end means the upstream is gone, which sets the
+connection's ``lost`` event so the next call starts the server again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codemode.sdk_compat import TransportStreams
+
+__all__ = [
+    "ENV_ALLOWLIST",
+    "HTTPTarget",
+    "StdioTarget",
+    "child_environment",
+    "watched_transport",
+]
+
+# Host variables a child may see; everything else it gets from its own `env` config.
+ENV_ALLOWLIST = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "SYSTEMROOT",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StdioTarget:
+    """An MCP server launched as a child process speaking MCP on stdin/stdout."""
+
+    command: str
+    args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+    def describe(self) -> str:
+        return " ".join([self.command, *self.args])
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPTarget:
+    """An MCP server reached over streamable HTTP."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return self.url
+
+
+def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """The allow-listed part of our environment plus the server's configured variables."""
+    env = {key: os.environ[key] for key in ENV_ALLOWLIST if key in os.environ}
+    env.update(extra)
+    return env
+
+
+@contextlib.asynccontextmanager
+async def watched_transport(
+    target: StdioTarget | HTTPTarget, stderr: IO[str] | None, lost: asyncio.Event
+) -> AsyncIterator[TransportStreams]:
+    """The SDK transport, with its read stream watched so the end of it sets ``lost``."""
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from codemode.sdk_compat import mcp_http_client
+
+    try:
+        if isinstance(target, StdioTarget):
+            params = StdioServerParameters(
+                command=target.command,
+                args=list(target.args),
+                env=child_environment(target.env),
+                cwd=target.cwd,
+            )
+            async with stdio_client(params, errlog=stderr or sys.stderr) as (read, write):  # type: ignore[arg-type]
+                yield _WatchedReadStream(read, lost), write
+        else:
+            async with (
+                mcp_http_client(target.headers) as http,
+                streamable_http_client(target.url, http_client=http) as (read, write),
+            ):
+                yield _WatchedReadStream(read, lost), write
+    finally:
+        lost.set()
+
+
+class _WatchedReadStream:
+    """Delegates to the transport's read stream; its end means the upstream is gone."""
+
+    def __init__(self, inner: Any, lost: asyncio.Event) -> None:
+        self._inner = inner
+        self._lost = lost
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def receive(self) -> Any:
+        import anyio
+
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._lost.set()
+            raise
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

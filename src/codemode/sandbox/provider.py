@@ -1,0 +1,55 @@
+"""Where a session's sandbox comes from: the seam between the engine and the sandbox.
+
+``PooledSandboxes`` is the real one (bubblewrap sandboxes from a warm pool). The in-process
+twin in ``codemode.sandbox.inprocess`` lets engine, gateway and CLI tests run where user
+namespaces are unavailable. A cluster backend is one more provider.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from codemode.bridge.host import NO_TOOLS, ToolAccess
+from codemode.sandbox.pool import SandboxPool
+from codemode.sandbox.result import ExecutionResult
+from codemode.sandbox.runner import OutputCallback
+from codemode.sandbox.session import SandboxSession
+
+__all__ = ["PooledSandboxes", "SandboxProvider", "SessionSandbox"]
+
+
+class SessionSandbox(Protocol):
+    """One session's sandbox: files and variables persist between executions."""
+
+    def execute(
+        self,
+        code: str,
+        *,
+        tools: ToolAccess = NO_TOOLS,
+        fresh: bool = False,
+        timeout_s: float | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> ExecutionResult: ...
+
+    def close(self) -> None: ...
+
+
+class SandboxProvider(Protocol):
+    def open(self, session_id: str) -> SessionSandbox: ...
+
+    def close(self) -> None:
+        """Stop every sandbox this provider started."""
+        ...
+
+
+class PooledSandboxes:
+    """Isolated sandboxes taken from a warm pool."""
+
+    def __init__(self, pool: SandboxPool) -> None:
+        self.pool = pool
+
+    def open(self, session_id: str) -> SandboxSession:
+        return SandboxSession(self.pool, session_id)
+
+    def close(self) -> None:
+        self.pool.close()

@@ -1,0 +1,12 @@
+"""Skills: the agent's own working code, saved with its tests and imported in later tasks.
+
+Inside the sandbox: ``from skills import save`` and ``from skills import <name>``. On the host:
+``SkillLibrary`` (visibility, saving, staleness, search) over a ``SkillStore`` (folders in the
+Agent Skills layout by default), usage counts in the state store, and session checkpoints
+(``codemode.skills.checkpoint``) so a session survives a lost sandbox.
+"""
+
+from codemode.skills.model import Skill
+from codemode.skills.settings import SkillsSettings
+
+__all__ = ["Skill", "SkillsSettings"]

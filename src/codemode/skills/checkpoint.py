@@ -1,0 +1,270 @@
+"""Session checkpoints: a session's files (and the variables it keeps) in the durable tier.
+
+The host never reads the workspace. After an execution, a short host-written program runs in
+the sandbox, builds a tar of the workspace itself (regular files and folders only, links never
+followed) and pickles the variables the code asked to keep (``from state import keep``); it
+sends both to the ``_checkpoint`` built-in server, which validates and bounds them before they
+are stored. Restoring is the reverse: the sandbox fetches the archive and unpacks it. Pickles
+are made and opened only inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import io
+import keyword
+import tarfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import msgpack
+
+from codemode.errors import ToolError
+from codemode.state.store import KeyValueStore
+from codemode.tools import ToolCall
+
+__all__ = ["CHECKPOINT_SERVER", "Checkpoint", "CheckpointStore", "CheckpointTools", "KVCheckpoints"]
+
+CHECKPOINT_SERVER = "_checkpoint"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    owner: str
+    taken_at: float
+    archive: bytes = b""
+    files: tuple[str, ...] = ()
+    variables: dict[str, bytes] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "files": list(self.files),
+            "variables": sorted(self.variables),
+            "taken_at": self.taken_at,
+        }
+
+
+class CheckpointStore(Protocol):
+    def put(self, handle: str, checkpoint: Checkpoint, *, expires_at: float) -> None: ...
+
+    def get(self, handle: str) -> Checkpoint | None: ...
+
+    def delete(self, handle: str) -> None: ...
+
+
+class KVCheckpoints:
+    """Checkpoints in any ``KeyValueStore`` (SQLite durable tier by default; a ``MemoryStore``
+    for tests), one key per session, expiring with it."""
+
+    def __init__(self, store: KeyValueStore) -> None:
+        self.store = store
+
+    def put(self, handle: str, checkpoint: Checkpoint, *, expires_at: float) -> None:
+        data = msgpack.packb(
+            {
+                "owner": checkpoint.owner,
+                "taken_at": checkpoint.taken_at,
+                "archive": checkpoint.archive,
+                "files": list(checkpoint.files),
+                "variables": checkpoint.variables,
+            },
+            use_bin_type=True,
+        )
+        self.store.set(f"ckpt:{handle}", data, expires_at=expires_at)
+
+    def get(self, handle: str) -> Checkpoint | None:
+        found = self.store.get(f"ckpt:{handle}")
+        if found is None:
+            return None
+        raw = msgpack.unpackb(found.data, raw=False)
+        return Checkpoint(
+            owner=raw["owner"],
+            taken_at=raw["taken_at"],
+            archive=raw["archive"],
+            files=tuple(raw["files"]),
+            variables=dict(raw["variables"]),
+        )
+
+    def delete(self, handle: str) -> None:
+        self.store.delete(f"ckpt:{handle}")
+
+
+class CheckpointTools:
+    """The ``_checkpoint`` server of one session: ``keep``, ``put`` and ``fetch``."""
+
+    def __init__(
+        self,
+        store: CheckpointStore,
+        *,
+        handle: str,
+        owner: str,
+        max_bytes: int,
+        max_files: int,
+        ttl_s: float,
+    ) -> None:
+        self.store = store
+        self.handle = handle
+        self.owner = owner
+        self.max_bytes = max_bytes
+        self.max_files = max_files
+        self.ttl_s = ttl_s
+        self.kept: set[str] = set()
+        # What the last put or fetch did, for the result (set on this thread, read after).
+        self.note: str | None = None
+        self.fetched: Checkpoint | None = None
+        self.restored_variables: list[str] = []
+
+    def reset_restore(self) -> None:
+        self.fetched = None
+        self.restored_variables = []
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        args = call.arguments
+        if call.tool == "keep":
+            names = args.get("names")
+            if not isinstance(names, list) or not all(_identifier(n) for n in names):
+                raise ToolError("keep() takes variable names, e.g. keep('rows', 'model')")
+            if len(self.kept | set(names)) > 100:
+                raise ToolError("keep() holds at most 100 variables")
+            self.kept |= set(names)
+            return sorted(self.kept)
+        if call.tool == "put":
+            self._put(args)
+            return None
+        if call.tool == "fetch":
+            found = self.store.get(self.handle)
+            if found is None or found.owner != self.owner:
+                return {"archive": b"", "variables": {}}
+            self.fetched = found
+            return {"archive": found.archive, "variables": found.variables}
+        if call.tool == "restored":
+            names = args.get("variables")
+            if isinstance(names, list):
+                self.restored_variables = [n for n in names if _identifier(n)][:100]
+            return None
+        raise ToolError(f"_checkpoint has no operation {call.tool!r}")
+
+    def _put(self, args: dict[str, Any]) -> None:
+        problem = args.get("error")
+        if isinstance(problem, str):
+            self.note = "not saved: " + problem[:200]
+            return
+        archive, variables = args.get("archive"), args.get("variables")
+        if not isinstance(archive, bytes) or not isinstance(variables, dict):
+            raise ToolError("checkpoint: malformed put")
+        total = len(archive) + sum(len(v) for v in variables.values() if isinstance(v, bytes))
+        if total > self.max_bytes:
+            self.note = f"not saved: {total:,} bytes is over the {self.max_bytes:,}-byte limit"
+            return
+        for name, value in variables.items():
+            if not _identifier(name) or name not in self.kept or not isinstance(value, bytes):
+                raise ToolError("checkpoint: variables must be the kept names, pickled")
+        files = _members(archive, self.max_files, self.max_bytes)
+        checkpoint = Checkpoint(self.owner, time.time(), archive, files, dict(variables))
+        self.store.put(self.handle, checkpoint, expires_at=time.time() + self.ttl_s)
+        self.note = f"saved {len(files)} file(s), {len(variables)} variable(s)"
+
+
+def _identifier(name: object) -> bool:
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _members(archive: bytes, max_files: int, max_bytes: int) -> tuple[str, ...]:
+    """The file names in a tar the sandbox built: only relative regular files and folders."""
+    if not archive:
+        return ()
+    names: list[str] = []
+    size = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+            for member in tar:
+                parts = member.name.split("/")
+                if (
+                    member.name.startswith("/")
+                    or ".." in parts
+                    or not (member.isfile() or member.isdir())
+                ):
+                    raise ToolError(f"checkpoint: refused archive member {member.name[:100]!r}")
+                size += member.size
+                if member.isfile():
+                    names.append(member.name)
+                if len(names) > max_files or size > max_bytes:
+                    raise ToolError("checkpoint: archive over its file or size limit")
+    except tarfile.TarError:
+        raise ToolError("checkpoint: the archive is not a valid tar") from None
+    return tuple(sorted(names))
+
+
+# Run inside the sandbox after an execution. ``{root}``, ``{names}``, ``{limit}`` and
+# ``{max_files}`` are filled in by the host (a path constant, identifiers and integers).
+TAKE_PROGRAM = """\
+def __codemode_checkpoint(root, names, limit, max_files):
+    import io, os, pickle, tarfile
+    call_tool = __import__("sys").modules["servers._runtime"].call_tool
+    buffer, count, total = io.BytesIO(), 0, 0
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        stack = [""]
+        while stack:
+            rel = stack.pop()
+            for entry in sorted(os.scandir(os.path.join(root, rel)), key=lambda e: e.name):
+                path = rel + "/" + entry.name if rel else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        stack.append(path)
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                count += 1
+                total += entry.stat(follow_symlinks=False).st_size
+                if count > max_files or total > limit:
+                    call_tool("_checkpoint", "put", {{"error": "the workspace is over the "
+                              "checkpoint limit (%d files, %d bytes)" % (max_files, limit)}})
+                    return
+                fd = os.open(os.path.join(root, path), os.O_RDONLY | os.O_NOFOLLOW)
+                with os.fdopen(fd, "rb") as handle:
+                    data = handle.read(limit + 1)
+                info = tarfile.TarInfo(path)
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+    variables = {{}}
+    for name in names:
+        if name in globals():
+            try:
+                variables[name] = pickle.dumps(globals()[name])
+            except Exception:
+                pass
+    call_tool("_checkpoint", "put", {{"archive": buffer.getvalue(), "variables": variables}})
+__codemode_checkpoint({root!r}, {names!r}, {limit}, {max_files})
+del __codemode_checkpoint
+"""
+
+RESTORE_PROGRAM = """\
+def __codemode_restore(root):
+    import io, os, pickle, tarfile
+    call_tool = __import__("sys").modules["servers._runtime"].call_tool
+    got = call_tool("_checkpoint", "fetch", {{}})
+    if got["archive"]:
+        with tarfile.open(fileobj=io.BytesIO(got["archive"]), mode="r:") as tar:
+            for member in tar:
+                parts = member.name.split("/")
+                if member.name.startswith("/") or ".." in parts:
+                    continue
+                target = os.path.join(root, member.name)
+                if member.isdir():
+                    os.makedirs(target, exist_ok=True)
+                elif member.isfile():
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                    with os.fdopen(os.open(target, flags, 0o644), "wb") as out:
+                        out.write(tar.extractfile(member).read())
+    restored = []
+    for name, data in got["variables"].items():
+        try:
+            globals()[name] = pickle.loads(data)
+            restored.append(name)
+        except Exception:
+            pass
+    call_tool("_checkpoint", "restored", {{"variables": restored}})
+__codemode_restore({root!r})
+del __codemode_restore
+"""

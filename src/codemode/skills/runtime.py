@@ -1,0 +1,142 @@
+"""What the engine holds for skills and checkpoints, and the few calls it makes.
+
+runtime = SkillsRuntime.open(config, state_store, provider, access, test_invoker, isolated)
+sandbox = runtime.wrap(provider.open(handle), handle, owner, chain.invoker, restore=False)
+runtime.search(owner, query)      # skills next to the tools, with their track record
+runtime.resumable(handle, owner)  # a checkpoint of this owner's session exists
+runtime.forget(handle)            # the session closed or expired: drop its checkpoint
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from codemode.bridge.host import ToolAccess, ToolInvoker
+from codemode.sandbox.backends import WORKSPACE
+from codemode.sandbox.provider import SandboxProvider, SessionSandbox
+from codemode.skills.checkpoint import CheckpointStore, CheckpointTools, KVCheckpoints
+from codemode.skills.library import SkillHit, SkillLibrary
+from codemode.skills.model import Skill
+from codemode.skills.session import KeepingSandbox, SkillTester, SkillTools
+from codemode.skills.store import FolderSkills, owner_key
+from codemode.skills.usage import SkillUsage
+from codemode.state.tiered import TieredStore
+from codemode.tools import ToolSpec
+
+if TYPE_CHECKING:
+    from codemode.config import CodemodeConfig
+
+__all__ = ["SkillsRuntime", "render_skill_hits"]
+
+
+@dataclass
+class SkillsRuntime:
+    config: CodemodeConfig
+    library: SkillLibrary | None
+    checkpoints: CheckpointStore | None
+    provider: SandboxProvider
+    access: Callable[[ToolInvoker], ToolAccess]
+    test_invoker: ToolInvoker
+    # The catalog's version: staleness is checked again only when it changed.
+    version: Callable[[], int] = lambda: 0
+    _checked: int | None = None
+
+    @classmethod
+    def open(
+        cls,
+        config: CodemodeConfig,
+        state: TieredStore,
+        provider: SandboxProvider,
+        access: Callable[[ToolInvoker], ToolAccess],
+        test_invoker: ToolInvoker,
+        *,
+        isolated: bool,
+        specs: Callable[[], list[ToolSpec]],
+        version: Callable[[], int],
+    ) -> SkillsRuntime:
+        settings = config.skills
+        library = None
+        if settings.enabled:
+            store = FolderSkills(config.gateway.state_dir / "skills")
+            library = SkillLibrary(store, SkillUsage(state), settings, specs)
+        # Checkpoints go to the durable tier; only a real sandbox has a workspace to keep.
+        checkpoints = KVCheckpoints(state.durable) if settings.checkpoints and isolated else None
+        return cls(config, library, checkpoints, provider, access, test_invoker, version)
+
+    def tester(self, invoker: ToolInvoker) -> SkillTester:
+        assert self.library is not None
+        return SkillTester(
+            self.provider,
+            self.library,
+            lambda: self.access(invoker),
+            self.config.skills.test_timeout_s,
+        )
+
+    def wrap(
+        self,
+        sandbox: SessionSandbox,
+        handle: str,
+        owner: str | None,
+        invoker: ToolInvoker,
+        *,
+        restore: bool,
+    ) -> KeepingSandbox:
+        who = owner_key(owner)
+        settings = self.config.skills
+        skill_tools = None
+        if self.library is not None:
+            skill_tools = SkillTools(self.library, self.tester(invoker), owner=who, session=handle)
+        checkpoints = None
+        if self.checkpoints is not None:
+            checkpoints = CheckpointTools(
+                self.checkpoints,
+                handle=handle,
+                owner=who,
+                max_bytes=settings.max_checkpoint_bytes,
+                max_files=settings.max_checkpoint_files,
+                ttl_s=self.config.gateway.session_idle_timeout_s,
+            )
+        return KeepingSandbox(
+            sandbox,
+            owner=who,
+            library=self.library,
+            skill_tools=skill_tools,
+            checkpoints=checkpoints,
+            workspace=WORKSPACE,
+            restore=restore,
+        )
+
+    def resumable(self, handle: str, owner: str | None) -> bool:
+        if self.checkpoints is None:
+            return False
+        found = self.checkpoints.get(handle)
+        return found is not None and found.owner == owner_key(owner)
+
+    def forget(self, handle: str) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.delete(handle)
+
+    def check_stale(self) -> list[Skill]:
+        """Mark the skills whose tools changed since the catalog was last checked."""
+        version = self.version()
+        if self.library is None or version == self._checked:
+            return []
+        self._checked = version
+        tester = self.tester(self.test_invoker)
+        return self.library.check_stale(tester.run)
+
+    def search(self, owner: str | None, query: str, limit: int = 3) -> list[SkillHit]:
+        if self.library is None:
+            return []
+        self.check_stale()
+        return self.library.search(owner_key(owner), query, limit)
+
+
+def render_skill_hits(hits: list[SkillHit]) -> str:
+    if not hits:
+        return ""
+    lines = ["", "Saved skills (`from skills import NAME`; tested code from earlier tasks):"]
+    lines += [hit.render() for hit in hits]
+    return "\n".join(lines)

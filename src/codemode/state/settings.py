@@ -1,0 +1,22 @@
+"""``[state]``: where state for code lives."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from codemode.config_model import ConfigModel, Hint, PositiveWholeNumber
+
+__all__ = ["StateSettings"]
+
+
+class StateSettings(ConfigModel):
+    """The short-term tier is in the gateway's memory unless ``redis_url`` names a
+    Redis-compatible server; the durable tier is SQLite in ``gateway.state_dir``."""
+
+    redis_url: Annotated[
+        str | None, Hint(fix='write redis_url = "redis://127.0.0.1:6379/0", or leave it out')
+    ] = None
+    max_value_bytes: PositiveWholeNumber = 1 << 20
+    # A session's own values (``kv``) without a ttl expire after this long, so the values of
+    # sessions that never come back (a gateway stopped while they were open) do not pile up.
+    session_ttl_s: PositiveWholeNumber = 7 * 24 * 3600

@@ -1,0 +1,144 @@
+"""Every SDK and uvicorn internal in ``codemode.sdk_compat``, run against the installed versions.
+
+When a release moves one of them, the test for it fails with a message naming the internal and
+the module to adapt, instead of the gateway or a connector misbehaving quietly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from codemode import sdk_compat
+from codemode.errors import IncompatibleDependencyError
+
+pytestmark = pytest.mark.anyio
+
+ADAPT = "the installed SDK changed: adapt src/codemode/sdk_compat.py"
+
+
+def probe_server(record: list[Any]) -> Any:
+    """A real low-level SDK server whose one tool breaks its own output schema."""
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        tool = types.Tool(name="probe", input_schema={"type": "object"}, output_schema=schema)
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        record.append((sdk_compat.connection_key(ctx), ctx.session))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text='{"n": "seven"}')],
+            structured_content={"n": "seven"},
+        )
+
+    return Server("probe", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def test_the_sdk_still_validates_where_the_lenient_check_hooks_in():
+    from mcp import Client
+
+    server = probe_server([])
+    async with Client(server) as client:
+        with pytest.raises(RuntimeError, match="Invalid structured content"):
+            await client.call_tool("probe", {})
+        told: list[tuple[str, str]] = []
+        sdk_compat.tolerate_invalid_structured_content(client, lambda *a: told.append(a))
+        result = await client.call_tool("probe", {})
+    assert result.structured_content is None, f"{ADAPT}: ClientSession.validate_tool_result"
+    assert result.content[0].text == '{"n": "seven"}'
+    assert [tool for tool, _ in told] == ["probe"], f"{ADAPT}: validate_tool_result not called"
+    assert "Invalid structured content" in told[0][1]
+
+
+async def test_tolerating_fails_loudly_without_validate_tool_result():
+    class Session:
+        pass
+
+    class Client:
+        session = Session()
+
+    with pytest.raises(IncompatibleDependencyError, match="validate_tool_result") as info:
+        sdk_compat.tolerate_invalid_structured_content(Client(), lambda *a: None)  # type: ignore[arg-type]
+    assert "sdk_compat.py" in str(info.value)
+
+
+async def test_connection_key_is_stable_per_connection_and_not_per_request(caplog):
+    from mcp import Client
+
+    seen: list[Any] = []
+    server = probe_server(seen)
+    tolerate = sdk_compat.tolerate_invalid_structured_content
+    with caplog.at_level(logging.WARNING, logger="codemode.sdk_compat"):
+        for _ in range(2):  # two connections (2025-era clients: one per conversation)
+            async with Client(server, mode="legacy") as client:
+                tolerate(client, lambda *a: None)
+                await client.call_tool("probe", {})
+                await client.call_tool("probe", {})
+    assert not caplog.records, f"{ADAPT}: ServerSession._connection is gone"
+    (first, proxy1), (again, proxy2), (other, _), (other_again, _) = seen
+    assert proxy1 is not proxy2  # why the key is needed: ctx.session is per request
+    assert first is again, f"{ADAPT}: ServerSession._connection is not per connection"
+    assert other is other_again and other is not first
+
+
+def test_the_transport_streams_type_is_where_the_connectors_import_it_from():
+    import mcp.client._transport as transport
+
+    assert hasattr(transport, "TransportStreams"), f"{ADAPT}: mcp.client._transport moved"
+
+
+async def test_uvicorn_server_leaves_signal_handlers_alone():
+    import uvicorn
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        return None  # never called: the test only starts and stops the server
+
+    def config() -> uvicorn.Config:
+        return uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+
+    async def handler_while_serving(server: uvicorn.Server) -> Any:
+        task = asyncio.create_task(server.serve())
+        try:
+            async with asyncio.timeout(20):
+                while not server.started:
+                    await asyncio.sleep(0.01)
+            return signal.getsignal(signal.SIGTERM)
+        finally:
+            server.should_exit = True
+            async with asyncio.timeout(20):
+                await task
+
+    before = signal.getsignal(signal.SIGTERM)
+    # The control: plain uvicorn installs its handler through capture_signals.
+    plain = uvicorn.Server(config())
+    assert await handler_while_serving(plain) == plain.handle_exit
+    assert signal.getsignal(signal.SIGTERM) == before
+    quiet = sdk_compat.uvicorn_server(config())
+    assert await handler_while_serving(quiet) == before, f"{ADAPT}: uvicorn capture_signals"
+
+
+def test_one_http_client_stack():
+    """codemode's HTTP clients are the SDK's httpx2; plain httpx is never imported."""
+    code = (
+        "import sys\n"
+        "import codemode.connectors.openapi, codemode.connectors.openapi_spec\n"
+        "import codemode.connectors.mcp, codemode.gateway.server, codemode.sdk_compat\n"
+        "import mcp.client.streamable_http\n"
+        "client = codemode.sdk_compat.mcp_http_client({'X-Test': '1'})\n"
+        "print(type(client).__module__.split('.')[0], client.headers['x-test'],"
+        " client.timeout.read, 'httpx' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
+    assert out == ["httpx2", "1", "300.0", "False"]
