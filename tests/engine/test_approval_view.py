@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from codemode.config import CodemodeConfig
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.engine.approvals import (
-    PAGE_CHARS,
+    INLINE_CHARS,
     ApprovalBroker,
     PendingApproval,
     canonical_json,
@@ -66,26 +67,28 @@ async def test_a_long_argument_is_shown_in_full_with_its_digest(asking: Codemode
     assert paused.status == "approval_required"
     approval = paused.to_dict()["approval"]
     arguments = approval["arguments"]
-    # Nothing cut; the account number the code wrote in clear is tokenized like any output.
-    before, _account = INSTRUCTION.split("LT60")
-    assert arguments["instruction"].startswith(before + "<IBAN_")
-    assert arguments["instruction"].endswith("> instead.")
-    assert arguments["note"] == "n" * 9000
     assert arguments["to"].startswith("<EMAIL_")  # PII stays tokenized in the view
-    shown = canonical_json(arguments)
-    assert approval["digest"] == text_digest(shown)
-    assert approval["chars"] == len(shown)
-    assert "".join(approval["pages"]) == shown
-    assert all(len(page) <= PAGE_CHARS for page in approval["pages"])
+    assert arguments["note"].startswith("n" * 160) and "9,000 characters" in arguments["note"]
+    # The whole call is in the file (tokens for PII), and the digest is the file's SHA-256.
+    full = Path(approval["file"]).read_text(encoding="utf-8")
+    assert approval["digest"] == text_digest(full) and approval["chars"] == len(full) > INLINE_CHARS
+    whole = json.loads(full)
+    before, _account = INSTRUCTION.split("LT60")
+    assert whole["instruction"].startswith(before + "<IBAN_")
+    assert whole["instruction"].endswith("> instead.")
+    assert whole["note"] == "n" * 9000 and whole["to"] == arguments["to"]
+    assert canonical_json(whole) == full
     text = paused.render_text()
-    assert "CONTRARY TO THE ABOVE" in text and approval["digest"] in text
-    assert_no_pii(json.dumps(paused.to_dict()))
+    assert approval["digest"] in text and approval["file"] in text
+    assert len(text) < 2000  # the model's context gets the preview, not the 9,000 characters
+    assert_no_pii(json.dumps(paused.to_dict()) + full)
 
     done = await asking.approve(approval["id"], True, digest=approval["digest"])
     assert done.status == "ok", done.render_text()
     assert bank.wired == [
         {"instruction": INSTRUCTION, "note": "n" * 9000, "to": "ops@bank.example.com"}
     ]
+    assert not Path(approval["file"]).exists()  # removed once the approval is over
 
 
 async def test_an_approval_quoting_another_digest_runs_nothing(asking: Codemode, bank: Bank):
@@ -97,6 +100,15 @@ async def test_an_approval_quoting_another_digest_runs_nothing(asking: Codemode,
     denied = await asking.approve(approval["id"], False)  # still pending: it can be answered
     assert "denied" in denied.stdout + json.dumps(denied.error)
     assert bank.wired == []
+
+
+def test_short_arguments_are_shown_whole_and_long_ones_paged_without_a_file() -> None:
+    short = PendingApproval("ap_s", "s1", None, ToolCall("bank", "wire", {"to": "a"}), "r")
+    assert short.describe()["arguments"] == {"to": "a"} and "file" not in short.describe()
+    call = ToolCall("bank", "wire", {"note": "x" * 10_000})
+    described = PendingApproval("ap_l", "s1", None, call, "r").describe()
+    assert described["arguments"] == {"note": "x" * 10_000}
+    assert "".join(described["pages"]) == canonical_json(call.arguments)
 
 
 def test_arguments_changed_after_they_were_shown_are_not_approved() -> None:

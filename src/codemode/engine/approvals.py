@@ -8,20 +8,23 @@ thread that was waiting for it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from codemode.errors import ApprovalMismatchError, SessionError
 from codemode.tools import ToolCall
 
 __all__ = [
-    "PAGE_CHARS",
+    "INLINE_CHARS",
     "ApprovalBroker",
     "PendingApproval",
     "SessionApprover",
@@ -50,12 +53,18 @@ class PendingApproval:
     # How arguments are shown (the session's privacy scan) and the digest of what was shown.
     view: View = _as_shown
     shown_digest: str | None = None
+    # Long arguments written out for the approver (deleted when the approval is over).
+    spilled: Path | None = None
 
-    def describe(self, view: View | None = None) -> dict[str, Any]:
-        """What the client sees: the tool, its full arguments as the code passed them (PII
-        still tokenized, nothing shortened) and their digest. When the arguments' JSON is
-        longer than a page, ``pages`` holds it cut into pages, so nothing needs to be hidden
-        however it is displayed. ``approve`` may quote the digest: it must still match."""
+    def describe(
+        self, view: View | None = None, *, spill_dir: Path | None = None
+    ) -> dict[str, Any]:
+        """What the client sees: the tool, the arguments as the code passed them (PII still
+        tokenized), their digest (SHA-256 of the canonical JSON) and size. Arguments whose
+        JSON is longer than ``INLINE_CHARS`` are written whole to a file in ``spill_dir``
+        (named by ``file``; its SHA-256 is the digest) and shown shortened; without a
+        ``spill_dir`` they are shown whole, and also cut into ``pages``. ``approve`` may
+        quote the digest: it must still match."""
         if view is not None:
             self.view = view
         shown = self.view(self.call.arguments)
@@ -69,11 +78,24 @@ class PendingApproval:
             "chars": len(text),
             "reason": self.reason,
         }
-        if len(text) > PAGE_CHARS:
+        if len(text) <= INLINE_CHARS:
+            return described
+        if spill_dir is not None:
+            self.spilled = _spill(spill_dir, self.id, text)
+            described["arguments"] = _preview(shown)
+            described["file"] = str(self.spilled)
+        else:
             described["pages"] = [
-                text[start : start + PAGE_CHARS] for start in range(0, len(text), PAGE_CHARS)
+                text[start : start + INLINE_CHARS] for start in range(0, len(text), INLINE_CHARS)
             ]
         return described
+
+    def discard(self) -> None:
+        """The approval is over: remove the file its arguments were written to."""
+        if self.spilled is not None:
+            with contextlib.suppress(OSError):
+                self.spilled.unlink()
+            self.spilled = None
 
     def check(self, digest: str | None) -> None:
         """Before an approval counts: what would run is exactly what was shown (an approval
@@ -95,8 +117,32 @@ class PendingApproval:
             )
 
 
-#: Arguments whose JSON is longer than this are also given as pages of this size.
-PAGE_CHARS = 4000
+#: Arguments whose JSON is longer than this go to a file (or pages) instead of inline.
+INLINE_CHARS = 4000
+_PREVIEW_CHARS = 160
+
+
+def _spill(directory: Path, approval_id: str, text: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / f"{approval_id}.json"
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def _preview(value: Any, depth: int = 0) -> Any:
+    """``value`` with long strings and lists cut, each cut saying where the rest is."""
+    if isinstance(value, str) and len(value) > _PREVIEW_CHARS:
+        return f"{value[:_PREVIEW_CHARS]}... ({len(value):,} characters: all in 'file')"
+    if depth > 6:
+        return "... (all in 'file')"
+    if isinstance(value, dict):
+        return {key: _preview(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list):
+        shown = [_preview(item, depth + 1) for item in value[:20]]
+        return shown + ([f"... ({len(value)} items: all in 'file')"] if len(value) > 20 else [])
+    return value
 
 
 def canonical_json(value: Any) -> str:
@@ -151,6 +197,7 @@ class ApprovalBroker:
         finally:
             with self._lock:
                 self._pending.pop(pending.id, None)
+            pending.discard()
 
     def answer(
         self, approval_id: str, approve: bool, owner: str | None, *, digest: str | None = None

@@ -335,7 +335,9 @@ class Codemode:
         if not job.done():
             record.paused = job
             return record.approval_result(
-                attention.result(), round((time.monotonic() - started) * 1000, 3)
+                attention.result(),
+                round((time.monotonic() - started) * 1000, 3),
+                spill_dir=self.config.gateway.state_dir / "approvals",
             )
         record.paused = None
         self.registry.release(record)

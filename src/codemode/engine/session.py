@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
@@ -89,12 +90,15 @@ class Session:
         result.extra = scan_value(result.extra)
         return result
 
-    def approval_result(self, pending: PendingApproval, duration_ms: float) -> ExecutionResult:
-        """``approval_required`` for ``pending``: its arguments in full, through the same
-        privacy scan as every result, with the digest of exactly what is shown."""
+    def approval_result(
+        self, pending: PendingApproval, duration_ms: float, *, spill_dir: Path | None = None
+    ) -> ExecutionResult:
+        """``approval_required`` for ``pending``: its arguments through the same privacy scan
+        as every result, with the digest of exactly what is shown (long ones in a file in
+        ``spill_dir``)."""
         privacy = self.chain.privacy
         view = privacy.scan_value if privacy is not None else None
-        described = pending.describe(view)
+        described = pending.describe(view, spill_dir=spill_dir)
         if privacy is not None:
             described["reason"] = privacy.scan_output(described["reason"])
         return ExecutionResult.approval_required(described, self.handle, duration_ms)
