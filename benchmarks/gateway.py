@@ -346,6 +346,9 @@ async def run(quick: bool) -> dict[str, Any]:
         baseline_script.write_text(BASELINE_SERVER)
         gateway_argv = [sys.executable, "-m", "codemode", "serve", "--config", str(config)]
         gateway_argv += ["--transport", "http", "--port", str(port)]
+        # Like the baseline server, no authentication (loopback, this run only): anonymous
+        # clients also get a session each, which G3 counts on.
+        gateway_argv += ["--insecure-allow-anonymous"]
         url = f"http://127.0.0.1:{port}/mcp"
         numbers: dict[str, Any] = {"rounds": rounds, "calls_per_round": n}
         with http_process(gateway_argv, port, directory / "gateway.log") as gateway:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the third-party MCP servers the tests run against. Idempotent; run by `make third-party`.
-#   npm:  third_party/node_modules   (pinned by third_party/package.json and its lock file)
+#   npm:  third_party/node_modules   (pinned by third_party/package.json and its lock file;
+#         includes Node.js 22 from the npm package `node`, for the MCP conformance suite)
 #   PyPI: .third_party/<server>/     (one virtualenv per server, so their `mcp` pins never meet ours)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,9 @@ else
   npm install --no-audit --no-fund --loglevel=error
 fi
 wanted=$(cat package.json package-lock.json | sha256sum | cut -d' ' -f1)
+# The conformance suite needs Node >= 22; the machine's own node may be older.
+node22=$(node_modules/.bin/node --version)
+[[ "$node22" == v2[2-9].* ]] || { echo "install_third_party: expected Node 22 in node_modules, got $node22" >&2; exit 1; }
 echo "$wanted" >"$npm_stamp"
 
 for entry in "${PYPI_SERVERS[@]}"; do

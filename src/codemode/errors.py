@@ -6,15 +6,20 @@
     │   ├── SchemaError               a tool schema or OpenAPI document that cannot be used
     │   ├── IsolationUnavailableError the sandbox cannot be had here (says what is missing)
     │   ├── IncompatibleDependencyError an installed library changed an internal codemode uses
-    │   └── SkillNotFoundError        no such skill for this owner (asked for by name)
+    │   ├── SkillNotFoundError        no such skill for this owner (asked for by name)
+    │   └── ModelConfigError          a model that cannot be used: unknown provider or model,
+    │                                 missing or refused API key
     ├── RuntimeFailure                something failed while running
     │   ├── SandboxError              a sandbox could not start or died
     │   ├── BridgeProtocolError       a malformed, oversized, forged or late bridge frame
     │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
     │   │   ├── UnknownSessionError   an unknown, expired or foreign session handle
-    │   │   └── ApprovalMismatchError an approval for arguments other than the call's
-    │   └── StateStoreError           a state, memory, skill or checkpoint store failed
+    │   │   ├── ApprovalMismatchError an approval for arguments other than the call's
+    │   │   └── SessionQuotaError     a client (or the gateway) holds all the sessions it may
+    │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
+    │   └── ModelError                a model provider failed (after retries) or answered nonsense
+    │       └── ContextLengthError    the conversation does not fit the model's context window
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
@@ -32,12 +37,16 @@ __all__ = [
     "CodemodeError",
     "ConfigError",
     "IncompatibleDependencyError",
+    "ContextLengthError",
     "IsolationUnavailableError",
+    "ModelConfigError",
+    "ModelError",
     "RuntimeFailure",
     "SandboxError",
     "SchemaError",
     "ServersNotLoadedError",
     "SessionError",
+    "SessionQuotaError",
     "SkillNotFoundError",
     "SkillRefusedError",
     "StateStoreError",
@@ -101,6 +110,10 @@ class IncompatibleDependencyError(UsageError):
     code = "incompatible_dependency"
 
 
+class ModelConfigError(UsageError):
+    code = "model_config_error"
+
+
 class RuntimeFailure(CodemodeError):
     code = "runtime_failure"
 
@@ -141,6 +154,10 @@ class ApprovalMismatchError(SessionError):
     code = "approval_mismatch"
 
 
+class SessionQuotaError(SessionError):
+    code = "session_quota"
+
+
 class StateStoreError(RuntimeFailure):
     """A state, memory or checkpoint store could not be reached or written."""
 
@@ -151,6 +168,14 @@ class SkillNotFoundError(UsageError):
     """No saved skill by that name for this owner (a person asked for it by name)."""
 
     code = "skill_not_found"
+
+
+class ModelError(RuntimeFailure):
+    code = "model_error"
+
+
+class ContextLengthError(ModelError):
+    code = "context_length_exceeded"
 
 
 class ToolError(CodemodeError):

@@ -16,7 +16,7 @@ async def test_a_caller_that_goes_away_does_not_pin_its_session(engine: Codemode
     record = engine.registry.get(first.session, None)
     with anyio.move_on_after(0.3):
         await engine.execute("import time\ntime.sleep(1)", session=first.session)
-    assert record.busy == 1  # the execution still runs in its thread
+    # The cancelled execution is stopped; once it has, the session is free again.
     with anyio.fail_after(10):
         while record.busy:
             await anyio.sleep(0.05)

@@ -35,6 +35,18 @@ THIRD_PARTY = {
 }
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
+# Every test config's HTTP bearer tokens (owner -> token); clients send MAIN's by default.
+MAIN = "main"
+TOKENS = {
+    name: f"{name}-token-{index:02d}"
+    for index, name in enumerate(
+        [MAIN, "alice", "bob", "carol", *(f"client-{i}" for i in range(8))]
+    )
+}
+
+
+def bearer(owner: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[owner]}"}
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +170,8 @@ def write_config(
     lines += ["[sandbox]", f"pool_size = {pool_size}", ""]
     lines += ["[gateway]", f'state_dir = "{root / "state"}"']
     lines += [f"{key} = {value}" for key, value in (gateway or {}).items()]
+    lines += ["", "[gateway.tokens]"]
+    lines += [f"{owner} = {json.dumps(token)}" for owner, token in TOKENS.items()]
     lines.append("")
     path = root / "codemode.toml"
     path.write_text("\n".join(lines), encoding="utf-8")
@@ -203,6 +217,7 @@ class HTTPGateway:
     log_path: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    extra_args: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -212,7 +227,9 @@ class HTTPGateway:
         return self.log_path.read_text(errors="replace")[-4000:]
 
     def start(self) -> HTTPGateway:
-        argv = serve_argv(self.config, "--transport", "http", "--port", str(self.port))
+        argv = serve_argv(
+            self.config, "--transport", "http", "--port", str(self.port), *self.extra_args
+        )
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
@@ -255,8 +272,14 @@ def client_for(target: Any, **options: Any) -> Any:
 
 def stdio_target(config: Path) -> Any:
     from mcp import StdioServerParameters
+    from mcp.client.stdio import get_default_environment
 
-    return StdioServerParameters(command=sys.executable, args=serve_argv(config)[1:])
+    # The SDK passes a minimal environment: keep PYTHONPATH, so the gateway imports the same
+    # codemode as the tests.
+    env = get_default_environment()
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return StdioServerParameters(command=sys.executable, args=serve_argv(config)[1:], env=env)
 
 
 def http_target(url: str, headers: Mapping[str, str] | None = None) -> Any:
@@ -291,9 +314,11 @@ class Gateway:
     http: HTTPGateway | None = None
 
     def connect(self, *, mode: str = "auto", headers: Mapping[str, str] | None = None) -> Any:
-        """A new client: over HTTP to the same process; over stdio a new gateway process."""
+        """A new client: over HTTP to the same process (with MAIN's token unless ``headers``
+        say otherwise); over stdio a new gateway process."""
         if self.http is not None:
-            return client_for(http_target(self.http.url, headers), mode=mode)
+            sent = bearer(MAIN) if headers is None else headers
+            return client_for(http_target(self.http.url, sent), mode=mode)
         return client_for(stdio_target(self.dirs.config), mode=mode)
 
     def gateway_pids(self) -> set[int]:
@@ -370,6 +395,19 @@ async def execute(client: Any, code: str, **arguments: Any) -> dict[str, Any]:
     data["is_error"] = bool(result.is_error)
     data["text"] = text_of(result)
     return data
+
+
+async def search_when_indexed(client: Any, arguments: dict[str, Any]) -> Any:
+    """Search once the gateway's background index build is done (bounded wait): until then
+    answers are lexical only, and say so."""
+    import anyio
+
+    with anyio.fail_after(START_TIMEOUT_S):
+        while True:
+            result = await client.call_tool("search", arguments)
+            if not structured(result).get("lexical_only"):
+                return result
+            await anyio.sleep(0.2)  # a bounded poll on the gateway's state
 
 
 async def execute_ok(client: Any, code: str, **arguments: Any) -> dict[str, Any]:

@@ -52,29 +52,31 @@ def _read(path: Path) -> str:
 
 async def test_max_sessions_then_idle_expiry_reclaims_sandboxes(gateway: Any, harness: Any) -> None:
     # Runs first in this module: no session exists yet. Each session's interpreter renames
-    # itself (/proc/self/comm) so the test can find its host process.
+    # itself (/proc/self/comm) so the test can find its host process. One owner's handle-less
+    # calls share a session: two owners fill the gateway, a third is refused.
     tags = [f"cm{secrets.token_hex(4)}" for _ in range(2)]
     rename = "open('/proc/self/comm', 'w').write({!r})\nvalue = 1"
-    first = await harness.execute_ok(gateway.client, rename.format(tags[0]))
-    second = await harness.execute_ok(gateway.client, rename.format(tags[1]))
+    handles = []
+    for owner, tag in zip(("alice", "bob"), tags, strict=True):
+        async with gateway.connect(headers=harness.bearer(owner)) as client:
+            handles.append((await harness.execute_ok(client, rename.format(tag)))["session"])
     pids = {_tagged(tag) for tag in tags}
     assert len(pids) == 2 and all(harness.alive(pid) for pid in pids)
 
-    refused = await gateway.client.call_tool("execute", {"code": "print(3)"})
-    assert refused.is_error
-    assert "too many sessions (2)" in harness.text_of(refused)
-    assert "gateway.max_sessions" in harness.text_of(refused)
+    async with gateway.connect(headers=harness.bearer("carol")) as carol:
+        refused = await carol.call_tool("execute", {"code": "print(3)"})
+        assert refused.is_error
+        assert "gateway.max_sessions = 2" in harness.text_of(refused)
 
-    # With no further request, the gateway reclaims both idle sessions: their sandboxes die.
-    left = harness.wait_until_gone(pids, timeout_s=30)
-    assert not left, f"idle sessions' sandboxes still run after 30 s: {left}"
-    for handle in (first["session"], second["session"]):
-        gone = await gateway.client.call_tool(
-            "execute", {"code": "print(value)", "session": handle}
-        )
-        assert gone.is_error and "unknown or expired session" in harness.text_of(gone)
-    # The slots are free again.
-    await harness.execute_ok(gateway.client, "print('new')")
+        # With no further request, the gateway reclaims both idle sessions: their sandboxes die.
+        left = harness.wait_until_gone(pids, timeout_s=30)
+        assert not left, f"idle sessions' sandboxes still run after 30 s: {left}"
+        async with gateway.connect(headers=harness.bearer("alice")) as alice:
+            for handle in handles:
+                gone = await alice.call_tool("execute", {"code": "print(value)", "session": handle})
+                assert gone.is_error and "unknown or expired session" in harness.text_of(gone)
+        # The slots are free again.
+        await harness.execute_ok(carol, "print('new')")
 
 
 async def test_a_busy_session_outlives_the_idle_timeout(gateway: Any, harness: Any) -> None:

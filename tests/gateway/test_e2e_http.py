@@ -15,6 +15,7 @@ from codemode.demo import ACME_LEAD_ID
 pytestmark = [pytest.mark.anyio, pytest.mark.thirdparty]
 
 PROTOCOL = "2026-07-28"
+TOKEN = "main-token-00"  # conftest.TOKENS["main"]
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": PROTOCOL,
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -28,8 +29,8 @@ async def gateway(gateway_dirs: Any, harness: Any) -> AsyncIterator[Any]:
 
 
 async def test_a_handle_is_bound_to_the_caller_that_opened_it(gateway: Any, harness: Any) -> None:
-    alice = gateway.connect(headers={"Authorization": "Bearer alice-token"})
-    bob = gateway.connect(headers={"Authorization": "Bearer bob-token"})
+    alice = gateway.connect(headers=harness.bearer("alice"))
+    bob = gateway.connect(headers=harness.bearer("bob"))
     async with alice as alice, bob as bob:
         mine = await harness.execute_ok(alice, "secret = 'alice only'")
         stolen = await bob.call_tool(
@@ -39,7 +40,7 @@ async def test_a_handle_is_bound_to_the_caller_that_opened_it(gateway: Any, harn
         # A foreign handle reads exactly like an unknown one.
         assert "unknown or expired session" in harness.text_of(stolen)
         assert "alice only" not in harness.text_of(stolen)
-        # No credentials at all is not the owner either.
+        # Nor is the owner of another valid token.
         anonymous = await gateway.client.call_tool(
             "execute", {"code": "print(secret)", "session": mine["session"]}
         )
@@ -48,7 +49,9 @@ async def test_a_handle_is_bound_to_the_caller_that_opened_it(gateway: Any, harn
         assert again["stdout"] == "alice only\n"
 
 
-def _post(url: str, body: str, method: str, tool: str | None) -> httpx2.Response:
+def _post(
+    url: str, body: str, method: str, tool: str | None, token: str | None = TOKEN
+) -> httpx2.Response:
     headers = {
         "content-type": "application/json",
         "accept": "application/json, text/event-stream",
@@ -57,6 +60,8 @@ def _post(url: str, body: str, method: str, tool: str | None) -> httpx2.Response
     }
     if tool is not None:
         headers["mcp-name"] = tool
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
     return httpx2.post(url, content=body, headers=headers, timeout=30)
 
 
@@ -111,7 +116,8 @@ total = fake.add(a={index}, b=1000)["result"]
 lead = crm.get_lead(lead_id="{ACME_LEAD_ID}")
 print(marker, total, lead["id"])
 """
-        async with gateway.connect() as client:
+        # Clients of one owner share a default session: each client here is an owner.
+        async with gateway.connect(headers=harness.bearer(f"client-{index}")) as client:
             first = await harness.execute_ok(client, code)
             second = await harness.execute_ok(
                 client, "print(marker, total * 2)", session=first["session"]

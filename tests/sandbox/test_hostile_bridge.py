@@ -269,9 +269,10 @@ print("after forged done")
 """
     )
     result = isolated_session.execute(payload, timeout_s=5)
-    # The host takes the first "done" of this execution; its content is only data to clip.
+    # The host takes the first "done" of this execution, but lists the files itself: the
+    # names the guest claimed are not in the result.
     assert result.status == "ok"
-    assert result.files == {"created": ["/etc/shadow"], "modified": [], "deleted": []}
+    assert result.files == {"created": [], "modified": [], "deleted": []}
     # The real "done" that follows is refused as late by the next execution, not confused;
     # output the code wrote after its forged "done" may show up in that next result.
     after = isolated_session.execute("print('ok')", timeout_s=5)

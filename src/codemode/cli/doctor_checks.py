@@ -97,17 +97,26 @@ def check_seccomp() -> Check:
 
 
 def check_cgroups() -> Check:
-    from codemode.sandbox.cgroups import cgroups_available
+    """How each sandbox limit is held on this machine (kernel, or the host's watch)."""
+    from codemode.sandbox.enforcement import detect_enforcement
 
-    if cgroups_available():
-        return Check("cgroups", "ok", "pids and memory cgroups: limits cover every process")
-    why = "not root" if os.geteuid() != 0 else "pids/memory controllers not writable"
+    enforcement = detect_enforcement()
+    how = "; ".join(f"{name}: {way}" for name, way in enforcement.how.items())
+    if enforcement.cgroups is not None:
+        return Check("cgroups", "ok", f"limits cover every process ({how})")
+    if enforcement.unenforced:
+        names = ", ".join(enforcement.unenforced)
+        return Check(
+            "cgroups",
+            "warn",
+            f"the limit(s) {names} cannot be enforced here ({how})",
+            "run codemode as an ordinary user, or give it a writable cgroup hierarchy; "
+            f"or accept it by name: sandbox.accept_unenforced_limits = {enforcement.unenforced!r}",
+        )
     return Check(
         "cgroups",
-        "warn",
-        f"unavailable ({why}): memory and CPU limits apply per process (rlimits), so forked "
-        "children add up; the process limit counts all of this user's processes",
-        "run the gateway as root, or with a delegated cgroup v2 subtree",
+        "ok",
+        f"no cgroups: the host watches memory and CPU, the kernel caps processes ({how})",
     )
 
 

@@ -68,6 +68,8 @@ def for_status(status: str, exit_code: int | None) -> int:
         return ExitCode.TIMEOUT
     if status == "limit":
         return ExitCode.LIMIT
+    if status == "cancelled":
+        return ExitCode.INTERRUPTED
     if status == "ok":
         return ExitCode.OK
     if exit_code:

@@ -32,6 +32,7 @@ COMMANDS = (
     "install",
     "completion",
     "skills",
+    "run",
 )
 
 

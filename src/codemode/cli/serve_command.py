@@ -17,6 +17,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--token",
+        action="append",
+        default=[],
+        metavar="[OWNER=]TOKEN",
+        help="an HTTP bearer token clients must send (repeatable; also gateway.tokens and "
+        "CODEMODE_TOKENS); without any, one is generated and printed",
+    )
+    parser.add_argument(
+        "--insecure-allow-anonymous",
+        action="store_true",
+        help="serve HTTP without authentication: anyone who can reach the port runs code "
+        "with your tools",
+    )
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -66,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             openapi_specs=args.openapi,
+            tokens=args.token,
+            insecure_allow_anonymous=args.insecure_allow_anonymous,
         )
     )
     return 0

@@ -1,7 +1,7 @@
 """The loaded configuration (``CodemodeConfig``) and codemode's own sections.
 
 ``Sections`` are the tables that are codemode's own: ``[sandbox]``, ``[gateway]``, ``[policy]``,
-``[privacy]``, ``[audit]`` and ``[state]`` in ``codemode.toml``, the same under the
+``[privacy]``, ``[audit]``, ``[state]`` and ``[agent]`` in ``codemode.toml``, the same under the
 ``"codemode"`` key of an mcpServers JSON file. A broken section fails the whole load; a broken
 server is only disabled (its reason in ``CodemodeConfig.server_problems``).
 """
@@ -16,7 +16,9 @@ from typing import Annotated
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from codemode.agent.settings import AgentSettings
 from codemode.audit.settings import AuditSettings
+from codemode.config.env import expand_references
 from codemode.config.servers import ServerConfig
 from codemode.config_model import ConfigModel, Hint, PositiveNumber, PositiveWholeNumber
 from codemode.policy.settings import PolicySettings
@@ -28,6 +30,7 @@ from codemode.state.settings import StateSettings
 __all__ = [
     "CodemodeConfig",
     "GatewaySettings",
+    "OAuthSettings",
     "Sections",
     "default_config",
     "default_state_dir",
@@ -41,6 +44,27 @@ def default_state_dir() -> Path:
     return Path(base).expanduser() / "codemode"
 
 
+class OAuthSettings(ConfigModel):
+    """``[gateway.oauth]``: accept access tokens of an OAuth 2.1 authorization server, checked
+    by token introspection (RFC 7662), as a resource server of the MCP authorization spec."""
+
+    # The authorization server clients get tokens from (named in the resource metadata).
+    issuer: Annotated[str, Hint(fix='write issuer = "https://login.example.com"')]
+    introspection_url: Annotated[
+        str, Hint(fix='write introspection_url = "https://login.example.com/introspect"')
+    ]
+    # This gateway's own URL, as tokens must name it in their audience.
+    resource: Annotated[str, Hint(fix='write resource = "https://codemode.example.com/mcp"')]
+    client_id: str = ""
+    client_secret: str = ""
+    scopes: list[str] = Field(default_factory=list)
+
+    @field_validator("client_id", "client_secret", mode="after")
+    @classmethod
+    def _expand(cls, value: str) -> str:
+        return str(expand_references(value, source="config", prefix="gateway.oauth"))
+
+
 class GatewaySettings(ConfigModel):
     """``[gateway]``: sessions and where state lives."""
 
@@ -49,6 +73,24 @@ class GatewaySettings(ConfigModel):
     state_dir: Annotated[Path, Hint(fix='write state_dir = "/path/to/state"')] = Field(
         default_factory=default_state_dir
     )
+    # Sessions one client (a token's owner, or the one stdio client) may hold at once.
+    max_sessions_per_client: PositiveWholeNumber = 16
+    # Seconds between progress notifications to a client that asked for them.
+    progress_interval_s: PositiveNumber = 5.0
+    # HTTP bearer tokens: owner name -> token (``${VAR}`` expands). Each owner has its own
+    # sessions, approvals and session quota.
+    tokens: Annotated[
+        dict[str, str], Hint(fix='write [gateway.tokens] with owner = "${TOKEN_VARIABLE}"')
+    ] = Field(default_factory=dict)
+    # Optional: OAuth 2.1 access tokens from an identity provider (resource-server mode).
+    oauth: OAuthSettings | None = None
+
+    @field_validator("tokens", mode="after")
+    @classmethod
+    def _expand_tokens(cls, value: dict[str, str]) -> dict[str, str]:
+        expanded = expand_references(value, source="config", prefix="gateway.tokens")
+        assert isinstance(expanded, dict)
+        return {str(owner): str(token) for owner, token in expanded.items()}
 
     @field_validator("state_dir", mode="after")
     @classmethod
@@ -71,6 +113,7 @@ class Sections(ConfigModel):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
 
 
 class CodemodeConfig(Sections):

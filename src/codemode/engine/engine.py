@@ -16,7 +16,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionAp
 from codemode.engine.chain import build_invoker_chain
 from codemode.engine.invoker import CatalogInvoker
 from codemode.engine.output import OutputCallback
+from codemode.engine.progress import Progress, wait_reporting
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.views import CatalogViews
@@ -62,6 +63,8 @@ log = logging.getLogger(__name__)
 class SearchAnswer:
     text: str
     hits: list[dict[str, Any]]
+    # True when the full index was still being built and a keyword index answered.
+    lexical_only: bool = False
 
 
 class Codemode:
@@ -88,6 +91,9 @@ class Codemode:
         self._views: CatalogViews | None = None
         self._views_lock = threading.Lock()
         self._index: SearchIndex | None = None
+        # The full index being built in the background, and a lexical one to answer meanwhile.
+        self._index_job: asyncio.Task[SearchIndex] | None = None
+        self._lexical: SearchIndex | None = None
         self._limiter = anyio.CapacityLimiter(max(config.gateway.max_sessions, 1))
         self._expiry: asyncio.Task[None] | None = None
         self.approvals = ApprovalBroker()
@@ -123,6 +129,7 @@ class Codemode:
             self._new_session,
             idle_timeout_s=gateway.session_idle_timeout_s,
             max_sessions=gateway.max_sessions,
+            max_per_client=gateway.max_sessions_per_client,
         )
         self.registry.on_close.append(self._session_closed)
         if self.audit_log is None and self.audit:
@@ -140,6 +147,17 @@ class Codemode:
         await anyio.to_thread.run_sync(self._current_views)
         self._expiry = asyncio.create_task(self._expire_loop())
         return self
+
+    # --- search only (the CLI): no sandboxes ---------------------------------------------
+
+    async def open_for_search(self) -> dict[str, str]:
+        """Load the catalog for ``search`` alone: no sandbox pool, sessions or audit log.
+        Returns the servers that failed to load (name -> reason). ``aclose()`` when done."""
+        failures = await self.catalog.load()
+        for server, message in failures.items():
+            log.warning("server %s is unavailable: %s", server, message)
+        await anyio.to_thread.run_sync(self._current_views)
+        return failures
 
     async def aclose(self) -> None:
         self._stopping = True  # sessions closed by a shutdown keep their checkpoints
@@ -180,7 +198,8 @@ class Codemode:
                 views = self._views = CatalogViews.build(
                     self.catalog.specs(), version, self.catalog.unavailable()
                 )
-                self._index = None  # built on the first search: execute never needs it
+                # Built on the first search or by build_search_index: execute never needs it.
+                self._index = self._lexical = None
             return views
 
     async def views(self) -> CatalogViews:
@@ -192,16 +211,45 @@ class Codemode:
 
     def _search_index(self) -> SearchIndex:
         with self._views_lock:
-            if self._index is None:
+            specs, version = self.catalog.specs(), self.catalog.version
+        from codemode.search.semantic import build_index
+
+        # Built outside the lock (it may take minutes): searches meanwhile answer lexically.
+        # Hook: a build that reports its stage and percentage plugs in here.
+        index = build_index(specs, semantic=self.semantic)
+        with self._views_lock:
+            if self.catalog.version == version:
+                self._index = index
+        return index
+
+    def _lexical_index(self) -> SearchIndex:
+        with self._views_lock:
+            if self._lexical is None:
                 from codemode.search.semantic import build_index
 
-                self._index = build_index(self.catalog.specs(), semantic=self.semantic)
-            return self._index
+                self._lexical = build_index(self.catalog.specs(), semantic=False)
+            return self._lexical
+
+    def build_search_index(self) -> asyncio.Task[SearchIndex]:
+        """Start building the search index in the background (once; again after the catalog
+        changed). Searches that arrive meanwhile answer lexically at once and say so."""
+        job = self._index_job
+        if job is None or (job.done() and self._index is None):
+            job = self._index_job = asyncio.create_task(
+                anyio.to_thread.run_sync(self._search_index)
+            )
+        return job
 
     # --- the meta-tools: search, execute, approve ----------------------------------------
 
     async def search(
-        self, query: str, *, detail: str = "summary", limit: int = 5, owner: str | None = None
+        self,
+        query: str,
+        *,
+        detail: str = "summary",
+        limit: int = 5,
+        owner: str | None = None,
+        progress: Progress | None = None,
     ) -> SearchAnswer:
         """Tools for ``query``, and below them the owner's saved skills that match."""
         from codemode.search.render import check_detail, render_answer
@@ -211,16 +259,35 @@ class Codemode:
         limit = max(1, min(int(limit), 50))
         views = await self.views()
         index = self._index
+        note = ""
         if index is None:  # an empty index is falsy: test for None
-            index = await anyio.to_thread.run_sync(self._search_index)
+            job = self._index_job
+            if job is not None and not job.done():
+                index = await anyio.to_thread.run_sync(self._lexical_index)
+                note = (
+                    "note: the search index is still being built, so these matches are "
+                    "lexical (keywords) only; search again later for better ones.\n"
+                )
+            else:
+                index = await self._wait_for_index(progress)
         hits = index.search(query, limit)
-        text = render_answer(hits, level, source=views.stubs.tool_source)
+        text = note + render_answer(hits, level, source=views.stubs.tool_source)
         found = [hit.to_json() for hit in hits]
         if self.skills is not None:
             skills = await anyio.to_thread.run_sync(self.skills.search, owner, query)
             text += render_skill_hits(skills)
             found += [hit.to_json() for hit in skills]
-        return SearchAnswer(text, found)
+        return SearchAnswer(text, found, lexical_only=bool(note))
+
+    async def _wait_for_index(self, progress: Progress | None) -> SearchIndex:
+        job = self.build_search_index()
+
+        def describe(elapsed: float) -> tuple[float, float | None, str]:
+            return round(elapsed, 3), None, f"building the search index: {elapsed:.0f} s"
+
+        interval = self.config.gateway.progress_interval_s
+        await wait_reporting([job], progress, interval, describe)
+        return job.result()
 
     async def execute(
         self,
@@ -230,21 +297,31 @@ class Codemode:
         fresh: bool = False,
         timeout_s: float | None = None,
         owner: str | None = None,
+        client: str | None = None,
+        progress: Progress | None = None,
+        opened: Callable[[str], object] | None = None,
         check: bool = True,
         on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
-        """Run ``code`` in a session (a new one when ``session`` is None).
+        """Run ``code`` in a session (a new one when ``session`` is None, counted against
+        ``client``'s session quota). ``opened`` hears the session's handle before the code
+        runs, so a caller that cancels still knows which session the code ran in.
 
         Returns ``approval_required`` when the code reached a call a human must approve;
         ``approve`` then resumes the same execution. With ``check`` (the default) calls on
         ``servers.*`` are checked against their signatures first: a wrong one is an error
         result with its line, and nothing runs. ``on_output(stream, data)`` sees the output
-        as it is written (see ``codemode.engine.output``), also after an approval.
+        as it is written (see ``codemode.engine.output``), also after an approval. If this
+        call is cancelled (the client cancelled or went away), the code is stopped and no tool
+        call starts after that; the next result in the session reports what the cancelled one
+        did.
         """
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         views = await self.views()
-        record = await self._checkout(session, owner)
+        record = await self._checkout(session, owner, client)
+        if opened is not None:
+            opened(record.handle)
         if record.paused is not None:
             self.registry.release(record)
             pending = self.approvals.pending_for(record.handle)
@@ -258,18 +335,24 @@ class Codemode:
             record.code = code
             return record.finish(rejected_result(problems))
 
+        cancel = record.cancel = threading.Event()
+
         def run() -> ExecutionResult:
-            return record.run(code, views, fresh=fresh, timeout_s=timeout_s, on_output=on_output)
+            return record.run(
+                code, views, fresh=fresh, timeout_s=timeout_s, on_output=on_output, cancel=cancel
+            )
 
         job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
-        return await self._follow(record, job)
+        return await self._follow(record, job, progress)
 
-    async def _checkout(self, handle: str | None, owner: str | None) -> Session:
+    async def _checkout(
+        self, handle: str | None, owner: str | None, client: str | None = None
+    ) -> Session:
         """The session for ``handle``; one lost to a gateway restart resumes from its
         checkpoint (the result then says what was restored)."""
         assert self.registry is not None
         try:
-            return self.registry.checkout(handle, owner)
+            return self.registry.checkout(handle, owner, client)
         except UnknownSessionError:
             skills = self.skills
             if handle is None or skills is None:
@@ -289,6 +372,7 @@ class Codemode:
         *,
         owner: str | None = None,
         digest: str | None = None,
+        progress: Progress | None = None,
     ) -> ExecutionResult:
         """Answer a pending approval and wait for the resumed execution (or its next pause).
 
@@ -301,10 +385,16 @@ class Codemode:
         job = record.paused
         if job is None:
             raise SessionError("that execution is no longer running")
-        return await self._follow(record, job)
+        return await self._follow(record, job, progress)
 
-    async def _follow(self, record: Session, job: asyncio.Task[ExecutionResult]) -> ExecutionResult:
-        """Wait until the execution finishes or pauses for an approval, whichever is first."""
+    async def _follow(
+        self,
+        record: Session,
+        job: asyncio.Task[ExecutionResult],
+        progress: Progress | None = None,
+    ) -> ExecutionResult:
+        """Wait until the execution finishes or pauses for an approval, whichever is first,
+        reporting progress meanwhile."""
         assert self.registry is not None
         loop = asyncio.get_running_loop()
         started = time.monotonic()
@@ -317,18 +407,29 @@ class Codemode:
         def notice(pending: PendingApproval) -> None:
             loop.call_soon_threadsafe(settle, pending)
 
+        cancel = record.cancel  # this execution's: a later one on the session has its own
         self.approvals.listen(record.handle, notice)
         already = self.approvals.pending_for(record.handle)
         if already is not None:
             notice(already)
+
+        def describe(elapsed: float) -> tuple[float, float | None, str]:
+            calls, printed = record.live_counts()
+            return (
+                round(elapsed, 3),
+                None,
+                f"running {elapsed:.0f} s: {calls} tool call(s), {printed} bytes printed",
+            )
+
         try:
             waiting: list[asyncio.Future[Any]] = [job, attention]
-            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            interval = self.config.gateway.progress_interval_s
+            await wait_reporting(waiting, progress, interval, describe)
         except asyncio.CancelledError:
-            # The caller went away (a client disconnected); the execution runs on in its
-            # thread. Release the session when it ends, or it could never expire.
-            registry = self.registry
-            job.add_done_callback(lambda _: registry.release(record))
+            # The caller cancelled or went away: stop the code (no tool call starts after
+            # this), release the session when it has stopped, and keep its result for the
+            # next execution to report.
+            self._abandon(record, job, cancel)
             raise
         finally:
             self.approvals.unlisten(record.handle)
@@ -341,7 +442,34 @@ class Codemode:
             )
         record.paused = None
         self.registry.release(record)
-        return record.finish(job.result())
+        result = record.finish(job.result())
+        earlier, record.cancelled = record.cancelled, None
+        if earlier is not None:
+            result.extra["cancelled_before"] = _cancel_report(earlier)
+            result.hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}"
+            result.hint = result.hint.strip()
+        return result
+
+    def _abandon(
+        self,
+        record: Session,
+        job: asyncio.Task[ExecutionResult],
+        cancel: threading.Event | None,
+    ) -> None:
+        if cancel is not None:
+            cancel.set()
+        # A call waiting for a human is refused: its thread must not wait for an answer.
+        self.approvals.cancel_session(record.handle)
+        registry = self.registry
+        assert registry is not None
+
+        def stopped(done: asyncio.Task[ExecutionResult]) -> None:
+            record.paused = None
+            registry.release(record)
+            if not done.cancelled() and done.exception() is None:
+                record.cancelled = record.finish(done.result())
+
+        job.add_done_callback(stopped)
 
     def _new_session(self, handle: str, owner: str | None) -> Session:
         assert self.sandboxes is not None and self._invoker is not None  # set by start()
@@ -432,3 +560,16 @@ class Codemode:
         if self.registry is None:
             return False
         return await anyio.to_thread.run_sync(self.registry.close, handle)
+
+
+def _cancel_report(result: ExecutionResult) -> dict[str, Any]:
+    """What a cancelled execution did, for the next result in its session."""
+    return {
+        "status": result.status,
+        "tool_calls": result.tool_calls,
+        "refused_after_cancel": result.extra.get("refused_after_cancel", 0),
+        "stdout": result.stdout,
+        "error": result.error,
+        "sandbox_reset": result.sandbox_reset,
+        "duration_ms": result.duration_ms,
+    }

@@ -4,13 +4,35 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import contextvars
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from codemode.catalog.catalog import Catalog
 from codemode.errors import CodemodeError, ToolError
 from codemode.tools import ToolCall, ToolResult
 
-__all__ = ["CatalogInvoker", "result_value"]
+__all__ = ["CatalogInvoker", "cancellable", "result_value"]
+
+# The cancel flag of the execution running on this thread (set by ``Session.run``).
+_cancel: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "codemode_execution_cancel", default=None
+)
+_CANCEL_POLL_S = 0.05
+
+
+@contextlib.contextmanager
+def cancellable(cancel: threading.Event | None) -> Iterator[None]:
+    """Inside: a tool call in flight is abandoned (its upstream request cancelled) when
+    ``cancel`` is set, so a cancelled execution does not wait for a slow upstream."""
+    token = _cancel.set(cancel)
+    try:
+        yield
+    finally:
+        _cancel.reset(token)
 
 
 def result_value(call: ToolCall, result: ToolResult) -> Any:
@@ -39,14 +61,35 @@ class CatalogInvoker:
             self.catalog.call(call.server, call.tool, call.arguments), self.loop
         )
         try:
-            result = future.result(timeout=timeout_s)
+            result = _wait(future, timeout_s, _cancel.get())
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise ToolError(
                 f"{call.server}.{call.tool} did not answer within {timeout_s:.1f} s"
             ) from None
+        except concurrent.futures.CancelledError:
+            raise ToolError(f"{call.server}.{call.tool}: the execution was cancelled") from None
         except CodemodeError:
             raise
         except Exception as error:  # noqa: BLE001 - an upstream bug becomes a ToolError
             raise ToolError(f"{call.server}.{call.tool} failed: {error}"[:2000]) from None
         return result_value(call, result)
+
+
+def _wait(
+    future: concurrent.futures.Future[ToolResult], timeout_s: float, cancel: threading.Event | None
+) -> ToolResult:
+    if cancel is None:
+        return future.result(timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if cancel.is_set():
+            future.cancel()
+            raise concurrent.futures.CancelledError
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise concurrent.futures.TimeoutError
+        try:
+            return future.result(timeout=min(remaining, _CANCEL_POLL_S))
+        except concurrent.futures.TimeoutError:
+            continue

@@ -1,4 +1,8 @@
-"""Session handles: unguessable, bound to their owner, expired when idle."""
+"""Session handles: unguessable, bound to their owner, expired when idle, counted per client.
+
+A client (an owner's credential, or one connection) may hold ``max_per_client`` sessions, so
+one client cannot fill the gateway for the others; ``max_sessions`` bounds them all.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from codemode.engine.session import Session
-from codemode.errors import SessionError, UnknownSessionError
+from codemode.errors import SessionQuotaError, UnknownSessionError
 
 __all__ = ["SessionFactory", "SessionRegistry"]
 
@@ -20,12 +24,20 @@ class SessionRegistry:
     """Thread-safe map of session handles to sessions."""
 
     def __init__(
-        self, factory: SessionFactory, *, idle_timeout_s: float, max_sessions: int
+        self,
+        factory: SessionFactory,
+        *,
+        idle_timeout_s: float,
+        max_sessions: int,
+        max_per_client: int | None = None,
     ) -> None:
         self.factory = factory
         self.idle_timeout_s = idle_timeout_s
         self.max_sessions = max_sessions
+        self.max_per_client = max_per_client
         self._sessions: dict[str, Session] = {}
+        # handle -> the client it counts against (absent: counted only in the total).
+        self._clients: dict[str, str] = {}
         self._lock = threading.Lock()
         # Called (on any thread) when a session closes or expires: wipe vaults, deny approvals.
         self.on_close: list[Callable[[Session], None]] = []
@@ -34,18 +46,31 @@ class SessionRegistry:
         with self._lock:
             return len(self._sessions)
 
-    def open(self, owner: str | None) -> Session:
+    def open(self, owner: str | None, client: str | None = None) -> Session:
         self.expire_idle()
         with self._lock:
+            idle = f"{self.idle_timeout_s / 60:g} minutes"
+            if client is not None and self.max_per_client is not None:
+                held = sum(1 for key in self._clients.values() if key == client)
+                if held >= self.max_per_client:
+                    raise SessionQuotaError(
+                        f"this client already holds {held} sessions, its quota "
+                        f"(gateway.max_sessions_per_client = {self.max_per_client})",
+                        fix="pass the `session` handle from an earlier result to reuse one; "
+                        f"sessions unused for {idle} are closed and free the quota",
+                    )
             if len(self._sessions) >= self.max_sessions:
-                raise SessionError(
-                    f"too many sessions ({self.max_sessions}); close or reuse one",
-                    fix="pass the `session` handle from an earlier result, or raise "
-                    "gateway.max_sessions",
+                raise SessionQuotaError(
+                    f"the gateway holds {len(self._sessions)} sessions, its limit "
+                    f"(gateway.max_sessions = {self.max_sessions})",
+                    fix="pass the `session` handle from an earlier result to reuse one; "
+                    f"sessions unused for {idle} are closed, or raise gateway.max_sessions",
                 )
             handle = "s_" + secrets.token_urlsafe(18)
             record = self.factory(handle, owner)
             self._sessions[handle] = record
+            if client is not None:
+                self._clients[handle] = client
             return record
 
     def resume(self, handle: str, owner: str | None) -> Session:
@@ -54,9 +79,10 @@ class SessionRegistry:
         with self._lock:
             if handle not in self._sessions:
                 if len(self._sessions) >= self.max_sessions:
-                    raise SessionError(
-                        f"too many sessions ({self.max_sessions}); close or reuse one",
-                        fix="raise gateway.max_sessions",
+                    raise SessionQuotaError(
+                        f"the gateway holds {len(self._sessions)} sessions, its limit "
+                        f"(gateway.max_sessions = {self.max_sessions})",
+                        fix="close sessions you no longer need, or raise gateway.max_sessions",
                     )
                 self._sessions[handle] = self.factory(handle, owner)
         return self.checkout(handle, owner)
@@ -68,13 +94,14 @@ class SessionRegistry:
             if record is None or (record.owner is not None and record.owner != owner):
                 raise UnknownSessionError(
                     f"unknown or expired session {handle[:12]!r}",
-                    fix="omit `session` to start a new one (files and variables start empty)",
+                    fix="omit `session` to start over in a new or default session (files and "
+                    "variables start empty)",
                 )
             record.last_used = time.monotonic()
             return record
 
-    def checkout(self, handle: str | None, owner: str | None) -> Session:
-        record = self.open(owner) if handle is None else self.get(handle, owner)
+    def checkout(self, handle: str | None, owner: str | None, client: str | None = None) -> Session:
+        record = self.open(owner, client) if handle is None else self.get(handle, owner)
         with self._lock:
             record.busy += 1
         return record
@@ -87,6 +114,7 @@ class SessionRegistry:
     def close(self, handle: str) -> bool:
         with self._lock:
             record = self._sessions.pop(handle, None)
+            self._clients.pop(handle, None)
         if record is None:
             return False
         self._closed(record)
@@ -107,6 +135,7 @@ class SessionRegistry:
             ]
             for record in expired:
                 del self._sessions[record.handle]
+                self._clients.pop(record.handle, None)
         for record in expired:
             self._closed(record)
         return [record.handle for record in expired]
@@ -115,5 +144,6 @@ class SessionRegistry:
         with self._lock:
             records = list(self._sessions.values())
             self._sessions.clear()
+            self._clients.clear()
         for record in records:
             self._closed(record)

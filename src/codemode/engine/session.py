@@ -8,12 +8,14 @@ handle set and every field that reaches the model scanned for personal data.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
+from codemode.engine.invoker import cancellable
 from codemode.engine.output import OutputCallback, ScannedOutput
 from codemode.engine.views import CatalogViews
 from codemode.memory.learning import FixLearner
@@ -35,6 +37,10 @@ class Session:
     busy: int = 0
     # An execution paused before a call that needs a human; ``Codemode.approve`` resumes it.
     paused: asyncio.Task[ExecutionResult] | None = None
+    # Set to stop the execution running now (its caller cancelled or went away).
+    cancel: threading.Event | None = None
+    # The finished result of an execution whose caller cancelled, until the next one reports it.
+    cancelled: ExecutionResult | None = None
     # Remembers how this owner fixed errors, and offers the fix when one comes back.
     fixes: FixLearner | None = None
     # The code of the execution running now (for the fix memory).
@@ -48,6 +54,7 @@ class Session:
         fresh: bool,
         timeout_s: float | None,
         on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         """Run ``code`` in the sandbox (blocking: call it from a worker thread). Streamed
         output passes the same privacy net as the result's."""
@@ -57,12 +64,22 @@ class Session:
         if on_output is not None and self.chain.privacy is not None:
             on_output = scanned = ScannedOutput(on_output, self.chain.privacy.scan_output)
         try:
-            return self.sandbox.execute(
-                code, tools=tools, fresh=fresh, timeout_s=timeout_s, on_output=on_output
-            )
+            with cancellable(cancel):
+                return self.sandbox.execute(
+                    code,
+                    tools=tools,
+                    fresh=fresh,
+                    timeout_s=timeout_s,
+                    on_output=on_output,
+                    cancel=cancel,
+                )
         finally:
             if scanned is not None:
                 scanned.flush()
+
+    def live_counts(self) -> tuple[int, int]:
+        """(tool calls, bytes printed) of the running execution, read from any thread."""
+        return self.sandbox.live_counts()
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
         """The one place a raw outcome becomes what the client sees: the handle, and the

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcp import types
+from mcp import MCPError, types
 
 from codemode.engine import Codemode
+from codemode.engine.progress import Progress
 from codemode.errors import CodemodeError, UnknownSessionError
 from codemode.sandbox.result import ExecutionResult
 
@@ -28,14 +30,19 @@ TOOL_NAMES = ("search", "execute", "approve")
 class Caller:
     """Who sent a request, as far as the transport tells.
 
-    ``owner`` binds sessions and approvals (a digest of the HTTP credentials, or None);
+    ``owner`` binds sessions and approvals (the bearer token's owner, or None);
     ``connection`` is the object that lives as long as a 2025-era client's connection, the
     only stable key for one; ``legacy`` is true for those clients, which never pass handles.
+    ``client`` names the client where the transport identifies it (a token's owner, the one
+    stdio client): its session quota, and the default session of its handle-less calls.
+    ``progress`` reports progress to the client, when it asked for it.
     """
 
     owner: str | None = None
     connection: object | None = None
     legacy: bool = False
+    client: str | None = None
+    progress: Progress | None = None
 
 
 def text_result(text: str, *, error: bool = False) -> types.CallToolResult:
@@ -62,13 +69,22 @@ class GatewayHandlers:
         self._connection_sessions: weakref.WeakKeyDictionary[object, str] = (
             weakref.WeakKeyDictionary()
         )
+        # 2026 clients that the transport identifies but that pass no handle: one default
+        # session per client, instead of a new session per call.
+        self._client_sessions: dict[str, str] = {}
 
     async def call(
         self, name: str, arguments: dict[str, Any], caller: Caller
     ) -> types.CallToolResult:
+        if name not in TOOL_NAMES:
+            # A protocol error (JSON-RPC -32602), as the MCP spec shows for an unknown tool.
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Unknown tool: {name!r}; the tools are search, execute and approve",
+            )
         try:
             if name == "search":
-                return await self.search(arguments, caller.owner)
+                return await self.search(arguments, caller)
             if name == "execute":
                 return await self.execute(arguments, caller)
             if name == "approve":
@@ -78,13 +94,9 @@ class GatewayHandlers:
         except Exception:
             log.exception("%s failed", name)
             return text_result(f"{name} failed inside codemode; see the gateway's log", error=True)
-        return text_result(
-            f"unknown tool {name!r}; the tools are search, execute and approve", error=True
-        )
+        raise AssertionError(name)  # every name in TOOL_NAMES is handled above
 
-    async def search(
-        self, arguments: dict[str, Any], owner: str | None = None
-    ) -> types.CallToolResult:
+    async def search(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             return _argument_error("`query` must be a non-empty string, e.g. 'create an issue'")
@@ -94,10 +106,12 @@ class GatewayHandlers:
             return _argument_error("`detail` must be one of: name, summary, full")
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             return _argument_error("`limit` must be a positive integer")
-        answer = await self.engine.search(query, detail=detail, limit=limit, owner=owner)
+        answer = await self.engine.search(
+            query, detail=detail, limit=limit, owner=caller.owner, progress=caller.progress
+        )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=answer.text)],
-            structured_content={"hits": answer.hits},
+            structured_content={"hits": answer.hits, "lexical_only": answer.lexical_only},
         )
 
     async def execute(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
@@ -113,22 +127,29 @@ class GatewayHandlers:
             return _argument_error("`fresh` must be true or false")
         if not isinstance(check, bool):
             return _argument_error("`check` must be true or false")
-        remembered = self._connection_sessions if caller.connection is not None else None
-        implicit = session is None and caller.legacy and remembered is not None
-        if implicit and remembered is not None:
-            session = remembered.get(caller.connection)
-        engine = self.engine
-        try:
-            result = await engine.execute(
-                code, session=session, fresh=fresh, owner=caller.owner, check=check
+        remember = self._remembered(caller) if session is None else None
+        if remember is not None:
+            session = remember.get()
+
+        async def run(handle: str | None) -> ExecutionResult:
+            return await self.engine.execute(
+                code,
+                session=handle,
+                fresh=fresh,
+                owner=caller.owner,
+                client=caller.client,
+                progress=caller.progress,
+                opened=remember.set if remember is not None else None,
+                check=check,
             )
+
+        try:
+            result = await run(session)
         except UnknownSessionError:
-            if not (implicit and session):
+            if remember is None or session is None:
                 raise
-            # The connection's session expired: start a new one rather than fail forever.
-            result = await engine.execute(code, fresh=fresh, owner=caller.owner, check=check)
-        if caller.legacy and remembered is not None and result.session:
-            remembered[caller.connection] = result.session
+            # The remembered session expired: start a new one rather than fail forever.
+            result = await run(None)
         return execution_result(result)
 
     async def approve(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
@@ -137,6 +158,31 @@ class GatewayHandlers:
             return _argument_error("`approval` (the id from the result) and `allow` (true/false)")
         digest = arguments.get("digest")  # optional: the digest shown with the approval
         result = await self.engine.approve(
-            approval, allow, owner=caller.owner, digest=digest if isinstance(digest, str) else None
+            approval,
+            allow,
+            owner=caller.owner,
+            digest=digest if isinstance(digest, str) else None,
+            progress=caller.progress,
         )
         return execution_result(result)
+
+    def _remembered(self, caller: Caller) -> _Remembered | None:
+        """Where a handle-less call finds its session: by connection for 2025-era clients,
+        by client for identified 2026 ones; None (a new session per call) otherwise."""
+        if caller.legacy and caller.connection is not None:
+            return _Remembered(self._connection_sessions, caller.connection)
+        if caller.client is not None:
+            return _Remembered(self._client_sessions, caller.client)
+        return None
+
+
+@dataclass(frozen=True)
+class _Remembered:
+    table: MutableMapping[Any, str]
+    key: object
+
+    def get(self) -> str | None:
+        return self.table.get(self.key)
+
+    def set(self, handle: str) -> None:
+        self.table[self.key] = handle

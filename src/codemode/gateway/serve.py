@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
+import os
 import signal
+import stat
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
 from codemode.config import CodemodeConfig
 from codemode.engine import Codemode
+from codemode.gateway.auth import BearerAuth, ResourceMetadata, Verifier, resolve_tokens
+from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
 from codemode.sdk_compat import uvicorn_server
 
@@ -29,7 +36,12 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     openapi_specs: Sequence[Path] = (),
+    tokens: Sequence[str] = (),
+    insecure_allow_anonymous: bool = False,
 ) -> None:
+    """Serve until SIGTERM/SIGINT. Over HTTP every request needs a bearer token (``tokens``,
+    config or ``CODEMODE_TOKENS``; else one is generated and printed; or an OAuth access token
+    with ``[gateway.oauth]``) unless ``insecure_allow_anonymous``."""
     names = ", ".join(config.servers) or "none"
     print(f"codemode: starting tool servers ({names}) and sandboxes...", file=sys.stderr)
     async with Codemode(config, openapi_specs=openapi_specs) as engine:
@@ -40,22 +52,31 @@ async def serve(
             + (f"; unavailable: {', '.join(failures)}" if failures else ""),
             file=sys.stderr,
         )
-        server = build_server(engine)
+        server = build_server(engine, sole_client="stdio" if transport == "stdio" else None)
         # SIGTERM and SIGINT end serving gracefully, so the engine stops every sandbox and
         # upstream on the way out (the default action would kill the process first).
         async with anyio.create_task_group() as group:
+            group.start_soon(_build_index, engine)
             if transport == "stdio":
                 from mcp.server.stdio import stdio_server
 
                 group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
-                async with stdio_server() as (read_stream, write_stream):
-                    await server.run(
-                        read_stream, write_stream, server.create_initialization_options()
-                    )
+                with _cancellable_stdin() as stdin:
+                    async with (
+                        stdio_server(stdin=stdin) as (read_stream, write_stream),
+                        guard_stdio(read_stream, write_stream) as guarded,
+                    ):
+                        await server.run(
+                            guarded, write_stream, server.create_initialization_options()
+                        )
             else:
                 import uvicorn
 
-                app = server.streamable_http_app(host=host)
+                app: Any = EnvelopeGuard(server.streamable_http_app(host=host))
+                if insecure_allow_anonymous:
+                    _warn_anonymous(host, port)
+                else:
+                    app = _authenticated(app, config, tokens)
                 print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
                 # uvicorn would re-raise the signal after its shutdown, killing the process
                 # before the engine cleans up: we watch the signals instead.
@@ -65,9 +86,113 @@ async def serve(
             group.cancel_scope.cancel()
 
 
+async def _build_index(engine: Codemode) -> None:
+    """Build the search index now, so the first search does not wait (it answers lexically
+    until the index is ready)."""
+    started = time.monotonic()
+    print("codemode: building the search index in the background...", file=sys.stderr)
+    try:
+        await engine.build_search_index()
+    except Exception:
+        log.exception("building the search index failed")
+        return
+    took = time.monotonic() - started
+    print(f"codemode: search index ready ({took:.1f} s)", file=sys.stderr)
+
+
+def _authenticated(app: Any, config: CodemodeConfig, flags: Sequence[str]) -> BearerAuth:
+    """``app`` behind the bearer check: static tokens and, when configured, OAuth."""
+    oauth = config.gateway.oauth
+    table = resolve_tokens(config.gateway.tokens, os.environ, flags, generate=oauth is None)
+    verifiers: list[Verifier] = [table.verify] if len(table) else []
+    metadata = None
+    if oauth is not None:
+        from codemode.gateway import oauth as resource_server
+
+        verifiers.append(resource_server.IntrospectionVerifier(oauth))
+        metadata = ResourceMetadata(
+            resource_server.metadata_path(oauth.resource),
+            resource_server.metadata_url(oauth.resource),
+            resource_server.protected_resource_metadata(oauth),
+        )
+        print(
+            f"codemode: accepting OAuth access tokens from {oauth.issuer} for {oauth.resource}",
+            file=sys.stderr,
+        )
+    if table.generated is not None:
+        print(
+            "codemode: HTTP clients must send `Authorization: Bearer "
+            f"{table.generated}` (generated for this run; set gateway.tokens or "
+            "CODEMODE_TOKENS to choose tokens)",
+            file=sys.stderr,
+        )
+    elif len(table):
+        print(
+            f"codemode: HTTP clients must send one of {len(table)} bearer token(s)", file=sys.stderr
+        )
+    return BearerAuth(app, verifiers, metadata=metadata)
+
+
+def _warn_anonymous(host: str, port: int) -> None:
+    print(
+        f"codemode: WARNING: --insecure-allow-anonymous: anyone who can reach {host}:{port} "
+        "can run code and use every configured tool, as you",
+        file=sys.stderr,
+    )
+
+
 async def _stop_on_signal(stop: Callable[[], object]) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for _ in signals:
             print("codemode: stopping", file=sys.stderr)
             stop()
             return
+
+
+class _StdinLines(anyio.AsyncFile[str]):
+    """Lines of a descriptor, read without a worker thread: cancelling (SIGTERM) ends the
+    read at once. The SDK's reader blocks a thread in ``readline``, and a cancelled task
+    group waits for that thread, so a gateway whose client kept stdin open never exited."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(io.StringIO())
+        self._fd = fd
+        mode = os.fstat(fd).st_mode
+        # epoll watches pipes, sockets and terminals; reading a file or /dev/null never blocks.
+        self._pollable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        pending = bytearray()
+        while True:
+            if self._pollable:
+                await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            pending += chunk
+            while (end := pending.find(b"\n")) >= 0:
+                line = bytes(pending[: end + 1])
+                del pending[: end + 1]
+                yield line.decode("utf-8", "replace")
+        if pending:
+            yield pending.decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _cancellable_stdin() -> Iterator[_StdinLines]:
+    """The wire's stdin on a private non-blocking descriptor; fd 0 reads /dev/null meanwhile
+    (as the SDK does), so handlers and children never read the client's messages."""
+    wire = os.dup(0)
+    os.set_blocking(wire, False)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        yield _StdinLines(wire)
+    finally:
+        os.set_blocking(wire, True)  # the description may be shared (a terminal)
+        os.dup2(wire, 0)
+        os.close(wire)

@@ -7,6 +7,7 @@ from codemode.sandbox.backends import (
     UnsafeHostBackend,
     make_backend,
 )
+from codemode.sandbox.enforcement import Enforcement, detect_enforcement
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import Sandbox
@@ -15,6 +16,7 @@ from codemode.sandbox.settings import Limits, SandboxSettings
 
 __all__ = [
     "BwrapBackend",
+    "Enforcement",
     "ExecutionResult",
     "Limits",
     "Sandbox",
@@ -24,5 +26,6 @@ __all__ = [
     "SandboxSession",
     "SandboxSettings",
     "UnsafeHostBackend",
+    "detect_enforcement",
     "make_backend",
 ]

@@ -1,8 +1,10 @@
-"""Per-sandbox control groups: a process cap, a memory cap and CPU accounting.
+"""Per-sandbox control groups: a process cap, a memory cap, CPU accounting and a freezer.
 
-Used where the machine lets us write cgroups (root, v1 or v2). As root, ``RLIMIT_NPROC`` does
-not apply, so the pids controller is what stops a fork bomb; the memory controller counts the
-whole sandbox (every process and its tmpfs pages), which per-process rlimits cannot.
+Used wherever this process may create cgroups: as the host's root (cgroup v1 or v2), or in a
+cgroup v2 subtree delegated to the user (a systemd unit with ``Delegate=yes``, e.g.
+``systemd-run --user --scope -p Delegate=yes codemode serve``, or a container's own cgroup).
+The memory controller counts the whole sandbox (every process and its tmpfs pages) and the pids
+controller every task, which per-process rlimits cannot.
 """
 
 from __future__ import annotations
@@ -12,14 +14,20 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CgroupSet", "cgroups_available"]
+__all__ = ["CgroupPlace", "CgroupSet", "find_cgroup_place"]
 
 ROOT = Path("/sys/fs/cgroup")
+PROC_SELF_CGROUP = Path("/proc/self/cgroup")
 _PARENT = "codemode"
+# In a delegated v2 subtree this process moves itself into this leaf, so that the subtree may
+# enable controllers for its sandboxes (cgroup v2 allows no processes in an inner node).
+HOST_LEAF = "codemode-host"
 _V1_CONTROLLERS = ("pids", "memory", "cpuacct", "freezer")
+_NEEDED = frozenset({"pids", "memory"})
 
 
 def _alive(pid: int) -> bool:
@@ -32,18 +40,103 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _is_v2() -> bool:
-    return (ROOT / "cgroup.controllers").exists()
+def _words(path: Path) -> set[str]:
+    try:
+        return {word.lstrip("+") for word in path.read_text().split()}
+    except OSError:
+        return set()
 
 
-def cgroups_available() -> bool:
-    """True when we can create pids and memory cgroups here."""
-    if os.geteuid() != 0:
+@dataclass(frozen=True)
+class CgroupPlace:
+    """Where this process creates sandbox cgroups: one parent per v1 controller, or one v2
+    directory (under the key ``"v2"``)."""
+
+    version: int
+    parents: Mapping[str, Path]
+    delegated: bool = False
+
+    def describe(self) -> str:
+        where = ", ".join(sorted({str(path) for path in self.parents.values()}))
+        kind = "a delegated cgroup v2 subtree" if self.delegated else f"cgroup v{self.version}"
+        return f"{kind} ({where})"
+
+
+def find_cgroup_place(
+    root: Path = ROOT, self_cgroup: Path = PROC_SELF_CGROUP
+) -> CgroupPlace | None:
+    """The place for sandbox cgroups on this machine, or None when there is none for us."""
+    if (root / "cgroup.controllers").exists():
+        if _words(root / "cgroup.controllers") >= _NEEDED and os.access(root, os.W_OK):
+            parent = root / _PARENT
+            with contextlib.suppress(OSError):
+                parent.mkdir(exist_ok=True)
+                if _enable(parent, _words(root / "cgroup.subtree_control")):
+                    return CgroupPlace(2, {"v2": parent})
+                parent.rmdir()  # a container's root cgroup: try it as a delegated one
+        return _delegated(root, self_cgroup)
+    if all(os.access(root / c, os.W_OK) for c in ("pids", "memory")):
+        parents = {c: root / c / _PARENT for c in _V1_CONTROLLERS if (root / c).is_dir()}
+        return CgroupPlace(1, parents)
+    unified = root / "unified"
+    if (unified / "cgroup.controllers").exists():
+        return _delegated(unified, self_cgroup)
+    return None
+
+
+def _enable(directory: Path, available: set[str]) -> bool:
+    """Enable pids, memory (and cpu when offered) for the children of ``directory``."""
+    wanted = sorted(_NEEDED | ({"cpu"} & available))
+    if not available >= _NEEDED:
         return False
-    if _is_v2():
-        controllers = (ROOT / "cgroup.controllers").read_text().split()
-        return {"pids", "memory"} <= set(controllers) and os.access(ROOT, os.W_OK)
-    return all(os.access(ROOT / c, os.W_OK) for c in ("pids", "memory"))
+    if set(wanted) <= _words(directory / "cgroup.subtree_control"):
+        return True
+    try:
+        (directory / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in wanted))
+    except OSError:
+        return False
+    return _words(directory / "cgroup.subtree_control") >= _NEEDED
+
+
+def _own_cgroup(mount: Path, self_cgroup: Path) -> Path | None:
+    try:
+        lines = self_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith("0::"):
+            return mount / line[3:].strip().lstrip("/")
+    return None
+
+
+def _delegated(mount: Path, self_cgroup: Path) -> CgroupPlace | None:
+    """Our own v2 cgroup, when it is ours to manage (delegated): sandboxes become its children
+    and this process moves into the leaf ``codemode-host`` beside them."""
+    own = _own_cgroup(mount, self_cgroup)
+    if own is None:
+        return None
+    base = own.parent if own.name == HOST_LEAF else own
+    files = ("cgroup.procs", "cgroup.subtree_control")
+    if not all(os.access(base / name, os.W_OK) for name in files):
+        return None
+    available = _words(base / "cgroup.controllers")
+    if not available >= _NEEDED:
+        return None
+    if _enable(base, available):
+        return CgroupPlace(2, {"v2": base}, delegated=True)
+    # An inner node may not hold processes: move ourselves into a leaf, then enable.
+    leaf = base / HOST_LEAF
+    try:
+        leaf.mkdir(exist_ok=True)
+        (leaf / "cgroup.procs").write_text(str(os.getpid()))
+    except OSError:
+        return None
+    if _enable(base, available):
+        return CgroupPlace(2, {"v2": base}, delegated=True)
+    with contextlib.suppress(OSError):  # others share the cgroup: put things back
+        (base / "cgroup.procs").write_text(str(os.getpid()))
+        leaf.rmdir()
+    return None
 
 
 @dataclass
@@ -51,37 +144,40 @@ class CgroupSet:
     """The cgroup directories of one sandbox (one per v1 controller, or one v2 directory)."""
 
     dirs: dict[str, Path]
+    version: int
 
     @classmethod
-    def create(cls, *, max_pids: int, memory_bytes: int) -> CgroupSet:
+    def create(cls, place: CgroupPlace, *, max_pids: int, memory_bytes: int) -> CgroupSet:
         # The owner's pid in the name lets a later process find and end orphans.
         name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        if _is_v2():
-            parent = ROOT / _PARENT
-            parent.mkdir(exist_ok=True)
-            with contextlib.suppress(OSError):
-                (parent / "cgroup.subtree_control").write_text("+pids +memory +cpu")
-            path = parent / name
+        if place.version == 2:
+            path = place.parents["v2"] / name
             path.mkdir()
-            dirs = {"pids": path, "memory": path, "cpu": path, "freezer": path}
-            (path / "pids.max").write_text(str(max_pids))
-            (path / "memory.max").write_text(str(memory_bytes))
+            cgroup = cls(dict.fromkeys(("pids", "memory", "cpu", "freezer"), path), 2)
+            try:
+                (path / "pids.max").write_text(str(max_pids))
+                (path / "memory.max").write_text(str(memory_bytes))
+            except OSError:
+                cgroup.destroy()
+                raise
             with contextlib.suppress(OSError):
                 (path / "memory.swap.max").write_text("0")
-            return cls(dirs)
+            return cgroup
         dirs = {}
-        for controller in _V1_CONTROLLERS:
-            base = ROOT / controller
-            if not base.is_dir():
-                continue
-            path = base / _PARENT / name
+        for controller, parent in place.parents.items():
+            path = parent / name
             path.mkdir(parents=True)
             dirs[controller] = path
-        (dirs["pids"] / "pids.max").write_text(str(max_pids))
-        (dirs["memory"] / "memory.limit_in_bytes").write_text(str(memory_bytes))
+        cgroup = cls(dirs, 1)
+        try:
+            (dirs["pids"] / "pids.max").write_text(str(max_pids))
+            (dirs["memory"] / "memory.limit_in_bytes").write_text(str(memory_bytes))
+        except OSError:
+            cgroup.destroy()
+            raise
         with contextlib.suppress(OSError):
             (dirs["memory"] / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
-        return cls(dirs)
+        return cgroup
 
     def procs_files(self) -> list[str]:
         """Paths a child writes its pid into (between fork and exec) to join every controller."""
@@ -96,30 +192,23 @@ class CgroupSet:
         except OSError:
             return ""
 
-    def pids_limit_hit(self) -> bool:
-        for line in self._read("pids", "pids.events").splitlines():
-            key, _, value = line.partition(" ")
-            if key == "max" and value.strip() != "0":
-                return True
-        return False
-
-    def memory_limit_hit(self) -> bool:
-        if "memory" not in self.dirs:
-            return False
-        if _is_v2():
-            text = self._read("memory", "memory.events")
-            keys: tuple[str, ...] = ("oom", "oom_kill")
-        else:
-            text = self._read("memory", "memory.oom_control")
-            keys = ("oom_kill",)
-        for line in text.splitlines():
+    def _events(self, controller: str, name: str, keys: tuple[str, ...]) -> bool:
+        for line in self._read(controller, name).splitlines():
             key, _, value = line.partition(" ")
             if key in keys and value.strip() not in ("", "0"):
                 return True
         return False
 
+    def pids_limit_hit(self) -> bool:
+        return self._events("pids", "pids.events", ("max",))
+
+    def memory_limit_hit(self) -> bool:
+        if self.version == 2:
+            return self._events("memory", "memory.events", ("oom", "oom_kill"))
+        return self._events("memory", "memory.oom_control", ("oom_kill",))
+
     def cpu_seconds(self) -> float:
-        if _is_v2():
+        if self.version == 2:
             for line in self._read("cpu", "cpu.stat").splitlines():
                 if line.startswith("usage_usec "):
                     return int(line.split()[1]) / 1e6
@@ -127,16 +216,19 @@ class CgroupSet:
         text = self._read("cpuacct", "cpuacct.usage").strip()
         return int(text) / 1e9 if text else 0.0
 
+    def tasks(self) -> int:
+        return len(self._read("pids", "cgroup.threads" if self.version == 2 else "tasks").split())
+
     def pids(self) -> list[int]:
-        text = self._read("pids", "cgroup.procs")
-        return [int(p) for p in text.split()]
+        return [int(p) for p in self._read("pids", "cgroup.procs").split()]
 
     @property
     def can_freeze(self) -> bool:
         return "freezer" in self.dirs
 
     def freeze(self) -> None:
-        """Stop every process of the sandbox until ``thaw`` (nothing runs between executions)."""
+        """Stop every task of the sandbox until ``thaw``. Tasks forked while freezing are
+        frozen too, so no code of the sandbox runs once this returns."""
         self._set_frozen(True)
 
     def thaw(self) -> None:
@@ -147,7 +239,7 @@ class CgroupSet:
         if path is None:
             return
         with contextlib.suppress(OSError):
-            if _is_v2():
+            if self.version == 2:
                 (path / "cgroup.freeze").write_text("1" if frozen else "0")
             else:
                 (path / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
@@ -159,21 +251,23 @@ class CgroupSet:
                 os.kill(pid, signal.SIGKILL)
 
     @classmethod
-    def sweep_orphans(cls) -> int:
+    def sweep_orphans(cls, place: CgroupPlace) -> int:
         """End sandboxes whose owning process died without cleaning up (a crash, SIGKILL):
         frozen ones would otherwise wait forever. Returns how many were removed."""
         found: dict[str, dict[str, Path]] = {}
-        bases = [ROOT / _PARENT] if _is_v2() else [ROOT / c / _PARENT for c in _V1_CONTROLLERS]
-        for base in bases:
+        for controller, base in place.parents.items():
             with contextlib.suppress(OSError):
                 for entry in base.iterdir():
                     owner, dash, _ = entry.name.partition("-")
                     if not (dash and owner.isdigit() and len(owner) < 10 and entry.is_dir()):
                         continue
                     if not _alive(int(owner)):
-                        found.setdefault(entry.name, {})[entry.parent.parent.name] = entry
+                        found.setdefault(entry.name, {})[controller] = entry
         for dirs in found.values():
-            cls(dirs).destroy()
+            if place.version == 2:
+                cls(dict.fromkeys(("pids", "memory", "cpu", "freezer"), dirs["v2"]), 2).destroy()
+            else:
+                cls(dirs, 1).destroy()
         return len(found)
 
     def destroy(self) -> bool:

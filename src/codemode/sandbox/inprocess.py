@@ -21,10 +21,11 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
-from codemode.errors import SandboxError
+from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess, ToolInvoker
+from codemode.errors import SandboxError, ToolError
 from codemode.sandbox.result import ExecutionResult, make_hint
 from codemode.sandbox.runner import OutputCallback
+from codemode.tools import ToolCall
 
 __all__ = ["InProcessSandbox", "InProcessSandboxes"]
 
@@ -67,6 +68,11 @@ class InProcessSandbox:
         self.closed = False
         self._lock = threading.Lock()
         self._variables: dict[str, Any] = {}
+        self._host: BridgeHost | None = None
+
+    def live_counts(self) -> tuple[int, int]:
+        host = self._host
+        return (host.stats.count, 0) if host is not None else (0, 0)
 
     def execute(
         self,
@@ -76,6 +82,7 @@ class InProcessSandbox:
         fresh: bool = False,
         timeout_s: float | None = None,
         on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         with self._lock:
             if self.closed:
@@ -83,7 +90,12 @@ class InProcessSandbox:
             self.executions += 1
             wall = timeout_s if timeout_s is not None else self.default_timeout_s
             started = time.monotonic()
+            if cancel is not None and tools.invoker is not None:
+                # In-process code cannot be interrupted: after a cancel, calls are refused.
+                invoker = _RefusedAfterCancel(tools.invoker, cancel)
+                tools = ToolAccess(invoker=invoker, modules=tools.modules, grant=tools.grant)
             host = BridgeHost(self.executions, tools, deadline=started + wall)
+            self._host = host
             if fresh:
                 self._variables = {}
             out = _Passed(on_output) if on_output is not None else io.StringIO()
@@ -93,8 +105,10 @@ class InProcessSandbox:
             self._variables["ToolError"] = _ToolError
             exit_code, error = _run(code, self._variables)
             host.close()
+            self._host = None
+            cancelled = cancel is not None and cancel.is_set()
             result = ExecutionResult(
-                status="ok" if error is None else "error",
+                status="cancelled" if cancelled else "ok" if error is None else "error",
                 exit_code=exit_code,
                 stdout=out.getvalue(),
                 stderr="",
@@ -113,6 +127,17 @@ class InProcessSandbox:
         with self._lock:
             self.closed = True
             self._variables.clear()
+
+
+class _RefusedAfterCancel:
+    def __init__(self, inner: ToolInvoker, cancel: threading.Event) -> None:
+        self.inner = inner
+        self.cancel = cancel
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        if self.cancel.is_set():
+            raise ToolError(f"{call.server}.{call.tool}: the execution was cancelled")
+        return self.inner.invoke(call, timeout_s=timeout_s)
 
 
 class _Passed(io.StringIO):

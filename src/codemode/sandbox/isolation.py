@@ -19,7 +19,13 @@ try:
     facts["inet_socket"] = True
 except OSError:
     facts["inet_socket"] = False
-facts["host_root_visible"] = os.path.exists("/etc/shadow") or os.path.exists("/home")
+def listable(path):
+    try:
+        return bool(os.listdir(path))
+    except OSError:
+        return False
+# A traversable-only skeleton (the interpreter's original path, say) shows no host file.
+facts["host_root_visible"] = os.path.exists("/etc/shadow") or listable("/home")
 facts["pid1_is_guest"] = os.getpid() == 1
 import ctypes
 facts["can_unshare"] = ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import weakref
 from collections import deque
 from concurrent.futures import Future
 
@@ -39,7 +38,8 @@ class SandboxPool:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._requests: deque[Future[Sandbox]] = deque()
-        self._all: weakref.WeakSet[Sandbox] = weakref.WeakSet()
+        # Every live sandbox this pool started (ready ones and sessions'), to stop at close.
+        self._all: set[Sandbox] = set()
         self.last_error: CodemodeError | None = None
 
     def start(self) -> SandboxPool:
@@ -52,7 +52,9 @@ class SandboxPool:
 
     def _spawn_here(self) -> Sandbox:
         sandbox = Sandbox(self.backend.spawn(), self.backend.limits)
-        self._all.add(sandbox)
+        with self._cond:
+            self._all = {s for s in self._all if not s.dead}
+            self._all.add(sandbox)
         sandbox.wait_ready(self.start_timeout_s)
         return sandbox
 
@@ -139,14 +141,22 @@ class SandboxPool:
         """Stop every sandbox this pool started (sessions' included), then the thread."""
         with self._cond:
             self._closed = True
+            # Take the list before clearing anything: a ready sandbox referenced only by
+            # the queue must still be stopped (its cgroup directories removed).
+            started = [*self._ready, *self._all]
             self._ready.clear()
-        for sandbox in list(self._all):
+            self._all = set()
+        for sandbox in started:
             sandbox.kill()
         with self._cond:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None
+        with self._cond:  # one started while closing
+            late, self._all = list(self._all), set()
+        for sandbox in late:
+            sandbox.kill()
 
     def __enter__(self) -> SandboxPool:
         return self.start()

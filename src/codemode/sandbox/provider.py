@@ -7,6 +7,7 @@ namespaces are unavailable. A cluster backend is one more provider.
 
 from __future__ import annotations
 
+import threading
 from typing import Protocol
 
 from codemode.bridge.host import NO_TOOLS, ToolAccess
@@ -29,7 +30,15 @@ class SessionSandbox(Protocol):
         fresh: bool = False,
         timeout_s: float | None = None,
         on_output: OutputCallback | None = None,
-    ) -> ExecutionResult: ...
+        cancel: threading.Event | None = None,
+    ) -> ExecutionResult:
+        """Run ``code``; once ``cancel`` is set no tool call starts and the code is stopped,
+        and the result's status is ``cancelled``."""
+        ...
+
+    def live_counts(self) -> tuple[int, int]:
+        """(tool calls, bytes printed) of the execution running now; any thread may ask."""
+        ...
 
     def close(self) -> None: ...
 

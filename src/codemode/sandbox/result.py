@@ -10,7 +10,7 @@ from codemode.sandbox.capture import HeadTail
 
 __all__ = ["ExecutionResult", "Status", "clip_head_tail", "clip_tail"]
 
-Status = Literal["ok", "error", "timeout", "limit", "approval_required"]
+Status = Literal["ok", "error", "timeout", "limit", "approval_required", "cancelled"]
 LimitName = Literal[
     "wall_time", "cpu_time", "memory", "processes", "workspace_inodes", "sandbox_exit"
 ]
@@ -146,6 +146,12 @@ def clip_head_tail(stream: HeadTail, head_chars: int, tail_chars: int) -> tuple[
 
 def make_hint(result: ExecutionResult, timeout_s: float) -> str:
     reset = " The sandbox was restarted: variables and workspace files are gone."
+    if result.status == "cancelled":
+        calls = result.tool_calls.get("count", 0)
+        return (
+            f"Cancelled by the client after {calls} tool call(s); no call started after the "
+            "cancel." + (reset if result.sandbox_reset else " Variables and files are kept.")
+        )
     if result.status == "timeout":
         return (
             f"Timed out after {timeout_s:g} s.{reset} Do less per execution or work on smaller "

@@ -1,8 +1,10 @@
-"""One sandbox seen from the host: run code in it, serve its bridge, watch its limits.
+"""One sandbox seen from the host: run code in it, serve its bridge, hold it to its limits.
 
 The execution loop is one thread multiplexing the bridge socket and the two output pipes, so
 output written before the guest says "done" is always drained before the result is built.
-Timeouts and limits are enforced from outside: the whole sandbox is killed.
+The watchdog holds the sandbox to its limits meanwhile, and the loop to its wall time; both
+kill the whole sandbox. Once an execution ends, every task of the sandbox is stopped until the
+next one (nothing of the code runs in between), and the host lists the workspace itself.
 """
 
 from __future__ import annotations
@@ -12,22 +14,27 @@ import fcntl
 import logging
 import os
 import selectors
+import signal
+import struct
+import termios
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
-from codemode.sandbox.backends import WORKSPACE, SandboxProcess, children_of
 from codemode.sandbox.capture import HeadTail
-from codemode.sandbox.result import ExecutionResult, clip_head_tail, clip_tail, make_hint
+from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
+from codemode.sandbox.process import SandboxProcess
+from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.settings import Limits
+from codemode.sandbox.watchdog import WATCHDOG, Watched
+from codemode.sandbox.workspace import Snapshot, diff, scan
 
-__all__ = ["OutputCallback", "Sandbox"]
+__all__ = ["CANCEL_GRACE_S", "OutputCallback", "Sandbox"]
 
 log = logging.getLogger(__name__)
 
@@ -35,23 +42,18 @@ log = logging.getLogger(__name__)
 OutputCallback = Callable[[str, bytes], None]
 
 _F_SETPIPE_SZ = 1031
-_WATCH_INTERVAL_S = 0.05
+_WAKE_INTERVAL_S = 0.05
 _READ_CHUNK = 1 << 20
-
-
-@dataclass
-class _Outcome:
-    done: dict[str, Any] | None = None
-    status: str = "ok"
-    limit: str | None = None
-    died: bool = False
-    # Set when code was left running after "done" (threads, or a forged "done").
-    left_running: str | None = None
-
-
 _PIN_AFTER_CALLS = 4
-# CPU the guest may use between executions (it only waits for the next frame).
-_IDLE_CPU_ALLOWANCE_S = 0.05
+# After a cancel, how long the code has to stop on its KeyboardInterrupt before the sandbox
+# is killed.
+CANCEL_GRACE_S = 2.0
+_INTERRUPT_AFTER_S = 0.1
+_NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
+# Syscall numbers (as /proc/<pid>/syscall shows them) of a read on the bridge socket.
+_READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", "207"})}.get(
+    os.uname().machine, frozenset()
+)
 
 
 class Sandbox:
@@ -65,7 +67,6 @@ class Sandbox:
         self.executions = 0
         self.dead = False
         self.ready = False
-        self.guest_pid: int | None = None
         self._lock = threading.Lock()
         for fd in (process.stdout_fd, process.stderr_fd):
             os.set_blocking(fd, False)
@@ -77,71 +78,50 @@ class Sandbox:
         self.selector.register(process.stderr_fd, selectors.EVENT_READ, "stderr")
         self._stdout = HeadTail(limits.output_kept_bytes)
         self._stderr = HeadTail(limits.output_kept_bytes)
-        self._idle_cpu: float | None = None
-        self._frozen = False
+        self._stopped = False
+        # The workspace as the last execution left it (a new sandbox's is empty).
+        self.files: Snapshot = {}
         self._pinned_from: set[int] | None = None
         self._guest_pinned_from: set[int] | None = None
-        self._guest_pid_on_host: int | None = None
+        self._live: tuple[BridgeHost, HeadTail] | None = None
         self._on_output: OutputCallback | None = None
 
-    def guest_pid_on_host(self) -> int | None:
-        """The guest interpreter's pid as the host sees it (bwrap's child; pid 1 inside)."""
-        if self._guest_pid_on_host is None:
-            children = children_of(self.process.pid)
-            self._guest_pid_on_host = children[0] if children else None
-        return self._guest_pid_on_host
+    @property
+    def guest_pid(self) -> int | None:
+        """The guest interpreter's pid as the host sees it (pid 1 inside its namespace)."""
+        return self.process.guest_pid
 
-    def guest_threads(self) -> int:
-        """OS threads of the guest, counted from the host (the guest cannot lie about it)."""
-        pid = self.guest_pid_on_host()
-        if pid is None:
-            return 1
-        try:
-            return sum(1 for _ in Path(f"/proc/{pid}/task").iterdir())
-        except OSError:
-            return 1
-
-    def ran_while_idle(self) -> bool:
-        """True when code is still running in the sandbox although its last execution ended
-        (a busy thread, or code that forged "done"). An honest guest sleeps, waiting for the
-        next frame, and uses no CPU between executions."""
-        if self._idle_cpu is None or self.dead:
-            return False
-        if self.process.cpu_seconds() - self._idle_cpu > _IDLE_CPU_ALLOWANCE_S:
-            return True
-        return self._still_running()
-
-    def _still_running(self) -> bool:
-        """Is the guest's main thread busy although it said "done"? An honest guest blocks in
-        recv at once; code that forged "done" keeps the CPU."""
-        if self._guest_state() != "R":
-            return False
-        start = self.process.cpu_seconds()
-        deadline = time.monotonic() + 0.05
-        while time.monotonic() < deadline:
+    def _settles(self) -> bool:
+        """Wait (50 ms at most) until the guest's main thread is off the CPU. An honest guest
+        is on its way to wait for the next frame; code that sent its own "done" keeps it."""
+        begun = time.monotonic()
+        while (waited := time.monotonic() - begun) < 0.05:
             if self._guest_state() != "R":
-                return False
-            time.sleep(0.002)
-        return self.process.cpu_seconds() - start > 0.01
+                return True
+            # Yield the CPU to the guest first, then nap.
+            if waited < 0.002:
+                os.sched_yield()
+            else:
+                time.sleep(0.0005)
+        return False
+
+    def _waits_for_frames(self) -> bool:
+        """Is the guest's main thread blocked in its read of the bridge (as an honest guest is
+        between executions)? Code that sent its own "done" is elsewhere."""
+        fd = self.process.bridge_fd
+        if fd is None or not _READ_SYSCALLS:
+            return True  # an architecture we do not know: cannot tell
+        try:
+            fields = Path(f"/proc/{self.guest_pid}/syscall").read_text().split()
+        except OSError:
+            return True  # not readable here (a strict ptrace policy): cannot tell
+        return len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd
 
     def _guest_state(self) -> str:
-        pid = self.guest_pid_on_host()
-        if pid is None:
-            return "?"
         try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            return Path(f"/proc/{self.guest_pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             return "?"
-
-    def workspace_inodes(self) -> int:
-        pid = self.guest_pid_on_host()
-        if pid is None:
-            return 0
-        try:
-            st = os.statvfs(f"/proc/{pid}/root{WORKSPACE}")
-        except OSError:
-            return 0
-        return st.f_files - st.f_ffree
 
     def is_dead(self) -> bool:
         """Read fresh: a frame read or a kill on this thread may have changed it."""
@@ -164,19 +144,32 @@ class Sandbox:
                     for frame in self._read_frames():
                         if isinstance(frame, dict) and frame.get("op") == "ready":
                             self.ready = True
-                            pid = frame.get("pid")
-                            self.guest_pid = pid if isinstance(pid, int) else None
                 else:
                     self._drain(key.data)
             if self.dead:
-                _, text, _ = self._stderr.text()
+                message = self._exit_message()
+                self.kill()
                 raise SandboxError(
-                    f"the sandbox exited while starting: {text.strip()[-500:] or 'no message'}",
+                    f"the sandbox exited while starting: {message}",
                     fix="run `codemode exec -` with `print(1)` to see the full error; check that "
                     "bubblewrap can create user namespaces here",
                 )
+        try:
+            self.process.attach()
+        except SandboxError:
+            self.kill()
+            raise
         self._stdout = HeadTail(self.limits.output_kept_bytes)
         self._stderr = HeadTail(self.limits.output_kept_bytes)
+
+    def _exit_message(self) -> str:
+        """What bwrap (or the guest) printed before exiting: wait for the exit, then read the
+        pipe to its end, so the message is never lost to a race with the socket."""
+        with contextlib.suppress(Exception):
+            self.process.popen.wait(timeout=2)
+        self._drain("stderr")
+        head, tail, _ = self._stderr.text()
+        return (head + tail).strip()[-500:] or "no message"
 
     def _read_frames(self) -> list[dict[str, Any] | MalformedFrame]:
         frames: list[dict[str, Any] | MalformedFrame] = []
@@ -245,7 +238,7 @@ class Sandbox:
             for fd in (self.process.stdout_fd, self.process.stderr_fd):
                 if fd >= 0:
                     sel.register(fd, selectors.EVENT_READ)
-            for key, _ in sel.select(min(timeout, _WATCH_INTERVAL_S)):
+            for key, _ in sel.select(min(timeout, _WAKE_INTERVAL_S)):
                 if key.fd == self.process.stdout_fd:
                     self._drain("stdout")
                 elif key.fd == self.process.stderr_fd:
@@ -256,24 +249,34 @@ class Sandbox:
         code: str,
         *,
         tools: ToolAccess = NO_TOOLS,
-        fresh: bool = False,
         timeout_s: float | None = None,
         on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
-        """Run ``code``; ``on_output(stream, data)`` sees its output as it is written."""
+        """Run ``code``; ``on_output(stream, data)`` sees its output as it is written. Setting
+        ``cancel`` (from any thread) stops it: see ``_check_cancel``."""
         with self._lock:
             self._on_output = on_output
             try:
-                return self._execute(code, tools, fresh, timeout_s)
+                return self._execute(code, tools, timeout_s, cancel)
             finally:
+                self._live = None
                 self._on_output = None
                 self._unpin()
+
+    def live_counts(self) -> tuple[int, int]:
+        """(tool calls so far, bytes printed so far) of the running execution, for progress
+        reports from another thread; (0, 0) between executions."""
+        live = self._live
+        if live is None:
+            return 0, 0
+        return live[0].stats.count, live[1].total
 
     def _pin_near_the_guest(self) -> None:
         """Serve a chatty execution from the guest's CPU: a tool call's round trip between two
         cores costs about twice as much as on one. Only after a few calls, because a quiet
         execution does not need it and large transfers gain from two cores."""
-        pid = self.guest_pid_on_host()
+        pid = self.guest_pid
         if pid is None or self._pinned_from is not None or not hasattr(os, "sched_setaffinity"):
             return
         try:
@@ -293,90 +296,183 @@ class Sandbox:
         if self._pinned_from is not None:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, self._pinned_from)
-            pid = self.guest_pid_on_host()
+            pid = self.guest_pid
             if pid is not None and self._guest_pinned_from and not self.dead:
                 with contextlib.suppress(OSError):
                     os.sched_setaffinity(pid, self._guest_pinned_from)
             self._pinned_from = None
 
+    def resume(self) -> None:
+        """Let the sandbox's tasks run again (the next execution is about to start)."""
+        if self._stopped:
+            self.process.meter.resume()
+            self._stopped = False
+
     def _execute(
         self,
         code: str,
         tools: ToolAccess,
-        fresh: bool,
         timeout_s: float | None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         if self.dead:
             raise SandboxError("this sandbox has been stopped", fix="start a new session")
         limits = self.limits
         wall = timeout_s if timeout_s is not None else limits.wall_time_s
         started = time.monotonic()
-        deadline = started + wall
         self.executions += 1
-        execution = self.executions
         self._stdout = HeadTail(limits.output_kept_bytes)
         self._stderr = HeadTail(limits.output_kept_bytes)
-        host = BridgeHost(execution, tools, deadline=deadline)
-        if self._frozen and self.process.cgroup is not None:
-            self.process.cgroup.thaw()
-            self._frozen = False
-        cpu_start = self.process.cpu_seconds()
-        outcome = _Outcome()
+        host = BridgeHost(self.executions, tools, deadline=started + wall)
+        self._live = (host, self._stdout)
+        self.resume()
+        watched = Watched(self.process.meter, limits)
+        WATCHDOG.watch(watched)
+        try:
+            outcome = self._serve(code, host, watched, cancel)
+        finally:
+            WATCHDOG.unwatch(watched)
+        host.close()
+        self._drain("stdout")
+        self._drain("stderr")
+        files, left_out, workspace_bytes = self._finish(outcome, watched)
+        measured = Measured(
+            stdout=self._stdout,
+            stderr=self._stderr,
+            tool_calls=host.stats.to_dict(),
+            duration_ms=(time.monotonic() - started) * 1000,
+            files=files,
+            files_left_out=left_out,
+            workspace_bytes=workspace_bytes,
+            sandbox_reset=self.dead,
+        )
+        return build_result(outcome, measured, limits, wall)
+
+    def _serve(
+        self,
+        code: str,
+        host: BridgeHost,
+        watched: Watched,
+        cancel: threading.Event | None = None,
+    ) -> Outcome:
+        """Send the code, answer the guest's requests, until "done", death, a breach, the
+        wall time or the caller's cancel."""
+        outcome = Outcome()
         stream = self._on_output is not None
-        frame = {"op": "exec", "exec": execution, "code": code, "fresh": fresh, "stream": stream}
-        if not self._send(frame, deadline):
+        frame = {"op": "exec", "exec": host.execution, "code": code, "stream": stream}
+        if not self._send(frame, host.deadline):
             outcome.status, outcome.limit = "timeout", "wall_time"
-        next_watch = started + _WATCH_INTERVAL_S
         while outcome.done is None and outcome.status == "ok":
+            if watched.breach is not None:
+                break
             now = time.monotonic()
             deadline = host.deadline  # a tool call may extend it (time waiting for approval)
+            if cancel is not None and self._check_cancel(cancel, outcome, now):
+                break
             if now >= deadline:
                 outcome.status, outcome.limit = "timeout", "wall_time"
                 break
-            if now >= next_watch:
-                next_watch = now + _WATCH_INTERVAL_S
-                if self._limit_broken(outcome, cpu_start):
-                    break
-            events = self.selector.select(min(deadline, next_watch) - now)
-            for key, _ in events:
+            for key, _ in self.selector.select(min(deadline - now, _WAKE_INTERVAL_S)):
                 if key.data != "sock":
                     self._drain(key.data)
                     continue
                 for incoming in self._read_frames():
-                    self._dispatch(incoming, host, outcome, deadline)
+                    if outcome.cancelled_at is not None and not _is_done(incoming):
+                        outcome.refused_after_cancel += 1  # dropped: no call starts now
+                        continue
+                    self._dispatch(incoming, host, outcome)
                 if self.is_dead() and outcome.done is None:
                     outcome.died = True
-                    self._classify_death(outcome)
-        if outcome.status == "ok" and not outcome.died:
-            # A limit hit just before "done" (the watcher polls every 50 ms) is still a limit.
-            self._limit_broken(outcome, cpu_start)
-        host.close()
-        self._drain("stdout")
-        self._drain("stderr")
-        cgroup = self.process.cgroup
-        healthy = outcome.status == "ok" and not outcome.died and self.process.isolated
-        threads = self.guest_threads() if healthy else 1
-        if healthy and self._still_running():
-            outcome.left_running = "code (it sent its own 'done')"
-        elif threads > 1 and not (cgroup is not None and cgroup.can_freeze):
-            outcome.left_running = f"{threads - 1} thread(s)"
-        if outcome.status != "ok" or outcome.died or outcome.left_running:
+                    outcome.status, outcome.limit = "limit", "sandbox_exit"
+        if outcome.died or outcome.status not in ("timeout", "cancelled"):
+            # A limit passed just before "done" (the watchdog polls) is still a limit, and a
+            # death may be the kernel's doing (a cgroup's OOM kill or its pids cap).
+            watched.check()
+        breach = watched.breach
+        if breach is not None:
+            outcome.status, outcome.limit = "limit", breach
+        return outcome
+
+    def _finish(
+        self, outcome: Outcome, watched: Watched
+    ) -> tuple[dict[str, list[str]], int, int | None]:
+        """Decide the sandbox's fate; while it lives, stop it and list its workspace."""
+        meter = self.process.meter
+        settle(outcome, processes_hit=lambda: meter.usage().processes_hit)
+        healthy = outcome.status in ("ok", "error") and not outcome.died
+        # A reply the interrupted guest never read would be taken for the next one's, and an
+        # interrupt the code did not receive would hit the guest between executions.
+        if outcome.cancelled_at is not None and (
+            self._unread_by_guest() > 0
+            or (outcome.interrupted and not _interrupted_by_us(outcome.done))
+        ):
+            healthy = False
+        if healthy and self.process.isolated:
+            # Blocked, and blocked in its read of the bridge: an honest guest. (Read before
+            # the stop: a task on its way to stopping shows no syscall.)
+            waiting = self._settles() and self._waits_for_frames()
+            if not meter.stop():
+                outcome.left_running = "processes that kept starting new ones"
+            else:
+                self._stopped = True
+                if not waiting:
+                    outcome.left_running = "code (it kept running after its own 'done')"
+        if not healthy or outcome.left_running:
             self.kill()
-        else:
-            self._idle_cpu = self.process.cpu_seconds()
-            if threads > 1 and cgroup is not None:
-                # Threads left behind cannot run until the next execution. A lone guest
-                # thread blocked in recv runs nothing, so the common case skips this.
-                cgroup.freeze()
-                self._frozen = True
-        return self._result(outcome, host, started, wall)
+            return dict(_NO_FILES), 0, None
+        try:
+            root = self.process.open_workspace()
+        except (OSError, SandboxError):
+            return dict(_NO_FILES), 0, None
+        try:
+            after, capped = scan(root)
+            usage = os.fstatvfs(root)
+        finally:
+            os.close(root)
+        files, left_out = diff(self.files, after)
+        self.files = after
+        # -1: the scan stopped at its caps, so some changes may be missing from the list.
+        left = -1 if capped else left_out
+        if not self.process.isolated:
+            return files, left, None  # a directory of the host's disk, not a tmpfs of its own
+        return files, left, (usage.f_blocks - usage.f_bfree) * usage.f_frsize
+
+    # --- cancellation ---------------------------------------------------------------------
+
+    def _check_cancel(self, cancel: threading.Event, outcome: Outcome, now: float) -> bool:
+        """On the first sight of ``cancel``: stop serving the bridge (frames are dropped, so
+        no tool call starts) and interrupt the code (SIGINT: KeyboardInterrupt). True, to end
+        the execution, when the code has not stopped within ``CANCEL_GRACE_S``."""
+        if not cancel.is_set():
+            return False
+        if outcome.cancelled_at is None:
+            outcome.cancelled_at = now
+        waited = now - outcome.cancelled_at
+        if not outcome.interrupted and waited >= _INTERRUPT_AFTER_S and not self._unread_by_guest():
+            # Code that is about to end by itself (a refused call) is left to end. And only
+            # once the guest has read our last reply: interrupted halfway through reading
+            # it, it would take that reply for the next one's.
+            outcome.interrupted = True
+            self.resume()  # a stopped guest would not see the signal
+            pid = self.guest_pid
+            if pid is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGINT)
+        if waited < CANCEL_GRACE_S:
+            return False
+        outcome.status = "cancelled"
+        return True
+
+    def _unread_by_guest(self) -> int:
+        """Bytes sent to the guest that it has not read yet (SIOCOUTQ on our end)."""
+        try:
+            raw = fcntl.ioctl(self.process.sock.fileno(), termios.TIOCOUTQ, b"\0" * 4)
+        except OSError:
+            return 1
+        return int(struct.unpack("i", raw)[0])
 
     def _dispatch(
-        self,
-        incoming: dict[str, Any] | MalformedFrame,
-        host: BridgeHost,
-        outcome: _Outcome,
-        deadline: float,
+        self, incoming: dict[str, Any] | MalformedFrame, host: BridgeHost, outcome: Outcome
     ) -> None:
         if isinstance(incoming, MalformedFrame):
             reply: dict[str, Any] = {
@@ -402,94 +498,8 @@ class Sandbox:
         if not self._send(reply, host.deadline):
             outcome.status, outcome.limit = "timeout", "wall_time"
 
-    def _limit_broken(self, outcome: _Outcome, cpu_start: float) -> bool:
-        cgroup = self.process.cgroup
-        if cgroup is not None:
-            if cgroup.pids_limit_hit():
-                outcome.status, outcome.limit = "limit", "processes"
-                return True
-            if cgroup.memory_limit_hit():
-                outcome.status, outcome.limit = "limit", "memory"
-                return True
-        if self.process.cpu_seconds() - cpu_start > self.limits.cpu_time_s:
-            outcome.status, outcome.limit = "limit", "cpu_time"
-            return True
-        if self.process.isolated and self.workspace_inodes() > self.limits.workspace_inodes:
-            outcome.status, outcome.limit = "limit", "workspace_inodes"
-            return True
-        return False
-
-    def _classify_death(self, outcome: _Outcome) -> None:
-        cgroup = self.process.cgroup
-        if cgroup is not None and cgroup.memory_limit_hit():
-            outcome.status, outcome.limit = "limit", "memory"
-        elif cgroup is not None and cgroup.pids_limit_hit():
-            outcome.status, outcome.limit = "limit", "processes"
-        else:
-            outcome.status, outcome.limit = "limit", "sandbox_exit"
-
-    def _result(
-        self, outcome: _Outcome, host: BridgeHost, started: float, wall: float
-    ) -> ExecutionResult:
-        limits = self.limits
-        done = outcome.done or {}
-        error = done.get("error") if isinstance(done.get("error"), dict) else None
-        status = outcome.status
-        limit = outcome.limit
-        if status == "ok":
-            exhausted = _exhaustion(error)
-            if exhausted is not None:
-                cgroup = self.process.cgroup
-                pids_hit = cgroup is not None and cgroup.pids_limit_hit()
-                status, limit = "limit", "processes" if pids_hit else exhausted
-            elif error is not None or done.get("exit_code", 0) != 0:
-                status = "error"
-        if status == "limit" and limit == "memory" and not self.dead:
-            self.kill()  # the namespace may still hold the memory; start clean
-        stdout, stdout_cut = clip_tail(self._stdout, limits.stdout_tail_chars)
-        stderr, stderr_cut = clip_head_tail(
-            self._stderr, limits.stderr_head_chars, limits.stderr_tail_chars
-        )
-        files_raw: dict[str, Any] = done["files"] if isinstance(done.get("files"), dict) else {}
-        files = {
-            # The guest's frame is untrusted: a forged "done" may put anything here.
-            key: [p for p in _as_list(files_raw.get(key)) if isinstance(p, str)][:200]
-            for key in ("created", "modified", "deleted")
-        }
-        exit_code = done.get("exit_code") if isinstance(done.get("exit_code"), int) else None
-        result = ExecutionResult(
-            status=status,  # type: ignore[arg-type]
-            exit_code=exit_code,
-            stdout=stdout,
-            stderr=stderr,
-            error=_clean_error(error),
-            files=files,
-            tool_calls=host.stats.to_dict(),
-            duration_ms=round((time.monotonic() - started) * 1000, 3),
-            truncated={
-                "stdout_bytes": stdout_cut,
-                "stderr_bytes": stderr_cut,
-                "stdout_total_bytes": self._stdout.total,
-                "stderr_total_bytes": self._stderr.total,
-            },
-            hint="",
-            limit=limit,
-            sandbox_reset=self.dead,
-        )
-        workspace = done.get("workspace")
-        if isinstance(workspace, dict):
-            result.extra["workspace_bytes"] = workspace.get("used")
-        result.hint = make_hint(result, wall)
-        if outcome.left_running:
-            result.extra["left_running"] = outcome.left_running
-            result.hint = (
-                f"{outcome.left_running} still ran when the code ended, so the sandbox was "
-                "restarted (variables and files are gone). Join threads before the code ends."
-            )
-        return result
-
     def kill(self) -> None:
-        if not self.dead or self.process.alive() or self.process.cgroup is not None:
+        if not self.dead or self.process.alive() or self.process.meter.kernel_enforced:
             self.dead = True
             with contextlib.suppress(KeyError, ValueError, OSError):
                 self.selector.close()
@@ -499,30 +509,11 @@ class Sandbox:
     close = kill
 
 
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+def _interrupted_by_us(done: dict[str, Any] | None) -> bool:
+    """Did the code end on the KeyboardInterrupt we sent (so no signal is left pending)?"""
+    error = done.get("error") if done is not None else None
+    return isinstance(error, dict) and error.get("type") == "KeyboardInterrupt"
 
 
-def _exhaustion(error: dict[str, Any] | None) -> str | None:
-    """The limit behind an error the code saw when the sandbox ran out of something."""
-    if error is None:
-        return None
-    kind, message = error.get("type"), str(error.get("message", ""))
-    if kind == "MemoryError" or (kind == "OSError" and "Cannot allocate memory" in message):
-        return "memory"
-    if kind == "RuntimeError" and "can't start new thread" in message:
-        return "memory"
-    return None
-
-
-def _clean_error(error: dict[str, Any] | None) -> dict[str, Any] | None:
-    if error is None:
-        return None
-    line = error.get("line")
-    return {
-        "type": str(error.get("type", "Error"))[:100],
-        "message": str(error.get("message", ""))[:2000],
-        "line": line if isinstance(line, int) else None,
-        "traceback": str(error.get("traceback", ""))[:4000],
-        **({"tool": str(error["tool"])} if error.get("tool") else {}),
-    }
+def _is_done(frame: dict[str, Any] | MalformedFrame) -> bool:
+    return isinstance(frame, dict) and frame.get("op") == "done"

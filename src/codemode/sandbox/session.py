@@ -1,12 +1,15 @@
 """A sandbox session: one sandbox and its workspace, reused across executions.
 
-Files and variables persist between executions (like a notebook). ``fresh=True`` clears the
-variables and imported modules but keeps the files. When a limit or timeout kills the sandbox,
-the next execution gets a new one from the pool and the result says the state was reset.
+Files and variables persist between executions (like a notebook). ``fresh=True`` runs the code
+in a new interpreter from the pool, with the workspace's files carried over by the host: nothing
+the earlier code patched (builtins, modules, the tool runtime) survives it. When a limit or
+timeout kills the sandbox, the next execution gets a new one from the pool and the result says
+the state was reset.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 
 from codemode.bridge.host import NO_TOOLS, ToolAccess
@@ -14,8 +17,27 @@ from codemode.errors import SandboxError
 from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback, Sandbox
+from codemode.sandbox.workspace import CopyReport, copy_workspace, scan
 
-__all__ = ["SandboxSession"]
+__all__ = ["SandboxSession", "carry_workspace"]
+
+_SKIPPED_LISTED = 20
+
+
+def carry_workspace(source: Sandbox, target: Sandbox) -> CopyReport:
+    """Copy ``source``'s workspace into ``target``'s (a new sandbox that has run nothing).
+    ``source`` is stopped between executions, so nothing changes under the copy."""
+    src = source.process.open_workspace()
+    try:
+        dst = target.process.open_workspace()
+        try:
+            report = copy_workspace(src, dst)
+            target.files, _ = scan(dst)
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+    return report
 
 
 class SandboxSession:
@@ -39,33 +61,52 @@ class SandboxSession:
         fresh: bool = False,
         timeout_s: float | None = None,
         on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         with self._lock:
             if self._closed:
                 raise SandboxError("this session is closed", fix="start a new session")
             sandbox = self._sandbox
-            restarted = False
-            if sandbox is not None and sandbox.ran_while_idle():
-                # Code kept running after the last execution (it forged "done"): start clean.
-                sandbox.kill()
-                restarted = True
-            if sandbox is None or sandbox.dead:
-                sandbox = self._sandbox = self.pool.acquire()
+            carried: CopyReport | None = None
+            if sandbox is not None and sandbox.dead:
+                sandbox = None
+            if sandbox is not None and fresh:
+                sandbox, carried = self._fresh_from(sandbox)
+            if sandbox is None:
+                sandbox = self.pool.acquire()
+            self._sandbox = sandbox
             self.executions += 1
             result = sandbox.execute(
-                code, tools=tools, fresh=fresh, timeout_s=timeout_s, on_output=on_output
+                code, tools=tools, timeout_s=timeout_s, on_output=on_output, cancel=cancel
             )
             if sandbox.dead:
                 self._sandbox = None
                 result.sandbox_reset = True
-            if restarted:
-                result.extra["restarted_before"] = True
-                result.hint = (
-                    "The previous execution left code running, so this one ran in a new "
-                    "sandbox (variables and files from before are gone). " + result.hint
-                ).strip()
+            if carried is not None and carried.skipped:
+                result.extra["files_not_carried"] = carried.skipped[:_SKIPPED_LISTED]
             result.session = self.id
             return result
+
+    def live_counts(self) -> tuple[int, int]:
+        sandbox = self._sandbox
+        return sandbox.live_counts() if sandbox is not None else (0, 0)
+
+    def _fresh_from(self, old: Sandbox) -> tuple[Sandbox, CopyReport]:
+        """A new interpreter from the pool holding ``old``'s files; ``old`` is stopped."""
+        new = self.pool.acquire()
+        try:
+            report = carry_workspace(old, new)
+        except OSError as error:
+            new.kill()
+            raise SandboxError(
+                f"could not carry the workspace into a fresh interpreter: {error}",
+                fix="run again without fresh=true, or start a new session",
+            ) from error
+        except BaseException:
+            new.kill()
+            raise
+        old.kill()
+        return new, report
 
     def close(self) -> None:
         with self._lock:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictStr
 
@@ -16,10 +16,13 @@ from codemode.config_model import (
     validate_section,
 )
 
-__all__ = ["Limits", "SandboxSettings"]
+__all__ = ["ENFORCEABLE_LIMITS", "Limits", "SandboxSettings"]
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
+# Limits whose enforcement depends on the machine (see codemode.sandbox.enforcement).
+ENFORCEABLE_LIMITS = ("memory", "cpu_time", "processes")
+EnforceableLimit = Literal["memory", "cpu_time", "processes"]
 
 
 class Limits(ConfigModel):
@@ -52,6 +55,15 @@ class SandboxSettings(ConfigModel):
     ] = None
     # Running without isolation is for debugging trusted code only. The name says so.
     unsafe_no_isolation: StrictBool = False
+    # Limits the machine cannot enforce (see sandbox.enforcement) that you accept anyway, by
+    # name; only "processes" can be missing today (the host's root without writable cgroups).
+    accept_unenforced_limits: Annotated[
+        tuple[EnforceableLimit, ...],
+        Hint(
+            expects="a list of limit names",
+            fix='write accept_unenforced_limits = ["processes"] (memory, cpu_time, processes)',
+        ),
+    ] = ()
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "config") -> SandboxSettings:

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from codemode.search._naming import python_names
 from codemode.search.text import split_words, strip_markup
 from codemode.tools import JSONObject, ToolSpec
 
@@ -128,6 +127,8 @@ def signature(spec: ToolSpec, function: str) -> str:
 
 def tool_documents(specs: Iterable[ToolSpec]) -> list[ToolDocument]:
     """Documents for ``specs``; pass a server's tools together (names are assigned per server)."""
+    from codemode.search._naming import python_names  # the stub library: only when building
+
     specs = list(specs)
     return [
         tool_document(spec, module, function)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codemode.bridge.host import ToolAccess, ToolInvoker
-from codemode.sandbox.backends import WORKSPACE
+from codemode.sandbox.layout import WORKSPACE
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.skills.checkpoint import CheckpointStore, CheckpointTools, KVCheckpoints
 from codemode.skills.library import SkillHit, SkillLibrary

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -166,6 +167,7 @@ class KeepingSandbox:
         fresh: bool = False,
         timeout_s: float | None = None,
         on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
     ) -> ExecutionResult:
         restored = self._restore(timeout_s) if self._restore_pending else None
         if fresh:
@@ -177,6 +179,7 @@ class KeepingSandbox:
             fresh=fresh,
             timeout_s=timeout_s,
             on_output=on_output,
+            cancel=cancel,
         )
         self._count(code, imported, result)
         if result.sandbox_reset:
@@ -196,6 +199,9 @@ class KeepingSandbox:
                 f"({what} restored). {result.hint}"
             ).strip()
         return result
+
+    def live_counts(self) -> tuple[int, int]:
+        return self.inner.live_counts()
 
     def _access(self, tools: ToolAccess, imported: dict[str, Skill]) -> ToolAccess:
         builtins: dict[str, ToolInvoker] = {}

@@ -1,23 +1,21 @@
 """The guest: the sandbox's interpreter loop. Standard library only.
 
 It waits for ``exec`` frames, runs the code in a persistent namespace (like a notebook), and
-answers with a ``done`` frame: exit code, the error with the line in the agent's code, the
-files created or modified in the workspace. stdout and stderr go straight to pipes the host
-drains and caps; the guest never decides what the model sees.
+answers with a ``done`` frame: the exit code and the error with the line in the agent's code.
+stdout and stderr go straight to pipes the host drains and caps; the host lists the workspace's
+files itself. The guest never decides what the model sees: code can forge any frame.
 """
 
 import os
 import signal
 import socket
 import sys
-import time
 
 from . import runtime, wire
 
 CODE_FILENAME = "<code>"
 # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, without importing ast (it costs milliseconds at start-up).
 _TOP_LEVEL_AWAIT = 0x2000
-_MAX_SCAN = 5000
 
 
 def _parse_args(argv):
@@ -36,40 +34,6 @@ def _parse_args(argv):
             key, _, value = next(it).partition("=")
             os.environ[key] = value
     return fd, paths, workspace, isolated
-
-
-def _scan(root):
-    """Workspace files -> (mtime_ns, size). Links are listed, never followed."""
-    found = {}
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        try:
-            entries = list(os.scandir(os.path.join(root, rel) if rel else root))
-        except OSError:
-            continue
-        for entry in entries:
-            path = f"{rel}/{entry.name}" if rel else entry.name
-            try:
-                st = entry.stat(follow_symlinks=False)
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name != "__pycache__":
-                        stack.append(path)
-                    continue
-            except OSError:
-                continue
-            found[path] = (st.st_mtime_ns, st.st_size)
-            if len(found) >= _MAX_SCAN:
-                return found, True
-    return found, False
-
-
-def _shown(name):
-    """A file name as valid UTF-8: an undecodable name would make the whole frame malformed."""
-    try:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeError:
-        return repr(name)
 
 
 def _utf8(text):
@@ -130,28 +94,16 @@ class Guest:
         self.sock = sock
         self.workspace = workspace
         self.isolated = isolated
-        self.baseline_modules = set(sys.modules)
-        self.namespace = self._fresh_namespace()
-
-    @staticmethod
-    def _fresh_namespace():
-        # ToolError is predefined: the execute tool's description promises it.
-        return {
+        # ToolError is predefined: the execute tool's description promises it. A fresh
+        # namespace (fresh=True) is a new guest process: the host starts one.
+        self.namespace = {
             "__name__": "__main__",
             "__builtins__": __builtins__,
             "ToolError": runtime.ToolError,
         }
 
-    def reset(self):
-        self.namespace = self._fresh_namespace()
-        for name in list(sys.modules):
-            if name not in self.baseline_modules and name != "servers._runtime":
-                del sys.modules[name]
-
     def run(self, frame):
         code = frame.get("code", "")
-        if frame.get("fresh"):
-            self.reset()
         runtime.bridge.execution = frame["exec"]
         # A host that streams output gets each line as it is printed, as on a terminal;
         # otherwise an 8 KiB buffer saves a write per line (5x faster for print loops).
@@ -159,8 +111,6 @@ class Guest:
             sys.stdout.reconfigure(line_buffering=bool(frame.get("stream")))
         except Exception:
             pass
-        before, _ = _scan(self.workspace)
-        started = time.perf_counter()
         exit_code, error = 0, None
         code_lines = code.splitlines()
         try:
@@ -186,7 +136,6 @@ class Guest:
             error = _describe(caught, code_lines)
             print(error["traceback"], file=sys.stderr)
             caught = None
-        duration = time.perf_counter() - started
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -194,33 +143,7 @@ class Guest:
                 pass
         if self.isolated:
             _reap_strays()
-        after, capped = _scan(self.workspace)
-        created = sorted(p for p in after if p not in before)
-        modified = sorted(p for p in after if p in before and after[p] != before[p])
-        deleted = sorted(p for p in before if p not in after)
-        usage = None
-        try:
-            st = os.statvfs(self.workspace)
-            usage = {
-                "used": (st.f_blocks - st.f_bfree) * st.f_frsize,
-                "total": st.f_blocks * st.f_frsize,
-            }
-        except OSError:
-            pass
-        return {
-            "op": "done",
-            "exec": frame["exec"],
-            "exit_code": exit_code,
-            "error": error,
-            "files": {
-                "created": [_shown(p) for p in created[:200]],
-                "modified": [_shown(p) for p in modified[:200]],
-                "deleted": [_shown(p) for p in deleted[:200]],
-                "scan_capped": capped,
-            },
-            "workspace": usage,
-            "guest_ms": duration * 1000,
-        }
+        return {"op": "done", "exec": frame["exec"], "exit_code": exit_code, "error": error}
 
 
 async def _await(awaitable):

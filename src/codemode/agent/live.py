@@ -1,0 +1,71 @@
+"""A ``RunObserver`` that shows a run as it happens: each round's plan, code and result, then
+the answer (or the escalation summary) and a ledger of rounds, tokens and time."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from codemode.agent.loop import RunObserver
+from codemode.agent.record import Round, RunRecord, Step
+
+__all__ = ["LivePrinter"]
+
+_SHOWN_LINES = 12
+
+
+def _indent(text: str, limit: int = _SHOWN_LINES) -> str:
+    lines = text.rstrip("\n").splitlines() or [""]
+    shown = lines[:limit]
+    if len(lines) > limit:
+        shown.append(f"... ({len(lines) - limit} more lines)")
+    return "\n".join(f"    {line}" if line.strip() else "" for line in shown)
+
+
+def ledger_line(record: RunRecord) -> str:
+    return (
+        f"ledger: {record.status}, {len(record.rounds)} rounds, "
+        f"{record.tokens_in:,} tokens in, {record.tokens_out:,} out, "
+        f"{record.wall_ms / 1000:.1f} s (model {record.model_ms / 1000:.1f} s, "
+        f"tools {record.tool_ms / 1000:.1f} s)"
+    )
+
+
+class LivePrinter(RunObserver):
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def run_started(self, record: RunRecord) -> None:
+        self._print(f"task: {record.task}\nmodel: {record.model} ({record.output_format})")
+
+    def round_started(self, record: RunRecord, round_: Round) -> None:
+        self._print(f"\n-- round {round_.index}/{record.max_rounds}")
+
+    def model_replied(self, record: RunRecord, round_: Round) -> None:
+        if round_.thoughts:
+            self._print("plan:\n" + _indent(round_.thoughts, 6))
+
+    def step_done(self, record: RunRecord, round_: Round, step: Step) -> None:
+        if step.kind == "execute" and step.code is not None:
+            self._print("code:\n" + _indent(step.code))
+        elif step.kind == "search":
+            self._print(f"search: {step.query}")
+        elif step.kind == "tool":
+            self._print(f"call: {step.tool}")
+        for decision in step.approvals:
+            verdict = "allowed" if decision.allowed else "denied"
+            self._print(f"approval: {decision.tool} {verdict}")
+        label = "correction" if step.kind == "malformed" else "result"
+        self._print(f"{label}:\n" + _indent(step.feedback, 8))
+
+    def run_finished(self, record: RunRecord) -> None:
+        self._print("")
+        if record.status == "done":
+            self._print("answer:\n" + _indent(record.answer or "", 40))
+        elif record.status == "escalated":
+            self._print("escalated:\n" + _indent(record.summary or "", 40))
+        else:
+            self._print(f"failed: {record.error}")
+        self._print(ledger_line(record))

@@ -1,0 +1,116 @@
+"""``codemode run TASK``: the codemode agent does a task with a model, round by round.
+
+Each round is shown live (the model's plan, its code, the result), then a ledger of rounds,
+tokens and wall time. ``--json`` prints the run record on stdout instead (status, rounds,
+answer...) and the live view on stderr. Exit status: 0 done, 1 escalated or failed, 2 a usage
+error (a missing API key, an unknown provider, a bad config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codemode.agent.loop import Approval, Approver
+    from codemode.agent.record import RunRecord
+
+HELP = "do a task with the codemode agent: a model writes code, the sandbox runs it"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", help="what to do, in words")
+    parser.add_argument("--config", type=Path, help="codemode.toml or mcpServers JSON")
+    parser.add_argument(
+        "--model",
+        metavar="PROVIDER:MODEL",
+        help="anthropic:NAME, openai:NAME (any OpenAI-compatible server: OPENAI_BASE_URL), "
+        "scripted:FILE or replay:FILE (default: [agent] model in the config)",
+    )
+    parser.add_argument(
+        "--max-rounds", type=int, metavar="N", help="model calls before escalating (default 8)"
+    )
+    parser.add_argument(
+        "--workspace",
+        type=Path,
+        metavar="DIR",
+        help="the session's workspace: the code starts in DIR and the files it writes stay there",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("tools", "json", "fenced"),
+        help="how the model answers (default: [agent.models] in the config, else tools)",
+    )
+    parser.add_argument("--timeout", type=float, metavar="S", help="wall-time limit per execution")
+    parser.add_argument(
+        "--approve",
+        choices=("ask", "all", "none"),
+        default="ask",
+        help="calls that need approval: ask on the terminal (default), approve all, deny all",
+    )
+    parser.add_argument("--json", action="store_true", help="print the run record as JSON")
+
+
+def _approver(mode: str) -> Approver:
+    from codemode.cli.exec_command import _decide
+
+    def approve(approval: Approval) -> bool:
+        shown = {"tool": approval.tool, "arguments": approval.arguments, "reason": approval.reason}
+        return _decide(mode, shown)
+
+    return approve
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from codemode.agent import Agent, make_provider
+    from codemode.agent.live import LivePrinter
+    from codemode.config import load_config
+    from codemode.engine import Codemode
+    from codemode.errors import UsageError
+    from codemode.sandbox.backends import make_backend
+
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be positive", fix="e.g. --timeout 30")
+    if args.max_rounds is not None and args.max_rounds < 1:
+        raise UsageError("--max-rounds must be at least 1", fix="e.g. --max-rounds 8")
+    config = load_config(args.config)
+    settings = config.agent
+    ref = args.model or settings.model
+    model_settings = settings.for_model(ref)
+    model = make_provider(ref, model_settings)  # a missing key fails here, before any work
+    workspace: Path | None = args.workspace
+    if workspace is not None:
+        workspace.mkdir(parents=True, exist_ok=True)
+    # One session per run: one warm sandbox is all it needs.
+    config = config.model_copy(
+        update={"sandbox": config.sandbox.model_copy(update={"pool_size": 1})}
+    )
+
+    async def main() -> RunRecord:
+        backend = make_backend(config.sandbox, workspace=workspace) if workspace else None
+        try:
+            async with Codemode(config, backend=backend) as engine:
+                agent = Agent(
+                    engine,
+                    model,
+                    output_format=args.format or model_settings.format,
+                    max_rounds=args.max_rounds or settings.max_rounds,
+                    approve=_approver(args.approve),
+                    observer=LivePrinter(sys.stderr if args.json else sys.stdout),
+                    execution_timeout_s=args.timeout or settings.execution_timeout_s,
+                    context_tokens=model_settings.context_tokens,
+                    max_tokens=model_settings.max_tokens,
+                )
+                return await agent.run(args.task)
+        finally:
+            await model.aclose()
+
+    record = anyio.run(main)
+    if args.json:
+        print(json.dumps(record.to_dict(), indent=2, ensure_ascii=False, default=str))
+    return 0 if record.status == "done" else 1

@@ -1,0 +1,44 @@
+"""Progress reports while the engine waits: a callback the front end turns into MCP
+``notifications/progress`` (or lines on stderr), called every ``interval`` seconds.
+
+The engine knows nothing of MCP: it calls ``Progress(progress, total, message)``. A report
+that fails (the client went away) stops the reports, never the work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any
+
+__all__ = ["Progress", "wait_reporting"]
+
+log = logging.getLogger(__name__)
+
+# (progress, total or None, message). ``progress`` grows with every report.
+Progress = Callable[[float, float | None, str], Awaitable[None]]
+# Given the seconds elapsed: what to report now.
+Describe = Callable[[float], tuple[float, float | None, str]]
+
+
+async def wait_reporting(
+    waiting: Collection[asyncio.Future[Any]],
+    progress: Progress | None,
+    interval: float,
+    describe: Describe,
+) -> None:
+    """Wait until one of ``waiting`` is done, reporting progress every ``interval`` s."""
+    started = time.monotonic()
+    while True:
+        timeout = interval if progress is not None else None
+        done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if done or progress is None:
+            return
+        value, total, message = describe(time.monotonic() - started)
+        try:
+            await progress(value, total, message)
+        except Exception:
+            log.debug("progress report failed; no more reports for this request", exc_info=True)
+            progress = None

@@ -1,0 +1,12 @@
+"""Where things are inside every sandbox (paths the host and the guest agree on)."""
+
+from __future__ import annotations
+
+__all__ = ["GUEST_PACKAGE", "GUEST_ROOT", "TMPFS_MOUNTS", "WORKSPACE"]
+
+WORKSPACE = "/workspace"
+# Private, size-limited tmpfs mounts: their pages are memory the sandbox holds.
+TMPFS_MOUNTS = (WORKSPACE, "/tmp", "/dev/shm")
+# The guest package and importable site directories are mounted under this neutral name.
+GUEST_ROOT = "/run/codemode"
+GUEST_PACKAGE = "_codemode_guest"

@@ -1,0 +1,195 @@
+"""What a sandbox uses, read from the host, and how all of it is stopped between executions.
+
+``CgroupMeter`` reads the sandbox's cgroups: the kernel caps its memory and its tasks.
+``ProcMeter`` serves machines without cgroups for us (an ordinary
+user, most of the time): the host walks the sandbox's process tree in /proc for the CPU of every
+process that ever ran (the live ones, plus the children each one reaped: cutime and cstime; the
+seccomp filter keeps SIGCHLD from being ignored, so no child is reaped unaccounted), the memory
+of every process plus the sandbox's tmpfs mounts, and the task count.
+
+Both stop the sandbox between executions with SIGSTOP to every process of its pid namespace
+(a cgroup freezer costs a millisecond or two per execution on cgroup v1; a pending stop keeps a
+process from completing a fork, so the walk converges), and resume it with SIGCONT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+
+from codemode.sandbox.cgroups import CgroupSet
+from codemode.sandbox.layout import TMPFS_MOUNTS, WORKSPACE
+from codemode.sandbox.proctree import pidns_of, pss_bytes, signal_each, tree, walk
+from codemode.sandbox.settings import Limits
+
+__all__ = ["CgroupMeter", "ProcMeter", "SandboxMeter", "Usage"]
+
+# Rounds of "stop what is new" before giving up on a sandbox that keeps forking.
+_STOP_ROUNDS = 50
+
+
+def _task_margin(limit: int) -> int:
+    """RLIMIT_NPROC stops the sandbox at ``limit`` tasks exactly; the host's count, taken
+    while processes come and go, can fall short of it. Within this margin it is a hit."""
+    return limit // 8
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    cpu_seconds: float
+    tasks: int
+    memory_bytes: int | None  # None where the kernel enforces the memory limit itself
+    processes_hit: bool
+    memory_hit: bool
+    workspace_inodes: int
+
+
+class SandboxMeter:
+    """Reads one sandbox from the host. ``bind`` is called once its guest is running."""
+
+    kernel_enforced = False
+
+    def __init__(self, limits: Limits, mounts: tuple[str, ...] = TMPFS_MOUNTS) -> None:
+        self.limits = limits
+        # The sandbox's tmpfs mounts, seen through /proc/<guest>/root (none: no sandbox).
+        self.mounts = mounts
+        self.guest_pid: int | None = None
+        self.pidns: str | None = None
+        self._stopped: list[int] = []
+        self._cpu_high = 0.0
+
+    def bind(self, guest_pid: int) -> None:
+        self.guest_pid = guest_pid
+        self.pidns = pidns_of(guest_pid)
+
+    def usage(self) -> Usage:
+        raise NotImplementedError
+
+    def cpu_seconds(self) -> float:
+        return self.usage().cpu_seconds
+
+    def stop(self) -> bool:
+        """Stop every task of the sandbox (nothing of its code runs until ``resume``).
+        False when it could not be done (the sandbox must then be killed)."""
+        return self._signal_stop()
+
+    def resume(self) -> None:
+        self._signal_resume()
+
+    def kill(self) -> None:
+        """SIGKILL the guest, the pid 1 of its namespace: the kernel ends every process in
+        it. Safe to call from any thread."""
+        if self.guest_pid is not None and self.pidns is not None:
+            signal_each([self.guest_pid], self.pidns, signal.SIGKILL)
+
+    def release(self) -> None:
+        """Free what the meter holds on the host (cgroup directories)."""
+
+    # --- shared readings ------------------------------------------------------------------
+
+    def _procs_cpu(self) -> tuple[float, int, int]:
+        """(CPU seconds of every process that ever ran, tasks, resident bytes)."""
+        if self.guest_pid is None or self.pidns is None:
+            return self._cpu_high, 0, 0
+        procs = walk(self.guest_pid, self.pidns)
+        cpu = sum(p.cpu_seconds for p in procs)
+        # Monotonic: a child reaped between two reads moves from its own line to its
+        # parent's cutime, and may be missed once.
+        self._cpu_high = max(self._cpu_high, cpu)
+        return self._cpu_high, sum(p.threads for p in procs), sum(p.rss_bytes for p in procs)
+
+    def _statvfs(self, mount: str) -> os.statvfs_result | None:
+        if self.guest_pid is None:
+            return None
+        try:
+            return os.statvfs(f"/proc/{self.guest_pid}/root{mount}")
+        except OSError:
+            return None
+
+    def workspace_inodes(self) -> int:
+        st = self._statvfs(WORKSPACE) if WORKSPACE in self.mounts else None
+        return 0 if st is None else st.f_files - st.f_ffree
+
+    def tmpfs_bytes(self) -> int:
+        total = 0
+        for mount in self.mounts:
+            st = self._statvfs(mount)
+            if st is not None:
+                total += (st.f_blocks - st.f_bfree) * st.f_frsize
+        return total
+
+    def _signal_stop(self) -> bool:
+        if self.guest_pid is None or self.pidns is None:
+            return True
+        stopped = set(self._stopped)
+        for _ in range(_STOP_ROUNDS):
+            # A process with a stop pending cannot complete a fork, so this converges.
+            new = [pid for pid in tree(self.guest_pid, self.pidns) if pid not in stopped]
+            if not new:
+                return True
+            reached = signal_each(new, self.pidns, signal.SIGSTOP)
+            self._stopped += reached
+            stopped.update(new)
+        return False
+
+    def _signal_resume(self) -> None:
+        if self.pidns is not None and self._stopped:
+            signal_each(self._stopped, self.pidns, signal.SIGCONT)
+        self._stopped = []
+
+
+class ProcMeter(SandboxMeter):
+    """No cgroups: the host measures the process tree and its tmpfs mounts."""
+
+    def usage(self) -> Usage:
+        cpu, tasks, resident = self._procs_cpu()
+        memory = resident + self.tmpfs_bytes()
+        if memory > self.limits.memory_bytes and self.guest_pid is not None and self.pidns:
+            # Pages shared after a fork counted once per process: confirm with the costly,
+            # proportional reading before calling it a breach.
+            procs = walk(self.guest_pid, self.pidns)
+            memory = sum(pss_bytes(p.pid) for p in procs) + self.tmpfs_bytes()
+        return Usage(
+            cpu_seconds=cpu,
+            tasks=tasks,
+            memory_bytes=memory,
+            processes_hit=tasks >= self.limits.processes - _task_margin(self.limits.processes),
+            memory_hit=False,
+            workspace_inodes=self.workspace_inodes(),
+        )
+
+
+class CgroupMeter(SandboxMeter):
+    """The sandbox's own cgroups; the kernel enforces memory and tasks."""
+
+    kernel_enforced = True
+
+    def __init__(self, limits: Limits, cgroup: CgroupSet) -> None:
+        super().__init__(limits)
+        self.cgroup = cgroup
+        self._counts_cpu = cgroup.version == 2 or "cpuacct" in cgroup.dirs
+
+    def cpu_seconds(self) -> float:
+        return self.cgroup.cpu_seconds() if self._counts_cpu else self._procs_cpu()[0]
+
+    def usage(self) -> Usage:
+        cgroup = self.cgroup
+        cpu = self.cpu_seconds()
+        return Usage(
+            cpu_seconds=cpu,
+            tasks=cgroup.tasks(),
+            memory_bytes=None,
+            processes_hit=cgroup.pids_limit_hit(),
+            memory_hit=cgroup.memory_limit_hit(),
+            workspace_inodes=self.workspace_inodes(),
+        )
+
+    def kill(self) -> None:
+        self.cgroup.kill_all()
+        super().kill()
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            self.cgroup.destroy()

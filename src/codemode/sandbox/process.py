@@ -1,0 +1,120 @@
+"""A started guest as the host holds it, and the seam every sandbox backend implements."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import socket
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from codemode.errors import SandboxError
+from codemode.sandbox.meter import SandboxMeter
+from codemode.sandbox.proctree import children_of
+from codemode.sandbox.settings import Limits
+from codemode.sandbox.workspace import open_workspace
+
+__all__ = ["SandboxBackend", "SandboxProcess"]
+
+
+@dataclass
+class SandboxProcess:
+    """A running guest: its process, the host end of the bridge, its output pipes and the
+    meter that reads (and stops, and kills) everything it runs."""
+
+    popen: subprocess.Popen[bytes]
+    sock: socket.socket
+    stdout_fd: int
+    stderr_fd: int
+    isolated: bool
+    meter: SandboxMeter
+    workspace: Path | None = None  # host path; only for the unsafe backend
+    # The guest's own RLIMIT_NPROC, set once it runs in its user namespace (None: not set).
+    task_limit: int | None = None
+    # The bridge's descriptor number inside the guest (where an idle guest waits).
+    bridge_fd: int | None = None
+    _cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def guest_pid(self) -> int | None:
+        """The guest interpreter's pid on the host (known once it said it is ready)."""
+        return self.meter.guest_pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def attach(self) -> None:
+        """The guest is running: find its host pid (bwrap's child, or the process itself),
+        point the meter at it and cap its tasks. Nothing of the code has run yet."""
+        children = children_of(self.popen.pid) if self.isolated else [self.popen.pid]
+        if not children:
+            raise SandboxError("the sandbox's guest process is gone")
+        guest = children[0]
+        self.meter.bind(guest)
+        if self.task_limit is not None:
+            # Inside its own user namespace only the sandbox's tasks count against this
+            # limit: the user's other processes on the host do not.
+            try:
+                resource.prlimit(guest, resource.RLIMIT_NPROC, (self.task_limit,) * 2)
+            except OSError as error:
+                raise SandboxError(
+                    f"could not cap the sandbox's processes: {error}",
+                    fix="report this: the host must be allowed to set rlimits on its sandboxes",
+                ) from error
+
+    def open_workspace(self) -> int:
+        """A directory descriptor of the workspace, opened without following links."""
+        if self.workspace is not None:
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            return os.open(self.workspace, flags)
+        if self.guest_pid is None:
+            raise SandboxError("the sandbox has not started yet")
+        return open_workspace(self.guest_pid)
+
+    def kill(self) -> None:
+        """Kill every process of the sandbox and release everything it held. Idempotent.
+
+        The sandbox's pid 1 (the guest) is killed first, which ends its whole pid namespace;
+        bwrap outside then reaps it and exits. Killing bwrap first would orphan pid 1 to the
+        host's init, which may never reap it (a zombie left behind).
+        """
+        if self.popen.poll() is None:
+            self.meter.kill()
+            children = children_of(self.popen.pid)
+            for child in children:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(child, signal.SIGKILL)
+            try:
+                # bwrap exits as soon as its child does; with no child yet, do not wait.
+                self.popen.wait(timeout=2 if children or self.guest_pid else 0.05)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    self.popen.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=5)
+        self.meter.release()
+        for fd in (self.stdout_fd, self.stderr_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.stdout_fd = self.stderr_fd = -1
+        self.sock.close()
+        while self._cleanups:
+            self._cleanups.pop()()
+
+
+class SandboxBackend(Protocol):
+    """Starts guests. ``isolated`` is False only for the explicitly unsafe backend."""
+
+    isolated: bool
+    limits: Limits
+
+    def spawn(self) -> SandboxProcess: ...

@@ -1,0 +1,129 @@
+"""A sandbox's processes as the host sees them in /proc: CPU, memory, tasks, signals.
+
+Only processes in the sandbox's own pid namespace are read or signalled: a pid that ended and
+was reused by another process of the host is never counted, stopped or killed. Signals go
+through a pidfd opened before the namespace check, so the check and the signal concern the
+same process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Proc", "children_of", "pidns_of", "pss_bytes", "signal_each", "tree", "walk"]
+
+_TICK = os.sysconf("SC_CLK_TCK")
+_MAX_PROCS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Proc:
+    pid: int
+    state: str
+    # utime + stime + cutime + cstime: its own CPU and that of every child it reaped.
+    cpu_seconds: float
+    threads: int
+    # Resident anonymous and shared-memory pages (an upper bound of what it holds alone).
+    rss_bytes: int
+
+
+def children_of(pid: int) -> list[int]:
+    """Children of every thread of ``pid`` (from /proc; empty when it is gone)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        with contextlib.suppress(OSError, ValueError):
+            found += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
+    return found
+
+
+def pidns_of(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _read(pid: int) -> Proc | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (OSError, IndexError):
+        return None
+    rss_kib = 0
+    for line in status.splitlines():
+        if line.startswith(("RssAnon:", "RssShmem:")):
+            rss_kib += int(line.split()[1])
+    ticks = sum(int(value) for value in fields[11:15])
+    return Proc(pid, fields[0], ticks / _TICK, int(fields[17]), rss_kib * 1024)
+
+
+def walk(root: int, pidns: str) -> list[Proc]:
+    """``root`` and all its descendants (zombies included) in the namespace ``pidns``."""
+    found: list[Proc] = []
+    pending = [root]
+    seen: set[int] = set()
+    while pending and len(seen) < _MAX_PROCS:
+        pid = pending.pop()
+        if pid in seen or pidns_of(pid) != pidns:
+            continue
+        seen.add(pid)
+        proc = _read(pid)
+        if proc is None:
+            continue
+        found.append(proc)
+        pending += children_of(pid)
+    return found
+
+
+def tree(root: int, pidns: str) -> list[int]:
+    """The pids of ``root`` and its descendants in ``pidns`` (no per-process reads)."""
+    found: list[int] = []
+    pending = [root]
+    while pending and len(found) < _MAX_PROCS:
+        pid = pending.pop()
+        if pid in found or pidns_of(pid) != pidns:
+            continue
+        found.append(pid)
+        pending += children_of(pid)
+    return found
+
+
+def pss_bytes(pid: int) -> int:
+    """Proportional anonymous and shared-memory pages: pages shared after a fork count once
+    in total. Costly (it walks the page tables), so used only to confirm a high reading."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    total = 0
+    for line in text.splitlines():
+        if line.startswith(("Pss_Anon:", "Pss_Shmem:")):
+            total += int(line.split()[1]) * 1024
+    return total
+
+
+def signal_each(pids: list[int], pidns: str, signum: signal.Signals) -> list[int]:
+    """Send ``signum`` to each process of ``pids`` still in ``pidns``; returns those reached."""
+    reached = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        try:
+            if pidns_of(pid) == pidns:
+                signal.pidfd_send_signal(fd, signum)
+                reached.append(pid)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return reached

@@ -1,0 +1,95 @@
+"""One thread that watches every running execution and ends those that break a limit.
+
+The execution loop can wait inside a tool call for a long time; the limits must hold meanwhile,
+so they are checked here, every ``interval_s``, whatever the loop is doing. A breach is
+recorded first and the sandbox killed second, so the result names the limit that was hit.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from codemode.sandbox.meter import SandboxMeter, Usage
+from codemode.sandbox.settings import Limits
+
+__all__ = ["WATCHDOG", "Watchdog", "Watched", "breached"]
+
+INTERVAL_S = 0.025
+
+
+def breached(usage: Usage, limits: Limits, cpu_start: float) -> str | None:
+    """The limit ``usage`` breaks, if any (the names match ``ExecutionResult.limit``)."""
+    if usage.processes_hit:
+        return "processes"
+    if usage.memory_hit or (
+        usage.memory_bytes is not None and usage.memory_bytes > limits.memory_bytes
+    ):
+        return "memory"
+    if usage.cpu_seconds - cpu_start > limits.cpu_time_s:
+        return "cpu_time"
+    if usage.workspace_inodes > limits.workspace_inodes:
+        return "workspace_inodes"
+    return None
+
+
+class Watched:
+    """One execution under watch: its meter, its limits and the first breach seen."""
+
+    def __init__(self, meter: SandboxMeter, limits: Limits) -> None:
+        self.meter = meter
+        self.limits = limits
+        self.cpu_start = meter.cpu_seconds()
+        self.breach: str | None = None
+        self.peak_memory_bytes = 0
+        self._lock = threading.Lock()
+
+    def check(self) -> str | None:
+        """Read the meter; on a breach, record it and kill the sandbox. Any thread."""
+        with self._lock:
+            if self.breach is not None:
+                return self.breach
+            usage = self.meter.usage()
+            if usage.memory_bytes is not None:
+                self.peak_memory_bytes = max(self.peak_memory_bytes, usage.memory_bytes)
+            breach = breached(usage, self.limits, self.cpu_start)
+            if breach is not None:
+                self.breach = breach
+                self.meter.kill()
+            return breach
+
+
+class Watchdog:
+    """A daemon thread, started on first use, idle while nothing is watched."""
+
+    def __init__(self, interval_s: float = INTERVAL_S) -> None:
+        self.interval_s = interval_s
+        self._watched: set[Watched] = set()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, watched: Watched) -> None:
+        with self._cond:
+            self._watched.add(watched)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="codemode-sandbox-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify_all()
+
+    def unwatch(self, watched: Watched) -> None:
+        with self._cond:
+            self._watched.discard(watched)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._watched))
+                current = list(self._watched)
+            for watched in current:
+                watched.check()
+            with self._cond:
+                self._cond.wait(self.interval_s)
+
+
+WATCHDOG = Watchdog()

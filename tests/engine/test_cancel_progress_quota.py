@@ -1,0 +1,237 @@
+"""Cancellation, progress reports and per-client session quotas, in the real sandbox.
+
+The code under test waits on tools the test controls (``signal_ready``, ``wait_for_release``),
+so nothing here depends on how fast the machine is.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from codemode.catalog.catalog import Catalog
+from codemode.config import CodemodeConfig, GatewaySettings
+from codemode.connectors.python import PythonConnector
+from codemode.engine import Codemode
+from codemode.errors import SessionQuotaError
+from codemode.sandbox import Limits, SandboxSettings
+from codemode.sandbox.result import ExecutionResult
+
+pytestmark = pytest.mark.anyio
+
+WAIT_S = 20.0
+
+
+class Desk:
+    """Tools whose calls the test sees and steers; every side effect is recorded."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()
+        self.waiting = threading.Event()
+        self.release = threading.Event()
+        self.released = threading.Event()
+        self.orders: list[str] = []
+
+    def functions(self) -> list[Callable[..., Any]]:
+        def signal_ready() -> str:
+            """Tell the test the code is running."""
+            self.ready.set()
+            return "ok"
+
+        def wait_for_release() -> str:
+            """Block until the test says go (bounded)."""
+            self.waiting.set()
+            self.release.wait(WAIT_S)
+            self.released.set()
+            return "released"
+
+        def place_order(item: str) -> str:
+            """A side effect."""
+            self.orders.append(item)
+            return item
+
+        return [signal_ready, wait_for_release, place_order]
+
+
+@pytest.fixture
+def desk() -> Desk:
+    return Desk()
+
+
+@pytest.fixture
+async def engine(desk: Desk, tmp_path: Path) -> AsyncIterator[Codemode]:
+    config = CodemodeConfig(
+        servers={},
+        sandbox=SandboxSettings(limits=Limits(wall_time_s=60), pool_size=1),
+        gateway=GatewaySettings(
+            max_sessions_per_client=2, progress_interval_s=0.05, state_dir=tmp_path
+        ),
+    )
+    catalog = Catalog([PythonConnector("desk", desk.functions())])
+    async with Codemode(config, catalog=catalog, semantic=False) as engine:
+        yield engine
+
+
+async def _cancel_when_ready(
+    engine: Codemode, desk: Desk, code: str, session: str, ready: threading.Event | None = None
+) -> None:
+    """Start ``code``, wait until it called ``signal_ready`` (or set ``ready``), then cancel."""
+    ready = ready or desk.ready
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: engine.execute(code, session=session))
+        assert await anyio.to_thread.run_sync(ready.wait, WAIT_S), "the code never got there"
+        group.cancel_scope.cancel()
+
+
+async def _next(engine: Codemode, code: str, session: str) -> ExecutionResult:
+    with anyio.fail_after(WAIT_S):
+        return await engine.execute(code, session=session)
+
+
+async def test_a_cancel_interrupts_the_code_and_keeps_the_session(
+    engine: Codemode, desk: Desk
+) -> None:
+    first = await engine.execute("x = 41")
+    assert first.session is not None
+    code = "from servers import desk\ndesk.signal_ready()\nimport time\ntime.sleep(120)\nx = 0"
+    await _cancel_when_ready(engine, desk, code, first.session)
+    after = await _next(engine, "print(x + 1)", first.session)
+    # The interrupt stopped the code before `x = 0`, without restarting the sandbox.
+    assert after.status == "ok" and after.stdout == "42\n", after.render_text()
+    report = after.extra["cancelled_before"]
+    assert report["status"] == "cancelled"
+    assert report["error"]["type"] == "KeyboardInterrupt"
+    assert report["tool_calls"]["by_tool"] == {"desk.signal_ready": {"calls": 1, "failures": 0}}
+    assert report["sandbox_reset"] is False
+    assert after.hint.startswith("The previous execution was cancelled: Cancelled by the client")
+    assert "Variables and files are kept" in after.render_text()
+
+
+async def test_no_tool_call_starts_after_a_cancel(engine: Codemode, desk: Desk) -> None:
+    """Code that swallows the interrupt and calls a tool: the call never reaches the tool."""
+    opened = await engine.execute("from servers import desk")
+    assert opened.session is not None
+    code = (
+        "import time\ntry:\n    desk.signal_ready()\n    time.sleep(120)\n"
+        "except BaseException:\n    pass\ndesk.place_order(item='after the cancel')\n"
+    )
+    await _cancel_when_ready(engine, desk, code, opened.session)
+    after = await _next(engine, "print('next')", opened.session)
+    assert after.stdout == "next\n", after.render_text()
+    assert desk.orders == []
+    report = after.extra["cancelled_before"]
+    assert report["refused_after_cancel"] == 1
+    # The code waited for a reply that never came: the grace period ended it.
+    assert report["sandbox_reset"] is True
+
+
+async def test_a_cancel_abandons_the_tool_call_in_flight(engine: Codemode, desk: Desk) -> None:
+    opened = await engine.execute("from servers import desk")
+    assert opened.session is not None
+    code = "desk.wait_for_release()\nprint('not reached')"
+    await _cancel_when_ready(engine, desk, code, opened.session, ready=desk.waiting)
+    after = await _next(engine, "print('next')", opened.session)
+    # The session answered while the upstream call still waited: the call was abandoned.
+    assert not desk.released.is_set()
+    desk.release.set()
+    assert after.stdout == "next\n", after.render_text()
+    report = after.extra["cancelled_before"]
+    assert report["status"] == "cancelled" and "not reached" not in report["stdout"]
+    assert report["tool_calls"]["failures"] == 1
+
+
+async def test_code_that_ignores_the_interrupt_is_stopped_after_the_grace_period(
+    engine: Codemode, desk: Desk
+) -> None:
+    opened = await engine.execute("from servers import desk")
+    assert opened.session is not None
+    code = (
+        "desk.signal_ready()\nimport time\nwhile True:\n    try:\n        time.sleep(120)\n"
+        "    except BaseException:\n        pass\n"
+    )
+    await _cancel_when_ready(engine, desk, code, opened.session)
+    after = await _next(engine, "print('alive')", opened.session)
+    assert after.status == "ok" and after.stdout == "alive\n"
+    assert after.extra["cancelled_before"]["sandbox_reset"] is True
+
+
+async def test_progress_reports_while_code_runs(engine: Codemode, desk: Desk) -> None:
+    reports: list[tuple[float, float | None, str]] = []
+
+    async def progress(value: float, total: float | None, message: str) -> None:
+        reports.append((value, total, message))
+        if "2 tool call(s)" in message:  # signal_ready done, wait_for_release in flight
+            desk.release.set()
+
+    code = "from servers import desk\ndesk.signal_ready()\nprint('waiting', flush=True)\ndesk.wait_for_release()"
+    with anyio.fail_after(WAIT_S):
+        result = await engine.execute(code, progress=progress)
+    assert result.status == "ok", result.render_text()
+    assert desk.release.is_set(), f"no report saw the call in flight: {reports}"
+    values = [value for value, _, _ in reports]
+    assert values == sorted(values) and len(set(values)) == len(values)
+    assert "8 bytes printed" in reports[-1][2]
+
+
+async def test_one_client_cannot_take_every_session(engine: Codemode) -> None:
+    for _ in range(2):
+        await engine.execute("pass", client="alice")
+    with pytest.raises(SessionQuotaError) as refused:
+        await engine.execute("pass", client="alice")
+    message = str(refused.value)
+    assert "gateway.max_sessions_per_client = 2" in message
+    assert "pass the `session` handle" in message
+    other = await engine.execute("print('bob is served')", client="bob")
+    assert other.stdout == "bob is served\n"
+
+
+class _SlowBuild:
+    """Stands in for a long index build (embedding a large catalog): it ends when released."""
+
+    def __init__(self, engine: Codemode) -> None:
+        self.build = engine._search_index
+        self.release = threading.Event()
+
+    def __call__(self) -> Any:
+        assert self.release.wait(WAIT_S), "the test never released the build"
+        return self.build()
+
+
+async def test_a_search_during_the_index_build_answers_lexically_at_once(
+    engine: Codemode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = _SlowBuild(engine)
+    monkeypatch.setattr(engine, "_search_index", slow)
+    job = engine.build_search_index()
+    with anyio.fail_after(WAIT_S):
+        early = await engine.search("place an order")
+    assert early.lexical_only and "still being built" in early.text
+    assert early.hits and early.hits[0]["python_name"] == "desk.place_order"
+    slow.release.set()
+    with anyio.fail_after(WAIT_S):
+        await job
+        later = await engine.search("place an order")
+    assert not later.lexical_only and "still being built" not in later.text
+
+
+async def test_a_search_that_waits_for_the_index_reports_progress(
+    engine: Codemode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = _SlowBuild(engine)
+    monkeypatch.setattr(engine, "_search_index", slow)
+    messages: list[str] = []
+
+    async def progress(value: float, total: float | None, message: str) -> None:
+        messages.append(message)
+        if len(messages) == 2:
+            slow.release.set()
+
+    with anyio.fail_after(WAIT_S):
+        answer = await engine.search("place an order", progress=progress)
+    assert not answer.lexical_only and answer.hits
+    assert len(messages) >= 2 and all("building the search index" in m for m in messages)

@@ -1,0 +1,208 @@
+"""Nothing of the code runs between executions, and the guest's report decides nothing.
+
+Once a result is returned, every task of the sandbox is stopped until the next execution; the
+host, not the guest, decides the result's size, caps and file list. The CPU time of the
+sandbox's processes is read here straight from /proc, independently of the sandbox's meter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from codemode.sandbox import SandboxSession
+
+pytestmark = pytest.mark.limits
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+RAW = """
+import sys, time
+rt = sys.modules["servers._runtime"]
+from _codemode_guest import wire
+def forge(**fields):
+    rt.bridge.sock.sendall(wire.encode_frame({"op": "done", "exec": rt.bridge.execution, **fields}))
+"""
+
+
+def sandbox_cpu_seconds(session: SandboxSession) -> float:
+    """utime + stime (+ reaped children's) of every process under the sandbox's bwrap."""
+    assert session.sandbox is not None
+    total = 0
+    pending = [session.sandbox.process.pid]
+    while pending:
+        pid = pending.pop()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        total += sum(int(value) for value in fields[11:15])
+        for tid in tasks:
+            try:
+                pending += [
+                    int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
+                ]
+            except OSError:
+                continue
+    return total / TICK
+
+
+FORGED_THEN_BUSY = (
+    RAW
+    + """
+forge(exit_code=0, error=None)
+time.sleep(0.3)  # off the CPU when the host looks
+while True:
+    pass
+"""
+)
+
+FORGED_THEN_WAITING = (
+    RAW
+    + """
+import signal
+def burn(*_):
+    start = time.process_time()
+    while time.process_time() - start < 0.04:
+        pass
+signal.signal(signal.SIGALRM, burn)
+signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
+forge(exit_code=0, error=None)
+rt.bridge.sock.recv(1)  # waits where an honest guest waits; the timer burns the CPU
+while True:
+    pass
+"""
+)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_code_that_forges_done_does_not_run_after_the_result(
+    isolated_session: SandboxSession, host
+) -> None:
+    """Finding: code that wrote its own "done" got "ok" back at once and then ran with no
+    wall-time or CPU limit until the session's next execution (15 minutes), as root too.
+    Now the host sees the guest is not waiting for the next frame and ends the sandbox."""
+    assert isolated_session.sandbox is not None
+    bwrap = isolated_session.sandbox.process.pid
+    result = isolated_session.execute(FORGED_THEN_BUSY, timeout_s=10)
+    assert result.extra.get("left_running"), result.to_dict()
+    assert result.sandbox_reset is True
+    assert not alive(bwrap), "the sandbox still runs after its result was returned"
+    host.next_execution_works(isolated_session)
+
+
+def test_code_that_waits_like_the_guest_stays_stopped(
+    isolated_session: SandboxSession, host
+) -> None:
+    """Code that forges "done" and then waits where the guest waits cannot be told from an
+    honest guest, but a timer of its own would run its code there; stopped with the rest of
+    the sandbox, it does not: the sandbox's CPU time does not grow."""
+    result = isolated_session.execute(FORGED_THEN_WAITING, timeout_s=10)
+    assert (result.status, result.sandbox_reset) == ("ok", False), result.to_dict()
+    before = sandbox_cpu_seconds(isolated_session)
+    host.pause(1.0)  # the code would burn up to a second of CPU here if it ran
+    after = sandbox_cpu_seconds(isolated_session)
+    assert after - before < 0.05, f"the sandbox used {after - before:.2f} s of CPU while idle"
+    # The next execution resumes it, within that execution's limits.
+    later = isolated_session.execute("print('ok')", timeout_s=2)
+    assert (later.status, later.limit) == ("timeout", "wall_time"), later.to_dict()
+    host.next_execution_works(isolated_session)
+
+
+TIMER = """
+import signal, time
+ticks = []
+signal.signal(signal.SIGALRM, lambda *_: ticks.append(time.monotonic()))
+signal.setitimer(signal.ITIMER_REAL, 0.02, 0.02)
+"""
+
+
+def test_signal_handlers_do_not_run_between_executions(
+    isolated_session: SandboxSession, host
+) -> None:
+    """A timer signal would interrupt the guest's wait for the next frame and run a handler
+    of the code's choosing. Either the sandbox is stopped and runs none, or (when the host
+    catches the handler running as it looks) the sandbox is ended: never does a tick land
+    between two executions."""
+    assert isolated_session.sandbox is not None
+    bwrap = isolated_session.sandbox.process.pid
+    first = isolated_session.execute(TIMER, timeout_s=5)
+    assert first.status == "ok", first.to_dict()
+    ended = time.monotonic()
+    host.pause(0.5)
+    resumed = time.monotonic()
+    if first.sandbox_reset:
+        assert first.extra.get("left_running"), first.to_dict()
+        assert not alive(bwrap)
+    else:
+        later = isolated_session.execute(
+            "signal.setitimer(signal.ITIMER_REAL, 0)\n"
+            f"print(sum({ended + 0.03} < t < {resumed} for t in ticks), len(ticks) > 0)",
+            timeout_s=5,
+        )
+        assert later.stdout == "0 True\n", later.to_dict()
+    host.next_execution_works(isolated_session)
+
+
+FORGED_HUGE = (
+    RAW
+    + """
+huge = "x" * (4 << 20)  # 30 MB in all, under the bridge's 64 MB frame cap
+forge(
+    exit_code=0,
+    error={"type": huge, "message": huge, "traceback": huge, "tool": huge, "line": 1 << 40},
+    files={"created": [huge[:300_000]] * 20, "modified": ["/etc/shadow"], "deleted": huge},
+    workspace={"used": huge, "total": -1},
+    extra={"anything": huge},
+)
+"""
+)
+
+
+def test_a_forged_done_cannot_grow_the_result(isolated_session: SandboxSession, host) -> None:
+    """Finding: a forged "done" set `workspace` and `files` freely and returned a 52 MB
+    response past the 1,000-character output cap."""
+    result = isolated_session.execute(FORGED_HUGE, timeout_s=10)
+    data = result.to_dict()
+    size = len(json.dumps(data))
+    assert size < 20_000, f"the result is {size:,} characters"
+    assert result.files == {"created": [], "modified": [], "deleted": []}
+    assert isinstance(data["workspace_bytes"], int) and data["workspace_bytes"] < 64 << 20
+    assert result.error is not None and result.error["line"] is None
+    assert len(result.error["message"]) <= 2000 and len(result.error["type"]) <= 100
+    assert "anything" not in data
+    host.next_execution_works(isolated_session)
+
+
+def test_the_host_lists_the_workspace(isolated_session: SandboxSession, host) -> None:
+    """The file list comes from the host's own look at the workspace, links included (never
+    followed), not from the guest."""
+    code = """
+import os
+os.makedirs("a/b", exist_ok=True)
+open("a/b/new.txt", "w").write("x")
+os.symlink("/etc/shadow", "link")
+open("kept.txt", "w").write("1")
+"""
+    first = isolated_session.execute(code, timeout_s=5)
+    assert first.files == {
+        "created": ["a/b/new.txt", "kept.txt", "link"],
+        "modified": [],
+        "deleted": [],
+    }
+    second = isolated_session.execute(
+        "import os\nopen('kept.txt', 'a').write('2')\nos.unlink('link')", timeout_s=5
+    )
+    assert second.files == {"created": [], "modified": ["kept.txt"], "deleted": ["link"]}
+    host.next_execution_works(isolated_session)
