@@ -371,12 +371,16 @@ class Codemode:
         allow: bool,
         *,
         owner: str | None = None,
+        digest: str | None = None,
         progress: Progress | None = None,
     ) -> ExecutionResult:
-        """Answer a pending approval and wait for the resumed execution (or its next pause)."""
+        """Answer a pending approval and wait for the resumed execution (or its next pause).
+
+        An approval runs the call only if its arguments are still exactly those shown (and
+        match ``digest``, the one from the approval_required result, when given)."""
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
-        pending = self.approvals.answer(approval_id, allow, owner)
+        pending = self.approvals.answer(approval_id, allow, owner, digest=digest)
         record = self.registry.get(pending.session, owner)
         job = record.paused
         if job is None:
@@ -431,9 +435,10 @@ class Codemode:
             self.approvals.unlisten(record.handle)
         if not job.done():
             record.paused = job
-            approval = attention.result().describe()
-            return ExecutionResult.approval_required(
-                approval, record.handle, round((time.monotonic() - started) * 1000, 3)
+            return record.approval_result(
+                attention.result(),
+                round((time.monotonic() - started) * 1000, 3),
+                spill_dir=self.config.gateway.state_dir / "approvals",
             )
         record.paused = None
         self.registry.release(record)
@@ -549,7 +554,7 @@ class Codemode:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(secrets.token_bytes(32))
         self._digest_key = key_file.read_bytes()
-        self.audit_log = SQLiteAuditLog(state_dir / "audit.sqlite")
+        self.audit_log = SQLiteAuditLog(state_dir / "audit.sqlite", rotation=self.config.audit)
 
     async def close_session(self, handle: str) -> bool:
         if self.registry is None:

@@ -156,8 +156,13 @@ class GatewayHandlers:
         approval, allow = arguments.get("approval"), arguments.get("allow")
         if not isinstance(approval, str) or not isinstance(allow, bool):
             return _argument_error("`approval` (the id from the result) and `allow` (true/false)")
+        digest = arguments.get("digest")  # optional: the digest shown with the approval
         result = await self.engine.approve(
-            approval, allow, owner=caller.owner, progress=caller.progress
+            approval,
+            allow,
+            owner=caller.owner,
+            digest=digest if isinstance(digest, str) else None,
+            progress=caller.progress,
         )
         return execution_result(result)
 

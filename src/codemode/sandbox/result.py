@@ -73,7 +73,10 @@ class ExecutionResult:
         if approval:
             lines = [
                 head,
-                f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])[:500]})",
+                # In full: an approver must see everything that would run.
+                f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])})",
+                f"digest: {approval.get('digest', '')}",
+                *([f"full arguments: {approval['file']}"] if approval.get("file") else []),
                 f"reason: {approval['reason']}",
                 f"approval: {approval['id']}",
                 f"session: {self.session}",
