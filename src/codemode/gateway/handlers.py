@@ -15,6 +15,7 @@ from mcp import types
 
 from codemode.engine import Codemode
 from codemode.errors import CodemodeError, UnknownSessionError
+from codemode.gateway.structured import search_structured
 from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["Caller", "GatewayHandlers", "TOOL_NAMES"]
@@ -49,7 +50,7 @@ def _argument_error(message: str) -> types.CallToolResult:
 def execution_result(result: ExecutionResult) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=result.render_text())],
-        structured_content=result.to_dict(),
+        structured_content=result.to_structured(),
         is_error=result.status not in ("ok", "approval_required"),
     )
 
@@ -95,7 +96,7 @@ class GatewayHandlers:
         answer = await self.engine.search(query, detail=detail, limit=limit)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=answer.text)],
-            structured_content={"hits": answer.hits},
+            structured_content=search_structured(answer.hits, detail),
         )
 
     async def execute(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
