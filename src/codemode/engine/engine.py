@@ -35,6 +35,7 @@ from codemode.engine.invoker import CatalogInvoker
 from codemode.engine.output import OutputCallback
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
+from codemode.engine.threads import WorkerThreads
 from codemode.engine.views import CatalogViews
 from codemode.errors import CodemodeError, SandboxError, SessionError
 from codemode.memory.fixes import FixMemory, SQLiteFixes
@@ -87,7 +88,8 @@ class Codemode:
         self._views: CatalogViews | None = None
         self._views_lock = threading.Lock()
         self._index: SearchIndex | None = None
-        self._limiter = anyio.CapacityLimiter(max(config.gateway.max_sessions, 1))
+        # Executions block a thread each; at most one per session runs at once.
+        self._threads = WorkerThreads(config.gateway.max_sessions)
         self._expiry: asyncio.Task[None] | None = None
         self.approvals = ApprovalBroker()
         self.audit = audit
@@ -142,6 +144,7 @@ class Codemode:
             await anyio.to_thread.run_sync(self.registry.close_all)
         if self.sandboxes is not None:
             await anyio.to_thread.run_sync(self.sandboxes.close)
+        self._threads.close()
         if self.audit_log is not None:
             self.audit_log.close()
         if self.state_store is not None:
@@ -245,7 +248,7 @@ class Codemode:
         def run() -> ExecutionResult:
             return record.run(code, views, fresh=fresh, timeout_s=timeout_s, on_output=on_output)
 
-        job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
+        job = asyncio.create_task(self._threads.run(run))
         return await self._follow(record, job)
 
     async def approve(
