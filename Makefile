@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 TP_STAMP := .third_party/.installed-stamp
+BENCH_STAMP := $(VENV)/.bench-stamp
 
 .PHONY: setup third-party demo test test-fast lint bench clean
 
@@ -37,13 +38,19 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-bench: setup third-party
+# FastMCP (for benchmarks/peers.py) only where benchmarks run: never needed by `make test`.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/checks.py
 	$(BIN)/python benchmarks/streaming.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/gateway.py
+	$(BIN)/python benchmarks/peers.py
 
 clean:
 	rm -rf $(VENV) .third_party .pytest_cache .mypy_cache .ruff_cache
