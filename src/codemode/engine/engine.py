@@ -113,7 +113,7 @@ class Codemode:
     async def _start(self) -> Codemode:
         if self.sandboxes is None:
             backend = self.backend or make_backend(self.config.sandbox)
-            pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+            pool = SandboxPool.from_settings(backend, self.config.sandbox).start()
             self.sandboxes = PooledSandboxes(pool)
         gateway = self.config.gateway
         self.registry = SessionRegistry(
