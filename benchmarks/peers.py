@@ -27,7 +27,10 @@ import argparse
 import contextlib
 import json
 import os
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +42,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gateway import free_port, http_process, percentile
+from gateway import free_port, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = Path(__file__).resolve().parent / "peers_servers.py"
@@ -105,6 +108,37 @@ def fastmcp_argv(port: int, specs: bool) -> list[str]:
 
 
 @contextlib.contextmanager
+def listening(argv: list[str], port: int, log: Path, deadline_s: float) -> Iterator[int]:
+    """A server subprocess's pid once its port accepts (FastMCP takes minutes to convert the
+    three specs); the process is stopped on exit."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + deadline_s
+        while True:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=0.05)
+            if process.returncode is not None:
+                raise SystemExit(f"{argv[:4]} exited early:\n{log.read_text()[-3000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    message = f"{argv[:4]} did not listen:\n{log.read_text()[-3000:]}"
+                    raise SystemExit(message) from None
+        yield process.pid
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=20)
+
+
+@contextlib.contextmanager
 def server(system: str, directory: Path, specs: bool) -> Iterator[tuple[str, int]]:
     """(URL, pid) of a started server; stopped on exit."""
     port = free_port()
@@ -116,8 +150,8 @@ def server(system: str, directory: Path, specs: bool) -> Iterator[tuple[str, int
     env_backup = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env_backup]))
     try:
-        with http_process(argv, port, log) as process:
-            yield f"http://127.0.0.1:{port}/mcp", process.pid
+        with listening(argv, port, log, 900 if specs else 120) as pid:
+            yield f"http://127.0.0.1:{port}/mcp", pid
     finally:
         if env_backup is None:
             os.environ.pop("PYTHONPATH", None)
