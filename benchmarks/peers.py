@@ -90,10 +90,10 @@ def codemode_argv(directory: Path, port: int, specs: bool) -> list[str]:
         config.write_text(
             "[servers.up]\n"
             f"command = {json.dumps(sys.executable)}\n"
-            f"args = {json.dumps([str(SERVERS), 'upstream'])}\n\n"
-            f'[gateway]\nstate_dir = "{directory / "state"}"\nmax_sessions = 64\n\n'
+            f"args = {json.dumps([str(SERVERS), 'upstream'])}\n"
             # ping and echo change nothing: no approval (FastMCP asks for none either).
-            '[policy]\nread_only_tools = ["up.*"]\n'
+            'annotations_default = "read_only"\n\n'
+            f'[gateway]\nstate_dir = "{directory / "state"}"\nmax_sessions = 64\n'
         )
     argv = [sys.executable, "-m", "codemode", "serve", "--config", str(config)]
     argv += ["--transport", "http", "--port", str(port)]
@@ -319,12 +319,18 @@ def tree_rss_mib(pid: int) -> tuple[float, int]:
 async def run(quick: bool, only: set[str]) -> dict[str, Any]:
     rounds, n = (3, 30) if quick else (7, 100)
     wanted = (lambda key: key in only) if only else (lambda key: True)
-    directory = Path(tempfile.mkdtemp(prefix="codemode-peers-"))
+    with tempfile.TemporaryDirectory(prefix="codemode-peers-") as temporary:
+        return await measure(Path(temporary), rounds, n, wanted, only)
+
+
+async def measure(
+    directory: Path, rounds: int, n: int, wanted: Callable[[str], bool], only: set[str]
+) -> dict[str, Any]:
     metrics: list[Metric] = []
     notes: dict[str, Any] = {}
     if wanted("P5"):
         p5 = Metric("P5 startup with three specs (to the first tools/list)", "ms")
-        for _ in range(1 if quick else 3):
+        for _ in range(1 if rounds < 7 else 3):
             p5.add(*[await startup_ms(system, directory) for system in SYSTEMS])
         metrics.append(p5)
     if wanted("P4"):
