@@ -59,9 +59,9 @@ SYSTEMS = ("codemode", "fastmcp")
 
 
 def line(row: dict[str, Any]) -> str:
-    spread = "{:.2f}-{:.2f}".format(*row["spread"]) if row["spread"] else "-"
+    spread = "{:.3g}-{:.3g}".format(*row["spread"]) if row["spread"] else "-"
     return (
-        f"{row['metric']:<52} {row['ratio']:>6.2f} {spread:>13}   "
+        f"{row['metric']:<52} {row['ratio']:>6.3g} {spread:>13}   "
         f"{row['codemode']:g} / {row['fastmcp']:g} {row['unit']} ({row['rounds']} rounds)"
     )
 
