@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 TP_STAMP := .third_party/.installed-stamp
+BENCH_STAMP := $(VENV)/.bench-stamp
 
 .PHONY: setup third-party setup-local-model demo test test-unprivileged test-fast lint bench clean
 
@@ -63,7 +64,12 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-bench: setup third-party
+# FastMCP (for benchmarks/peers.py) only where benchmarks run: never needed by `make test`.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/checks.py
@@ -72,6 +78,7 @@ bench: setup third-party
 	$(BIN)/python benchmarks/gateway.py
 	$(BIN)/python benchmarks/agent/run.py
 	$(BIN)/python benchmarks/agent/overhead.py
+	$(BIN)/python benchmarks/peers.py
 
 clean:
 	rm -rf $(VENV) .third_party .pytest_cache .mypy_cache .ruff_cache

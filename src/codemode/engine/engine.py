@@ -36,6 +36,7 @@ from codemode.engine.output import OutputCallback
 from codemode.engine.progress import Progress, wait_reporting
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
+from codemode.engine.threads import WorkerThreads
 from codemode.engine.views import CatalogViews
 from codemode.errors import CodemodeError, SandboxError, SessionError, UnknownSessionError
 from codemode.memory.fixes import FixMemory, SQLiteFixes
@@ -94,7 +95,8 @@ class Codemode:
         # The full index being built in the background, and a lexical one to answer meanwhile.
         self._index_job: asyncio.Task[SearchIndex] | None = None
         self._lexical: SearchIndex | None = None
-        self._limiter = anyio.CapacityLimiter(max(config.gateway.max_sessions, 1))
+        # Executions block a thread each; at most one per session runs at once.
+        self._threads = WorkerThreads(config.gateway.max_sessions)
         self._expiry: asyncio.Task[None] | None = None
         self.approvals = ApprovalBroker()
         self.audit = audit
@@ -122,7 +124,7 @@ class Codemode:
     async def _start(self) -> Codemode:
         if self.sandboxes is None:
             backend = self.backend or make_backend(self.config.sandbox)
-            pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+            pool = SandboxPool.from_settings(backend, self.config.sandbox).start()
             self.sandboxes = PooledSandboxes(pool)
         gateway = self.config.gateway
         self.registry = SessionRegistry(
@@ -167,6 +169,7 @@ class Codemode:
             await anyio.to_thread.run_sync(self.registry.close_all)
         if self.sandboxes is not None:
             await anyio.to_thread.run_sync(self.sandboxes.close)
+        self._threads.close()
         if self.audit_log is not None:
             self.audit_log.close()
         if self.state_store is not None:
@@ -342,7 +345,7 @@ class Codemode:
                 code, views, fresh=fresh, timeout_s=timeout_s, on_output=on_output, cancel=cancel
             )
 
-        job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
+        job = asyncio.create_task(self._threads.run(run))
         return await self._follow(record, job, progress)
 
     async def _checkout(

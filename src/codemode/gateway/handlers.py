@@ -17,6 +17,7 @@ from mcp import MCPError, types
 from codemode.engine import Codemode
 from codemode.engine.progress import Progress
 from codemode.errors import CodemodeError, UnknownSessionError
+from codemode.gateway.structured import search_structured
 from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["Caller", "GatewayHandlers", "TOOL_NAMES"]
@@ -56,7 +57,7 @@ def _argument_error(message: str) -> types.CallToolResult:
 def execution_result(result: ExecutionResult) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=result.render_text())],
-        structured_content=result.to_dict(),
+        structured_content=result.to_structured(),
         is_error=result.status not in ("ok", "approval_required"),
     )
 
@@ -111,7 +112,10 @@ class GatewayHandlers:
         )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=answer.text)],
-            structured_content={"hits": answer.hits, "lexical_only": answer.lexical_only},
+            structured_content={
+                **search_structured(answer.hits, detail),
+                **({"lexical_only": True} if answer.lexical_only else {}),
+            },
         )
 
     async def execute(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
