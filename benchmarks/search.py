@@ -1,35 +1,40 @@
-"""Tool-search benchmark over the three real specs (Cloudflare, GitHub, Stripe) in one catalog.
+"""Tool-search benchmark over the three real specs (Cloudflare, GitHub, Stripe: 3,224 operations).
 
-Reports: time to index each spec, search latency p50/p95 over all three together (the hybrid
-index both with its query-embedding cache emptied before each search and for repeated queries),
-recall@5 and MRR@10 for a plain BM25 baseline (summary + description only), codemode's lexical
-index, and lexical + semantic re-ranking; per spec and overall, on the splits of
-benchmarks/search_tasks.json (dev; heldout, every third task per spec) and of
-benchmarks/search_tasks_fresh.json (fresh: written before any change was measured on it, never
-tuned on). `--tune` grid-searches the blend on the dev split only.
+Quality: recall@1/5/10 and MRR@10 by split (dev: tuning allowed; heldout: frozen, never tuned
+on), by style (api words / paraphrase) and by spec, for plain BM25 (summary + description),
+codemode's lexical index and the hybrid index (see benchmarks/search_eval.py for the scoring).
+Speed: the median of each search stage, the stored index's load time and memory, the first
+search of a fresh ``LiveIndex`` (a gateway after restart), and a cold ``codemode search`` process
+(interpreter start included) next to the cost of importing numpy and tokenizers alone.
 
-    .venv/bin/python benchmarks/search.py [--specs DIR] [--tasks FILE]... [--json] [--tune]
-        [--cache-dir EMPTY_DIR]  # an empty directory measures the uncached embedding time
+    .venv/bin/python benchmarks/search.py [--json] [--no-semantic] [--no-cli] [--rounds N]
+        [--cache-dir DIR]  # default: the user cache; an empty one measures the uncached build
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from codemode.search.base import Hit, SearchIndex
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from search_eval import DEV, HELDOUT, evaluate, load_tasks
+
 from codemode.search.fts import FtsIndex
 from codemode.tools import ToolSpec
 
 HERE = Path(__file__).resolve().parent
-TASKS = (HERE / "search_tasks.json", HERE / "search_tasks_fresh.json")
 SPECS_DIR = HERE.parent / "tests" / "data" / "specs"
+SPECS = ("cloudflare", "github", "stripe", "all")
 
 
 def load_specs(path: Path) -> tuple[str, list[ToolSpec], float]:
@@ -43,128 +48,82 @@ def load_specs(path: Path) -> tuple[str, list[ToolSpec], float]:
     return server, specs, time.perf_counter() - start
 
 
-def evaluate(
-    search: Callable[[str, int], list[Hit]],
-    tasks: Sequence[dict[str, Any]],
-    servers: dict[str, str],
+def measure(
+    functions: dict[str, Callable[[str], object]], queries: Sequence[str], rounds: int
 ) -> dict[str, dict[str, float]]:
-    """recall@5 and MRR@10 per (split, spec) group; split 'orig' is dev + heldout, 'all' is all."""
-    groups: dict[str, list[tuple[float, float]]] = {}
-    for task in tasks:
-        hits = search(task["query"], 10)
-        expected = set(task["expected"])
-        server = servers[task["spec"]]
-        rank = next(
-            (i for i, h in enumerate(hits, 1) if h.server == server and h.operation_id in expected),
-            None,
-        )
-        row = (1.0 if rank and rank <= 5 else 0.0, 1.0 / rank if rank else 0.0)
-        splits = [task["split"], "all"] + (["orig"] if task["split"] in ("dev", "heldout") else [])
-        for key in [f"{split}/{spec}" for split in splits for spec in (task["spec"], "all")]:
-            groups.setdefault(key, []).append(row)
-    return {
-        key: {
-            "n": len(rows),
-            "recall@5": round(statistics.fmean(r for r, _ in rows), 3),
-            "mrr": round(statistics.fmean(m for _, m in rows), 3),
-        }
-        for key, rows in sorted(groups.items())
-    }
-
-
-def latency(
-    index: SearchIndex, queries: Sequence[str], rounds: int = 5, *, cold: bool = True
-) -> dict[str, float]:
-    """p50/p95 per search. ``cold``: the hybrid index's query-embedding cache is emptied
-    before every search, so each one pays for the encoder (the honest first-search cost)."""
-    forget = getattr(index, "forget_queries", None) if cold else None
-    samples = []
-    for query in queries if not cold else queries[:5]:
-        index.search(query, 5)  # warm up (every query when measuring repeated queries)
+    """Median and p95 per function of ``function(query)``. The functions take turns on each
+    query, so a machine whose load changes during the run slows them all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in functions}
     for _ in range(rounds):
         for query in queries:
-            if forget is not None:
-                forget()
-            start = time.perf_counter()
-            index.search(query, 5)
-            samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return {
-        "p50_ms": round(samples[len(samples) // 2], 2),
-        "p95_ms": round(samples[int(len(samples) * 0.95)], 2),
-    }
+            for name, function in functions.items():
+                start = time.perf_counter()
+                function(query)
+                samples[name].append((time.perf_counter() - start) * 1000)
+    out = {}
+    for name, values in samples.items():
+        values.sort()
+        out[name] = {
+            "p50_ms": round(statistics.median(values), 3),
+            "p95_ms": round(values[int(len(values) * 0.95)], 3),
+        }
+    return out
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=SPECS_DIR)
-    parser.add_argument(
-        "--tasks",
-        type=Path,
-        action="append",
-        help="task file (repeatable); default: search_tasks.json and search_tasks_fresh.json",
-    )
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--tune", action="store_true", help="grid-search the blend on dev")
     parser.add_argument("--no-semantic", action="store_true")
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        help="embedding cache directory (an empty one measures the uncached build time)",
-    )
+    parser.add_argument("--no-cli", action="store_true", help="skip the cold CLI runs")
+    parser.add_argument("--rounds", type=int, default=3, help="latency rounds over all queries")
+    parser.add_argument("--cli-runs", type=int, default=7)
+    parser.add_argument("--cache-dir", type=Path, help="embedding and index cache directory")
     args = parser.parse_args(argv)
 
-    suites = [json.loads(path.read_text()) for path in args.tasks or TASKS]
-    suite = suites[0]
-    tasks = [task for each in suites for task in each["tasks"]]
-    report: dict[str, Any] = {"tasks": len(tasks), "specs": {}}
+    specfiles, tasks = load_tasks([DEV, HELDOUT])
+    queries = [task["query"] for task in tasks]
+    report: dict[str, Any] = {"tasks": len(tasks), "specs": {}, "latency": {}, "results": {}}
+    report["load_average_at_start"] = [round(x, 2) for x in os.getloadavg()]
     servers: dict[str, str] = {}
     all_specs: list[ToolSpec] = []
-    for key, filename in suite["specs"].items():
+    spec_paths = []
+    for key, filename in specfiles.items():
         server, specs, load_s = load_specs(args.specs / filename)
         servers[key] = server
-        start = time.perf_counter()
-        FtsIndex().add(specs)
-        index_s = time.perf_counter() - start
-        report["specs"][key] = {
-            "operations": len(specs),
-            "load_s": round(load_s, 3),
-            "index_s": round(index_s, 3),
-        }
+        spec_paths.append(args.specs / filename)
+        report["specs"][key] = {"operations": len(specs), "load_s": round(load_s, 3)}
         all_specs += specs
-        log(f"{key}: {len(specs)} operations, load {load_s:.2f} s, index {index_s:.2f} s")
+        log(f"{key}: {len(specs)} operations, load {load_s:.2f} s")
 
-    results: dict[str, Any] = {}
     baseline = FtsIndex({"summary": 1.0, "description": 1.0}, synonyms=False, prefix=False)
     baseline.add(all_specs)
-    results["baseline_bm25"] = evaluate(baseline.search, tasks, servers)
+    report["results"]["bm25 baseline"] = evaluate(baseline.search, tasks, servers)
 
     lexical = FtsIndex()
     start = time.perf_counter()
     lexical.add(all_specs)
-    report["index_all_s"] = round(time.perf_counter() - start, 3)
-    report["lexical_latency"] = latency(lexical, [t["query"] for t in tasks])
-    results["lexical"] = evaluate(lexical.search, tasks, servers)
+    report["lexical_build_s"] = round(time.perf_counter() - start, 3)
+    report["results"]["lexical"] = evaluate(lexical.search, tasks, servers)
+    if args.no_semantic:
+        report["latency"] = measure(
+            {"lexical search (total)": lambda q: lexical.search(q, 5)}, queries, args.rounds
+        )
 
     if not args.no_semantic:
-        from codemode.search.semantic import HybridIndex
+        semantic_stages(report, all_specs, tasks, servers, queries, args)
+    if not args.no_cli:
+        cli_stages(report, spec_paths, args)
 
-        hybrid = HybridIndex(lexical=FtsIndex(), cache_dir=args.cache_dir)
-        start = time.perf_counter()
-        hybrid.add(all_specs)
-        report["hybrid_index_all_s"] = round(time.perf_counter() - start, 3)
-        log(
-            f"hybrid index (embeddings, cached after the first run): {report['hybrid_index_all_s']} s"
-        )
-        report["hybrid_latency"] = latency(hybrid, [t["query"] for t in tasks])
-        report["hybrid_latency_repeated_query"] = latency(
-            hybrid, [t["query"] for t in tasks], cold=False
-        )
-        results["lexical+semantic"] = evaluate(hybrid.search, tasks, servers)
-        if args.tune:
-            report["tuning_dev"] = tune(hybrid, [t for t in tasks if t["split"] == "dev"], servers)
-
-    report["results"] = results
+    report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["cpus"] = os.cpu_count()
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -172,18 +131,146 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def tune(hybrid: Any, dev: list[dict[str, Any]], servers: dict[str, str]) -> list[dict[str, Any]]:
-    rows = []
-    for alpha in (0.0, 0.1, 0.2, 0.3, 0.5):
-        for candidates in (20, 50, 100):
-            hybrid.alpha, hybrid.candidates = alpha, candidates
-            score = evaluate(hybrid.search, dev, servers)["dev/all"]
-            rows.append({"alpha": alpha, "candidates": candidates, **score})
-    from codemode.search.semantic import DEFAULT_ALPHA, DEFAULT_CANDIDATES
+def semantic_stages(
+    report: dict[str, Any],
+    all_specs: list[ToolSpec],
+    tasks: list[dict[str, Any]],
+    servers: dict[str, str],
+    queries: list[str],
+    args: argparse.Namespace,
+) -> None:
+    import numpy as np
 
-    hybrid.alpha, hybrid.candidates = DEFAULT_ALPHA, DEFAULT_CANDIDATES
-    rows.sort(key=lambda r: (-r["recall@5"], -r["mrr"]))
-    return rows[:8]
+    from codemode.search.live import LiveIndex
+    from codemode.search.semantic import HybridIndex, build_index, open_stored_index
+    from codemode.search.store import catalog_fingerprint, default_cache_dir
+
+    cache_dir = args.cache_dir or default_cache_dir()
+    start = time.perf_counter()
+    fingerprint = catalog_fingerprint(all_specs)
+    report["fingerprint_s"] = round(time.perf_counter() - start, 3)
+    start = time.perf_counter()
+    built = build_index(all_specs, semantic=True, cache_dir=cache_dir)
+    report["hybrid_build_or_open_s"] = round(time.perf_counter() - start, 3)
+    log(
+        f"hybrid index (embeddings cached after the first run): {report['hybrid_build_or_open_s']} s"
+    )
+    del built
+
+    before = rss_mb()
+    start = time.perf_counter()
+    hybrid = open_stored_index(fingerprint, semantic=True, cache_dir=cache_dir)
+    assert isinstance(hybrid, HybridIndex)
+    hybrid.search("warm up", 5)
+    report["stored_open_s"] = round(time.perf_counter() - start, 3)
+    report["index_memory_mb"] = round(rss_mb() - before, 1)
+
+    report["results"]["lexical+semantic"] = evaluate(hybrid.search, tasks, servers)
+
+    # Learning from use: the dev tasks' answers recorded as successful calls after their
+    # queries, then the held-out tasks searched through the LiveIndex with that UsageLog.
+    from codemode.search.usage import UsageLog
+
+    learning = LiveIndex(all_specs, cache_dir=cache_dir, usage=UsageLog()).start()
+    by_operation = {(e.server, e.operation_id): e.tool for e in hybrid.entries}
+    for task in tasks:
+        if task["split"] != "dev":
+            continue
+        server = servers[task["spec"]]
+        for group in task["needs"]:
+            tool = by_operation.get((server, group[0]))
+            if tool is not None:
+                learning.record_use(task["query"], server, tool, True)
+    heldout = [task for task in tasks if task["split"] == "heldout"]
+    report["results"]["+ usage (dev uses)"] = evaluate(learning.search, heldout, servers)
+
+    encoder = hybrid.encoder
+    vector = encoder.encode(["refund a charge"])[0]
+
+    def cosine(query: str) -> None:
+        with encoder.blas_threads():
+            np.argpartition(-(hybrid.vectors @ vector), 99)[:100]
+
+    def new_query(query: str) -> None:
+        hybrid.forget_queries()
+        hybrid.search(query, 5)
+
+    def with_usage(query: str) -> None:
+        learning.forget_queries()
+        learning.search(query, 5)
+
+    stages: dict[str, Callable[[str], object]] = {
+        "lexical search (total)": lambda q: hybrid.lexical.search(q, 5),
+        "lexical ranking (stage)": lambda q: hybrid.lexical.ranked(q, hybrid.candidates),
+        "query embedding (stage)": lambda q: encoder.encode([q]),
+        "cosine + top-k (stage)": cosine,
+        "hybrid search, new query (total)": new_query,
+        # right after new_query: the query's embedding is cached
+        "hybrid search, repeated query (total)": lambda q: hybrid.search(q, 5),
+        "hybrid + usage re-rank, new query (total)": with_usage,
+    }
+    latency = report["latency"]
+    latency.update(measure(stages, queries, args.rounds))
+
+    # A gateway after a restart: specs in memory, index stored. ``start()`` runs when the
+    # gateway starts (fingerprint, open the stored index, load the model); then its first search.
+    starts, firsts = [], []
+    for query in queries[:5]:
+        start = time.perf_counter()
+        live = LiveIndex(all_specs, cache_dir=cache_dir).start()
+        starts.append((time.perf_counter() - start) * 1000)
+        assert live.status.mode == "hybrid"
+        start = time.perf_counter()
+        live.search(query, 5)
+        firsts.append((time.perf_counter() - start) * 1000)
+    latency["gateway restart: LiveIndex.start() with a stored index"] = {
+        "p50_ms": round(statistics.median(starts), 1)
+    }
+    latency["gateway restart: first search after start"] = {
+        "p50_ms": round(statistics.median(firsts), 1)
+    }
+
+
+def cli_stages(report: dict[str, Any], spec_paths: list[Path], args: argparse.Namespace) -> None:
+    from codemode.search.store import default_cache_dir
+
+    cache_dir = args.cache_dir or default_cache_dir()
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(HERE.parent / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env["CODEMODE_CACHE_DIR"] = str(cache_dir)
+    openapi = [arg for path in spec_paths for arg in ("--openapi", str(path))]
+    flags = ["--no-semantic"] if args.no_semantic else []
+    with tempfile.TemporaryDirectory() as workdir:
+        env["CODEMODE_STATE_DIR"] = str(Path(workdir) / "state")
+
+        def run(*command: str) -> float:
+            start = time.perf_counter()
+            subprocess.run(
+                [sys.executable, *command],
+                cwd=workdir,
+                env=env,
+                check=True,
+                stdout=subprocess.DEVNULL,
+                timeout=1800,
+            )
+            return (time.perf_counter() - start) * 1000
+
+        search = ["-m", "codemode", "search", "--json", "--limit", "5", *openapi, *flags]
+        first = run(*search, "warm up the stored index")
+        report["cli_first_search_s"] = round(first / 1000, 2)
+        rows = {
+            "python -c pass": ["-c", "pass"],
+            "python -c 'import numpy, tokenizers'": ["-c", "import numpy, tokenizers"],
+            "codemode --help": ["-m", "codemode", "--help"],
+            "codemode search (stored index)": [*search, "give a customer their money back"],
+        }
+        cold: dict[str, list[float]] = {}
+        for _ in range(args.cli_runs):
+            for name, command in rows.items():
+                cold.setdefault(name, []).append(run(*command))
+        report["cold_process_ms"] = {
+            name: round(statistics.median(samples), 1) for name, samples in cold.items()
+        }
 
 
 def log(message: str) -> None:
@@ -191,34 +278,45 @@ def log(message: str) -> None:
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print(f"tasks: {report['tasks']}")
+    print(
+        f"tasks: {report['tasks']}; {report['cpus']} CPUs, load average (1/5/15 min) at start "
+        f"{report['load_average_at_start']}, at end {report['load_average_at_end']}"
+    )
     for key, row in report["specs"].items():
+        print(f"  {key:<11} {row['operations']:>5} ops  load {row['load_s']:.2f} s")
+    for key in ("lexical_build_s", "fingerprint_s", "hybrid_build_or_open_s", "stored_open_s"):
+        if key in report:
+            print(f"{key}: {report[key]}")
+    if "index_memory_mb" in report:
         print(
-            f"  {key:<11} {row['operations']:>5} ops  load {row['load_s']:.2f} s  index {row['index_s']:.3f} s"
+            f"stored hybrid index in memory (RSS, model included): {report['index_memory_mb']} MB"
         )
-    print(f"lexical index over all: {report['index_all_s']} s")
-    if "hybrid_index_all_s" in report:
+    print("\nlatency (median over every task query)")
+    for name, row in report["latency"].items():
+        print(f"  {name:<70} {row}")
+    if "cold_process_ms" in report:
         print(
-            f"hybrid index over all (embeddings from cache if any): {report['hybrid_index_all_s']} s"
+            f"\ncold processes (median of runs; first search built the store in "
+            f"{report['cli_first_search_s']} s)"
         )
-    print(f"lexical search over all: {report['lexical_latency']}")
-    if "hybrid_latency" in report:
-        print(f"lexical+semantic search over all: {report['hybrid_latency']}")
-        print(
-            "lexical+semantic, query seen before (embedding cached): "
-            f"{report['hybrid_latency_repeated_query']}"
-        )
-    specs = ["cloudflare", "github", "stripe", "all"]
-    print(f"\n{'method':<18} {'split':<8} " + " ".join(f"{s:>16}" for s in specs))
+        for name, value in report["cold_process_ms"].items():
+            print(f"  {name:<45} {value:>8.1f} ms")
+    print(f"\n{'method':<17} {'split/style':<20} " + " ".join(f"{s:>26}" for s in SPECS))
     for method, groups in report["results"].items():
-        for split in ("dev", "heldout", "orig", "fresh", "all"):
-            cells = []
-            for spec in specs:
-                g = groups.get(f"{split}/{spec}")
-                cells.append(f"R{g['recall@5']:.2f} M{g['mrr']:.2f} n{g['n']:<3}" if g else "-")
-            print(f"{method:<18} {split:<8} " + " ".join(f"{c:>16}" for c in cells))
-    for row in report.get("tuning_dev", []):
-        print("tune", row)
+        for split in ("dev", "heldout", "all"):
+            for style in ("all", "api", "paraphrase"):
+                cells = []
+                for spec in SPECS:
+                    g = groups.get(f"{split}/{style}/{spec}")
+                    cells.append(
+                        f"{g['r@1']:.2f}/{g['r@5']:.2f}/{g['r@10']:.2f} M{g['mrr']:.2f} n{g['n']:<3}"
+                        if g
+                        else "-"
+                    )
+                print(
+                    f"{method:<17} {split + '/' + style:<20} " + " ".join(f"{c:>26}" for c in cells)
+                )
+    print("cells: recall@1/recall@5/recall@10, MRR@10, task count")
 
 
 if __name__ == "__main__":

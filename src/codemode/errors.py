@@ -15,6 +15,7 @@
     │   ├── ServersNotLoadedError     configured servers did not load (a command refuses to go on)
     │   ├── SessionError              a session cannot do what was asked (closed, paused...)
     │   │   ├── UnknownSessionError   an unknown, expired or foreign session handle
+    │   │   ├── ApprovalMismatchError an approval for arguments other than the call's
     │   │   ├── SessionQuotaError     a client (or the gateway) holds all the sessions it may
     │   │   └── WorkspaceFileError    a workspace file that cannot be served (missing, a link...)
     │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
@@ -32,6 +33,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ApprovalMismatchError",
     "BridgeProtocolError",
     "CodemodeError",
     "ConfigError",
@@ -146,6 +148,12 @@ class SessionError(RuntimeFailure):
 
 class UnknownSessionError(SessionError):
     code = "unknown_session"
+
+
+class ApprovalMismatchError(SessionError):
+    """An approval named arguments other than the ones the call would run with."""
+
+    code = "approval_mismatch"
 
 
 class SessionQuotaError(SessionError):

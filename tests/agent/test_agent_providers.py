@@ -1,6 +1,6 @@
 """The model providers on the wire, against in-memory HTTP twins (httpx2.MockTransport): request
 shapes, replies, retries with backoff, and the errors for keys, models and context length.
-The OpenAI-compatible provider also runs against a real llama.cpp server (test_local_model)."""
+The OpenAI-compatible provider also runs against a real llama.cpp server (test_agent_local_model)."""
 
 from __future__ import annotations
 

@@ -82,7 +82,9 @@ def test_json_shape(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "error_code",
         "message",
         "rule",
+        "count",
     }
+    assert events[0]["count"] == 1
     assert events[0]["tool"] == "search"  # oldest first
     assert events[0]["time"].endswith("Z")
 

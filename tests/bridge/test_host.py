@@ -62,6 +62,7 @@ def test_call_outside_the_grant_is_refused_without_invoking():
     assert reply["error"]["code"] == "tool_not_granted"
     assert invoker.calls == []
     assert host.stats.failures == 1
+    assert host.stats.to_dict()["refused"] == 1  # reported in the result's tool_calls
 
 
 def test_tool_errors_carry_the_upstream_message_and_internal_errors_do_not_leak():

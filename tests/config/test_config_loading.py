@@ -271,3 +271,16 @@ def test_gateway_values(tmp_path, body, key, message):
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, f"[gateway]\n{body}\n"))
     assert caught.value.key == key and message in caught.value.message and caught.value.fix
+
+
+def test_audit_and_oracle_settings_load_from_toml(tmp_path):
+    text = POLICY_TOML + (
+        "\n[privacy.oracle]\ncalls_per_session = 40\n\n[audit]\nmax_bytes = 4096\n"
+        "events_per_session = 100\n"
+    )
+    config = load_config(write(tmp_path, text))
+    assert config.privacy.oracle.calls_per_session == 40
+    assert config.audit.max_bytes == 4096
+    assert config.audit.events_per_session == 100
+    with pytest.raises(ConfigError, match=r"audit\.retention_days"):
+        load_config(write(tmp_path, POLICY_TOML + "\n[audit]\nretention_days = -1\n"))

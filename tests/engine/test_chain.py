@@ -149,3 +149,24 @@ async def test_every_call_is_audited_without_arguments_in_clear(engine: Codemode
     events = engine.audit_log.query(AuditFilter())
     assert any(e.tool == "list_contacts" and e.outcome == "ok" for e in events)
     assert all("example" not in repr(e) for e in events)
+
+
+async def test_a_call_the_bridge_refuses_is_in_the_audit_log(engine: Codemode):
+    code = (
+        "from servers._runtime import call_tool\n"
+        "for _ in range(50):\n"
+        "    try:\n"
+        "        call_tool('crm', 'export_everything', {})\n"
+        "    except Exception as error:\n"
+        "        last = error\n"
+        "print(type(last).__name__)\n"
+    )
+    result = await engine.execute(code)
+    assert result.status == "ok", result.render_text()
+    assert engine.audit_log is not None
+    rows = engine.audit_log.query(AuditFilter(tool="crm.export_everything"))
+    assert [(r.outcome, r.error_code, r.count) for r in rows] == [("denied", "tool_not_granted", 1)]
+    assert result.session is not None
+    await engine.close_session(result.session)  # the session's counts are written at its end
+    rows = engine.audit_log.query(AuditFilter(tool="crm.export_everything"))
+    assert sum(r.count for r in rows) == 50

@@ -102,3 +102,19 @@ def test_invalid_regex_says_why() -> None:
 def test_not_a_table() -> None:
     with pytest.raises(ConfigError, match="must be a table"):
         PrivacySettings.from_mapping(["x"], "c.toml")  # type: ignore[arg-type]
+
+
+def test_oracle_table_is_read_and_checked() -> None:
+    from codemode.privacy.oracle import OracleSettings
+
+    settings = PrivacySettings.from_mapping(
+        {"oracle": {"tools": ["crm.find_*"], "calls_per_minute": 5, "similar_calls": 3}}, "t"
+    )
+    assert settings.oracle == OracleSettings(
+        tools=("crm.find_*",), calls_per_minute=5, similar_calls=3
+    )
+    assert PrivacySettings().oracle == OracleSettings()
+    with pytest.raises(ConfigError, match=r"privacy\.oracle\.calls_per_session"):
+        PrivacySettings.from_mapping({"oracle": {"calls_per_session": 0}}, "t")
+    with pytest.raises(ConfigError, match=r"privacy\.oracle\.limit"):
+        PrivacySettings.from_mapping({"oracle": {"limit": 3}}, "t")

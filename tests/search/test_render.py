@@ -75,3 +75,15 @@ def test_python_names_match_the_generated_stubs(tiny_specs):
         assert hit.python_name == library.python_name(hit.server, hit.tool)
     answer = render_answer(hits[:1], "full", source=library.tool_source)
     assert f"def {hits[0].function}(" in answer
+
+
+def test_answers_over_the_three_real_specs_fit_the_token_budget(real_specs):
+    # Long server names (one module per spec) are the worst case for the answer's size.
+    index = FtsIndex()
+    for specs in real_specs.values():
+        index.add(specs)
+    queries = [*QUERIES, "create a dns record", "merge a pull request", "list workflow runs"]
+    queries += ["upload a worker script", "add a collaborator to a repository"]
+    for query in queries:
+        answer = render_answer(index.search(query))
+        assert count_tokens(answer) <= 600, (query, count_tokens(answer))

@@ -1,13 +1,12 @@
-import logging
-
-import numpy as np
 import pytest
 
 from codemode.search import semantic
 from codemode.search.documents import tool_documents
 from codemode.search.encoder import MiniLMEncoder
 from codemode.search.fts import FtsIndex
-from codemode.search.semantic import HybridIndex, build_index
+from codemode.search.semantic import HybridIndex
+
+pytestmark = pytest.mark.needs_model
 
 
 class CountingEncoder:
@@ -22,6 +21,9 @@ class CountingEncoder:
     def encode(self, texts, **kwargs):
         self.texts += len(texts)
         return self.inner.encode(texts, **kwargs)
+
+    def blas_threads(self):
+        return self.inner.blas_threads()
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +90,7 @@ def test_query_embeddings_are_kept_in_a_bounded_lru(subset, encoder, tmp_path, m
     assert counting.texts == 6
 
 
-def test_group_mean_is_mixed_into_each_tool_vector(subset, encoder, tmp_path):
+def test_group_mean_is_mixed_into_each_tool_vector(subset, encoder, tmp_path, np):
     alone = HybridIndex(encoder=encoder, cache_dir=tmp_path, group_weight=0.0)
     alone.add(subset)
     mixed = HybridIndex(encoder=encoder, cache_dir=tmp_path, group_weight=0.5)
@@ -104,7 +106,7 @@ def test_group_mean_is_mixed_into_each_tool_vector(subset, encoder, tmp_path):
     assert mixed._vectors.flags["C_CONTIGUOUS"]
 
 
-def test_scores_blend_both_signals(subset, encoder, tmp_path):
+def test_scores_blend_both_signals(subset, encoder, tmp_path, np):
     index = HybridIndex(encoder=encoder, cache_dir=tmp_path, alpha=1.0)
     index.add(subset)
     lexical = FtsIndex()
@@ -116,20 +118,3 @@ def test_scores_blend_both_signals(subset, encoder, tmp_path):
     best = max(scores, key=scores.__getitem__)
     cosine = index._vectors @ encoder.encode([query])[0]
     assert best == int(np.argmax(cosine))
-
-
-def test_build_index_falls_back_to_lexical_and_says_so_once(subset, monkeypatch, caplog):
-    monkeypatch.setattr(semantic, "semantic_available", lambda: False)
-    monkeypatch.setattr(semantic, "_warned", [])
-    with caplog.at_level(logging.WARNING, logger="codemode.search"):
-        first = build_index(subset)
-        build_index(subset)
-    assert isinstance(first, FtsIndex)
-    assert not first.semantic
-    messages = [r.getMessage() for r in caplog.records]
-    assert len(messages) == 1
-    assert "pip install" in messages[0]
-
-
-def test_build_index_lexical_on_request(subset):
-    assert isinstance(build_index(subset, semantic=False), FtsIndex)

@@ -44,6 +44,7 @@ class AuditEvent:
     error_code: str | None = None
     message: str = ""  # short, scrubbed of PII and secrets
     rule: str | None = None  # the policy rule that decided, e.g. "policy.rules[0]"
+    count: int = 1  # identical refusals this row stands for (repeats are aggregated)
 
     @property
     def qualified_name(self) -> str:

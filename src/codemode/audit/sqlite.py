@@ -1,5 +1,8 @@
 """The audit log in one SQLite file: WAL, an append-only table, safe for threads and processes.
 
+With ``rotation`` settings the file is rotated by size and age and old files are deleted
+(``codemode.audit.rotation``); queries read the current file.
+
 Rows cannot be changed or deleted (triggers refuse it). Writers in other processes wait for
 each other (busy timeout). A file that turns out to be corrupt is renamed
 ``<name>.corrupt-<time>-<pid>`` and a new log is started in its place: auditing goes on, and the
@@ -19,6 +22,8 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from codemode.audit.events import AuditEvent, AuditFilter, Outcome
+from codemode.audit.rotation import needs_rotation, prune, rotate
+from codemode.audit.settings import AuditSettings
 from codemode.policy.outcome import Verdict
 
 __all__ = ["SQLiteAuditLog"]
@@ -26,15 +31,17 @@ __all__ = ["SQLiteAuditLog"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Appends between two checks of the file's size and age.
+_ROTATION_CHECK_EVERY = 256
 _BUSY_TIMEOUT_S = 15.0
 _CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
 _COLUMNS = (
     "time, session, server, tool, args_digest, decision, duration_ms, outcome, error_code, "
-    "message, rule"
+    "message, rule, count"
 )
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS events (
+_CREATE = (
+    """CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     time REAL NOT NULL,
     session TEXT NOT NULL,
@@ -46,16 +53,44 @@ CREATE TABLE IF NOT EXISTS events (
     outcome TEXT NOT NULL,
     error_code TEXT,
     message TEXT NOT NULL,
-    rule TEXT
-);
-CREATE INDEX IF NOT EXISTS events_time ON events (time);
-CREATE INDEX IF NOT EXISTS events_session ON events (session, id);
-CREATE TRIGGER IF NOT EXISTS events_append_only_update BEFORE UPDATE ON events
-BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS events_append_only_delete BEFORE DELETE ON events
-BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-PRAGMA user_version = {SCHEMA_VERSION};
-"""
+    rule TEXT,
+    count INTEGER NOT NULL DEFAULT 1
+)""",
+    "CREATE INDEX IF NOT EXISTS events_time ON events (time)",
+    "CREATE INDEX IF NOT EXISTS events_session ON events (session, id)",
+    """CREATE TRIGGER IF NOT EXISTS events_append_only_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS events_append_only_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END""",
+)
+# From each older version to the next.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("ALTER TABLE events ADD COLUMN count INTEGER NOT NULL DEFAULT 1",),
+}
+
+
+def _upgrade(connection: sqlite3.Connection) -> None:
+    """Create or migrate the schema, once, whichever process gets there first."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            statements: tuple[str, ...] = _CREATE
+        else:
+            statements = tuple(
+                statement
+                for step in range(version, SCHEMA_VERSION)
+                for statement in _MIGRATIONS.get(step, ())
+            )
+        for statement in statements:
+            connection.execute(statement)
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+        raise
 
 
 def _is_corruption(error: sqlite3.DatabaseError) -> bool:
@@ -69,14 +104,26 @@ def _is_corruption(error: sqlite3.DatabaseError) -> bool:
 class SQLiteAuditLog:
     """``AuditLog`` over ``path``. One connection per instance, shared by its threads."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        rotation: AuditSettings | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``rotation``: rotate and prune by its sizes and ages (None: one file forever)."""
         self.path = Path(path)
+        self.rotation = rotation
+        self.clock = clock
         self.recovered: list[Path] = []  # files moved aside because they were corrupt
+        self.rotated: list[Path] = []  # files this instance rotated
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None
+        self._appends = 0
         with self._lock:
             self._with_recovery(lambda connection: None)
+            self._maybe_rotate()
 
     # --- the AuditLog protocol ----------------------------------------------------------------
 
@@ -93,16 +140,39 @@ class SQLiteAuditLog:
             event.error_code,
             event.message,
             event.rule,
+            event.count,
         )
 
         def insert(connection: sqlite3.Connection) -> None:
             connection.execute(
-                f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 11)})",  # noqa: S608
+                f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 12)})",  # noqa: S608
                 row,
             )
 
         with self._lock:
             self._with_recovery(insert)
+            self._appends += 1
+            if self._appends % _ROTATION_CHECK_EVERY == 0:
+                self._maybe_rotate()
+
+    def _maybe_rotate(self) -> None:
+        """Rotate and prune when the settings say so (called with the lock held)."""
+        if self.rotation is None or self._connection is None:
+            return
+        now = self.clock()
+        try:
+            due = needs_rotation(self.path, self._connection, self.rotation, now)
+        except (OSError, sqlite3.Error) as error:
+            log.warning("could not check the audit log %s for rotation: %s", self.path, error)
+            return
+        if due:
+            target = rotate(self.path, self._connection)
+            self._disconnect()
+            self._identity = None
+            if target is not None:
+                self.rotated.append(target)
+            self._with_recovery(lambda connection: None)
+        prune(self.path, self.rotation, now)
 
     def query(self, filters: AuditFilter | None = None) -> list[AuditEvent]:
         filters = filters or AuditFilter()
@@ -204,13 +274,7 @@ class SQLiteAuditLog:
             connection.execute("PRAGMA synchronous = NORMAL")
             version = connection.execute("PRAGMA user_version").fetchone()[0]
             if version < SCHEMA_VERSION:
-                try:
-                    connection.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
-                except BaseException:
-                    if connection.in_transaction:
-                        with contextlib.suppress(sqlite3.Error):
-                            connection.execute("ROLLBACK")
-                    raise
+                _upgrade(connection)
         except BaseException:
             connection.close()
             raise
@@ -258,4 +322,5 @@ def _event(row: tuple[Any, ...]) -> AuditEvent:
         error_code=row[8],
         message=str(row[9]),
         rule=row[10],
+        count=int(row[11]),
     )

@@ -26,6 +26,7 @@ __all__ = [
     "ModuleProvider",
     "ModuleSource",
     "NO_TOOLS",
+    "RefusalHook",
     "ToolAccess",
     "ToolInvoker",
     "allow_all",
@@ -52,6 +53,8 @@ class ModuleProvider(Protocol):
 
 
 Grant = Callable[[str, str], bool]
+#: Told of each call refused before it reached the invoker: the call, an error code, a message.
+RefusalHook = Callable[[ToolCall, str, str], None]
 
 
 class Approver(Protocol):
@@ -95,6 +98,7 @@ class ToolAccess:
     invoker: ToolInvoker | None = None
     modules: ModuleProvider | None = None
     grant: Grant = allow_all
+    on_refused: RefusalHook | None = None
 
 
 NO_TOOLS = ToolAccess()
@@ -112,6 +116,8 @@ class CallStats:
         return {
             "count": self.count,
             "failures": self.failures,
+            # Calls of tools this execution was not granted (none: the key is left out).
+            **({"refused": self.refused} if self.refused else {}),
             "by_tool": {
                 name: {"calls": n, "failures": self.failed_by_tool.get(name, 0)}
                 for name, n in sorted(self.by_tool.items())
@@ -127,6 +133,7 @@ class BridgeHost:
         self.invoker = tools.invoker
         self.modules = tools.modules
         self.grant = tools.grant
+        self.on_refused = tools.on_refused
         self.deadline = deadline
         self.stats = CallStats()
         self.closed = False
@@ -140,7 +147,10 @@ class BridgeHost:
         if not isinstance(request_id, int):
             return _error(None, "bad_frame", "a request needs an integer 'id'")
         if self.closed or frame.get("exec") != self.execution:
-            return _error(request_id, "late_frame", "this execution has ended; request refused")
+            message = "this execution has ended; request refused"
+            if frame.get("op") == "call":
+                self._refused(frame, "late_frame", message)
+            return _error(request_id, "late_frame", message)
         op = frame.get("op")
         if op == "call":
             return self._call(request_id, frame)
@@ -156,6 +166,7 @@ class BridgeHost:
         stats = self.stats
         stats.count += 1
         stats.by_tool[name] += 1
+        refused_here = True  # until the call is handed to the invoker
         try:
             if not self.grant(server, tool):
                 stats.refused += 1
@@ -166,6 +177,7 @@ class BridgeHost:
             if remaining <= 0:
                 raise ToolError(f"{name}: the execution ran out of time")
             token = _current_host.set(self)
+            refused_here = False
             try:
                 value = self.invoker.invoke(ToolCall(server, tool, args), timeout_s=remaining)
             finally:
@@ -173,12 +185,26 @@ class BridgeHost:
         except CodemodeError as error:
             stats.failures += 1
             stats.failed_by_tool[name] += 1
+            if refused_here:
+                self._refused(frame, error.code, error.message)
             return _error(request_id, error.code, error.message)
         except Exception as error:  # noqa: BLE001 - a broken tool must not crash the host
             stats.failures += 1
             stats.failed_by_tool[name] += 1
             return _error(request_id, "tool_error", f"{name} failed: {type(error).__name__}")
         return {"op": "reply", "id": request_id, "ok": True, "value": value}
+
+    def _refused(self, frame: dict[str, Any], code: str, message: str) -> None:
+        if self.on_refused is None:
+            return
+        server, tool, args = frame.get("server"), frame.get("tool"), frame.get("args")
+        call = ToolCall(
+            server if isinstance(server, str) else "?",
+            tool if isinstance(tool, str) else "?",
+            args if isinstance(args, dict) else {},
+        )
+        with contextlib.suppress(Exception):  # a failing hook must not break the bridge
+            self.on_refused(call, code, message)
 
     def _import(self, request_id: int, frame: dict[str, Any]) -> dict[str, Any]:
         name = frame.get("name")

@@ -1,20 +1,32 @@
-"""``codemode search QUERY``: find tools in the configured servers and given OpenAPI specs."""
+"""``codemode search QUERY``: find tools in the configured servers and given OpenAPI specs.
+
+The first search over a set of inputs goes through the engine (catalog loaded, no sandboxes) and
+leaves the index in the cache (``codemode.search.store``). Later searches with the same inputs
+(the same config file, the same spec files unchanged) open that stored index directly and answer
+without reading the catalog: a fraction of a second from process start.
+"""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemode.cli.options import add_catalog_arguments
 
 if TYPE_CHECKING:
-    from codemode.search.render import SourceLookup
-    from codemode.tools import ToolSpec
+    from codemode.search.base import Hit
 
-__all__ = ["HELP", "add_arguments", "run"]
+__all__ = ["HELP", "add_arguments", "input_key", "run"]
 
 HELP = "Search the tool catalog (configured servers and --openapi specs) for a task."
+
+_DEFAULT_CONFIG = "codemode.toml"
+_ENV_REFERENCE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,27 +40,105 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _stub_source(specs: list[ToolSpec]) -> SourceLookup:
-    from codemode.stubs import StubLibrary
+def input_key(config: Path | None, openapi: list[Path]) -> str | None:
+    """A hash of everything that decides the catalog: the config file (its path, its text and
+    the environment variables it refers to), each spec's path, size and mtime, and the codemode
+    version. None when a given file cannot be read (the engine then reports it)."""
+    from codemode import __version__
 
-    return StubLibrary(specs).tool_source
+    digest = hashlib.sha256(f"codemode-search-inputs-1\0{__version__}\0".encode())
+    if config is None and (Path.cwd() / _DEFAULT_CONFIG).is_file():
+        config = Path.cwd() / _DEFAULT_CONFIG
+    try:
+        if config is None:
+            digest.update(b"default config\0")
+        else:
+            text = config.expanduser().resolve().read_bytes()
+            digest.update(f"{config.expanduser().resolve()}\0".encode() + text + b"\0")
+            for name in sorted(set(_ENV_REFERENCE.findall(text.decode("utf-8", "replace")))):
+                digest.update(f"{name}={os.environ.get(name)}\0".encode())
+        for spec in openapi:
+            stat = spec.resolve().stat()
+            digest.update(f"{spec.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    except OSError:
+        return None
+    return digest.hexdigest()[:32]
 
 
 def run(args: argparse.Namespace) -> int:
-    from codemode.cli.options import load_specs
     from codemode.errors import UsageError
-    from codemode.search.render import check_detail, render_answer
-    from codemode.search.semantic import build_index
 
     if args.limit < 1:
         raise UsageError(f"--limit must be at least 1, got {args.limit}", fix="pass --limit 5")
-    detail = check_detail(args.detail)
-    specs = load_specs(args)
-    index = build_index(specs, semantic=False if args.no_semantic else None)
-    hits = index.search(args.query, args.limit)
+    key = input_key(args.config, args.openapi)
+    if key is not None and args.detail != "full":
+        hits = _search_stored(key, args.query, args.limit, semantic=not args.no_semantic)
+        if hits is not None:
+            _print_hits(hits, args)
+            return 0
+    return _search_through_engine(args, key)
+
+
+def _search_stored(key: str, query: str, limit: int, *, semantic: bool) -> list[Hit] | None:
+    """Hits from the index stored for these inputs, or None when there is none yet."""
+    import logging
+
+    from codemode.search.semantic import open_stored_index, resolve_semantic
+    from codemode.search.store import IndexStore
+
+    fingerprint = IndexStore().lookup_inputs(key)
+    if fingerprint is None:
+        return None
+    logging.basicConfig(format="codemode: %(message)s", level=logging.WARNING)
+    index = open_stored_index(fingerprint, semantic=semantic and resolve_semantic(None))
+    return index.search(query, limit) if index is not None else None
+
+
+def _print_hits(hits: list[Hit], args: argparse.Namespace) -> None:
+    from codemode.search.render import check_detail, render_answer
+
     if args.json:
         print(json.dumps([hit.to_json() for hit in hits], indent=1, ensure_ascii=False))
-        return 0
-    source = _stub_source(specs) if detail == "full" else None
-    print(render_answer(hits, detail, source=source))
+    else:
+        print(render_answer(hits, check_detail(args.detail)))
+
+
+def _search_through_engine(args: argparse.Namespace, key: str | None) -> int:
+    import logging
+
+    import anyio
+
+    from codemode.cli.options import check_loaded, load_cli_config
+    from codemode.engine.engine import Codemode
+    from codemode.search.store import IndexStore, catalog_fingerprint
+
+    logging.basicConfig(format="codemode: %(message)s", level=logging.WARNING)
+    config = load_cli_config(args.config, demo_allowed=not args.openapi)
+    engine = Codemode(
+        config,
+        openapi_specs=args.openapi,
+        semantic=False if args.no_semantic else None,
+        audit=False,
+    )
+
+    async def search() -> tuple[str, list[dict[str, object]], dict[str, str]]:
+        try:
+            failures = await engine.open_for_search()
+            check_loaded({**config.server_problems, **failures}, allow_partial=args.allow_partial)
+            answer = await engine.search(args.query, detail=args.detail, limit=args.limit)
+            return answer.text, answer.hits, failures
+        finally:
+            await engine.aclose()
+
+    text, hits, failures = anyio.run(search)
+    if key is not None and not failures:
+        watch = [Path(spec).resolve() for spec in args.openapi]
+        watch += [
+            Path(server.openapi)
+            for server in config.enabled_servers()
+            if server.kind == "openapi" and server.openapi and "://" not in server.openapi
+        ]
+        fingerprint = catalog_fingerprint(engine.catalog.specs())
+        IndexStore().remember_inputs(key, fingerprint, watch)
+    print(json.dumps(hits, indent=1, ensure_ascii=False) if args.json else text)
     return 0

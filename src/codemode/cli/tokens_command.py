@@ -25,12 +25,22 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({row.source: row.to_json() for row in rows}, indent=1))
         return 0
-    print(f"{'source':<36} {'tools':>6} {'as MCP tools':>13} {'codemode':>9} {'answer':>7}")
+    print(
+        f"{'source':<36} {'tools':>6} {'as MCP tools':>13} {'codemode':>9} {'answer':>7} "
+        f"{'(data)':>7}"
+    )
     for row in rows:
         print(
             f"{row.source:<36} {row.tools:>6} {row.tool_definition_tokens:>13,} "
-            f"{row.surface_tokens:>9,} {row.search_answer_tokens:>7,}"
+            f"{row.surface_tokens:>9,} {row.search_answer_tokens:>7,} "
+            f"{row.search_structured_tokens:>7,}"
         )
+    last = rows[-1]
+    print(
+        f"execute answer (typical): text {last.execute_text_tokens:,}, "
+        f"structured {last.execute_structured_tokens:,}"
+    )
     print("o200k tokens. codemode = its tool surface (search, execute, approve), any catalog;")
-    print("answer = median top-5 search answer at the default detail.")
+    print("answer = median top-5 search answer at the default detail; (data) = its structured")
+    print("content, which some clients hand to the model as well.")
     return 0

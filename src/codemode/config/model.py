@@ -1,9 +1,9 @@
 """The loaded configuration (``CodemodeConfig``) and codemode's own sections.
 
 ``Sections`` are the tables that are codemode's own: ``[sandbox]``, ``[gateway]``, ``[policy]``,
-``[privacy]``, ``[state]`` and ``[agent]`` in ``codemode.toml``, the same under the ``"codemode"``
-key of an mcpServers JSON file. A broken section fails the whole load; a broken server is only
-disabled (its reason in ``CodemodeConfig.server_problems``).
+``[privacy]``, ``[audit]``, ``[state]`` and ``[agent]`` in ``codemode.toml``, the same under the
+``"codemode"`` key of an mcpServers JSON file. A broken section fails the whole load; a broken
+server is only disabled (its reason in ``CodemodeConfig.server_problems``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Annotated
 from pydantic import Field, StrictBool, ValidationInfo, field_validator
 
 from codemode.agent.settings import AgentSettings
+from codemode.audit.settings import AuditSettings
 from codemode.config.env import expand_references
 from codemode.config.servers import ServerConfig
 from codemode.config_model import ConfigModel, Hint, PositiveNumber, PositiveWholeNumber
@@ -112,6 +113,7 @@ class Sections(ConfigModel):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)

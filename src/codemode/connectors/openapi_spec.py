@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from codemode.errors import SchemaError, UpstreamUnavailableError
+from codemode.jsonpointer import MISSING, resolve_local_ref
 
 __all__ = ["RefResolver", "load_spec"]
 
@@ -116,15 +117,9 @@ class RefResolver:
                 f"external $ref {ref!r} is not supported",
                 fix="bundle the spec into one file (e.g. `redocly bundle`) first",
             )
-        node: Any = self._document
-        for raw_part in ref[1:].split("/")[1:]:
-            part = raw_part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                raise SchemaError(f"$ref {ref!r} points nowhere", fix="fix the reference")
+        node = resolve_local_ref(self._document, ref)
+        if node is MISSING:
+            raise SchemaError(f"$ref {ref!r} points nowhere", fix="fix the reference")
         return node
 
     def resolve(self, node: Any, *, max_depth: int | None = None) -> Any:

@@ -8,17 +8,36 @@ thread that was waiting for it.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import os
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from codemode.errors import SessionError
+from codemode.errors import ApprovalMismatchError, SessionError
 from codemode.tools import ToolCall
 
-__all__ = ["ApprovalBroker", "PendingApproval", "SessionApprover"]
+__all__ = [
+    "INLINE_CHARS",
+    "ApprovalBroker",
+    "PendingApproval",
+    "SessionApprover",
+    "canonical_json",
+    "text_digest",
+]
+
+
+View = Callable[[Any], Any]
+
+
+def _as_shown(value: Any) -> Any:
+    return value
 
 
 @dataclass
@@ -31,32 +50,110 @@ class PendingApproval:
     created: float = field(default_factory=time.monotonic)
     decision: bool | None = None
     answered: threading.Event = field(default_factory=threading.Event)
+    # How arguments are shown (the session's privacy scan) and the digest of what was shown.
+    view: View = _as_shown
+    shown_digest: str | None = None
+    # Long arguments written out for the approver (deleted when the approval is over).
+    spilled: Path | None = None
 
-    def describe(self) -> dict[str, Any]:
-        """What the client sees: the call with its arguments as the code passed them (PII
-        still tokenized; long strings shortened so a 200 kB argument stays readable)."""
-        return {
+    def describe(
+        self, view: View | None = None, *, spill_dir: Path | None = None
+    ) -> dict[str, Any]:
+        """What the client sees: the tool, the arguments as the code passed them (PII still
+        tokenized), their digest (SHA-256 of the canonical JSON) and size. Arguments whose
+        JSON is longer than ``INLINE_CHARS`` are written whole to a file in ``spill_dir``
+        (named by ``file``; its SHA-256 is the digest) and shown shortened; without a
+        ``spill_dir`` they are shown whole, and also cut into ``pages``. ``approve`` may
+        quote the digest: it must still match."""
+        if view is not None:
+            self.view = view
+        shown = self.view(self.call.arguments)
+        text = canonical_json(shown)
+        self.shown_digest = text_digest(text)
+        described: dict[str, Any] = {
             "id": self.id,
             "tool": f"{self.call.server}.{self.call.tool}",
-            "arguments": _shorten(self.call.arguments),
+            "arguments": shown,
+            "digest": self.shown_digest,
+            "chars": len(text),
             "reason": self.reason,
         }
+        if len(text) <= INLINE_CHARS:
+            return described
+        if spill_dir is not None:
+            self.spilled = _spill(spill_dir, self.id, text)
+            described["arguments"] = _preview(shown)
+            described["file"] = str(self.spilled)
+        else:
+            described["pages"] = [
+                text[start : start + INLINE_CHARS] for start in range(0, len(text), INLINE_CHARS)
+            ]
+        return described
+
+    def discard(self) -> None:
+        """The approval is over: remove the file its arguments were written to."""
+        if self.spilled is not None:
+            with contextlib.suppress(OSError):
+                self.spilled.unlink()
+            self.spilled = None
+
+    def check(self, digest: str | None) -> None:
+        """Before an approval counts: what would run is exactly what was shown (an approval
+        never described, by a program holding the broker, is checked against ``digest``)."""
+        current = text_digest(canonical_json(self.view(self.call.arguments)))
+        if self.shown_digest is None:
+            self.shown_digest = current
+        elif current != self.shown_digest:
+            raise ApprovalMismatchError(
+                f"approval {self.id[:16]!r}: the call's arguments are not the ones shown "
+                "(their digest changed), so it was not approved",
+                fix="show the user the latest approval_required result and approve that one",
+            )
+        if digest is not None and digest != self.shown_digest:
+            raise ApprovalMismatchError(
+                f"approval {self.id[:16]!r}: digest {digest[:23]!r} is not the digest of the "
+                f"arguments shown ({self.shown_digest[:23]}...), so it was not approved",
+                fix="approve with the digest from the approval_required result, or none",
+            )
 
 
-_SHOWN_CHARS = 160
+#: Arguments whose JSON is longer than this go to a file (or pages) instead of inline.
+INLINE_CHARS = 4000
+_PREVIEW_CHARS = 160
 
 
-def _shorten(value: Any, depth: int = 0) -> Any:
-    if isinstance(value, str) and len(value) > _SHOWN_CHARS:
-        return f"{value[:_SHOWN_CHARS]}... ({len(value):,} characters)"
+def _spill(directory: Path, approval_id: str, text: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / f"{approval_id}.json"
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def _preview(value: Any, depth: int = 0) -> Any:
+    """``value`` with long strings and lists cut, each cut saying where the rest is."""
+    if isinstance(value, str) and len(value) > _PREVIEW_CHARS:
+        return f"{value[:_PREVIEW_CHARS]}... ({len(value):,} characters: all in 'file')"
     if depth > 6:
-        return "..."
+        return "... (all in 'file')"
     if isinstance(value, dict):
-        return {key: _shorten(item, depth + 1) for key, item in value.items()}
+        return {key: _preview(item, depth + 1) for key, item in value.items()}
     if isinstance(value, list):
-        shown = [_shorten(item, depth + 1) for item in value[:20]]
-        return shown + ([f"... ({len(value)} items)"] if len(value) > 20 else [])
+        shown = [_preview(item, depth + 1) for item in value[:20]]
+        return shown + ([f"... ({len(value)} items: all in 'file')"] if len(value) > 20 else [])
     return value
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, non-ASCII kept: the text the digest is taken over."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr
+    )
+
+
+def text_digest(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ApprovalBroker:
@@ -100,8 +197,13 @@ class ApprovalBroker:
         finally:
             with self._lock:
                 self._pending.pop(pending.id, None)
+            pending.discard()
 
-    def answer(self, approval_id: str, approve: bool, owner: str | None) -> PendingApproval:
+    def answer(
+        self, approval_id: str, approve: bool, owner: str | None, *, digest: str | None = None
+    ) -> PendingApproval:
+        """Record the decision. An approval (not a denial) first checks that the call is still
+        the one shown, and ``digest`` if given: on a mismatch nothing is recorded."""
         with self._lock:
             pending = self._pending.get(approval_id)
             if pending is None or (pending.owner is not None and pending.owner != owner):
@@ -111,6 +213,8 @@ class ApprovalBroker:
                 )
             if pending.decision is not None:
                 raise SessionError(f"approval {approval_id[:16]!r} was already answered")
+            if approve:
+                pending.check(digest)
             pending.decision = approve
         pending.answered.set()
         return pending

@@ -1,8 +1,10 @@
 """The chain of wrappers around a session's tool calls, declared in one place.
 
     built-in servers (state, skills: answered on the host, never upstream)
-    -> audit -> policy (deny, ask, budgets) -> observed result shapes (of tokenized results)
-    -> privacy (tokens back to values, flow rules; results to tokens) -> upstream (the catalog)
+    -> audit -> policy (deny, ask, budgets) -> observed result shapes (of the results the
+    sandbox receives) -> oracle guard (budgets and pattern checks for search and yes/no
+    tools) -> privacy (tokens back to values, flow rules; results to tokens) -> upstream
+    (the catalog)
 
 Policy, approvals and the audit log see tokenized arguments: personal data never reaches them.
 A new wrapper is one more line in ``build_invoker_chain``.
@@ -18,10 +20,10 @@ from codemode.bridge.host import Approver, ToolInvoker
 from codemode.bridge.router import BuiltinRouter
 from codemode.config import CodemodeConfig
 from codemode.policy import Budget, Policy, PolicyInvoker
-from codemode.tools import ToolSpec
+from codemode.tools import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
-    from codemode.audit import AuditLog
+    from codemode.audit import AuditInvoker, AuditLog
     from codemode.catalog.observed import ShapeBook
     from codemode.privacy.invoker import PrivacyInvoker
 
@@ -37,6 +39,17 @@ class InvokerChain:
     invoker: ToolInvoker
     privacy: PrivacyInvoker | None
     budget: Budget
+    audit: AuditInvoker | None = None
+
+    def on_refused(self, call: ToolCall, code: str, message: str) -> None:
+        """For the bridge: a call refused before the chain saw it goes in the audit log."""
+        if self.audit is not None:
+            self.audit.record_refused(call, code, message)
+
+    def close(self) -> None:
+        """The session ends: write what the audit wrapper still counts."""
+        if self.audit is not None:
+            self.audit.flush()
 
 
 def build_invoker_chain(
@@ -58,6 +71,10 @@ def build_invoker_chain(
         from codemode.privacy.vault import Vault
 
         invoker = privacy = PrivacyInvoker(invoker, Vault(), config.privacy)
+        if config.privacy.oracle.enabled:
+            from codemode.privacy.oracle import OracleGuard
+
+            invoker = OracleGuard(invoker, config.privacy.oracle, specs=specs, approver=approver)
     if shapes is not None:  # outside privacy: it sees results as the sandbox will
         from codemode.catalog.observed import ShapeRecorder
 
@@ -65,10 +82,13 @@ def build_invoker_chain(
         invoker = ShapeRecorder(invoker, shapes, specs, scrub=scrub)
     budget = Budget(config.policy.budget)
     invoker = PolicyInvoker(invoker, Policy(config.policy, specs), approver=approver, budget=budget)
+    audit: AuditInvoker | None = None
     if audit_log is not None:
         from codemode.audit import AuditInvoker
 
-        invoker = AuditInvoker(invoker, audit_log, session, digest_key=digest_key)
+        invoker = audit = AuditInvoker(
+            invoker, audit_log, session, digest_key=digest_key, settings=config.audit
+        )
     if builtins:
         invoker = BuiltinRouter(invoker, builtins)
-    return InvokerChain(invoker, privacy, budget)
+    return InvokerChain(invoker, privacy, budget, audit)

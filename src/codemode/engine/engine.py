@@ -37,6 +37,7 @@ from codemode.engine.output import OutputCallback
 from codemode.engine.progress import Progress, wait_reporting
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
+from codemode.engine.threads import WorkerThreads
 from codemode.engine.views import CatalogViews
 from codemode.errors import (
     CodemodeError,
@@ -104,7 +105,8 @@ class Codemode:
         # The full index being built in the background, and a lexical one to answer meanwhile.
         self._index_job: asyncio.Task[SearchIndex] | None = None
         self._lexical: SearchIndex | None = None
-        self._limiter = anyio.CapacityLimiter(max(config.gateway.max_sessions, 1))
+        # Executions block a thread each; at most one per session runs at once.
+        self._threads = WorkerThreads(config.gateway.max_sessions)
         self._expiry: asyncio.Task[None] | None = None
         self.approvals = ApprovalBroker()
         self.audit = audit
@@ -134,7 +136,7 @@ class Codemode:
     async def _start(self) -> Codemode:
         if self.sandboxes is None:
             backend = self.backend or make_backend(self.config.sandbox)
-            pool = SandboxPool(backend, self.config.sandbox.pool_size).start()
+            pool = SandboxPool.from_settings(backend, self.config.sandbox).start()
             self.sandboxes = PooledSandboxes(pool)
         gateway = self.config.gateway
         self.registry = SessionRegistry(
@@ -161,6 +163,17 @@ class Codemode:
         self._expiry = asyncio.create_task(self._expire_loop())
         return self
 
+    # --- search only (the CLI): no sandboxes ---------------------------------------------
+
+    async def open_for_search(self) -> dict[str, str]:
+        """Load the catalog for ``search`` alone: no sandbox pool, sessions or audit log.
+        Returns the servers that failed to load (name -> reason). ``aclose()`` when done."""
+        failures = await self.catalog.load()
+        for server, message in failures.items():
+            log.warning("server %s is unavailable: %s", server, message)
+        await anyio.to_thread.run_sync(self._current_views)
+        return failures
+
     async def aclose(self) -> None:
         self._stopping = True  # sessions closed by a shutdown keep their checkpoints
         if self._expiry is not None:
@@ -169,6 +182,7 @@ class Codemode:
             await anyio.to_thread.run_sync(self.registry.close_all)
         if self.sandboxes is not None:
             await anyio.to_thread.run_sync(self.sandboxes.close)
+        self._threads.close()
         if self.audit_log is not None:
             self.audit_log.close()
         if self.state_store is not None:
@@ -353,7 +367,7 @@ class Codemode:
                 fresh_dir=fresh_dir,
             )
 
-        job = asyncio.create_task(anyio.to_thread.run_sync(run, limiter=self._limiter))
+        job = asyncio.create_task(self._threads.run(run))
         return await self._follow(record, job, progress)
 
     async def _checkout(
@@ -382,12 +396,16 @@ class Codemode:
         allow: bool,
         *,
         owner: str | None = None,
+        digest: str | None = None,
         progress: Progress | None = None,
     ) -> ExecutionResult:
-        """Answer a pending approval and wait for the resumed execution (or its next pause)."""
+        """Answer a pending approval and wait for the resumed execution (or its next pause).
+
+        An approval runs the call only if its arguments are still exactly those shown (and
+        match ``digest``, the one from the approval_required result, when given)."""
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
-        pending = self.approvals.answer(approval_id, allow, owner)
+        pending = self.approvals.answer(approval_id, allow, owner, digest=digest)
         record = self.registry.get(pending.session, owner)
         job = record.paused
         if job is None:
@@ -442,9 +460,10 @@ class Codemode:
             self.approvals.unlisten(record.handle)
         if not job.done():
             record.paused = job
-            approval = attention.result().describe()
-            return ExecutionResult.approval_required(
-                approval, record.handle, round((time.monotonic() - started) * 1000, 3)
+            return record.approval_result(
+                attention.result(),
+                round((time.monotonic() - started) * 1000, 3),
+                spill_dir=self.config.gateway.state_dir / "approvals",
             )
         record.paused = None
         self.registry.release(record)
@@ -562,7 +581,7 @@ class Codemode:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(secrets.token_bytes(32))
         self._digest_key = key_file.read_bytes()
-        self.audit_log = SQLiteAuditLog(state_dir / "audit.sqlite")
+        self.audit_log = SQLiteAuditLog(state_dir / "audit.sqlite", rotation=self.config.audit)
 
     # --- the files of a session's workspace ----------------------------------------------
 
@@ -610,7 +629,7 @@ class Codemode:
                     "this session is paused, waiting for an approval",
                     fix="answer the approval first, then read its files",
                 )
-            return await anyio.to_thread.run_sync(work, record, limiter=self._limiter)
+            return await self._threads.run(lambda: work(record))
         finally:
             self.registry.release(record)
 

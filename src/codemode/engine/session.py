@@ -11,7 +11,9 @@ import asyncio
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
 from codemode.engine.invoker import cancellable
 from codemode.engine.output import OutputCallback, ScannedOutput
@@ -68,7 +70,7 @@ class Session:
         ``fresh_dir``: first make the next ``tasks/NNN`` folder and work there; from then on
         (project mode) every result shows the workspace's tree.
         """
-        tools = views.access(self.chain.invoker)
+        tools = replace(views.access(self.chain.invoker), on_refused=self.chain.on_refused)
         self.code = code
         if fresh_dir:
             if not self.has_workspace:
@@ -151,7 +153,8 @@ class Session:
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
         """The one place a raw outcome becomes what the client sees: the handle, and the
-        second privacy net over every text field the code could fill."""
+        second privacy net over every field the code could fill (output, hint, every field
+        of the error, file names, tool-call names, the limit and any extra field)."""
         result.session = self.handle
         if self.fixes is not None:
             earlier = self.fixes.observe(self.code, result)
@@ -160,21 +163,36 @@ class Session:
         privacy = self.chain.privacy
         if privacy is None:
             return result
-        scan = privacy.scan_output
+        scan, scan_value = privacy.scan_output, privacy.scan_value
         result.stdout = scan(result.stdout)
         result.stderr = scan(result.stderr)
         result.hint = scan(result.hint)
+        if result.limit is not None:
+            result.limit = scan(result.limit)
         if result.error:
-            for key in ("type", "message", "traceback"):
-                if key in result.error:
-                    result.error[key] = scan(str(result.error[key]))
-        result.files = {
-            kind: [scan(name) for name in names] for kind, names in result.files.items()
-        }
+            result.error = scan_value(result.error)
+        result.files = scan_value(result.files)
+        result.tool_calls = scan_value(result.tool_calls)
+        result.truncated = scan_value(result.truncated)
+        result.extra = scan_value(result.extra)
         return result
 
+    def approval_result(
+        self, pending: PendingApproval, duration_ms: float, *, spill_dir: Path | None = None
+    ) -> ExecutionResult:
+        """``approval_required`` for ``pending``: its arguments through the same privacy scan
+        as every result, with the digest of exactly what is shown (long ones in a file in
+        ``spill_dir``)."""
+        privacy = self.chain.privacy
+        view = privacy.scan_value if privacy is not None else None
+        described = pending.describe(view, spill_dir=spill_dir)
+        if privacy is not None:
+            described["reason"] = privacy.scan_output(described["reason"])
+        return ExecutionResult.approval_required(described, self.handle, duration_ms)
+
     def close(self) -> None:
-        """Stop the sandbox and forget every value the vault held."""
+        """Stop the sandbox, write the audit log's counts, forget every value the vault held."""
         self.sandbox.close()
+        self.chain.close()
         if self.chain.privacy is not None:
             self.chain.privacy.wipe()

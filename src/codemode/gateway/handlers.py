@@ -18,6 +18,7 @@ from codemode.engine import Codemode
 from codemode.engine.progress import Progress
 from codemode.errors import CodemodeError, UnknownSessionError
 from codemode.gateway.resources import WorkspaceResources
+from codemode.gateway.structured import search_structured
 from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["Caller", "GatewayHandlers", "TOOL_NAMES"]
@@ -57,7 +58,7 @@ def _argument_error(message: str) -> types.CallToolResult:
 def execution_result(result: ExecutionResult) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=result.render_text())],
-        structured_content=result.to_dict(),
+        structured_content=result.to_structured(),
         is_error=result.status not in ("ok", "approval_required"),
     )
 
@@ -113,7 +114,10 @@ class GatewayHandlers:
         )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=answer.text)],
-            structured_content={"hits": answer.hits, "lexical_only": answer.lexical_only},
+            structured_content={
+                **search_structured(answer.hits, detail),
+                **({"lexical_only": True} if answer.lexical_only else {}),
+            },
         )
 
     async def execute(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
@@ -164,8 +168,13 @@ class GatewayHandlers:
         approval, allow = arguments.get("approval"), arguments.get("allow")
         if not isinstance(approval, str) or not isinstance(allow, bool):
             return _argument_error("`approval` (the id from the result) and `allow` (true/false)")
+        digest = arguments.get("digest")  # optional: the digest shown with the approval
         result = await self.engine.approve(
-            approval, allow, owner=caller.owner, progress=caller.progress
+            approval,
+            allow,
+            owner=caller.owner,
+            digest=digest if isinstance(digest, str) else None,
+            progress=caller.progress,
         )
         return execution_result(result)
 

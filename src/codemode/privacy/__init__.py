@@ -1,11 +1,17 @@
 """PII tokenization at the bridge: sensitive values stay on the host, the code sees tokens.
 
 detectors   what counts as sensitive (EMAIL, PHONE, CARD, IBAN, IP, national ids, SECRET)
+checks      the checksums and ranges behind them
+markup      values split or wrapped by markup (search snippets, highlights, Markdown)
+fastscan    the fast path for long text: detectors only in windows around cheap anchors
+recall      the vault's values and their fragments, found again in later text
 fields      glob paths naming fields of a tool result (``contacts[].email``)
 vault       value <-> token, per session, host side only
 tokenizer   walk results (tokenize) and call arguments (detokenize)
 settings    the ``[privacy]`` config table, flow rules
 invoker     ``PrivacyInvoker`` (the bridge wrapper) and ``scan_output`` (the second net)
+oracle      ``OracleGuard``: budgets and pattern checks for search and yes/no tools
+redact      ``redact``: ``<KIND>`` markers for log lines (the audit log uses it)
 assertions  ``assert_no_pii`` for tests
 """
 

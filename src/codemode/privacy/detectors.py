@@ -37,12 +37,29 @@ from __future__ import annotations
 
 import bisect
 import functools
-import ipaddress
-import math
+import hashlib
 import re
-from collections import Counter
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from codemode.privacy.checks import (
+    card_valid,
+    consistent_spaces,
+    de_tax_id_valid,
+    es_dni_valid,
+    iban_valid,
+    intl_phone_valid,
+    ipv4_valid,
+    ipv6_valid,
+    keyword_secret_valid,
+    looks_secret,
+    luhn_valid,
+    nanp_valid,
+    ssn_valid,
+    trunk_phone_valid,
+)
+from codemode.privacy.markup import has_markup, markup_detections
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -62,7 +79,9 @@ Validator = Callable[[re.Match[str]], bool]
 
 @dataclass(frozen=True, slots=True)
 class Detection:
-    """One detected value: ``text[start:end] == value``."""
+    """One detected value: ``text[start:end] == value``, except for a value that markup split
+    (``maria@[globex].example.com``): there ``value`` is without the markup and the span
+    covers it."""
 
     kind: str
     start: int
@@ -88,225 +107,6 @@ class Detector:
                 yield Detection(self.kind, start, end, text[start:end])
 
 
-# --- checks ---------------------------------------------------------------------------------
-
-
-def _digits(text: str) -> str:
-    return "".join(ch for ch in text if ch.isdigit())
-
-
-def luhn_valid(digits: str) -> bool:
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = ord(char) - 48
-        if index % 2:
-            value *= 2
-            if value > 9:
-                value -= 9
-        total += value
-    return total % 10 == 0
-
-
-# (prefix range low, high, allowed lengths)
-_CARD_ISSUERS: tuple[tuple[int, int, frozenset[int]], ...] = (
-    (4, 4, frozenset({13, 16, 19})),  # Visa
-    (51, 55, frozenset({16})),  # Mastercard
-    (2221, 2720, frozenset({16})),  # Mastercard 2-series
-    (34, 34, frozenset({15})),  # American Express
-    (37, 37, frozenset({15})),
-    (300, 305, frozenset({14, 16, 17, 18, 19})),  # Diners Club
-    (36, 36, frozenset({14, 16, 17, 18, 19})),
-    (38, 39, frozenset({14, 16, 17, 18, 19})),
-    (6011, 6011, frozenset({16, 17, 18, 19})),  # Discover
-    (644, 649, frozenset({16, 17, 18, 19})),
-    (65, 65, frozenset({16, 17, 18, 19})),
-    (3528, 3589, frozenset({16, 17, 18, 19})),  # JCB
-    (62, 62, frozenset({16, 17, 18, 19})),  # UnionPay
-    (50, 50, frozenset(range(12, 20))),  # Maestro
-    (56, 58, frozenset(range(12, 20))),
-    (63, 63, frozenset(range(12, 20))),
-    (67, 67, frozenset(range(12, 20))),
-)
-
-
-def _card_valid(match: re.Match[str]) -> bool:
-    raw = match.group()
-    separators = {ch for ch in raw if not ch.isdigit()}
-    if len(separators) > 1:
-        return False
-    digits = _digits(raw)
-    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
-        return False
-    issuer = any(
-        low <= int(digits[: len(str(low))]) <= high and len(digits) in lengths
-        for low, high, lengths in _CARD_ISSUERS
-    )
-    return issuer and luhn_valid(digits)
-
-
-_IBAN_LENGTHS = {
-    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22,
-    "BR": 29, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20,
-    "EG": 29, "ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18,
-    "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IS": 26, "IT": 27, "JO": 30,
-    "KW": 30, "KZ": 20, "LB": 28, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MD": 24,
-    "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28,
-    "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SE": 24, "SI": 19, "SK": 24,
-    "SM": 27, "TN": 24, "TR": 26, "UA": 29, "VG": 24, "XK": 20,
-}  # fmt: skip
-
-
-def _iban_valid(match: re.Match[str]) -> bool:
-    iban = match.group().replace(" ", "")
-    if _IBAN_LENGTHS.get(iban[:2]) != len(iban):
-        return False
-    rearranged = iban[4:] + iban[:4]
-    number = "".join(str(int(ch, 36)) for ch in rearranged)
-    return int(number) % 97 == 1
-
-
-_VERSION_CONTEXT = re.compile(r"(?i)(?:version|ver|release|build|v)[\s:=]*$")
-
-
-def _ipv4_valid(match: re.Match[str]) -> bool:
-    octets = [int(part) for part in match.group().split(".")]
-    if octets[0] in {0, 255}:  # "this network", broadcast, or a netmask such as 255.255.255.0
-        return False
-    before = match.string[max(0, match.start() - 16) : match.start()]
-    return _VERSION_CONTEXT.search(before) is None
-
-
-def _ipv6_valid(match: re.Match[str]) -> bool:
-    value = match.group()
-    groups = [part for part in value.split(":") if part]
-    if len(groups) < 3:
-        return False
-    try:
-        ipaddress.IPv6Address(value)
-    except ValueError:
-        return False
-    return True
-
-
-_DATE_SHAPE = re.compile(r"^(\d{1,4})[-/](\d{1,2})[-/](\d{1,4})")
-
-
-def _looks_like_date(text: str) -> bool:
-    found = _DATE_SHAPE.match(text)
-    if found is None:
-        return False
-    a, b, c = (int(part) for part in found.groups())
-    return (1 <= b <= 12 and (1 <= a <= 31 or 1 <= c <= 31)) or (1 <= a <= 12 and 1 <= b <= 31)
-
-
-def _intl_phone_valid(match: re.Match[str]) -> bool:
-    return 8 <= len(_digits(match.group())) <= 15
-
-
-def _nanp_valid(match: re.Match[str]) -> bool:
-    digits = _digits(match.group())
-    if len(digits) == 11:
-        digits = digits[1:]
-    area, exchange = digits[:3], digits[3:6]
-    return (
-        area[0] not in "01"
-        and exchange[0] not in "01"
-        and area[1:] != "11"
-        and exchange[1:] != "11"
-    )
-
-
-def _trunk_phone_valid(match: re.Match[str]) -> bool:
-    raw = match.group()
-    digits = _digits(raw)
-    low, high = (11, 15) if digits.startswith("00") else (9, 12)
-    return low <= len(digits) <= high and not _looks_like_date(raw.lstrip("("))
-
-
-_SSN_ADVERTISING = frozenset({"078051120", "219099999"})
-
-
-def _ssn_valid(match: re.Match[str]) -> bool:
-    raw = match.group()
-    if raw[3] != raw[6]:
-        return False
-    digits = _digits(raw)
-    area, group, serial = digits[:3], digits[3:5], digits[5:]
-    return (
-        area not in {"000", "666"}
-        and area[0] != "9"
-        and group != "00"
-        and serial != "0000"
-        and digits not in _SSN_ADVERTISING
-    )
-
-
-def _consistent_spaces(match: re.Match[str]) -> bool:
-    raw = match.group()
-    spaces = raw.count(" ")
-    return spaces in {0, raw.strip().count(" ")} and (spaces == 0 or spaces >= 3)
-
-
-def _de_tax_id_valid(match: re.Match[str]) -> bool:
-    digits = _digits(match.group())
-    if len(digits) != 11:
-        return False
-    counts = Counter(digits[:10])
-    repeated = [digit for digit, n in counts.items() if n > 1]
-    if len(repeated) != 1 or counts[repeated[0]] > 3:
-        return False
-    if repeated[0] * 3 in digits[:10]:
-        return False
-    product = 10
-    for char in digits[:10]:
-        total = (int(char) + product) % 10 or 10
-        product = (total * 2) % 11
-    check = 11 - product
-    return (0 if check == 10 else check) == int(digits[10])
-
-
-_DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
-
-
-def _es_dni_valid(match: re.Match[str]) -> bool:
-    raw = match.group().replace("-", "")
-    body, letter = raw[:-1], raw[-1]
-    if body[0] in "XYZ":
-        body = str("XYZ".index(body[0])) + body[1:]
-    return _DNI_LETTERS[int(body) % 23] == letter
-
-
-def _entropy(text: str) -> float:
-    counts = Counter(text)
-    size = len(text)
-    return -sum(n / size * math.log2(n / size) for n in counts.values())
-
-
-_PASSWORD_WORDS = re.compile(r"(?i)pass|pwd")
-_PLACEHOLDERS = re.compile(r"(?i)^(?:\*+|x+|null|none|redacted|changeme|\$\{.*\}|\{\{.*\}\})$")
-
-
-def looks_secret(value: str, *, password: bool = False) -> bool:
-    """Whether a value behind a secret-like keyword or field name is worth hiding."""
-    if _PLACEHOLDERS.match(value) or any(ch.isspace() for ch in value):
-        return False
-    if password:
-        return len(value) >= 6
-    classes = sum(
-        (
-            any(ch.isdigit() for ch in value),
-            any(ch.islower() for ch in value),
-            any(ch.isupper() for ch in value),
-        )
-    )
-    return len(value) >= 16 and classes >= 2 and _entropy(value) >= 3.0
-
-
-def _keyword_secret_valid(match: re.Match[str]) -> bool:
-    keyword = match.group("kw") or ""
-    return looks_secret(match.group("value"), password=bool(_PASSWORD_WORDS.search(keyword)))
-
-
 # --- the built-in detectors -----------------------------------------------------------------
 
 _TAIL = r"(?![\w]|[.\-/]\d)"  # not followed by more of a number or identifier
@@ -328,7 +128,7 @@ _BUILTIN_SPECS: dict[str, list[tuple[str, Validator | None]]] = {
          r"|access[_-]?key|private[_-]?key|client[_-]?secret|auth)(?![A-Za-z0-9])"
          r"[\"']?\s{0,3}[:=]\s{0,3}[\"']?|(?<![A-Za-z0-9])bearer\s{1,3})"
          r"(?P<value>[A-Za-z0-9_\-+/=.~!@#$%^&*]{6,512}))",
-         _keyword_secret_valid),
+         keyword_secret_valid),
     ],
     "EMAIL": [
         (r"(?<![\w.+%\-])[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}@"
@@ -336,41 +136,41 @@ _BUILTIN_SPECS: dict[str, list[tuple[str, Validator | None]]] = {
     ],
     "IBAN": [
         (r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?"
-         r"(?![A-Za-z0-9])", _iban_valid),
+         r"(?![A-Za-z0-9])", iban_valid),
     ],
     "CARD": [
-        (r"(?<![\w.\-])(?:\d{4}[ \-]){3}\d{1,7}" + _TAIL, _card_valid),
-        (r"(?<![\w.\-])\d{4}[ \-]\d{6}[ \-]\d{4,5}" + _TAIL, _card_valid),
-        (r"(?<![\w.\-])\d{13,19}" + _TAIL, _card_valid),
+        (r"(?<![\w.\-])(?:\d{4}[ \-]){3}\d{1,7}" + _TAIL, card_valid),
+        (r"(?<![\w.\-])\d{4}[ \-]\d{6}[ \-]\d{4,5}" + _TAIL, card_valid),
+        (r"(?<![\w.\-])\d{13,19}" + _TAIL, card_valid),
     ],
     "SSN": [
-        (r"(?<![\w.\-])\d{3}[ \-]\d{2}[ \-]\d{4}" + _TAIL, _ssn_valid),
+        (r"(?<![\w.\-])\d{3}[ \-]\d{2}[ \-]\d{4}" + _TAIL, ssn_valid),
     ],
     "UK_NINO": [
         (r"(?<![A-Za-z0-9])(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
-         r" ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])", _consistent_spaces),
+         r" ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])", consistent_spaces),
     ],
     "DE_TAX_ID": [
-        (r"(?<![\w.,\-])[1-9]\d(?: ?\d{3}){3}" + _TAIL, _de_tax_id_valid),
+        (r"(?<![\w.,\-])[1-9]\d(?: ?\d{3}){3}" + _TAIL, de_tax_id_valid),
     ],
     "ES_DNI": [
-        (r"(?<![\w\-])(?:\d{8}|[XYZ]\d{7})-?[A-HJ-NP-TV-Z](?![\w])", _es_dni_valid),
+        (r"(?<![\w\-])(?:\d{8}|[XYZ]\d{7})-?[A-HJ-NP-TV-Z](?![\w])", es_dni_valid),
     ],
     "IP": [
         (r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
-         r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d)", _ipv4_valid),
+         r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d)", ipv4_valid),
         (r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|\d{1,3}(?:\.\d{1,3}){3})?"
-         r"(?![\w:]|\.\d)", _ipv6_valid),
+         r"(?![\w:]|\.\d)", ipv6_valid),
     ],
     "PHONE": [
         (r"(?<![\w+])\+\d{1,15}(?:[ .\-]?\(\d{1,4}\)\d{0,8})?(?:[ .\-]\d{1,8}){0,7}"
-         + _TAIL, _intl_phone_valid),
+         + _TAIL, intl_phone_valid),
         (r"(?<![\w.\-+(/])(?:1[ .\-])?(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}" + _TAIL,
-         _nanp_valid),
+         nanp_valid),
         (r"(?<![\w.\-+/])(?:0[1-9]\d{0,3}|00[1-9]\d{0,2})(?:[ \-/]\d{2,8}){1,5}" + _TAIL,
-         _trunk_phone_valid),
+         trunk_phone_valid),
         (r"(?<![\w.\-+/])\(0[1-9]\d{0,3}\) ?\d{2,8}(?:[ \-]\d{2,8}){0,4}" + _TAIL,
-         _trunk_phone_valid),
+         trunk_phone_valid),
     ],
 }  # fmt: skip
 
@@ -505,6 +305,7 @@ def expand_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
 
 
 _CACHE_MAX_LEN = 2048
+_DIGEST_CACHE_MAX = 64
 
 
 class DetectorSet:
@@ -534,6 +335,12 @@ class DetectorSet:
         self._groups = _gate_groups([d for kind in self.kinds for d in _BUILTINS[kind]])
         self._rank = {kind: rank for rank, kind in enumerate(self.all_kinds)}
         self._cached = functools.lru_cache(maxsize=16384)(self._detect)
+        from codemode.privacy import fastscan  # it builds on this module
+
+        self._fast_min = fastscan.FAST_MIN_CHARS
+        self._windowed = fastscan.windowed_kinds({k: _BUILTINS[k] for k in self.kinds})
+        self._fast_scan = fastscan.scan
+        self._by_digest: dict[bytes, tuple[Detection, ...]] = {}
 
     @property
     def all_kinds(self) -> tuple[str, ...]:
@@ -541,13 +348,74 @@ class DetectorSet:
 
     def clear_cache(self) -> None:
         self._cached.cache_clear()
+        self._by_digest.clear()
+
+    def use_fast_path(self, enabled: bool) -> None:
+        """Whether long text takes the fast path (off: the whole-text scan, for comparison)."""
+        from codemode.privacy import fastscan
+
+        self._fast_min = fastscan.FAST_MIN_CHARS if enabled else sys.maxsize
 
     def detect(self, text: str) -> tuple[Detection, ...]:
         if len(text) <= _CACHE_MAX_LEN:
             return self._cached(text)
-        return self._detect(text)
+        # Long text seen before (a result passed on, printed, returned again) is not scanned
+        # again: its detections are kept by content hash.
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        found = self._by_digest.get(digest)
+        if found is None:
+            found = self._by_digest[digest] = self._detect(text)
+            if len(self._by_digest) > _DIGEST_CACHE_MAX:
+                del self._by_digest[next(iter(self._by_digest))]
+        return found
 
     def _detect(self, text: str) -> tuple[Detection, ...]:
+        found = self.plain(text)
+        if has_markup(text):
+            extra = [Detection(*item) for item in markup_detections(text, self.plain)]
+            if extra:
+                rank = self._rank
+                extra.sort(key=lambda item: rank[item.kind])
+                # Ranked after the plain findings: where both overlap, the plain one stays.
+                return tuple(non_overlapping([*self._ranked(found), *extra]))
+        return found
+
+    def _ranked(self, found: Sequence[Detection]) -> list[Detection]:
+        rank = self._rank
+        return sorted(found, key=lambda item: rank[item.kind])
+
+    def plain(self, text: str) -> tuple[Detection, ...]:
+        """Detections in ``text`` as it is written (no markup removed). Long text takes the
+        fast path (``codemode.privacy.fastscan``); it hides all the whole-text scan hides."""
+        if len(text) >= self._fast_min:
+            found = [d for detector in self.user for d in detector.find(text)]
+            found += self._fast_scan(self._windowed, text)
+            return self._merge_overlaps(text, found)
+        return self.reference_plain(text)
+
+    def _merge_overlaps(self, text: str, found: list[Detection]) -> tuple[Detection, ...]:
+        """Overlapping detections become one, spanning both, of the better-ranked kind: the
+        fast path scans kind by kind, so where kinds compete (``+4915112345678`` is a phone
+        number and holds a card-shaped run) it hides the union rather than choose."""
+        if len(found) <= 1:
+            return tuple(found)
+        rank = self._rank
+        found.sort(key=lambda item: (item.start, -item.end))
+        merged: list[Detection] = [found[0]]
+        for item in found[1:]:
+            last = merged[-1]
+            if item.start >= last.end:
+                merged.append(item)
+                continue
+            if item.end <= last.end and rank[last.kind] <= rank[item.kind]:
+                continue
+            kind = last.kind if rank[last.kind] <= rank[item.kind] else item.kind
+            end = max(last.end, item.end)
+            merged[-1] = Detection(kind, last.start, end, text[last.start : end])
+        return tuple(merged)
+
+    def reference_plain(self, text: str) -> tuple[Detection, ...]:
+        """The whole-text scan: every gated pattern over all of ``text``."""
         found: list[Detection] = []
         for detector in self.user:
             found.extend(detector.find(text))
@@ -556,6 +424,9 @@ class DetectorSet:
             if group.gate(text):
                 for scanner in group.short if short else group.long:
                     scanner.find_into(text, found)
+        return self._resolve(found)
+
+    def _resolve(self, found: list[Detection]) -> tuple[Detection, ...]:
         if not found:
             return ()
         if len(found) == 1:

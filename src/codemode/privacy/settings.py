@@ -12,6 +12,13 @@ crm = ["contacts[].email", "*.phone"]
 [privacy.flows]                         # per server: where its tokenized data may be sent
 crm = ["mail"]                          # crm data may go to mail (and always back to crm)
 "*" = []                                # servers not listed (this is the default)
+
+[privacy.oracle]                        # search and yes/no tools (see codemode.privacy.oracle)
+enabled = true
+tools = ["*search*", "crm.is_*"]        # default: searches, lookups, checks, is_/has_ ...
+calls_per_minute = 60                   # over all such tools of a session
+calls_per_session = 500
+similar_calls = 12                      # near-identical calls before a human is asked
 ```
 
 Flow rules. Data tokenized from a server may always be sent back to that server. Anywhere else
@@ -35,6 +42,7 @@ from pydantic import AfterValidator, Field, StrictBool, StrictStr
 from codemode.config_model import ConfigModel, Hint, did_you_mean, invalid, validate_section
 from codemode.privacy.detectors import BUILTIN_KINDS, KIND_GROUPS, DetectorSet
 from codemode.privacy.fields import parse_field_pattern
+from codemode.privacy.oracle import OracleSettings
 from codemode.privacy.tokenizer import Tokenizer
 
 __all__ = ["PrivacySettings"]
@@ -142,6 +150,8 @@ class PrivacySettings(ConfigModel):
         dict[StrictStr, Destinations],
         Hint(expects="a table of server = [...]", fix='write [privacy.flows] then crm = ["mail"]'),
     ] = Field(default_factory=dict)
+    # Budgets and pattern checks for search and yes/no tools.
+    oracle: OracleSettings = Field(default_factory=OracleSettings)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], source: str = "config") -> PrivacySettings:

@@ -13,12 +13,14 @@ asking ``check`` whether it may go to the destination.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from codemode.privacy.detectors import Detection, DetectorSet, looks_secret, non_overlapping
 from codemode.privacy.fields import FieldMatcher, State
+from codemode.privacy.recall import Recall
 from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
 
 __all__ = ["OUTPUT_SOURCE", "Tokenizer", "detokenize"]
@@ -38,6 +40,8 @@ Check = Callable[[str, VaultEntry], None]
 
 
 _KEY_CACHE_MAX = 4096
+_CLEARED_MIN_LEN = 4096
+_CLEARED_MAX = 32
 _PLAIN = frozenset({int, float, bool, type(None)})
 
 
@@ -69,11 +73,22 @@ class Tokenizer:
         self._fields = {server: FieldMatcher(p) for server, p in (fields or {}).items() if p}
         # dict key -> (holds a detection, None or whether it names a password/secret)
         self._key_info: dict[str, tuple[bool, bool | None]] = {}
+        self._recall: Recall | None = None
+        self._detected = frozenset(detectors.all_kinds)
+        # Long strings already tokenized: (content hash, server) -> (vault version, result).
+        self._cleared: dict[tuple[bytes, str], tuple[int, str]] = {}
+
+    def recall(self, vault: Vault) -> Recall:
+        """The index of ``vault``'s values (kept while the same vault is used)."""
+        if self._recall is None or self._recall.vault is not vault:
+            self._recall = Recall(vault)
+        return self._recall
 
     def clear_caches(self) -> None:
         """Forget the strings seen so far (they may hold personal data)."""
         self.detectors.clear_cache()
         self._key_info.clear()
+        self._cleared.clear()
 
     def tokenize(self, value: Any, vault: Vault, *, server: str, tool: str) -> Any:
         """A copy of ``value`` with sensitive values replaced by tokens (``value`` is untouched)."""
@@ -81,6 +96,9 @@ class Tokenizer:
             return value
         matcher = self._fields.get(server)
         walk = _Walk(self.detectors, vault, server, tool, matcher, self._key_info)
+        walk.recall = self.recall(vault)
+        walk.recall.refresh()
+        walk.cleared = self._cleared
         return walk.node(value, [], walk.start, None)
 
     def scan_text(
@@ -93,12 +111,15 @@ class Tokenizer:
     ) -> str:
         """Tokenize free text (printed output). Tokens already in it stay as they are.
 
-        With ``known``, values the vault already holds are replaced wherever they occur, even
-        where no detector would find them (such as a name taken from a named field).
+        With ``known``, values the vault already holds, and fragments of them, are replaced
+        wherever they occur, even where no detector would find them (such as a name taken from
+        a named field, or half of an address in a truncated message).
         """
         detections = list(self.detectors.detect(text))
         if known:
-            detections = _merge(_known_values(text, vault), detections)
+            recall = self.recall(vault)
+            recall.refresh()
+            detections = _merge(_recalled(recall, text, self._detected), detections)
         if not detections:
             return text
         return _replace(text, detections, vault, lambda _d: source)
@@ -120,6 +141,8 @@ class _Walk:
         self.tool = tool
         self.matcher = matcher
         self.key_info = key_info
+        self.recall: Recall | None = None
+        self.cleared: dict[tuple[bytes, str], tuple[int, str]] | None = None
         self.start: State = matcher.start if matcher is not None else frozenset()
 
     def source(self, path: Sequence[PathItem]) -> TokenSource:
@@ -183,10 +206,29 @@ class _Walk:
         return out
 
     def text(self, text: str, path: Sequence[PathItem]) -> str:
+        if self.cleared is None or len(text) < _CLEARED_MIN_LEN:
+            return self._text(text, path)
+        # A long string this server returned before, unchanged, while the vault has not
+        # changed since: the same result, without a second scan.
+        key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+               self.server)  # fmt: skip
+        seen = self.cleared.get(key)
+        if seen is not None and seen[0] == self.vault.version:
+            return seen[1]
+        result = self._text(text, path)
+        if len(self.cleared) >= _CLEARED_MAX:
+            del self.cleared[next(iter(self.cleared))]
+        self.cleared[key] = (self.vault.version, result)
+        return result
+
+    def _text(self, text: str, path: Sequence[PathItem]) -> str:
         known = self.vault.seen_again(text, lambda: self.source(path))
         if known is not None:  # a value seen before (e.g. in a named field) stays hidden
             return known
         detections: Sequence[Detection] = self.detectors.detect(text)
+        if self.recall is not None:
+            kinds = frozenset(self.detectors.all_kinds)
+            detections = _merge(_recalled(self.recall, text, kinds), detections)
         if "<" in text and ">" in text:
             detections = _merge(self._token_literals(text), detections)
         if not detections:
@@ -206,10 +248,12 @@ class _Walk:
 
 
 def _merge(first: list[Detection], second: Sequence[Detection]) -> list[Detection]:
-    """``first`` wins where they overlap; sorted by position."""
+    """Where they overlap the longer span wins (``first`` on a tie); sorted by position."""
     if not first:
         return list(second)
-    return non_overlapping([*first, *second])
+    both = [*first, *second]
+    both.sort(key=lambda item: item.start - item.end)  # stable: ``first`` before on a tie
+    return non_overlapping(both)
 
 
 def _replace(
@@ -231,27 +275,11 @@ def _replace(
     return "".join(parts)
 
 
-_MIN_KNOWN_LEN = 4
-
-
-def _known_values(text: str, vault: Vault) -> list[Detection]:
-    """Spans of ``text`` holding a value the vault knows, marked with kind "" and the token."""
-    present: dict[str, str] = {}
-    for entry in vault.entries():
-        value = entry.value if isinstance(entry.value, str) else _number_text(entry.value)
-        if value is not None and len(value) >= _MIN_KNOWN_LEN and value in text:
-            present[value] = entry.token
-    if not present:
-        return []
-    alternation = "|".join(re.escape(v) for v in sorted(present, key=len, reverse=True))
-    return [
-        Detection("", match.start(), match.end(), present[match.group()])
-        for match in re.finditer(alternation, text)
-    ]
-
-
-def _number_text(value: VaultValue) -> str | None:
-    return str(value) if isinstance(value, int | float) else None
+def _recalled(recall: Recall, text: str, detected: frozenset[str]) -> list[Detection]:
+    """Spans holding a value the vault knows (or a fragment), kind "" and the token: longest
+    first, so that a whole value wins over a fragment of it."""
+    hits = sorted(recall.find(text, detected=detected), key=lambda hit: hit.start - hit.end)
+    return [Detection("", hit.start, hit.end, hit.entry.token) for hit in hits]
 
 
 def detokenize(value: Any, vault: Vault, *, destination: str, check: Check | None = None) -> Any:

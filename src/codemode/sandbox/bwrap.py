@@ -344,7 +344,7 @@ class BwrapBackend:
             max_pids=self.limits.processes + 2,  # bwrap's own two processes
             memory_bytes=self.limits.memory_bytes,
         )
-        return CgroupMeter(self.limits, cgroup)
+        return CgroupMeter(self.limits, cgroup, mounts=tuple(self.tmpfs_sizes()))
 
     def spawn(self) -> SandboxProcess:
         host_sock, guest_sock = bridge_socketpair()

@@ -166,8 +166,10 @@ class CgroupMeter(SandboxMeter):
 
     kernel_enforced = True
 
-    def __init__(self, limits: Limits, cgroup: CgroupSet) -> None:
-        super().__init__(limits)
+    def __init__(
+        self, limits: Limits, cgroup: CgroupSet, mounts: tuple[str, ...] = TMPFS_MOUNTS
+    ) -> None:
+        super().__init__(limits, mounts)
         self.cgroup = cgroup
         self._counts_cpu = cgroup.version == 2 or "cpuacct" in cgroup.dirs
 

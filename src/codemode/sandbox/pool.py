@@ -1,8 +1,11 @@
 """Warm pool: sandboxes started ahead of demand, refilled in the background.
 
-Every sandbox is started by the pool's one long-lived thread. bwrap's ``--die-with-parent`` ties
-a sandbox's life to the *thread* that forked it, so a sandbox started from a short-lived worker
-thread would be killed when that thread exits.
+Every sandbox is started by one of the pool's long-lived starter threads. bwrap's
+``--die-with-parent`` ties a sandbox's life to the *thread* that forked it, so a sandbox started
+from a short-lived worker thread would be killed when that thread exits; starter threads live
+as long as the pool. With ``starters > 1`` several sandboxes start at once (a burst of new
+sessions waits less). How many stay ready is a ``WarmTarget``: fixed by default, adaptive
+(growing with the arrival rate, bounded by memory) when given one.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from concurrent.futures import Future
 
 from codemode.errors import CodemodeError, SandboxError
 from codemode.sandbox.backends import SandboxBackend
+from codemode.sandbox.demand import WarmTarget, warm_target
 from codemode.sandbox.runner import Sandbox
+from codemode.sandbox.settings import SandboxSettings
 
 __all__ = ["SandboxPool"]
 
@@ -26,28 +31,48 @@ class SandboxPool:
     """Keeps ``size`` ready sandboxes. ``acquire`` never waits for the refill thread."""
 
     def __init__(
-        self, backend: SandboxBackend, size: int = 2, *, start_timeout_s: float = 15.0
+        self,
+        backend: SandboxBackend,
+        size: int = 2,
+        *,
+        start_timeout_s: float = 15.0,
+        starters: int = 1,
+        target: WarmTarget | None = None,
     ) -> None:
         if size < 0:
             raise SandboxError("pool size cannot be negative", fix="set sandbox.pool_size >= 0")
         self.backend = backend
         self.size = size
         self.start_timeout_s = start_timeout_s
+        self.starters = max(starters, 1)
+        self.target = target if target is not None else WarmTarget(size)
         self._ready: deque[Sandbox] = deque()
         self._cond = threading.Condition()
         self._closed = False
+        # Sandboxes being started for the ready queue now (by any starter thread).
+        self._starting = 0
+        self._starter_threads: list[threading.Thread] = []
         self._thread: threading.Thread | None = None
         self._requests: deque[Future[Sandbox]] = deque()
         # Every live sandbox this pool started (ready ones and sessions'), to stop at close.
         self._all: set[Sandbox] = set()
         self.last_error: CodemodeError | None = None
 
+    @classmethod
+    def from_settings(cls, backend: SandboxBackend, settings: SandboxSettings) -> SandboxPool:
+        """The pool a ``[sandbox]`` table describes: size, adaptive growth, starter threads."""
+        target = warm_target(settings.pool_size, settings.pool_size_max, settings.pool_memory_mib)
+        return cls(backend, settings.pool_size, starters=settings.pool_starters, target=target)
+
     def start(self) -> SandboxPool:
         if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._refill, name="codemode-sandbox-pool", daemon=True
-            )
-            self._thread.start()
+            for index in range(self.starters):
+                thread = threading.Thread(
+                    target=self._refill, name=f"codemode-sandbox-pool-{index}", daemon=True
+                )
+                self._starter_threads.append(thread)
+                thread.start()
+            self._thread = self._starter_threads[0]
         return self
 
     def _spawn_here(self) -> Sandbox:
@@ -71,9 +96,11 @@ class SandboxPool:
         return future.result(timeout=self.start_timeout_s + 30)
 
     def acquire(self) -> Sandbox:
+        self.target.arrived()
         with self._cond:
             if self._closed:
                 raise SandboxError("the sandbox pool is closed")
+            self._cond.notify_all()  # the target may have grown: starters look again
             while self._ready:
                 sandbox = self._ready.popleft()
                 self._cond.notify_all()
@@ -88,6 +115,7 @@ class SandboxPool:
 
     @property
     def ready_count(self) -> int:
+        """Sandboxes started and waiting for a session now."""
         with self._cond:
             return len(self._ready)
 
@@ -98,12 +126,26 @@ class SandboxPool:
                 lambda: len(self._ready) >= self.size or self._closed, timeout_s
             )
 
+    def _short(self) -> bool:
+        return len(self._ready) + self._starting < self.target.size()
+
+    def _trim(self) -> None:
+        """Stop ready sandboxes above the target (the burst is over), newest first."""
+        with self._cond:
+            extra = len(self._ready) - max(self.target.size(), self.size)
+            surplus = [self._ready.pop() for _ in range(max(extra, 0))]
+        for sandbox in surplus:
+            sandbox.kill()
+
     def _refill(self) -> None:
         failures = 0
+        adaptive = self.target.adaptive
         while True:
             with self._cond:
+                # An adaptive target changes with time, so look again now and then.
                 self._cond.wait_for(
-                    lambda: self._closed or self._requests or len(self._ready) < self.size
+                    lambda: self._closed or self._requests or self._short(),
+                    timeout=self.target.window_s if adaptive else None,
                 )
                 if self._closed:
                     for pending in self._requests:
@@ -111,6 +153,12 @@ class SandboxPool:
                     self._requests.clear()
                     return
                 request = self._requests.popleft() if self._requests else None
+                short = request is None and self._short()
+                if short:
+                    self._starting += 1
+            if request is None and not short:
+                self._trim()
+                continue
             if request is not None:
                 try:
                     request.set_result(self._spawn_here())
@@ -121,6 +169,8 @@ class SandboxPool:
                 sandbox = self._spawn_here()
                 failures = 0
             except CodemodeError as error:
+                with self._cond:
+                    self._starting -= 1
                 if self.closed:
                     return
                 self.last_error = error
@@ -131,6 +181,7 @@ class SandboxPool:
                     self._cond.wait(timeout=min(0.1 * 2**failures, 5.0))
                 continue
             with self._cond:
+                self._starting -= 1
                 if self.closed:
                     sandbox.kill()
                     return
@@ -150,9 +201,10 @@ class SandboxPool:
             sandbox.kill()
         with self._cond:
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-            self._thread = None
+        for thread in self._starter_threads:
+            thread.join(timeout=30)
+        self._starter_threads.clear()
+        self._thread = None
         with self._cond:  # one started while closing
             late, self._all = list(self._all), set()
         for sandbox in late:

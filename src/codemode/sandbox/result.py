@@ -12,9 +12,6 @@ from codemode.sandbox.capture import HeadTail
 __all__ = ["ExecutionResult", "Status", "clip_head_tail", "clip_tail", "whole_text"]
 
 Status = Literal["ok", "error", "timeout", "limit", "approval_required", "cancelled"]
-LimitName = Literal[
-    "wall_time", "cpu_time", "memory", "processes", "workspace_inodes", "sandbox_exit"
-]
 
 
 @dataclass
@@ -54,6 +51,50 @@ class ExecutionResult:
             del data["limit"]
         return data
 
+    def to_structured(self) -> dict[str, Any]:
+        """The lean form an MCP client gets as structured content: the facts ``render_text``
+        shows, without empty or default fields (``to_dict`` keeps every field, for scripts).
+
+        ``status`` and ``duration_ms`` are always there, ``session`` when set; everything
+        else only when it says something: a non-zero ``exit_code``, non-empty output,
+        ``error``, changed ``files``, ``tool_calls`` when there were any, ``truncated`` when
+        something was cut, ``limit``, ``sandbox_reset`` and ``hint``."""
+        data: dict[str, Any] = {"status": self.status}
+        if self.exit_code not in (0, None):
+            data["exit_code"] = self.exit_code
+        if self.stdout:
+            data["stdout"] = self.stdout
+        if self.stderr:
+            data["stderr"] = self.stderr
+        if self.error:
+            data["error"] = {k: v for k, v in self.error.items() if v not in (None, "")}
+        files = {kind: names for kind, names in self.files.items() if names}
+        if files:
+            data["files"] = files
+        if self.tool_calls.get("count"):
+            data["tool_calls"] = {
+                "count": self.tool_calls["count"],
+                "failures": self.tool_calls.get("failures", 0),
+            }
+        data["duration_ms"] = round(self.duration_ms, 1)
+        cut = {k: self.truncated[k] for k in _CUT_KEYS if self.truncated.get(k)}
+        if cut:
+            data["truncated"] = cut
+        if self.limit:
+            data["limit"] = self.limit
+        if self.sandbox_reset:
+            data["sandbox_reset"] = True
+        if self.session:
+            data["session"] = self.session
+        if self.hint:
+            data["hint"] = self.hint
+        data.update(
+            (key, value)
+            for key, value in self.extra.items()
+            if value and key not in _UNSTRUCTURED_EXTRA
+        )
+        return data
+
     @classmethod
     def approval_required(
         cls, approval: dict[str, Any], session: str | None, duration_ms: float
@@ -84,7 +125,10 @@ class ExecutionResult:
         if approval:
             lines = [
                 head,
-                f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])[:500]})",
+                # In full: an approver must see everything that would run.
+                f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])})",
+                f"digest: {approval.get('digest', '')}",
+                *([f"full arguments: {approval['file']}"] if approval.get("file") else []),
                 f"reason: {approval['reason']}",
                 f"approval: {approval['id']}",
                 f"session: {self.session}",
@@ -112,6 +156,11 @@ class ExecutionResult:
             lines.append(
                 "files: " + ", ".join(changed[:20]) + (" ..." if len(changed) > 20 else "")
             )
+        deleted = self.files.get("deleted", [])
+        if deleted:
+            lines.append(
+                "deleted: " + ", ".join(deleted[:20]) + (" ..." if len(deleted) > 20 else "")
+            )
         if self.extra.get("task_dir"):
             lines.append(f"task folder: {self.extra['task_dir']}")
         if self.extra.get("workspace_tree"):
@@ -121,6 +170,11 @@ class ExecutionResult:
         if self.hint:
             lines.append(f"hint: {self.hint}")
         return "\n".join(lines)
+
+
+_CUT_KEYS = ("stdout_bytes", "stderr_bytes")
+# Facts kept for scripts (``to_dict``) that the model does not need on every result.
+_UNSTRUCTURED_EXTRA = frozenset({"workspace_bytes"})
 
 
 def _marker(n: int) -> str:

@@ -123,10 +123,6 @@ class Sandbox:
         except (OSError, IndexError):
             return "?"
 
-    def is_dead(self) -> bool:
-        """Read fresh: a frame read or a kill on this thread may have changed it."""
-        return self.dead
-
     @property
     def isolated(self) -> bool:
         return self.process.isolated
@@ -159,6 +155,14 @@ class Sandbox:
         except SandboxError:
             self.kill()
             raise
+        if self.process.workspace is not None:
+            # A host directory as workspace may hold files already: they were not "created".
+            with contextlib.suppress(OSError, SandboxError):
+                root = self.process.open_workspace()
+                try:
+                    self.files, _ = scan(root)
+                finally:
+                    os.close(root)
         self._stdout = HeadTail(self.limits.output_kept_bytes)
         self._stderr = HeadTail(self.limits.output_kept_bytes)
 
@@ -381,7 +385,7 @@ class Sandbox:
                         outcome.refused_after_cancel += 1  # dropped: no call starts now
                         continue
                     self._dispatch(incoming, host, outcome)
-                if self.is_dead() and outcome.done is None:
+                if self.dead and outcome.done is None:  # set by the frame read above
                     outcome.died = True
                     outcome.status, outcome.limit = "limit", "sandbox_exit"
         if outcome.died or outcome.status not in ("timeout", "cancelled"):

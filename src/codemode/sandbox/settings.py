@@ -47,6 +47,12 @@ class SandboxSettings(ConfigModel):
     limits: Limits = Field(default_factory=Limits)
     # Sandboxes started ahead of demand, so a new session does not wait for a container.
     pool_size: Annotated[WholeNumber, Field(ge=0)] = 2
+    # While new sessions arrive fast the pool keeps up to pool_size_max ready (one per session
+    # taken in the last 10 s), within pool_memory_mib; then it shrinks back to pool_size.
+    pool_size_max: Annotated[WholeNumber, Field(ge=0)] = 8
+    pool_memory_mib: Annotated[WholeNumber, Field(ge=0)] = 256
+    # Threads starting sandboxes at once (each lives as long as the pool: die-with-parent).
+    pool_starters: Annotated[WholeNumber, Field(ge=1)] = 4
     # Extra site-packages directories the agent's code may import from (read-only).
     # By default the interpreter codemode runs in (its virtualenv) is offered.
     python_paths: Annotated[

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from codemode.search._naming import python_names
+from codemode.jsonpointer import MISSING, resolve_local_ref
 from codemode.search.text import split_words, strip_markup
 from codemode.tools import JSONObject, ToolSpec
 
@@ -62,14 +62,8 @@ def _resolve(schema: Any, root: JSONObject, depth: int = 0) -> JSONObject:
         ref = schema["$ref"]
         if not isinstance(ref, str) or not ref.startswith("#/"):
             return {}
-        node: Any = root
-        for part in ref[2:].split("/"):
-            node = (
-                node.get(part.replace("~1", "/").replace("~0", "~"), {})
-                if isinstance(node, dict)
-                else {}
-            )
-        schema, depth = node, depth + 1
+        node = resolve_local_ref(root, ref)
+        schema, depth = ({} if node is MISSING else node), depth + 1
     return schema if isinstance(schema, dict) else {}
 
 
@@ -128,6 +122,8 @@ def signature(spec: ToolSpec, function: str) -> str:
 
 def tool_documents(specs: Iterable[ToolSpec]) -> list[ToolDocument]:
     """Documents for ``specs``; pass a server's tools together (names are assigned per server)."""
+    from codemode.search._naming import python_names  # the stub library: only when building
+
     specs = list(specs)
     return [
         tool_document(spec, module, function)

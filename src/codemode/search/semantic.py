@@ -1,11 +1,12 @@
-"""Lexical search re-ranked with sentence embeddings, and the factory that picks an index.
+"""Hybrid search: BM25 blended with MiniLM sentence embeddings, and the factory that picks an index.
 
 Each tool's short texts (summary with name and path words; summary with its first sentence) are
-embedded once and the vectors are cached on disk, keyed by model and content hash: embedding
-3,224 operations takes tens of seconds on two cores, a cached load takes milliseconds. A query
-is embedded at search time (a few ms, then kept in a small LRU) and compared with every tool;
-the final score blends normalized BM25 with cosine similarity over the union of both candidate
-lists.
+embedded once and cached on disk, keyed by model and content hash: embedding 3,224 operations
+takes tens of seconds on two cores, a cached load takes milliseconds. A whole index (tools,
+lexical table, vectors) is also stored per catalog fingerprint (``store.IndexStore``), so a new
+process opens it without reading the tools at all. A query is embedded at search time (a few ms,
+then kept in a small LRU) and compared with every tool; the final score blends normalized BM25
+with cosine similarity over the union of both candidate lists.
 """
 
 from __future__ import annotations
@@ -14,25 +15,37 @@ import hashlib
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codemode.search.base import DEFAULT_LIMIT, Hit, SearchIndex, hit_from_document
+from codemode.search.base import DEFAULT_LIMIT, Hit, SearchIndex
 from codemode.search.documents import ToolDocument, tool_documents
 from codemode.search.encoder import INSTALL_HINT, MODEL_ID, MiniLMEncoder, semantic_available
 from codemode.search.fts import FtsIndex
+from codemode.search.store import IndexStore, catalog_fingerprint, default_cache_dir
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
     from codemode.search.encoder import FloatArray
 
-__all__ = ["EmbeddingCache", "HybridIndex", "build_index", "default_cache_dir"]
+__all__ = [
+    "EmbeddingCache",
+    "HybridIndex",
+    "Progress",
+    "build_index",
+    "default_cache_dir",
+    "open_stored_index",
+]
 
 log = logging.getLogger("codemode.search")
 _warned: list[bool] = []
 
-# Tuned on the dev split of benchmarks/search_tasks.json (see benchmarks/search.py).
+# (stage, percent): "lexical", "embedding" or "ready", and how far that stage is.
+Progress = Callable[[str, float], None]
+
+# Tuned on the dev split (benchmarks/search_dev.json; see benchmarks/search.py).
 DEFAULT_ALPHA = 0.2
 DEFAULT_CANDIDATES = 100
 DOCUMENT_MAX_TOKENS = 96
@@ -40,13 +53,8 @@ DEFAULT_GROUP_WEIGHT = 0.3
 QUERY_CACHE_SIZE = 256
 
 
-def default_cache_dir() -> Path:
-    """``$CODEMODE_STATE_DIR``, else ``$XDG_CACHE_HOME/codemode``, else ``~/.cache/codemode``."""
-    if state := os.environ.get("CODEMODE_STATE_DIR"):
-        return Path(state)
-    if xdg := os.environ.get("XDG_CACHE_HOME"):
-        return Path(xdg) / "codemode"
-    return Path.home() / ".cache" / "codemode"
+def model_key(encoder: MiniLMEncoder) -> str:
+    return f"{MODEL_ID}-{encoder.max_length}"
 
 
 class EmbeddingCache:
@@ -107,17 +115,22 @@ class HybridIndex:
         alpha: float = DEFAULT_ALPHA,
         candidates: int = DEFAULT_CANDIDATES,
         group_weight: float = DEFAULT_GROUP_WEIGHT,
+        vectors: FloatArray | None = None,
     ) -> None:
         import numpy as np
 
-        self.encoder = encoder or MiniLMEncoder(max_length=DOCUMENT_MAX_TOKENS)
+        cache_dir = cache_dir or default_cache_dir()
+        self.encoder = encoder or MiniLMEncoder(max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir)
         self.lexical = lexical or FtsIndex()
         self.alpha = alpha
         self.candidates = candidates
         self.group_weight = group_weight
-        model_key = f"{MODEL_ID}-{self.encoder.max_length}"
-        self._cache = EmbeddingCache(cache_dir or default_cache_dir(), model_key)
-        self._vectors: Any = np.zeros((0, self.encoder.dimension), dtype=np.float32)
+        self._cache = EmbeddingCache(cache_dir, model_key(self.encoder))
+        self._vectors: Any = (
+            vectors
+            if vectors is not None
+            else np.zeros((0, self.encoder.dimension), dtype=np.float32)
+        )
         self._queries: OrderedDict[str, Any] = OrderedDict()
 
     def __len__(self) -> int:
@@ -127,29 +140,64 @@ class HybridIndex:
     def documents(self) -> list[ToolDocument]:
         return self.lexical.documents
 
-    def add(self, specs: Iterable[ToolSpec]) -> None:
+    @property
+    def entries(self) -> Sequence[Hit]:
+        return self.lexical.entries
+
+    @property
+    def vectors(self) -> FloatArray:
+        return self._vectors  # type: ignore[no-any-return]
+
+    def add(self, specs: Iterable[ToolSpec], progress: Progress | None = None) -> None:
+        self.add_documents(tool_documents(specs), progress)
+
+    def add_documents(
+        self, documents: Sequence[ToolDocument], progress: Progress | None = None
+    ) -> None:
+        """Index ``documents``; ``progress("embedding", percent)`` follows the encoder."""
+        self.lexical.add_documents(documents)
+        self.embed_documents(documents, progress)
+
+    def embed_documents(
+        self, documents: Sequence[ToolDocument], progress: Progress | None = None
+    ) -> None:
+        """Append the vectors of ``documents`` (already in the lexical index, in this order)."""
         import numpy as np
 
-        documents = tool_documents(specs)
         # One cache entry per server and view, so adding a source does not re-embed the others.
         by_server: dict[str, list[ToolDocument]] = {}
         for document in documents:
             by_server.setdefault(document.spec.server, []).append(document)
+        total = sum(len(d.semantic_texts) for d in documents) or 1
+        done = 0
+
+        def step(count: int) -> Callable[[int, int], None] | None:
+            if progress is None:
+                return None
+            base = done
+            return lambda finished, _all: progress("embedding", 100.0 * (base + finished) / total)
+
         for group in by_server.values():
             views = min(len(d.semantic_texts) for d in group)
-            vectors = np.mean(
-                [self._embed([d.semantic_texts[v] for d in group]) for v in range(views)], axis=0
-            ).astype(np.float32)
+            per_view = []
+            for v in range(views):
+                texts = [d.semantic_texts[v] for d in group]
+                per_view.append(self._embed(texts, step(len(texts))))
+                done += len(texts)
+            vectors = np.mean(per_view, axis=0).astype(np.float32)
             vectors = self._with_groups(group, vectors)
-            self.lexical.add_documents(group)
             self._vectors = np.ascontiguousarray(
                 np.vstack([self._vectors, vectors]), dtype=np.float32
             )
+        if progress is not None:
+            progress("embedding", 100.0)
 
-    def _embed(self, texts: list[str]) -> FloatArray:
+    def _embed(
+        self, texts: list[str], progress: Callable[[int, int], None] | None = None
+    ) -> FloatArray:
         vectors = self._cache.load(texts)
         if vectors is None:
-            vectors = self.encoder.encode(texts)
+            vectors = self.encoder.encode(texts, progress=progress)
             self._cache.store(texts, vectors)
         return vectors
 
@@ -191,8 +239,12 @@ class HybridIndex:
 
         if len(self) == 0:
             return {}
+        # Not overlapped with the embedding in a thread: measured slower (the encoder's many short
+        # numpy calls then wait for the GIL), 73 ms against 38 ms on a loaded machine.
         lexical = self.lexical.ranked(query, self.candidates)
-        cosine = self._vectors @ self.query_vector(query)
+        vector = self.query_vector(query)
+        with self.encoder.blas_threads():
+            cosine = self._vectors @ vector
         count = min(self.candidates, len(cosine))
         top = np.argpartition(-cosine, count - 1)[:count]
         best = lexical[0][1] if lexical else 1.0
@@ -205,7 +257,44 @@ class HybridIndex:
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
         ranked = sorted(self.scores(query).items(), key=lambda item: (-item[1], item[0]))
-        return [hit_from_document(self.documents[p], score) for p, score in ranked[:limit]]
+        entries = self.entries
+        return [replace(entries[p], score=score) for p, score in ranked[:limit]]
+
+
+def open_stored_index(
+    fingerprint: str,
+    *,
+    semantic: bool,
+    cache_dir: Path | None = None,
+    encoder: MiniLMEncoder | None = None,
+) -> SearchIndex | None:
+    """The index stored for ``fingerprint``, or None (nothing stored, or no vectors for a
+    semantic index)."""
+    cache_dir = cache_dir or default_cache_dir()
+    store = IndexStore(cache_dir)
+    entries = store.load_entries(fingerprint)
+    if entries is None:
+        return None
+    if not semantic:
+        return FtsIndex.open(store.lexical_path(fingerprint), entries)
+    key = model_key(encoder) if encoder is not None else f"{MODEL_ID}-{DOCUMENT_MAX_TOKENS}"
+    vectors = store.load_vectors(fingerprint, key, len(entries))
+    if vectors is None:
+        return None
+    encoder = encoder or MiniLMEncoder(max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir)
+    lexical = FtsIndex.open(store.lexical_path(fingerprint), entries)
+    return HybridIndex(encoder=encoder, lexical=lexical, cache_dir=cache_dir, vectors=vectors)
+
+
+def resolve_semantic(semantic: bool | None) -> bool:
+    """``semantic=None``: on when the model is installed, else off (said once, with the fix)."""
+    if semantic is not None:
+        return semantic
+    available = semantic_available()
+    if not available and not _warned:
+        _warned.append(True)
+        log.warning("semantic search unavailable, searching lexically; to enable: %s", INSTALL_HINT)
+    return available
 
 
 def build_index(
@@ -213,18 +302,41 @@ def build_index(
     *,
     semantic: bool | None = None,
     cache_dir: Path | None = None,
+    progress: Progress | None = None,
+    persist: bool = True,
 ) -> SearchIndex:
     """The best index available: hybrid when the model is installed (``semantic=None``),
     lexical when asked (``semantic=False``) or when the optional dependencies are missing
-    (logged once). ``semantic=True`` raises ``UsageError`` if they are missing."""
-    index: SearchIndex
-    if semantic is None:
-        semantic = semantic_available()
-        if not semantic and not _warned:
-            _warned.append(True)
-            log.warning(
-                "semantic search unavailable, searching lexically; to enable: %s", INSTALL_HINT
-            )
-    index = HybridIndex(cache_dir=cache_dir) if semantic else FtsIndex()
-    index.add(specs)
+    (logged once). ``semantic=True`` raises ``UsageError`` if they are missing.
+
+    With ``persist`` the index is read from (or written to) the store under ``cache_dir``,
+    keyed by the tools' fingerprint."""
+    specs = list(specs)
+    semantic = resolve_semantic(semantic)
+    fingerprint = catalog_fingerprint(specs) if persist and specs else None
+    if fingerprint is not None:
+        stored = open_stored_index(fingerprint, semantic=semantic, cache_dir=cache_dir)
+        if stored is not None:
+            if progress is not None:
+                progress("ready", 100.0)
+            return stored
+    index: HybridIndex | FtsIndex = HybridIndex(cache_dir=cache_dir) if semantic else FtsIndex()
+    if progress is not None:
+        progress("lexical", 0.0)
+    if isinstance(index, HybridIndex):
+        index.add(specs, progress)
+    else:
+        index.add(specs)
+    if fingerprint is not None:
+        save_index(index, fingerprint, cache_dir)
+    if progress is not None:
+        progress("ready", 100.0)
     return index
+
+
+def save_index(index: HybridIndex | FtsIndex, fingerprint: str, cache_dir: Path | None) -> None:
+    store = IndexStore(cache_dir)
+    lexical = index.lexical if isinstance(index, HybridIndex) else index
+    store.save_entries(fingerprint, lexical.entries, lexical)
+    if isinstance(index, HybridIndex):
+        store.save_vectors(fingerprint, model_key(index.encoder), index.vectors)

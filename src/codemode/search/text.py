@@ -53,6 +53,19 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("invite", "invitation"),
     ("stop", "disable", "pause", "suspend"),
     ("enable", "activate", "resume", "turn"),
+    # API vocabulary people rarely use (added from the dev split's misses; see benchmarks/).
+    ("purge", "clear", "flush", "invalidate"),
+    ("deploy", "publish", "upload", "ship"),
+    ("member", "coworker", "colleague", "teammate", "employee", "staff"),
+    ("throttle", "rate", "limit"),
+    ("stargazer", "star", "starred"),
+    ("webhook", "hook", "callback", "notify"),
+    ("gist", "snippet", "paste"),
+    ("dependabot", "vulnerable", "vulnerability"),
+    ("balance", "money", "funds"),
+    ("event", "history", "activity", "happened"),
+    ("ref", "branch"),
+    ("workflow", "ci", "pipeline", "build", "actions"),
 )
 
 _IRREGULAR = {"children": "child", "people": "person", "indices": "index", "data": "data"}

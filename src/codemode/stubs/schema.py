@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from codemode.jsonpointer import MISSING, resolve_local_ref
 from codemode.stubs.naming import class_name
 
 __all__ = ["TypeBuilder", "quote", "schema_notes"]
@@ -290,18 +291,8 @@ def _merge_objects(schema: dict[str, Any], parts: list[Any], root: Any) -> dict[
 
 
 def _pointer(root: Any, ref: str) -> Any:
-    if not ref.startswith("#"):
-        return None
-    node = root
-    for raw in ref[1:].split("/")[1:]:
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
+    node = resolve_local_ref(root, ref)
+    return None if node is MISSING else node
 
 
 def _union(parts: list[str]) -> str:

@@ -1,0 +1,72 @@
+"""Task sets and scoring for the tool-search benchmark (used by benchmarks/search.py).
+
+A task names its spec, a style ('api': the API's own words; 'paraphrase': a user's words) and
+``needs``: groups of operation ids. A task is found at k when every group has one of its ids in
+the top k (a two-step task needs both steps); its rank is the rank at which the last group is
+first met, so MRR rewards having every needed operation near the top.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from codemode.search.base import Hit
+
+HERE = Path(__file__).resolve().parent
+DEV = HERE / "search_dev.json"
+HELDOUT = HERE / "search_heldout.json"
+KS = (1, 5, 10)
+
+
+def load_tasks(paths: Sequence[Path]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """``(spec files by key, tasks)``; each task carries the split of its file."""
+    specs: dict[str, str] = {}
+    tasks: list[dict[str, Any]] = []
+    for path in paths:
+        suite = json.loads(path.read_text())
+        specs.update(suite["specs"])
+        tasks += [{**task, "split": suite["split"]} for task in suite["tasks"]]
+    return specs, tasks
+
+
+def task_rank(hits: Sequence[Hit], task: dict[str, Any], server: str) -> int | None:
+    """The rank (1-based) at which every needed group has been met, or None."""
+    worst = 0
+    for group in task["needs"]:
+        wanted = set(group)
+        rank = next(
+            (i for i, h in enumerate(hits, 1) if h.server == server and h.operation_id in wanted),
+            None,
+        )
+        if rank is None:
+            return None
+        worst = max(worst, rank)
+    return worst
+
+
+def evaluate(
+    search: Callable[[str, int], list[Hit]],
+    tasks: Sequence[dict[str, Any]],
+    servers: dict[str, str],
+) -> dict[str, dict[str, float]]:
+    """recall@1/5/10 and MRR@10 per ``split/style/spec`` group ('all' aggregates)."""
+    groups: dict[str, list[int | None]] = {}
+    for task in tasks:
+        rank = task_rank(search(task["query"], max(KS)), task, servers[task["spec"]])
+        for split in (task["split"], "all"):
+            for style in (task["style"], "all"):
+                for spec in (task["spec"], "all"):
+                    groups.setdefault(f"{split}/{style}/{spec}", []).append(rank)
+    return {key: summarize(ranks) for key, ranks in sorted(groups.items())}
+
+
+def summarize(ranks: Sequence[int | None]) -> dict[str, float]:
+    row: dict[str, float] = {"n": len(ranks)}
+    for k in KS:
+        row[f"r@{k}"] = round(statistics.fmean(1.0 if r and r <= k else 0.0 for r in ranks), 3)
+    row["mrr"] = round(statistics.fmean(1.0 / r if r else 0.0 for r in ranks), 3)
+    return row

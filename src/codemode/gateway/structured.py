@@ -1,0 +1,27 @@
+"""Structured content of the gateway's answers: the facts the text shows, and no more.
+
+Clients that hand structured content to the model pay for every token of it, so it carries
+what the text carries, as data (measured beside the text in ``codemode tokens``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["search_structured"]
+
+
+def search_structured(hits: Sequence[Mapping[str, Any]], detail: str) -> dict[str, Any]:
+    """A search answer as data: each hit's ``python_name``, and at the ``summary`` and
+    ``full`` levels its ``signature`` and ``summary`` (scores, HTTP routes and upstream
+    names stay out: the text does not show them)."""
+    lean: list[dict[str, Any]] = []
+    for hit in hits:
+        item: dict[str, Any] = {"python_name": hit["python_name"]}
+        if detail != "name":
+            item["signature"] = hit["signature"]
+            if hit.get("summary"):
+                item["summary"] = hit["summary"]
+        lean.append(item)
+    return {"hits": lean}

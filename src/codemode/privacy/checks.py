@@ -1,0 +1,242 @@
+"""The checks behind the built-in detectors: checksums, ranges and shapes that reject
+look-alikes (Luhn for cards, mod 97 for IBANs, the SSN and tax-id rules, secret entropy)."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections import Counter
+
+__all__ = [
+    "card_valid",
+    "consistent_spaces",
+    "de_tax_id_valid",
+    "es_dni_valid",
+    "iban_valid",
+    "intl_phone_valid",
+    "ipv4_valid",
+    "ipv6_valid",
+    "keyword_secret_valid",
+    "looks_secret",
+    "luhn_valid",
+    "nanp_valid",
+    "ssn_valid",
+    "trunk_phone_valid",
+]
+
+
+def _digits(text: str) -> str:
+    return "".join(ch for ch in text if ch.isdigit())
+
+
+def luhn_valid(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = ord(char) - 48
+        if index % 2:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+# (prefix range low, high, allowed lengths)
+_CARD_ISSUERS: tuple[tuple[int, int, frozenset[int]], ...] = (
+    (4, 4, frozenset({13, 16, 19})),  # Visa
+    (51, 55, frozenset({16})),  # Mastercard
+    (2221, 2720, frozenset({16})),  # Mastercard 2-series
+    (34, 34, frozenset({15})),  # American Express
+    (37, 37, frozenset({15})),
+    (300, 305, frozenset({14, 16, 17, 18, 19})),  # Diners Club
+    (36, 36, frozenset({14, 16, 17, 18, 19})),
+    (38, 39, frozenset({14, 16, 17, 18, 19})),
+    (6011, 6011, frozenset({16, 17, 18, 19})),  # Discover
+    (644, 649, frozenset({16, 17, 18, 19})),
+    (65, 65, frozenset({16, 17, 18, 19})),
+    (3528, 3589, frozenset({16, 17, 18, 19})),  # JCB
+    (62, 62, frozenset({16, 17, 18, 19})),  # UnionPay
+    (50, 50, frozenset(range(12, 20))),  # Maestro
+    (56, 58, frozenset(range(12, 20))),
+    (63, 63, frozenset(range(12, 20))),
+    (67, 67, frozenset(range(12, 20))),
+)
+
+
+def card_valid(match: re.Match[str]) -> bool:
+    raw = match.group()
+    separators = {ch for ch in raw if not ch.isdigit()}
+    if len(separators) > 1:
+        return False
+    digits = _digits(raw)
+    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+        return False
+    issuer = any(
+        low <= int(digits[: len(str(low))]) <= high and len(digits) in lengths
+        for low, high, lengths in _CARD_ISSUERS
+    )
+    return issuer and luhn_valid(digits)
+
+
+_IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22,
+    "BR": 29, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20,
+    "EG": 29, "ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18,
+    "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IS": 26, "IT": 27, "JO": 30,
+    "KW": 30, "KZ": 20, "LB": 28, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MD": 24,
+    "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28,
+    "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SE": 24, "SI": 19, "SK": 24,
+    "SM": 27, "TN": 24, "TR": 26, "UA": 29, "VG": 24, "XK": 20,
+}  # fmt: skip
+
+
+def iban_valid(match: re.Match[str]) -> bool:
+    iban = match.group().replace(" ", "")
+    if _IBAN_LENGTHS.get(iban[:2]) != len(iban):
+        return False
+    rearranged = iban[4:] + iban[:4]
+    number = "".join(str(int(ch, 36)) for ch in rearranged)
+    return int(number) % 97 == 1
+
+
+_VERSION_CONTEXT = re.compile(r"(?i)(?:version|ver|release|build|v)[\s:=]*$")
+
+
+def ipv4_valid(match: re.Match[str]) -> bool:
+    octets = [int(part) for part in match.group().split(".")]
+    if octets[0] in {0, 255}:  # "this network", broadcast, or a netmask such as 255.255.255.0
+        return False
+    before = match.string[max(0, match.start() - 16) : match.start()]
+    return _VERSION_CONTEXT.search(before) is None
+
+
+def ipv6_valid(match: re.Match[str]) -> bool:
+    value = match.group()
+    groups = [part for part in value.split(":") if part]
+    if len(groups) < 3:
+        return False
+    try:
+        ipaddress.IPv6Address(value)
+    except ValueError:
+        return False
+    return True
+
+
+_DATE_SHAPE = re.compile(r"^(\d{1,4})[-/](\d{1,2})[-/](\d{1,4})")
+
+
+def _looks_like_date(text: str) -> bool:
+    found = _DATE_SHAPE.match(text)
+    if found is None:
+        return False
+    a, b, c = (int(part) for part in found.groups())
+    return (1 <= b <= 12 and (1 <= a <= 31 or 1 <= c <= 31)) or (1 <= a <= 12 and 1 <= b <= 31)
+
+
+def intl_phone_valid(match: re.Match[str]) -> bool:
+    return 8 <= len(_digits(match.group())) <= 15
+
+
+def nanp_valid(match: re.Match[str]) -> bool:
+    digits = _digits(match.group())
+    if len(digits) == 11:
+        digits = digits[1:]
+    area, exchange = digits[:3], digits[3:6]
+    return (
+        area[0] not in "01"
+        and exchange[0] not in "01"
+        and area[1:] != "11"
+        and exchange[1:] != "11"
+    )
+
+
+def trunk_phone_valid(match: re.Match[str]) -> bool:
+    raw = match.group()
+    digits = _digits(raw)
+    low, high = (11, 15) if digits.startswith("00") else (9, 12)
+    return low <= len(digits) <= high and not _looks_like_date(raw.lstrip("("))
+
+
+_SSN_ADVERTISING = frozenset({"078051120", "219099999"})
+
+
+def ssn_valid(match: re.Match[str]) -> bool:
+    raw = match.group()
+    if raw[3] != raw[6]:
+        return False
+    digits = _digits(raw)
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    return (
+        area not in {"000", "666"}
+        and area[0] != "9"
+        and group != "00"
+        and serial != "0000"
+        and digits not in _SSN_ADVERTISING
+    )
+
+
+def consistent_spaces(match: re.Match[str]) -> bool:
+    raw = match.group()
+    spaces = raw.count(" ")
+    return spaces in {0, raw.strip().count(" ")} and (spaces == 0 or spaces >= 3)
+
+
+def de_tax_id_valid(match: re.Match[str]) -> bool:
+    digits = _digits(match.group())
+    if len(digits) != 11:
+        return False
+    counts = Counter(digits[:10])
+    repeated = [digit for digit, n in counts.items() if n > 1]
+    if len(repeated) != 1 or counts[repeated[0]] > 3:
+        return False
+    if repeated[0] * 3 in digits[:10]:
+        return False
+    product = 10
+    for char in digits[:10]:
+        total = (int(char) + product) % 10 or 10
+        product = (total * 2) % 11
+    check = 11 - product
+    return (0 if check == 10 else check) == int(digits[10])
+
+
+_DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
+
+
+def es_dni_valid(match: re.Match[str]) -> bool:
+    raw = match.group().replace("-", "")
+    body, letter = raw[:-1], raw[-1]
+    if body[0] in "XYZ":
+        body = str("XYZ".index(body[0])) + body[1:]
+    return _DNI_LETTERS[int(body) % 23] == letter
+
+
+def _entropy(text: str) -> float:
+    counts = Counter(text)
+    size = len(text)
+    return -sum(n / size * math.log2(n / size) for n in counts.values())
+
+
+_PASSWORD_WORDS = re.compile(r"(?i)pass|pwd")
+_PLACEHOLDERS = re.compile(r"(?i)^(?:\*+|x+|null|none|redacted|changeme|\$\{.*\}|\{\{.*\}\})$")
+
+
+def looks_secret(value: str, *, password: bool = False) -> bool:
+    """Whether a value behind a secret-like keyword or field name is worth hiding."""
+    if _PLACEHOLDERS.match(value) or any(ch.isspace() for ch in value):
+        return False
+    if password:
+        return len(value) >= 6
+    classes = sum(
+        (
+            any(ch.isdigit() for ch in value),
+            any(ch.islower() for ch in value),
+            any(ch.isupper() for ch in value),
+        )
+    )
+    return len(value) >= 16 and classes >= 2 and _entropy(value) >= 3.0
+
+
+def keyword_secret_valid(match: re.Match[str]) -> bool:
+    keyword = match.group("kw") or ""
+    return looks_secret(match.group("value"), password=bool(_PASSWORD_WORDS.search(keyword)))

@@ -1,0 +1,332 @@
+"""The fast path for long text: run each detector only in small windows around cheap anchors.
+
+Python's ``re`` pays for every position a pattern is tried at, and every built-in pattern opens
+with a look-behind, so scanning 1 MB with all of them costs seconds. Almost every position can
+be ruled out by something much cheaper that each match must contain:
+
+``@``                 EMAIL (found with ``str.find``; the window is the run of address
+                      characters on each side)
+key prefixes          SECRET's ``sk_live_``, ``ghp_``, ``AKIA``, ``eyJ``, ``-----BEGIN`` ...
+keywords              SECRET after ``key``/``secret``/``token``/``pass``/``pwd``/``auth``/
+                      ``bearer`` (searched in a lower-cased byte copy)
+``+``                 international PHONE numbers (the run of digits and separators after)
+``.d.d``              IPv4 (in a byte map of digits and dots)
+``:h:`` or ``::``     IPv6 (the run of hex digits, colons and dots around)
+six digits            the other number kinds: runs of at least six digits with gaps of at most
+                      three characters, found in a byte map where every digit is ``0``; each
+                      kind keeps the runs with as many digits as it needs (CARD 13, DE_TAX_ID
+                      11, SSN and PHONE 9), and UK_NINO, ES_DNI and IBAN only runs with the
+                      letters of their shape in or near them.
+
+The patterns of a kind that share an anchor then run as on the whole text (joined as in
+``detectors._Scanner``), restricted to the merged windows around their anchor. A window is
+wider than any match can reach from the anchor, and matches touching a window's far edge are
+dropped (they were cut by the window; the window of their own anchor finds them whole). Where
+findings overlap, ``DetectorSet`` merges them into one span rather than choose.
+``tests/privacy/test_fastscan.py`` checks, over generated text, that everything the whole-text
+scan hides, the fast path hides too.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from codemode.privacy.detectors import Detection, Detector
+
+__all__ = ["FAST_MIN_CHARS", "WindowedKind", "windowed_kinds"]
+
+#: Below this length the whole-text scan is as fast (and its results are cached).
+FAST_MIN_CHARS = 2048
+_EDGE = 8  # a match ending this close to a window's far edge was cut by it
+
+
+def _same_width(error: UnicodeError) -> tuple[str, int]:
+    """Encode error handler: one ASCII character per character (``0`` for any digit)."""
+    assert isinstance(error, UnicodeEncodeError)
+    chunk = error.object[error.start : error.end]
+    return "".join("0" if ch.isdecimal() else "?" for ch in chunk), error.end
+
+
+codecs.register_error("codemode-same-width", _same_width)
+
+_DIGITS = bytes(48 if 48 <= i <= 57 else 46 for i in range(256))  # digit -> "0", else "."
+_DIGITS_DOTS = bytes(48 if 48 <= i <= 57 else (46 if i == 46 else 32) for i in range(256))
+_CLUSTER = re.compile(rb"0(?:[^0]{0,3}0){5,}")
+_IPV4 = re.compile(rb"0\.0{1,3}\.0")
+_IPV6 = re.compile(r":[0-9A-Fa-f]{0,4}:")
+
+
+@dataclass
+class _Text:
+    """``text`` and the byte copies the anchors search, made once and only when needed."""
+
+    text: str
+    _raw: bytes | None = None
+    _lower: bytes | None = None
+    _digits: bytes | None = None
+    clusters: list[tuple[int, int, int]] | None = None
+
+    @property
+    def raw(self) -> bytes:
+        if self._raw is None:
+            self._raw = self.text.encode("ascii", "codemode-same-width")
+        return self._raw
+
+    @property
+    def lower(self) -> bytes:
+        if self._lower is None:
+            self._lower = self.raw.lower()
+        return self._lower
+
+    @property
+    def digits(self) -> bytes:
+        if self._digits is None:
+            self._digits = self.raw.translate(_DIGITS)
+        return self._digits
+
+
+Window = tuple[int, int]
+Anchor = Callable[[_Text], Iterator[Window]]
+
+
+def _literals(*words: str, back: int, forward: int, lower: bool = False) -> Anchor:
+    encoded = [word.encode() for word in words]
+
+    def windows(source: _Text) -> Iterator[Window]:
+        if lower:
+            haystack: bytes | str = source.lower
+            needles: Sequence[bytes | str] = encoded
+        else:
+            haystack, needles = source.text, words
+        for needle in needles:
+            at = haystack.find(needle)  # type: ignore[arg-type]
+            while at >= 0:
+                yield at - back, at + len(needle) + forward
+                at = haystack.find(needle, at + 1)  # type: ignore[arg-type]
+
+    return windows
+
+
+def _regex_windows(pattern: re.Pattern[str], back: int, forward: int) -> Anchor:
+    def windows(source: _Text) -> Iterator[Window]:
+        for match in pattern.finditer(source.text):
+            yield match.start() - back, match.end() + forward
+
+    return windows
+
+
+_HEX_RUN_BACK = re.compile(r"[0-9A-Fa-f:.]+\Z")
+_HEX_RUN = re.compile(r"[0-9A-Fa-f:.]*")
+
+
+def _ipv6_windows(source: _Text) -> Iterator[Window]:
+    """Around each ``:h:`` or ``::``, the run of hex digits, colons and dots it is part of."""
+    text = source.text
+    for match in _IPV6.finditer(text):
+        back = _HEX_RUN_BACK.search(text, max(0, match.start() - 48), match.start() + 1)
+        start = back.start() if back is not None else match.start()
+        forth = _HEX_RUN.match(text, match.end(), match.end() + 48)
+        end = forth.end() if forth is not None else match.end()
+        yield start - 1, end + 1
+
+
+def _ipv4_windows(source: _Text) -> Iterator[Window]:
+    if "." not in source.text:
+        return
+    dots = source.raw.translate(_DIGITS_DOTS)
+    for match in _IPV4.finditer(dots):
+        yield match.start() - 4, match.end() + 12
+
+
+def _clusters(source: _Text) -> list[tuple[int, int, int]]:
+    """Runs of six or more digits with gaps of at most three: (start, end, digits)."""
+    if source.clusters is None:
+        digits = source.digits
+        source.clusters = [
+            (m.start(), m.end(), digits.count(b"0", m.start(), m.end()))
+            for m in _CLUSTER.finditer(digits)
+        ]
+    return source.clusters
+
+
+def _numbers(
+    minimum: int,
+    *,
+    shape: re.Pattern[str] | None = None,
+    before: int = 0,
+    after: int = 0,
+    reach: int = 2,
+) -> Anchor:
+    """Clusters with at least ``minimum`` digits; with ``shape``, only those where it shows
+    between ``before`` characters before the cluster and ``after`` after it (the letters of
+    UK_NINO, ES_DNI and IBAN; inside the cluster too, which can join a value to a number)."""
+
+    def windows(source: _Text) -> Iterator[Window]:
+        text = source.text
+        for start, end, count in _clusters(source):
+            if count < minimum:
+                continue
+            if shape is None or shape.search(text, max(0, start - before), end + after):
+                yield start - reach, end + reach
+
+    return windows
+
+
+def _runs(
+    needle: str, before: re.Pattern[str], after: re.Pattern[str], back: int, forward: int
+) -> Anchor:
+    """Windows over the run of ``before`` characters ending at each ``needle`` (at most
+    ``back`` long) and the run of ``after`` characters following it (at most ``forward``)."""
+
+    def windows(source: _Text) -> Iterator[Window]:
+        text = source.text
+        at = text.find(needle)
+        while at >= 0:
+            run = before.search(text, max(0, at - back), at)
+            start = run.start() if run is not None else at
+            forth = after.match(text, at + len(needle), at + len(needle) + forward)
+            end = forth.end() if forth is not None else at + len(needle)
+            yield start - 1, end + 1
+            at = text.find(needle, at + 1)
+
+    return windows
+
+
+# An address's local part and domain around its @ (the pattern's own limits, 64 and 253).
+_AT = _runs("@", re.compile(r"[\w.+%\-]+\Z"), re.compile(r"[A-Za-z0-9.\-]*"), 72, 264)
+# An international number: the digits, separators and parentheses after its +.
+_PLUS = _runs("+", re.compile(r"\Z"), re.compile(r"[\d .()\-]*"), 0, 112)
+_NUMBER_ANCHORS: dict[str, Anchor] = {
+    "CARD": _numbers(13),
+    "SSN": _numbers(9),
+    "DE_TAX_ID": _numbers(11),
+    "PHONE": _numbers(9),
+    # The letters of these kinds lie outside the digits: their windows reach further.
+    "UK_NINO": _numbers(6, shape=re.compile(r"[A-Z]{2} ?\d\d"), before=4, reach=24),
+    "ES_DNI": _numbers(7, shape=re.compile(r"\d-?[A-Z]|[XYZ]\d"), before=2, after=2, reach=24),
+    "IBAN": _numbers(6, shape=re.compile(r"[A-Z]{2}\d\d"), before=12, reach=30),
+}
+
+
+def _anchor_of(kind: str, index: int) -> Anchor | None:
+    """The anchor of the ``index``-th built-in pattern of ``kind`` (None: the whole text)."""
+    if kind == "EMAIL":
+        return _AT
+    if kind == "SECRET":
+        return _SECRET_ANCHORS[index] if index < len(_SECRET_ANCHORS) else None
+    if kind == "IP":
+        return _ipv4_windows if index == 0 else _ipv6_windows
+    if kind == "PHONE" and index == 0:
+        return _PLUS
+    return _NUMBER_ANCHORS.get(kind)
+
+
+_SECRET_ANCHORS: tuple[Anchor, ...] = (
+    _literals("-----BEGIN ", back=1, forward=16_100),
+    _regex_windows(re.compile(r"k_(?:live|test)_"), 2, 248),
+    _literals("sk-", back=1, forward=210),
+    _regex_windows(re.compile(r"gh[pousr]_"), 1, 252),
+    _literals("github_pat_", back=1, forward=250),
+    _regex_windows(re.compile(r"xox[abprs]-"), 1, 252),
+    _regex_windows(re.compile(r"A(?:KIA|SIA)"), 1, 20),
+    _literals("AIza", back=1, forward=40),
+    _literals("eyJ", back=1, forward=16_384),
+    _literals(
+        "key", "secret", "token", "pass", "pwd", "auth", "bearer", back=16, forward=540, lower=True
+    ),
+)
+
+
+def _merged(windows: Iterator[Window], size: int) -> list[Window]:
+    # Past the reach of a match, room for the cut-off check (``_EDGE``).
+    spans = sorted((max(0, low), min(size, high + _EDGE)) for low, high in windows)
+    merged: list[list[int]] = []
+    for low, high in spans:
+        if merged and low <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], high)
+        else:
+            merged.append([low, high])
+    return [(low, high) for low, high in merged]
+
+
+class _Group:
+    """The patterns of one kind that share an anchor, joined as in ``detectors._Scanner``."""
+
+    def __init__(self, anchor: Anchor | None, detectors: Sequence[Detector]) -> None:
+        self.anchor = anchor
+        joinable = [d for d in detectors if not d.pattern.groupindex]
+        self.joined = tuple(joinable) if len(joinable) > 1 else ()
+        self.separate = tuple(d for d in detectors if d not in self.joined)
+        branches = "|".join(f"(?P<_{i}>{d.pattern.pattern})" for i, d in enumerate(self.joined))
+        self.combined = re.compile(branches) if self.joined else None
+
+    def find_into(self, source: _Text, found: list[Detection]) -> None:
+        size = len(source.text)
+        windows = [(0, size)] if self.anchor is None else _merged(self.anchor(source), size)
+        for low, high in windows:
+            self._window(source.text, low, high, found)
+
+    def _window(self, text: str, low: int, high: int, found: list[Detection]) -> None:
+        limit = high - _EDGE if high < len(text) else high
+        if self.combined is not None:
+            mark = len(found)
+            for match in self.combined.finditer(text, low, high):
+                detector = self.joined[int(match.lastgroup[1:])] if match.lastgroup else None
+                if detector is None or (
+                    detector.validate is not None and not detector.validate(match)
+                ):
+                    del found[mark:]
+                    for one in self.joined:
+                        _find(one, text, low, high, limit, found)
+                    break
+                if match.end() <= limit:
+                    found.append(
+                        Detection(detector.kind, match.start(), match.end(), match.group())
+                    )
+        for detector in self.separate:
+            _find(detector, text, low, high, limit, found)
+
+
+class WindowedKind:
+    """One kind's built-in patterns, each group run in the windows around its anchor."""
+
+    def __init__(self, kind: str, detectors: Sequence[Detector]) -> None:
+        self.kind = kind
+        by_anchor: dict[Anchor | None, list[Detector]] = {}
+        for index, detector in enumerate(detectors):
+            by_anchor.setdefault(_anchor_of(kind, index), []).append(detector)
+        self.groups = tuple(_Group(anchor, members) for anchor, members in by_anchor.items())
+
+    def find_into(self, source: _Text, found: list[Detection]) -> None:
+        for group in self.groups:
+            group.find_into(source, found)
+
+
+def _find(
+    detector: Detector, text: str, low: int, high: int, limit: int, found: list[Detection]
+) -> None:
+    has_group = "value" in detector.pattern.groupindex
+    for match in detector.pattern.finditer(text, low, high):
+        if match.end() > limit:
+            continue
+        if detector.validate is not None and not detector.validate(match):
+            continue
+        start, end = match.span("value") if has_group else match.span()
+        if end > start:
+            found.append(Detection(detector.kind, start, end, text[start:end]))
+
+
+def windowed_kinds(by_kind: dict[str, Sequence[Detector]]) -> tuple[WindowedKind, ...]:
+    return tuple(WindowedKind(kind, detectors) for kind, detectors in by_kind.items())
+
+
+def scan(kinds: Sequence[WindowedKind], text: str) -> list[Detection]:
+    """Every detection of ``kinds`` in ``text`` (long text), in kind order."""
+    source = _Text(text)
+    found: list[Detection] = []
+    for kind in kinds:
+        kind.find_into(source, found)
+    return found

@@ -1,0 +1,139 @@
+"""Find values that markup has split or wrapped: search snippets, highlighted text, Markdown.
+
+Full-text search tools return snippets such as ``maria.lopez@[globex].example.com``,
+``+44 20 [7946] 0958``, ``<em>maria</em>.lopez@...``, ``**+44** 20 7946 0958`` or
+``...maria.lopez@globex.example.com...``. The detectors, which look for values as they are
+written, miss them. ``markup_detections`` removes the markup around each place it occurs (a copy
+of a window of text, with a map back to the original positions), runs the detectors on that
+copy, and reports each value found with the span it covers in the original text, markup
+included. Replacing that span hides the value and its markup together.
+
+What counts as markup: HTML-ish highlight tags (``em``, ``b``, ``strong``, ``mark``, ``i``,
+``u``, ``span``, ``hl``), square brackets, ``**`` and ``__``, ``...`` and ``…`` (as a space),
+whitespace around ``@``, and any run of whitespace between two digits (as one space).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codemode.privacy.detectors import Detection
+
+__all__ = ["has_markup", "markup_detections", "normalize"]
+
+_MARKUP = re.compile(
+    r"</?(?:em|b|strong|mark|i|u|span|hl)(?:\s[^<>]{0,60})?>"  # highlight tags
+    r"|\*\*|__|[\[\]]"  # bold, brackets
+    r"|(?P<gap>\.\.\.|…)"  # ellipses become a space
+    r"|(?<=[\w.])[ \t]+(?=@)|(?<=@)[ \t]+(?=\w)"  # whitespace around @
+    r"|(?<=\d)(?P<digits>\s{2,}|[^\S ])(?=\d)",  # other whitespace between digits: a space
+    re.IGNORECASE,
+)
+_SPACES = re.compile(r"\s+")
+_HINTS = ("[", "]", "**", "__", "<", "...", "…", " @", "@ ", "\n", "\t", "  ")
+#: Text around each piece of markup that is searched again (a value is at most this long).
+_WINDOW = 160
+
+
+def has_markup(text: str) -> bool:
+    """Cheap test: could ``text`` hold markup at all?"""
+    return any(hint in text for hint in _HINTS)
+
+
+class _Map:
+    """Positions in a normalized copy back to the original text."""
+
+    def __init__(self) -> None:
+        self.norm_starts: list[int] = []
+        self.pieces: list[tuple[int, int, int, bool]] = []  # norm start, orig start, end, kept
+
+    def add(self, norm_start: int, orig_start: int, orig_end: int, kept: bool) -> None:
+        self.norm_starts.append(norm_start)
+        self.pieces.append((norm_start, orig_start, orig_end, kept))
+
+    def start(self, position: int) -> int:
+        norm_start, orig_start, _end, kept = self.pieces[self._piece(position)]
+        return orig_start + (position - norm_start) if kept else orig_start
+
+    def end(self, position: int) -> int:
+        """The original end (exclusive) of the character before normalized ``position``."""
+        norm_start, orig_start, orig_end, kept = self.pieces[self._piece(position - 1)]
+        return orig_start + (position - norm_start) if kept else orig_end
+
+    def _piece(self, position: int) -> int:
+        return max(0, bisect.bisect_right(self.norm_starts, position) - 1)
+
+
+def normalize(text: str, start: int = 0, end: int | None = None) -> tuple[str, _Map]:
+    """``text[start:end]`` without markup, and the map back to positions in ``text``."""
+    end = len(text) if end is None else end
+    out: list[str] = []
+    mapping = _Map()
+    size = 0
+    position = start
+    for match in _MARKUP.finditer(text, start, end):
+        if match.start() > position:
+            out.append(text[position : match.start()])
+            mapping.add(size, position, match.start(), kept=True)
+            size += match.start() - position
+        replacement = " " if match.group("gap") or match.group("digits") else ""
+        if replacement:
+            out.append(replacement)
+            mapping.add(size, match.start(), match.end(), kept=False)
+            size += len(replacement)
+        position = match.end()
+    if position < end:
+        out.append(text[position:end])
+        mapping.add(size, position, end, kept=True)
+    return "".join(out), mapping
+
+
+def _markup_positions(text: str) -> set[int]:
+    """Where markup may be: found with ``str.find`` (a regex over all of a long text would
+    cost more than the detectors)."""
+    positions: set[int] = set()
+    for needle in ("[", "]", "**", "__", "<", "...", "…", " @", "@ "):
+        at = text.find(needle)
+        while at >= 0:
+            positions.add(at)
+            at = text.find(needle, at + 1)
+    for needle in ("\n", "\t", "\r", "\x0b", "\x0c", "  ", "\u00a0", "\u2009", "\u202f"):
+        at = text.find(needle)
+        while at >= 0:
+            end = _SPACES.match(text, at)
+            after = end.end() if end is not None else at + 1
+            if at > 0 and text[at - 1].isdigit() and text[after : after + 1].isdigit():
+                positions.add(at)
+            at = text.find(needle, at + 1)
+    return positions
+
+
+def markup_detections(
+    text: str, detect: Callable[[str], Sequence[Detection]]
+) -> list[tuple[str, int, int, str]]:
+    """Values that only show once markup is removed, with their spans in ``text``.
+
+    Each is ``(kind, start, end, value)``: the value without markup (what the vault should
+    hold) and the span in ``text`` it covers, markup included.
+    """
+    windows: list[list[int]] = []
+    for at in sorted(_markup_positions(text)):
+        low, high = max(0, at - _WINDOW), min(len(text), at + _WINDOW)
+        if windows and low <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], high)
+        else:
+            windows.append([low, high])
+    found: list[tuple[str, int, int, str]] = []
+    for low, high in windows:
+        clean, mapping = normalize(text, low, high)
+        for item in detect(clean):
+            # A value cut by the window's edge is found again from a window around it.
+            if (item.start == 0 and low > 0) or (item.end == len(clean) and high < len(text)):
+                continue
+            start, stop = mapping.start(item.start), mapping.end(item.end)
+            found.append((item.kind, start, stop, item.value))
+    return found

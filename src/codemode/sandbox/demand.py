@@ -1,0 +1,100 @@
+"""How many ready sandboxes the warm pool keeps: more while sessions arrive fast, never more
+than a memory budget holds.
+
+The target is the configured floor, raised to the number of sandboxes taken in the last
+``window_s`` seconds (a burst of 20 new sessions asks for 20 more), capped by ``ceiling`` and
+by what fits in the memory budget: ``memory_budget_bytes // sandbox_bytes``, and never more
+than a quarter of the memory the kernel says is available. When arrivals stop, the target falls
+back to the floor and the pool stops refilling beyond it (ready sandboxes above the target are
+stopped by the pool, newest first).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["WarmTarget", "available_memory_bytes", "warm_target"]
+
+MiB = 1 << 20
+
+
+def available_memory_bytes() -> int | None:
+    """``MemAvailable`` from /proc/meminfo, or None where there is no such file."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+class WarmTarget:
+    """Thread-safe. ``arrived()`` on every acquire; ``size()`` whenever the pool refills."""
+
+    def __init__(
+        self,
+        floor: int,
+        *,
+        ceiling: int | None = None,
+        window_s: float = 10.0,
+        sandbox_bytes: int = 24 * MiB,
+        memory_budget_bytes: int = 512 * MiB,
+        available: Callable[[], int | None] = available_memory_bytes,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.floor = max(floor, 0)
+        self.ceiling = max(ceiling if ceiling is not None else self.floor, self.floor)
+        self.window_s = window_s
+        self.sandbox_bytes = max(sandbox_bytes, 1)
+        self.memory_budget_bytes = memory_budget_bytes
+        self._available = available
+        self._clock = clock
+        self._arrivals: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    @property
+    def adaptive(self) -> bool:
+        return self.ceiling > self.floor
+
+    def arrived(self) -> None:
+        with self._lock:
+            now = self._clock()
+            self._arrivals.append(now)
+            self._forget(now)
+
+    def recent(self) -> int:
+        """Sandboxes taken within the window."""
+        with self._lock:
+            self._forget(self._clock())
+            return len(self._arrivals)
+
+    def memory_cap(self) -> int:
+        """Ready sandboxes the memory budget (and a quarter of what is available) holds."""
+        budget = self.memory_budget_bytes
+        available = self._available() if self.adaptive else None
+        if available is not None:
+            budget = min(budget, available // 4)
+        return max(budget // self.sandbox_bytes, 0)
+
+    def size(self) -> int:
+        """Ready sandboxes to keep now. The floor holds whatever the memory; growth above it
+        never passes the memory cap."""
+        if not self.adaptive:
+            return self.floor
+        wanted = min(max(self.floor, self.recent()), self.ceiling)
+        return max(self.floor, min(wanted, self.memory_cap()))
+
+    def _forget(self, now: float) -> None:
+        horizon = now - self.window_s
+        while self._arrivals and self._arrivals[0] < horizon:
+            self._arrivals.popleft()
+
+
+def warm_target(pool_size: int, pool_size_max: int, pool_memory_mib: int) -> WarmTarget:
+    """The target a ``[sandbox]`` table asks for (``pool_size_max <= pool_size``: a fixed pool)."""
+    return WarmTarget(pool_size, ceiling=pool_size_max, memory_budget_bytes=pool_memory_mib * MiB)

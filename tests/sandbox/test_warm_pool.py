@@ -1,0 +1,153 @@
+"""The adaptive warm pool: grows with arrivals, never past its memory bound, shrinks back;
+several starter threads start sandboxes at once."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from codemode.sandbox import Limits, SandboxPool, SandboxSettings
+from codemode.sandbox.backends import make_backend
+from codemode.sandbox.demand import MiB, WarmTarget, warm_target
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def target(clock: Clock, **changes) -> WarmTarget:
+    options = {
+        "ceiling": 10,
+        "window_s": 10.0,
+        "sandbox_bytes": 10 * MiB,
+        "memory_budget_bytes": 60 * MiB,
+        "available": lambda: 8 << 30,
+        "clock": clock,
+    }
+    options.update(changes)
+    return WarmTarget(2, **options)
+
+
+def test_the_target_follows_recent_arrivals_and_falls_back_to_the_floor():
+    clock = Clock()
+    warm = target(clock)
+    assert warm.size() == 2
+    for _ in range(5):
+        warm.arrived()
+    assert warm.size() == 5
+    clock.now += 11  # the burst has passed out of the window
+    assert warm.size() == 2
+
+
+def test_growth_stops_at_the_ceiling_and_at_the_memory_budget():
+    clock = Clock()
+    by_memory = target(clock)
+    by_ceiling = target(clock, ceiling=4, memory_budget_bytes=1 << 40)
+    for _ in range(30):
+        by_memory.arrived()
+        by_ceiling.arrived()
+    assert by_memory.size() == 6  # 60 MiB / 10 MiB
+    assert by_ceiling.size() == 4
+
+
+def test_a_quarter_of_the_available_memory_caps_growth_too():
+    clock = Clock()
+    warm = target(clock, available=lambda: 120 * MiB, memory_budget_bytes=1 << 40)
+    for _ in range(30):
+        warm.arrived()
+    assert warm.size() == 3  # 120 MiB / 4 / 10 MiB
+
+
+def test_the_target_never_exceeds_its_memory_bound_under_random_traffic():
+    generator = random.Random(7)
+    clock = Clock()
+    for _ in range(200):
+        budget = generator.randrange(0, 200) * MiB
+        available = generator.randrange(0, 800) * MiB
+        warm = target(
+            clock,
+            memory_budget_bytes=budget,
+            available=lambda available=available: available,
+            ceiling=generator.randrange(0, 40),
+        )
+        bound = max(warm.floor, min(budget, available // 4) // warm.sandbox_bytes)
+        for _ in range(generator.randrange(0, 60)):
+            clock.now += generator.random()
+            warm.arrived()
+            assert warm.floor <= warm.size() <= bound
+
+
+def test_a_fixed_pool_is_the_default():
+    assert warm_target(2, 0, 256).size() == 2
+    assert not WarmTarget(3).adaptive and WarmTarget(3).size() == 3
+
+
+@pytest.fixture
+def settings() -> SandboxSettings:
+    # Honest code only: these tests count sandboxes, they run nothing hostile.
+    return SandboxSettings(limits=Limits(wall_time_s=10), pool_size=1, unsafe_no_isolation=True)
+
+
+@pytest.fixture
+def adaptive_pool(settings: SandboxSettings) -> Iterator[tuple[SandboxPool, Clock]]:
+    clock = Clock()
+    warm = WarmTarget(
+        1,
+        ceiling=10,
+        window_s=0.2,
+        sandbox_bytes=10 * MiB,
+        memory_budget_bytes=30 * MiB,
+        available=lambda: 8 << 30,
+        clock=clock,
+    )
+    with SandboxPool(make_backend(settings), 1, starters=3, target=warm).start() as pool:
+        yield pool, clock
+
+
+def wait_until(condition, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+def test_the_pool_grows_after_a_burst_within_its_bound_then_shrinks(adaptive_pool):
+    pool, clock = adaptive_pool
+    assert pool.wait_full(60)
+    taken = [pool.acquire() for _ in range(6)]
+    most = 0
+
+    def settled() -> bool:
+        nonlocal most
+        most = max(most, pool.ready_count)
+        return pool.ready_count == 3
+
+    wait_until(settled)  # 30 MiB / 10 MiB, although 6 arrived
+    assert most <= 3
+    clock.now += 1  # the burst is over
+    wait_until(lambda: pool.ready_count == 1)
+    for sandbox in taken:
+        sandbox.kill()
+
+
+def test_several_starters_serve_simultaneous_requests(settings):
+    before = set(threading.enumerate())
+    with SandboxPool(make_backend(settings), 0, starters=3).start() as pool:
+        starters = [t for t in set(threading.enumerate()) - before if "sandbox-pool" in t.name]
+        assert len(starters) == 3
+        got: list[object] = []
+        threads = [threading.Thread(target=lambda: got.append(pool.acquire())) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert len(got) == 6 and len({id(s) for s in got}) == 6
+    assert not [t for t in starters if t.is_alive()]
