@@ -19,6 +19,10 @@ def search_structured(hits: Sequence[Mapping[str, Any]], detail: str) -> dict[st
     lean: list[dict[str, Any]] = []
     for hit in hits:
         item: dict[str, Any] = {"python_name": hit["python_name"]}
+        if hit.get("kind", "tool") != "tool":  # a saved skill, marked as the text marks it
+            item["kind"] = hit["kind"]
+            if hit.get("stale"):
+                item["stale"] = hit["stale"]  # why: the tool that changed
         if detail != "name":
             item["signature"] = hit["signature"]
             if hit.get("summary"):
