@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -130,6 +131,8 @@ class BridgeHost:
         self.deadline = deadline
         self.stats = CallStats()
         self.closed = False
+        # Awaitable calls run on worker threads at once: their counts are kept under this.
+        self._stats_lock = threading.Lock()
 
     def close(self) -> None:
         self.closed = True
@@ -154,11 +157,13 @@ class BridgeHost:
             return _error(request_id, "bad_frame", "a call needs 'server', 'tool' and 'args'")
         name = f"{server}.{tool}"
         stats = self.stats
-        stats.count += 1
-        stats.by_tool[name] += 1
+        with self._stats_lock:
+            stats.count += 1
+            stats.by_tool[name] += 1
         try:
             if not self.grant(server, tool):
-                stats.refused += 1
+                with self._stats_lock:
+                    stats.refused += 1
                 raise ToolNotGrantedError(f"{name} is not available to this execution")
             if self.invoker is None:
                 raise ToolError(f"no tools are connected, so {name} cannot be called")
@@ -171,14 +176,17 @@ class BridgeHost:
             finally:
                 _current_host.reset(token)
         except CodemodeError as error:
-            stats.failures += 1
-            stats.failed_by_tool[name] += 1
+            self._failed(name)
             return _error(request_id, error.code, error.message)
         except Exception as error:  # noqa: BLE001 - a broken tool must not crash the host
-            stats.failures += 1
-            stats.failed_by_tool[name] += 1
+            self._failed(name)
             return _error(request_id, "tool_error", f"{name} failed: {type(error).__name__}")
         return {"op": "reply", "id": request_id, "ok": True, "value": value}
+
+    def _failed(self, name: str) -> None:
+        with self._stats_lock:
+            self.stats.failures += 1
+            self.stats.failed_by_tool[name] += 1
 
     def _import(self, request_id: int, frame: dict[str, Any]) -> dict[str, Any]:
         name = frame.get("name")

@@ -36,6 +36,8 @@ class Limits(ConfigModel):
     workspace_bytes: PositiveWholeNumber = 1 * GiB
     workspace_inodes: PositiveWholeNumber = 100_000
     tmp_bytes: PositiveWholeNumber = 256 * MiB
+    # Awaitable tool calls (``await tool.aio(...)``) answered at once, per execution.
+    parallel_calls: PositiveWholeNumber = 32
     output_kept_bytes: PositiveWholeNumber = 1 * MiB  # per stream, split between head and tail
     # What the result shows the model (characters).
     stdout_tail_chars: PositiveWholeNumber = 1_000

@@ -104,7 +104,7 @@ class Guest:
 
     def run(self, frame):
         code = frame.get("code", "")
-        runtime.bridge.execution = frame["exec"]
+        runtime.bridge.reset(frame["exec"])
         # A host that streams output gets each line as it is printed, as on a terminal;
         # otherwise an 8 KiB buffer saves a write per line (5x faster for print loops).
         try:
@@ -170,7 +170,7 @@ def main(argv):
     sock.sendall(wire.encode_frame({"op": "ready", "pid": os.getpid()}))
     while True:
         try:
-            frame = wire.read_frame(sock)
+            frame = runtime.bridge.read_frame()
         except EOFError:
             return
         op = frame.get("op")
@@ -182,4 +182,5 @@ def main(argv):
             return
         else:
             continue
-        sock.sendall(wire.encode_frame(reply))
+        with runtime.bridge.lock:  # a thread of the code may be sending a call
+            sock.sendall(wire.encode_frame(reply))
