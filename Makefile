@@ -76,6 +76,7 @@ bench: setup third-party
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/checks.py
 	$(BIN)/python benchmarks/streaming.py
+	$(BIN)/python benchmarks/parallel.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/gateway.py
 	$(BIN)/python benchmarks/agent/run.py
