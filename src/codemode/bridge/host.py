@@ -27,6 +27,7 @@ __all__ = [
     "ModuleProvider",
     "ModuleSource",
     "NO_TOOLS",
+    "PackageProvider",
     "ToolAccess",
     "ToolInvoker",
     "allow_all",
@@ -53,6 +54,18 @@ class ModuleProvider(Protocol):
 
 
 Grant = Callable[[str, str], bool]
+
+
+class PackageProvider(Protocol):
+    """Installs packages for the code on the host (``packages.install([...])`` in the code).
+
+    Returns the reply's value: ``path`` (to add to ``sys.path`` inside the sandbox),
+    ``installed`` ([name, version] pairs), ``cached`` and ``log_tail``. Raises
+    ``CodemodeError`` (its message goes to the code). ``automatic`` is an import that failed:
+    only packages listed by name may be installed for it.
+    """
+
+    def install(self, requirements: list[str], *, automatic: bool) -> dict[str, Any]: ...
 
 
 class Approver(Protocol):
@@ -96,6 +109,7 @@ class ToolAccess:
     invoker: ToolInvoker | None = None
     modules: ModuleProvider | None = None
     grant: Grant = allow_all
+    packages: PackageProvider | None = None
 
 
 NO_TOOLS = ToolAccess()
@@ -128,6 +142,7 @@ class BridgeHost:
         self.invoker = tools.invoker
         self.modules = tools.modules
         self.grant = tools.grant
+        self.packages = tools.packages
         self.deadline = deadline
         self.stats = CallStats()
         self.closed = False
@@ -149,6 +164,8 @@ class BridgeHost:
             return self._call(request_id, frame)
         if op == "import":
             return self._import(request_id, frame)
+        if op == "install":
+            return self._install(request_id, frame)
         return _error(request_id, "bad_frame", f"unknown request {op!r}")
 
     def _call(self, request_id: int, frame: dict[str, Any]) -> dict[str, Any]:
@@ -181,6 +198,25 @@ class BridgeHost:
         except Exception as error:  # noqa: BLE001 - a broken tool must not crash the host
             self._failed(name)
             return _error(request_id, "tool_error", f"{name} failed: {type(error).__name__}")
+        return {"op": "reply", "id": request_id, "ok": True, "value": value}
+
+    def _install(self, request_id: int, frame: dict[str, Any]) -> dict[str, Any]:
+        names = frame.get("names")
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            return _error(request_id, "bad_frame", "an install needs 'names', a list of str")
+        if self.packages is None:
+            return _error(
+                request_id,
+                "packages_off",
+                "packages cannot be installed in this sandbox ([sandbox.packages] is off); "
+                "do the task with the modules that are there",
+            )
+        try:
+            value = self.packages.install(names, automatic=frame.get("automatic") is True)
+        except CodemodeError as error:
+            return _error(request_id, error.code, str(error))
+        except Exception as error:  # noqa: BLE001 - a broken installer must not crash the host
+            return _error(request_id, "package_error", f"install failed: {type(error).__name__}")
         return {"op": "reply", "id": request_id, "ok": True, "value": value}
 
     def _failed(self, name: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codemode.bridge.host import Approver, ToolInvoker
+from codemode.bridge.host import Approver, PackageProvider, ToolInvoker
 from codemode.bridge.router import BuiltinRouter
 from codemode.config import CodemodeConfig
 from codemode.policy import Budget, Policy, PolicyInvoker
@@ -36,6 +36,8 @@ class InvokerChain:
     invoker: ToolInvoker
     privacy: PrivacyInvoker | None
     budget: Budget
+    # Installs packages for the code ([sandbox.packages]); None when that is off.
+    packages: PackageProvider | None = None
 
 
 def build_invoker_chain(
@@ -64,4 +66,9 @@ def build_invoker_chain(
         invoker = AuditInvoker(invoker, audit_log, session, digest_key=digest_key)
     if builtins:
         invoker = BuiltinRouter(invoker, builtins)
-    return InvokerChain(invoker, privacy, budget)
+    packages = None
+    if config.sandbox.packages.enabled:
+        from codemode.engine.packages import session_packages
+
+        packages = session_packages(config.sandbox.packages, audit_log, session, digest_key)
+    return InvokerChain(invoker, privacy, budget, packages)

@@ -8,6 +8,7 @@ handle set and every field that reaches the model scanned for personal data.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -57,6 +58,8 @@ class Session:
         """Run ``code`` in the sandbox (blocking: call it from a worker thread). Streamed
         output passes the same privacy net as the result's."""
         tools = views.access(self.chain.invoker)
+        if self.chain.packages is not None:
+            tools = dataclasses.replace(tools, packages=self.chain.packages)
         self.code = code
         scanned = None
         if on_output is not None and self.chain.privacy is not None:

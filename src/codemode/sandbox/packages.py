@@ -24,9 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemode.errors import PackageError, PackageNotAllowedError
+from codemode.sandbox.layout import PACKAGES
 from codemode.sandbox.settings import PackageSettings
 
-__all__ = ["InstallReport", "PackageInstaller", "normalize", "parse_requirement"]
+__all__ = [
+    "InstallReport",
+    "PackageInstaller",
+    "SandboxPackages",
+    "cache_root",
+    "normalize",
+    "parse_requirement",
+]
 
 LOG_TAIL_CHARS = 1_500
 _OPERATOR = r"(?:===|==|!=|~=|<=|>=|<|>)"
@@ -226,6 +234,40 @@ class PackageInstaller:
                 fix="check the package name and version against the index",
             )
         return log
+
+
+class SandboxPackages:
+    """The bridge's ``PackageProvider``: installs on the host, answers with the directory as
+    the sandbox sees it (the store is mounted read-only at ``PACKAGES``)."""
+
+    def __init__(self, installer: PackageInstaller) -> None:
+        self.installer = installer
+
+    def install(self, requirements: list[str], *, automatic: bool) -> dict[str, object]:
+        if automatic:
+            # An import that failed: only a package allowed by name, never a guess.
+            allowed = {normalize(name) for name in self.installer.settings.allow}
+            name = normalize(requirements[0]) if len(requirements) == 1 else ""
+            if name not in allowed:
+                raise PackageNotAllowedError(
+                    f"No module named {requirements[0]!r} and it is not an allowed package",
+                    fix="install it explicitly with packages.install([...]) if it is allowed",
+                )
+        report = self.installer.install(requirements)
+        return {
+            "path": f"{PACKAGES}/{report.digest}",
+            "installed": [list(item) for item in report.installed],
+            "cached": report.cached,
+            "log_tail": report.log_tail,
+        }
+
+
+def cache_root(settings: PackageSettings) -> Path:
+    """``cache_dir``, else ``$XDG_CACHE_HOME/codemode/packages`` or ``~/.cache/...``."""
+    if settings.cache_dir:
+        return Path(settings.cache_dir).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "codemode" / "packages"
 
 
 def _find_uv() -> str:

@@ -219,7 +219,9 @@ class KeepingSandbox:
             return tools
         grant = tools.grant
         router = BuiltinRouter(tools.invoker, builtins)
-        return ToolAccess(router, modules, lambda s, t: s in builtins or grant(s, t))
+        return ToolAccess(
+            router, modules, lambda s, t: s in builtins or grant(s, t), packages=tools.packages
+        )
 
     def _count(self, code: str, imported: dict[str, Skill], result: ExecutionResult) -> None:
         if self.library is None:

@@ -100,6 +100,7 @@ class Guest:
             "__name__": "__main__",
             "__builtins__": __builtins__,
             "ToolError": runtime.ToolError,
+            "packages": runtime.packages,
         }
 
     def run(self, frame):
@@ -112,6 +113,7 @@ class Guest:
         except Exception:
             pass
         exit_code, error = 0, None
+        code = _pip_lines(code)
         code_lines = code.splitlines()
         try:
             compiled = compile(
@@ -144,6 +146,21 @@ class Guest:
         if self.isolated:
             _reap_strays()
         return {"op": "done", "exec": frame["exec"], "exit_code": exit_code, "error": error}
+
+
+def _pip_lines(code):
+    """``pip install x y`` (also ``%pip``, ``!pip``, ``python -m pip``) lines, never valid
+    Python, become ``packages.install(["x", "y"])``: the host installs, never the sandbox."""
+    if "pip" not in code:
+        return code
+    import re
+
+    def install(match):
+        names = [word for word in match.group(2).split() if not word.startswith("-")]
+        return f"{match.group(1)}packages.install({names!r})"
+
+    pattern = r"(?m)^([ \t]*)[%!]?(?:python3?\s+-m\s+)?pip3?\s+install\s+(.*?)\s*$"
+    return re.sub(pattern, install, code)
 
 
 async def _await(awaitable):

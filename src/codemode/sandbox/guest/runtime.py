@@ -15,7 +15,7 @@ import types
 
 from . import wire
 
-__all__ = ["ToolError", "awaitable", "call_tool"]
+__all__ = ["PackageError", "ToolError", "awaitable", "call_tool", "packages"]
 
 
 class ToolError(Exception):
@@ -248,6 +248,69 @@ def awaitable(function):
     return aio
 
 
+class PackageError(Exception):
+    """A package could not be installed; ``str(error)`` says why and what to do instead."""
+
+
+class Packages:
+    """``packages.install(["name", ...])``: the host installs them (checked against its config)
+    and they import at once. ``pip install name`` lines in the code call this too."""
+
+    def __init__(self):
+        self.refused = set()  # top-level imports the host would not install
+        self.off = False
+
+    def install(self, names, *, quiet=False):
+        if isinstance(names, str):
+            names = names.split()
+        names = [str(name) for name in names]
+        value = self._request(names, automatic=False)
+        if not quiet:
+            print(f"[packages] {_summary(value)}")
+            if value.get("log_tail"):
+                print(value["log_tail"])
+        return value
+
+    def _request(self, names, *, automatic):
+        reply = bridge.request({"op": "install", "names": names, "automatic": automatic})
+        if not reply.get("ok"):
+            error = reply.get("error") or {}
+            if error.get("code") == "packages_off":
+                self.off = True
+            raise PackageError(error.get("message", "the install failed"))
+        value = reply["value"]
+        if value["path"] not in sys.path:
+            sys.path.append(value["path"])
+        importlib.invalidate_caches()
+        return value
+
+
+def _summary(value):
+    names = ", ".join(f"{name} {version}" for name, version in value.get("installed", []))
+    return f"installed {names}" + (" (cached)" if value.get("cached") else "")
+
+
+packages = Packages()
+
+
+class PackagesFinder:
+    """Last on ``sys.meta_path``: a top-level import nothing else found is offered to the host,
+    which installs it when the config allows that package by name."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if "." in fullname or packages.off or fullname in packages.refused:
+            return None
+        if fullname in _HOST_ROOTS or fullname.startswith("_"):
+            return None
+        try:
+            value = packages._request([fullname], automatic=True)
+        except (PackageError, wire.WireError):
+            packages.refused.add(fullname)
+            return None
+        print(f"[packages] import {fullname}: {_summary(value)}", file=sys.stderr)
+        return importlib.machinery.PathFinder.find_spec(fullname, [value["path"]])
+
+
 # Top-level packages the host serves. ``servers`` is the host's alone; for the others a
 # module the host does not have falls through to the ordinary import system.
 _HOST_ROOTS = ("servers", "skills", "state")
@@ -301,3 +364,4 @@ def install(sock):
     runtime = sys.modules[__name__]
     sys.modules["servers._runtime"] = runtime
     sys.meta_path.insert(0, ServersFinder())
+    sys.meta_path.append(PackagesFinder())
