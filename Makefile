@@ -77,6 +77,7 @@ bench: setup third-party
 	$(BIN)/python benchmarks/checks.py
 	$(BIN)/python benchmarks/streaming.py
 	$(BIN)/python benchmarks/parallel.py
+	$(BIN)/python benchmarks/packages.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/gateway.py
 	$(BIN)/python benchmarks/agent/run.py
