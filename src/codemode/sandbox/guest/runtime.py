@@ -93,20 +93,40 @@ class _Bridge:
             frame = self._take()
             if frame is not None:
                 return frame
+            if len(self.buffer) >= 4:
+                (n,) = wire._unpack_len(self.buffer, 0)
+                if n > _DIRECT_READ_BYTES:
+                    return self._read_large(n)
             data = self.sock.recv(1 << 16)
             if not data:
                 raise EOFError("bridge closed")
             self.buffer += data
 
+    def _read_large(self, n):
+        """A large frame straight into a buffer of its size (no copies while it arrives)."""
+        body = bytearray(n)
+        have = len(self.buffer) - 4
+        body[:have] = self.buffer[4:]
+        del self.buffer[:]
+        view = memoryview(body)
+        while have < n:
+            got = self.sock.recv_into(view[have:], n - have)
+            if got == 0:
+                raise EOFError("bridge closed")
+            have += got
+        view.release()
+        return wire.decode(body)
+
     def _take(self):
         buffer = self.buffer
         if len(buffer) < 4:
             return None
-        n = int.from_bytes(buffer[:4], "big")
-        if len(buffer) < 4 + n:
+        (n,) = wire._unpack_len(buffer, 0)
+        end = 4 + n
+        if len(buffer) < end:
             return None
-        frame = wire.decode(bytes(buffer[4 : 4 + n]))
-        del buffer[: 4 + n]
+        frame = wire.decode(buffer[4:end])
+        del buffer[:end]
         return frame
 
     def _readable(self):
@@ -180,6 +200,9 @@ bridge = _Bridge()
 # defined in an earlier execution here (``linecache`` holds only the current one as <code>).
 executed = []
 
+
+# A frame larger than this is read into a buffer of its own size.
+_DIRECT_READ_BYTES = 1 << 18
 
 # Set while an awaitable form runs its tool's function: the call is sent, not waited for.
 _deferred = contextvars.ContextVar("codemode_deferred_call", default=False)
