@@ -75,6 +75,8 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/checks.py
 	$(BIN)/python benchmarks/shapes.py
 	$(BIN)/python benchmarks/streaming.py
+	$(BIN)/python benchmarks/parallel.py
+	$(BIN)/python benchmarks/packages.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/gateway.py
 	$(BIN)/python benchmarks/agent/run.py

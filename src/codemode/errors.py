@@ -42,6 +42,8 @@ __all__ = [
     "IsolationUnavailableError",
     "ModelConfigError",
     "ModelError",
+    "PackageError",
+    "PackageNotAllowedError",
     "RuntimeFailure",
     "SandboxError",
     "SchemaError",
@@ -122,6 +124,16 @@ class RuntimeFailure(CodemodeError):
 
 class SandboxError(RuntimeFailure):
     code = "sandbox_error"
+
+
+class PackageError(RuntimeFailure):
+    """A package could not be installed for the code (see ``codemode.sandbox.packages``)."""
+
+    code = "package_error"
+
+
+class PackageNotAllowedError(PackageError):
+    code = "package_not_allowed"
 
 
 class BridgeProtocolError(RuntimeFailure):

@@ -50,6 +50,7 @@ def test_correct_calls_in_every_import_form_pass() -> None:
         "c.get_lead(lead_id='L2')\n"
         "gl(lead_id='L3')\n"
         "my_docs.search()\n"
+        "await crm.get_lead.aio(lead_id='L4')\n"
         "crm.get_lead(**{'lead_id': 'x'})\n"
     )
     assert problems(code) == []
@@ -85,6 +86,18 @@ def test_a_misspelt_keyword_gets_its_line_and_a_suggestion() -> None:
             "lead_id=7 is a integer, but it takes string",
         ),
         ("import servers\nservers.crm.get_lead()", "missing required argument(s): lead_id"),
+        (
+            "from servers import crm\nawait crm.get_lead.aio(lead_id='x', with_note=True)",
+            "has no argument 'with_note'; did you mean 'with_notes'?",
+        ),
+        (
+            "from servers.crm import get_lead\nawait get_lead.aio(lead_id=7)",
+            "lead_id=7 is a integer, but it takes string",
+        ),
+        (
+            "import servers\nawait servers.crm.get_leed.aio(lead_id='x')",
+            "has no tool 'get_leed'; did you mean 'get_lead'?",
+        ),
     ],
 )
 def test_each_kind_of_wrong_call_is_found(code: str, expected: str) -> None:

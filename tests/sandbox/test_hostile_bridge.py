@@ -67,6 +67,12 @@ MALFORMED = {
                             "'tool': 'echo', 'args': {}})", "bad_frame"),
     "wrong execution id": ("frame({'op': 'call', 'id': 7, 'exec': EXEC + 5, 'server': 't', "
                            "'tool': 'echo', 'args': {}})", "late_frame"),
+    "awaitable call of another execution": ("frame({'op': 'call', 'async': True, 'id': 7, "
+                                            "'exec': EXEC + 5, 'server': 't', 'tool': 'echo', "
+                                            "'args': {}})", "late_frame"),
+    "awaitable call, args not a map": ("frame({'op': 'call', 'async': True, 'id': 7, "
+                                       "'exec': EXEC, 'server': 't', 'tool': 'echo', "
+                                       "'args': 5})", "bad_frame"),
     "previous execution id": ("frame({'op': 'call', 'id': 7, 'exec': EXEC - 1, 'server': 't', "
                               "'tool': 'echo', 'args': {}})", "late_frame"),
     "forged done of another execution": ("frame({'op': 'done', 'id': 7, 'exec': EXEC + 1, "
@@ -322,4 +328,28 @@ def test_bridge_socket_closed_by_the_code(isolated_session: SandboxSession, host
     result = isolated_session.execute(payload, timeout_s=3)
     assert (result.status, result.limit) in (("limit", "sandbox_exit"), ("timeout", "wall_time"))
     assert result.sandbox_reset is True
+    host.next_execution_works(isolated_session)
+
+
+FLOOD = """
+sent = 3000
+with rt.bridge.lock:
+    for i in range(sent):
+        sock.sendall(wire.encode_frame({'op': 'call', 'async': True, 'id': 10**6 + i,
+                                        'exec': EXEC, 'server': 't', 'tool': 'echo',
+                                        'args': {'data': 'x'}}))
+    ids = sorted(wire.read_frame(sock)['id'] for _ in range(sent))
+print('RESULT:', ids == list(range(10**6, 10**6 + sent)))
+"""
+
+
+def test_a_flood_of_awaitable_calls_is_answered_once_each(
+    isolated_session: SandboxSession, host
+) -> None:
+    """More awaitable calls than the workers take at once: the rest are answered in turn,
+    every one exactly once, and the bridge stays in sync."""
+    tools = Recorder()
+    result = isolated_session.execute(RAW + FLOOD, tools=ToolAccess(tools), timeout_s=30)
+    assert result.stdout == "RESULT: True\n", result.to_dict()
+    assert len(tools.calls) == 3000
     host.next_execution_works(isolated_session)

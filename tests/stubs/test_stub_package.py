@@ -21,6 +21,11 @@ class ToolError(Exception):
 def call_tool(server, tool, arguments):
     CALLS.append((server, tool, arguments))
     return {"echo": arguments}
+
+def awaitable(function):
+    async def aio(**kwargs):
+        return function(**kwargs)
+    return aio
 """
 
 

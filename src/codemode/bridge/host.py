@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ __all__ = [
     "ModuleProvider",
     "ModuleSource",
     "NO_TOOLS",
+    "PackageProvider",
     "RefusalHook",
     "ToolAccess",
     "ToolInvoker",
@@ -55,6 +57,18 @@ class ModuleProvider(Protocol):
 Grant = Callable[[str, str], bool]
 #: Told of each call refused before it reached the invoker: the call, an error code, a message.
 RefusalHook = Callable[[ToolCall, str, str], None]
+
+
+class PackageProvider(Protocol):
+    """Installs packages for the code on the host (``packages.install([...])`` in the code).
+
+    Returns the reply's value: ``path`` (to add to ``sys.path`` inside the sandbox),
+    ``installed`` ([name, version] pairs), ``cached`` and ``log_tail``. Raises
+    ``CodemodeError`` (its message goes to the code). ``automatic`` is an import that failed:
+    only packages listed by name may be installed for it.
+    """
+
+    def install(self, requirements: list[str], *, automatic: bool) -> dict[str, Any]: ...
 
 
 class Approver(Protocol):
@@ -99,6 +113,7 @@ class ToolAccess:
     modules: ModuleProvider | None = None
     grant: Grant = allow_all
     on_refused: RefusalHook | None = None
+    packages: PackageProvider | None = None
 
 
 NO_TOOLS = ToolAccess()
@@ -134,9 +149,12 @@ class BridgeHost:
         self.modules = tools.modules
         self.grant = tools.grant
         self.on_refused = tools.on_refused
+        self.packages = tools.packages
         self.deadline = deadline
         self.stats = CallStats()
         self.closed = False
+        # Awaitable calls run on worker threads at once: their counts are kept under this.
+        self._stats_lock = threading.Lock()
 
     def close(self) -> None:
         self.closed = True
@@ -156,6 +174,8 @@ class BridgeHost:
             return self._call(request_id, frame)
         if op == "import":
             return self._import(request_id, frame)
+        if op == "install":
+            return self._install(request_id, frame)
         return _error(request_id, "bad_frame", f"unknown request {op!r}")
 
     def _call(self, request_id: int, frame: dict[str, Any]) -> dict[str, Any]:
@@ -164,12 +184,14 @@ class BridgeHost:
             return _error(request_id, "bad_frame", "a call needs 'server', 'tool' and 'args'")
         name = f"{server}.{tool}"
         stats = self.stats
-        stats.count += 1
-        stats.by_tool[name] += 1
+        with self._stats_lock:
+            stats.count += 1
+            stats.by_tool[name] += 1
         refused_here = True  # until the call is handed to the invoker
         try:
             if not self.grant(server, tool):
-                stats.refused += 1
+                with self._stats_lock:
+                    stats.refused += 1
                 raise ToolNotGrantedError(f"{name} is not available to this execution")
             if self.invoker is None:
                 raise ToolError(f"no tools are connected, so {name} cannot be called")
@@ -183,14 +205,12 @@ class BridgeHost:
             finally:
                 _current_host.reset(token)
         except CodemodeError as error:
-            stats.failures += 1
-            stats.failed_by_tool[name] += 1
+            self._failed(name)
             if refused_here:
                 self._refused(frame, error.code, error.message)
             return _error(request_id, error.code, error.message)
         except Exception as error:  # noqa: BLE001 - a broken tool must not crash the host
-            stats.failures += 1
-            stats.failed_by_tool[name] += 1
+            self._failed(name)
             return _error(request_id, "tool_error", f"{name} failed: {type(error).__name__}")
         return {"op": "reply", "id": request_id, "ok": True, "value": value}
 
@@ -205,6 +225,30 @@ class BridgeHost:
         )
         with contextlib.suppress(Exception):  # a failing hook must not break the bridge
             self.on_refused(call, code, message)
+
+    def _install(self, request_id: int, frame: dict[str, Any]) -> dict[str, Any]:
+        names = frame.get("names")
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            return _error(request_id, "bad_frame", "an install needs 'names', a list of str")
+        if self.packages is None:
+            return _error(
+                request_id,
+                "packages_off",
+                "packages cannot be installed in this sandbox ([sandbox.packages] is off); "
+                "do the task with the modules that are there",
+            )
+        try:
+            value = self.packages.install(names, automatic=frame.get("automatic") is True)
+        except CodemodeError as error:
+            return _error(request_id, error.code, str(error))
+        except Exception as error:  # noqa: BLE001 - a broken installer must not crash the host
+            return _error(request_id, "package_error", f"install failed: {type(error).__name__}")
+        return {"op": "reply", "id": request_id, "ok": True, "value": value}
+
+    def _failed(self, name: str) -> None:
+        with self._stats_lock:
+            self.stats.failures += 1
+            self.stats.failed_by_tool[name] += 1
 
     def _import(self, request_id: int, frame: dict[str, Any]) -> dict[str, Any]:
         name = frame.get("name")

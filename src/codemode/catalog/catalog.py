@@ -31,7 +31,7 @@ class Catalog:
     """Tools of several connectors. ``fingerprints`` maps a server to its config hash (cache key);
     servers without one are never cached. Servers in ``eager`` are started by ``load()`` even when
     their tools come from the cache. ``problems`` maps a configured server that has no connector
-    (its config is broken) to the reason."""
+    (its config is broken) to the reason. ``concurrency`` caps the calls in flight per server."""
 
     def __init__(
         self,
@@ -41,6 +41,7 @@ class Catalog:
         fingerprints: Mapping[str, str] | None = None,
         eager: Collection[str] = (),
         problems: Mapping[str, str] | None = None,
+        concurrency: Mapping[str, int] | None = None,
     ) -> None:
         self._connectors: dict[str, Connector] = {}
         for connector in connectors:
@@ -61,6 +62,10 @@ class Catalog:
         self._refreshes: set[asyncio.Task[None]] = set()
         self._announced = False
         self.version = 0
+        # Calls in flight to one server at most (awaitable calls from code run together).
+        self._slots = {
+            name: asyncio.Semaphore(limit) for name, limit in (concurrency or {}).items()
+        }
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -187,7 +192,11 @@ class Catalog:
         if server in self.failures and server not in self._tools and await self._load_one(server):
             self._changed(server)
         self.get(server, tool)
-        return await self._connectors[server].call_tool(tool, arguments)
+        slots = self._slots.get(server)
+        if slots is None:
+            return await self._connectors[server].call_tool(tool, arguments)
+        async with slots:
+            return await self._connectors[server].call_tool(tool, arguments)
 
     async def start(self, servers: Iterable[str] | None = None) -> None:
         """Start connectors that have something to start (MCP) ahead of the first call."""

@@ -63,6 +63,7 @@ def catalog_from_config(
         fingerprints=fingerprints,
         eager=eager,
         problems=config.server_problems,
+        concurrency={server.name: server.max_concurrent_calls for server in servers},
     )
 
 

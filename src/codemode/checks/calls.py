@@ -188,7 +188,14 @@ class _Checker:
     # --- calls -----------------------------------------------------------------------------
 
     def _call(self, node: ast.Call) -> None:
-        resolved = self._resolve(node.func)
+        func = node.func
+        # ``tool.aio(...)``, the awaitable form, takes the tool's own arguments.
+        awaitable = isinstance(func, ast.Attribute) and func.attr == "aio"
+        resolved = (
+            self._resolve(func.value) if isinstance(func, ast.Attribute) and awaitable else None
+        )
+        if resolved is None:
+            resolved = self._resolve(func)
         if resolved is not None:
             package, function = resolved
             signature = self.table.tool(package, function)

@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictBool, StrictStr
 
-from codemode.config_model import ConfigModel, Hint, PositiveNumber, invalid
+from codemode.config_model import ConfigModel, Hint, PositiveNumber, PositiveWholeNumber, invalid
 from codemode.tools import AnnotationsDefault
 
 __all__ = [
@@ -55,6 +55,8 @@ class ServerConfig(ConfigModel):
     start: StartPolicy = "first_use"
     tools: tuple[str, ...] | None = None
     timeout_s: float = 60.0
+    # Calls to this server at once (awaitable calls from code, all sessions together).
+    max_concurrent_calls: int = 16
     # MCP only: what a tool's left-out annotation hints mean, and whether JSON text is decoded.
     annotations_default: AnnotationsDefault = "mcp"
     decode_json: bool = False
@@ -140,6 +142,7 @@ class ServerEntry(ConfigModel):
         Hint(expects="a list of tool name patterns", fix='write tools = ["read_*", "search"]'),
     ] = None
     timeout_s: PositiveNumber = 60.0
+    max_concurrent_calls: PositiveWholeNumber = 16
 
     def resolve(self, name: str, base_dir: Path) -> ServerConfig:
         """The ``ServerConfig`` for this entry, relative paths resolved against ``base_dir``."""
@@ -150,6 +153,7 @@ class ServerEntry(ConfigModel):
             start=self.start,
             tools=self.tools,
             timeout_s=self.timeout_s,
+            max_concurrent_calls=self.max_concurrent_calls,
             base_dir=str(base_dir),
             **self._own_fields(base_dir),
         )

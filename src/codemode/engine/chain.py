@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codemode.bridge.host import Approver, ToolInvoker
+from codemode.bridge.host import Approver, PackageProvider, ToolInvoker
 from codemode.bridge.router import BuiltinRouter
 from codemode.config import CodemodeConfig
 from codemode.policy import Budget, Policy, PolicyInvoker
@@ -40,6 +40,8 @@ class InvokerChain:
     privacy: PrivacyInvoker | None
     budget: Budget
     audit: AuditInvoker | None = None
+    # Installs packages for the code ([sandbox.packages]); None when that is off.
+    packages: PackageProvider | None = None
 
     def on_refused(self, call: ToolCall, code: str, message: str) -> None:
         """For the bridge: a call refused before the chain saw it goes in the audit log."""
@@ -91,4 +93,9 @@ def build_invoker_chain(
         )
     if builtins:
         invoker = BuiltinRouter(invoker, builtins)
-    return InvokerChain(invoker, privacy, budget, audit)
+    packages = None
+    if config.sandbox.packages.enabled:
+        from codemode.engine.packages import session_packages
+
+        packages = session_packages(config.sandbox.packages, audit_log, session, digest_key)
+    return InvokerChain(invoker, privacy, budget, audit, packages)

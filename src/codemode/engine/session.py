@@ -71,6 +71,8 @@ class Session:
         (project mode) every result shows the workspace's tree.
         """
         tools = replace(views.access(self.chain.invoker), on_refused=self.chain.on_refused)
+        if self.chain.packages is not None:
+            tools = replace(tools, packages=self.chain.packages)
         self.code = code
         if fresh_dir:
             if not self.has_workspace:

@@ -30,7 +30,7 @@ from codemode.sandbox.launch import (
     interpreter,
     take_output_pipes,
 )
-from codemode.sandbox.layout import GUEST_PACKAGE, GUEST_ROOT, WORKSPACE
+from codemode.sandbox.layout import GUEST_PACKAGE, GUEST_ROOT, PACKAGES, WORKSPACE
 from codemode.sandbox.meter import CgroupMeter, ProcMeter, SandboxMeter
 from codemode.sandbox.process import SandboxProcess
 from codemode.sandbox.seccomp import build_filter_bpf
@@ -207,6 +207,15 @@ class BwrapBackend:
                 found[f"site-{index}"] = real
         return found
 
+    def _package_store(self) -> Path | None:
+        if not self.settings.packages.enabled:
+            return None
+        from codemode.sandbox.packages import cache_root
+
+        store = cache_root(self.settings.packages) / "store"
+        store.mkdir(parents=True, exist_ok=True)
+        return store.resolve()
+
     def _staging(self) -> Staging | None:
         prefix = _interpreter_prefix()
         sources = {**({"python": prefix} if prefix else {}), **self._site_dirs()}
@@ -316,6 +325,10 @@ class BwrapBackend:
             else:
                 args += ["--ro-bind", real, target]
             site_dirs.append(target)
+        # The host's package store: what the code installs appears here, read-only.
+        store = self._package_store()
+        if store is not None:
+            args += ["--ro-bind", str(store), PACKAGES]
         # The guest starts with an empty environment (so /proc/*/environ holds nothing)
         # and sets its variables itself from --env arguments.
         args += ["--clearenv"]

@@ -11,6 +11,7 @@ engine uses it only when a caller passes it in explicitly.
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib
 import io
 import itertools
@@ -220,7 +221,16 @@ class _Modules:
                 code=error.get("code"),
             )
 
+        def awaitable(function: Callable[..., Any]) -> Callable[..., Any]:
+            # In-process calls are answered at once: the awaitable form runs them in turn.
+            @functools.wraps(function)
+            async def aio(*args: Any, **kwargs: Any) -> Any:
+                return function(*args, **kwargs)
+
+            return aio
+
         module.call_tool = call_tool  # type: ignore[attr-defined]
+        module.awaitable = awaitable  # type: ignore[attr-defined]
         module.ToolError = _ToolError  # type: ignore[attr-defined]
         return module
 

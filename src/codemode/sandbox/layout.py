@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["GUEST_PACKAGE", "GUEST_ROOT", "TMPFS_MOUNTS", "WORKSPACE"]
+__all__ = ["GUEST_PACKAGE", "GUEST_ROOT", "PACKAGES", "TMPFS_MOUNTS", "WORKSPACE"]
 
 WORKSPACE = "/workspace"
 # Private, size-limited tmpfs mounts: their pages are memory the sandbox holds.
@@ -10,3 +10,5 @@ TMPFS_MOUNTS = (WORKSPACE, "/tmp", "/dev/shm")
 # The guest package and importable site directories are mounted under this neutral name.
 GUEST_ROOT = "/run/codemode"
 GUEST_PACKAGE = "_codemode_guest"
+# The host's package store (read-only): each install is a directory ``PACKAGES/<digest>``.
+PACKAGES = f"{GUEST_ROOT}/packages"

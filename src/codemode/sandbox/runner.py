@@ -15,6 +15,7 @@ import logging
 import os
 import selectors
 import signal
+import socket
 import struct
 import termios
 import threading
@@ -28,6 +29,7 @@ from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
+from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import SandboxProcess
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.settings import Limits
@@ -76,6 +78,11 @@ class Sandbox:
         self.selector.register(process.sock, selectors.EVENT_READ, "sock")
         self.selector.register(process.stdout_fd, selectors.EVENT_READ, "stdout")
         self.selector.register(process.stderr_fd, selectors.EVENT_READ, "stderr")
+        # Workers answering awaitable calls wake the execution loop through this pair.
+        self._waker, self._woken = socket.socketpair()
+        for end in (self._waker, self._woken):
+            end.setblocking(False)
+        self.selector.register(self._woken, selectors.EVENT_READ, "wake")
         self._stdout = HeadTail(limits.output_kept_bytes)
         self._stderr = HeadTail(limits.output_kept_bytes)
         self._stopped = False
@@ -331,12 +338,14 @@ class Sandbox:
         self._live = (host, self._stdout)
         self.resume()
         watched = Watched(self.process.meter, limits)
+        calls = ParallelCalls(host, self._wake, workers=limits.parallel_calls)
         WATCHDOG.watch(watched)
         try:
-            outcome = self._serve(code, host, watched, cancel)
+            outcome = self._serve(code, host, watched, calls, cancel)
         finally:
             WATCHDOG.unwatch(watched)
-        host.close()
+            host.close()
+            calls.close()
         self._drain("stdout")
         self._drain("stderr")
         files, left_out, workspace_bytes = self._finish(outcome, watched)
@@ -357,6 +366,7 @@ class Sandbox:
         code: str,
         host: BridgeHost,
         watched: Watched,
+        calls: ParallelCalls,
         cancel: threading.Event | None = None,
     ) -> Outcome:
         """Send the code, answer the guest's requests, until "done", death, a breach, the
@@ -377,6 +387,9 @@ class Sandbox:
                 outcome.status, outcome.limit = "timeout", "wall_time"
                 break
             for key, _ in self.selector.select(min(deadline - now, _WAKE_INTERVAL_S)):
+                if key.data == "wake":
+                    self._answer(calls, host, outcome)
+                    continue
                 if key.data != "sock":
                     self._drain(key.data)
                     continue
@@ -384,6 +397,9 @@ class Sandbox:
                     if outcome.cancelled_at is not None and not _is_done(incoming):
                         outcome.refused_after_cancel += 1  # dropped: no call starts now
                         continue
+                    awaitable = _is_awaitable_call(incoming) and outcome.done is None
+                    if awaitable and calls.submit(incoming):  # type: ignore[arg-type]
+                        continue  # answered by a worker (else in turn: too many wait)
                     self._dispatch(incoming, host, outcome)
                 if self.dead and outcome.done is None:  # set by the frame read above
                     outcome.died = True
@@ -502,11 +518,26 @@ class Sandbox:
         if not self._send(reply, host.deadline):
             outcome.status, outcome.limit = "timeout", "wall_time"
 
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):  # full: a wake-up is already waiting
+            self._waker.send(b"\0")
+
+    def _answer(self, calls: ParallelCalls, host: BridgeHost, outcome: Outcome) -> None:
+        """Send the replies of the awaitable calls that have finished."""
+        with contextlib.suppress(OSError):
+            while self._woken.recv(4096):
+                pass
+        for reply in calls.replies():
+            if outcome.done is None and not self._send(reply, host.deadline):
+                outcome.status, outcome.limit = "timeout", "wall_time"
+
     def kill(self) -> None:
         if not self.dead or self.process.alive() or self.process.meter.kernel_enforced:
             self.dead = True
             with contextlib.suppress(KeyError, ValueError, OSError):
                 self.selector.close()
+            self._waker.close()
+            self._woken.close()
             self.process.kill()
         self.dead = True
 
@@ -517,6 +548,10 @@ def _interrupted_by_us(done: dict[str, Any] | None) -> bool:
     """Did the code end on the KeyboardInterrupt we sent (so no signal is left pending)?"""
     error = done.get("error") if done is not None else None
     return isinstance(error, dict) and error.get("type") == "KeyboardInterrupt"
+
+
+def _is_awaitable_call(frame: dict[str, Any] | MalformedFrame) -> bool:
+    return isinstance(frame, dict) and frame.get("op") == "call" and frame.get("async") is True
 
 
 def _is_done(frame: dict[str, Any] | MalformedFrame) -> bool:

@@ -16,7 +16,7 @@ from codemode.config_model import (
     validate_section,
 )
 
-__all__ = ["ENFORCEABLE_LIMITS", "Limits", "SandboxSettings"]
+__all__ = ["ENFORCEABLE_LIMITS", "Limits", "PackageSettings", "SandboxSettings"]
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -36,6 +36,8 @@ class Limits(ConfigModel):
     workspace_bytes: PositiveWholeNumber = 1 * GiB
     workspace_inodes: PositiveWholeNumber = 100_000
     tmp_bytes: PositiveWholeNumber = 256 * MiB
+    # Awaitable tool calls (``await tool.aio(...)``) answered at once, per execution.
+    parallel_calls: PositiveWholeNumber = 32
     output_kept_bytes: PositiveWholeNumber = 1 * MiB  # per stream, split between head and tail
     # What the result shows the model (characters).
     stdout_tail_chars: PositiveWholeNumber = 1_000
@@ -43,8 +45,35 @@ class Limits(ConfigModel):
     stderr_tail_chars: PositiveWholeNumber = 1_500
 
 
+class PackageSettings(ConfigModel):
+    """``[sandbox.packages]``: what the host may install for the code, and from where.
+
+    ``allow`` (when not empty) lists the packages the code may ask for; ``deny`` is refused
+    whatever asked for it, dependencies included. Wheels only unless ``allow_sdist``: building
+    a source distribution runs its code on the host.
+    """
+
+    enabled: StrictBool = False
+    index_url: StrictStr = "https://pypi.org/simple"
+    allow: Annotated[
+        tuple[StrictStr, ...],
+        Hint(expects="a list of package names", fix='write allow = ["requests", "numpy"]'),
+    ] = ()
+    deny: Annotated[
+        tuple[StrictStr, ...],
+        Hint(expects="a list of package names", fix='write deny = ["pip", "setuptools"]'),
+    ] = ()
+    allow_sdist: StrictBool = False
+    # The most one install may add to the cache (all its files).
+    max_bytes: PositiveWholeNumber = 200 * MiB
+    # Where installed packages are kept (content-addressed); by default under the state dir.
+    cache_dir: StrictStr | None = None
+    install_timeout_s: PositiveNumber = 120.0
+
+
 class SandboxSettings(ConfigModel):
     limits: Limits = Field(default_factory=Limits)
+    packages: PackageSettings = Field(default_factory=PackageSettings)
     # Sandboxes started ahead of demand, so a new session does not wait for a container.
     pool_size: Annotated[WholeNumber, Field(ge=0)] = 2
     # While new sessions arrive fast the pool keeps up to pool_size_max ready (one per session

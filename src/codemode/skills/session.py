@@ -220,7 +220,11 @@ class KeepingSandbox:
         grant = tools.grant
         router = BuiltinRouter(tools.invoker, builtins)
         return ToolAccess(
-            router, modules, lambda s, t: s in builtins or grant(s, t), tools.on_refused
+            router,
+            modules,
+            lambda s, t: s in builtins or grant(s, t),
+            tools.on_refused,
+            packages=tools.packages,
         )
 
     def _count(self, code: str, imported: dict[str, Skill], result: ExecutionResult) -> None:

@@ -95,6 +95,7 @@ def render_tool_module(
         "",
         f"from typing import {', '.join(typing_names)}",
         "",
+        "from servers._runtime import awaitable as _awaitable",
         "from servers._runtime import call_tool as _call_tool",
         "",
         f'__all__ = ["{function}"]',
@@ -107,6 +108,11 @@ def render_tool_module(
         signature,
         _docstring(_function_doc(spec, params, observed), indent="    "),
         *body,
+        "",
+        "",
+        f"# `await {function}.aio(...)`: the same call, awaitable, so asyncio.gather runs calls"
+        " together.",
+        f"{function}.aio = _awaitable({function})  # type: ignore[attr-defined]",
     ]
     return "\n".join(parts) + "\n"
 
@@ -262,6 +268,7 @@ def render_root_init(
     names = server_names([*servers, *down])
     doc = ["Tools available to this code, one subpackage per server.", ""]
     doc.append("    from servers import <server>; <server>.<tool>(...)  # help(<server>.<tool>)")
+    doc.append("    await asyncio.gather(<server>.<tool>.aio(...), ...)  # calls run together")
     doc.append("")
     for upstream in sorted(servers, key=lambda s: names[s]):
         count = len(servers[upstream])
@@ -350,11 +357,18 @@ def render_runtime_fallback() -> str:
             "",
             "from typing import Any",
             "",
-            '__all__ = ["ToolError", "call_tool"]',
+            '__all__ = ["ToolError", "awaitable", "call_tool"]',
             "",
             "",
             "class ToolError(Exception):",
             '    """A tool call failed."""',
+            "",
+            "",
+            "def awaitable(function: Any) -> Any:",
+            "    async def aio(*args: Any, **kwargs: Any) -> Any:",
+            "        return function(*args, **kwargs)",
+            "",
+            "    return aio",
             "",
             "",
             "def call_tool(server: str, tool: str, arguments: dict[str, Any]) -> Any:",

@@ -100,11 +100,12 @@ class Guest:
             "__name__": "__main__",
             "__builtins__": __builtins__,
             "ToolError": runtime.ToolError,
+            "packages": runtime.packages,
         }
 
     def run(self, frame):
         code = frame.get("code", "")
-        runtime.bridge.execution = frame["exec"]
+        runtime.bridge.reset(frame["exec"])
         # A host that streams output gets each line as it is printed, as on a terminal;
         # otherwise an 8 KiB buffer saves a write per line (5x faster for print loops).
         try:
@@ -112,6 +113,7 @@ class Guest:
         except Exception:
             pass
         exit_code, error = 0, None
+        code = _pip_lines(code)
         code_lines = code.splitlines()
         try:
             compiled = compile(
@@ -146,6 +148,21 @@ class Guest:
         return {"op": "done", "exec": frame["exec"], "exit_code": exit_code, "error": error}
 
 
+def _pip_lines(code):
+    """``pip install x y`` (also ``%pip``, ``!pip``, ``python -m pip``) lines, never valid
+    Python, become ``packages.install(["x", "y"])``: the host installs, never the sandbox."""
+    if "pip" not in code:
+        return code
+    import re
+
+    def install(match):
+        names = [word for word in match.group(2).split() if not word.startswith("-")]
+        return f"{match.group(1)}packages.install({names!r})"
+
+    pattern = r"(?m)^([ \t]*)[%!]?(?:python3?\s+-m\s+)?pip3?\s+install\s+(.*?)\s*$"
+    return re.sub(pattern, install, code)
+
+
 async def _await(awaitable):
     return await awaitable
 
@@ -170,7 +187,7 @@ def main(argv):
     sock.sendall(wire.encode_frame({"op": "ready", "pid": os.getpid()}))
     while True:
         try:
-            frame = wire.read_frame(sock)
+            frame = runtime.bridge.read_frame()
         except EOFError:
             return
         op = frame.get("op")
@@ -182,4 +199,5 @@ def main(argv):
             return
         else:
             continue
-        sock.sendall(wire.encode_frame(reply))
+        with runtime.bridge.lock:  # a thread of the code may be sending a call
+            sock.sendall(wire.encode_frame(reply))
