@@ -1,4 +1,4 @@
-"""The shape of the code: packages import one another without cycles.
+"""The shape of the code: packages import one another without cycles; modules stay small.
 
 Only imports that run when a module loads count (not those under ``TYPE_CHECKING`` or inside
 functions, which are how light imports and optional dependencies are kept light).
@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "codemode"
+MAX_LINES = 500
 
 
 def module_name(path: Path) -> str:
@@ -64,3 +65,12 @@ def test_packages_import_one_another_without_cycles() -> None:
     assert not cycles, "import cycles between packages: " + "; ".join(
         " -> ".join(cycle) for cycle in cycles[:5]
     )
+
+
+def test_modules_stay_small() -> None:
+    large = {
+        str(path.relative_to(SRC)): count
+        for path in modules()
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not large, f"modules over {MAX_LINES} lines (split them): {large}"

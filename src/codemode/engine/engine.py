@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,20 +31,19 @@ from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionAp
 from codemode.engine.chain import build_invoker_chain
 from codemode.engine.invoker import CatalogInvoker
 from codemode.engine.output import OutputCallback
-from codemode.engine.progress import Progress, wait_reporting
+from codemode.engine.progress import Progress, cancel_report, wait_reporting
 from codemode.engine.registry import SessionRegistry
+from codemode.engine.searching import SearchAnswer, SearchMixin
 from codemode.engine.session import Session
 from codemode.engine.threads import WorkerThreads
 from codemode.engine.views import CatalogViews
+from codemode.engine.workspace import WorkspaceFilesMixin
 from codemode.errors import (
     CodemodeError,
     SandboxError,
     SessionError,
     UnknownSessionError,
-    WorkspaceFileError,
 )
-from codemode.files import WorkspaceFile, WorkspaceListing, list_workspace, read_workspace_file
-from codemode.files.access import READ_LIMIT
 from codemode.memory.fixes import FixMemory, SQLiteFixes
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend, make_backend
@@ -70,15 +66,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class SearchAnswer:
-    text: str
-    hits: list[dict[str, Any]]
-    # True when the full index was still being built and a keyword index answered.
-    lexical_only: bool = False
-
-
-class Codemode:
+class Codemode(SearchMixin, WorkspaceFilesMixin):
     def __init__(
         self,
         config: CodemodeConfig,
@@ -225,85 +213,7 @@ class Codemode:
             return views
         return await anyio.to_thread.run_sync(self._current_views)
 
-    def _search_index(self) -> SearchIndex:
-        with self._views_lock:
-            specs, version = self.catalog.specs(), self.catalog.version
-        from codemode.search.semantic import build_index
-
-        # Built outside the lock (it may take minutes): searches meanwhile answer lexically.
-        # Hook: a build that reports its stage and percentage plugs in here.
-        index = build_index(specs, semantic=self.semantic)
-        with self._views_lock:
-            if self.catalog.version == version:
-                self._index = index
-        return index
-
-    def _lexical_index(self) -> SearchIndex:
-        with self._views_lock:
-            if self._lexical is None:
-                from codemode.search.semantic import build_index
-
-                self._lexical = build_index(self.catalog.specs(), semantic=False)
-            return self._lexical
-
-    def build_search_index(self) -> asyncio.Task[SearchIndex]:
-        """Start building the search index in the background (once; again after the catalog
-        changed). Searches that arrive meanwhile answer lexically at once and say so."""
-        job = self._index_job
-        if job is None or (job.done() and self._index is None):
-            job = self._index_job = asyncio.create_task(
-                anyio.to_thread.run_sync(self._search_index)
-            )
-        return job
-
     # --- the meta-tools: search, execute, approve ----------------------------------------
-
-    async def search(
-        self,
-        query: str,
-        *,
-        detail: str = "summary",
-        limit: int = 5,
-        owner: str | None = None,
-        progress: Progress | None = None,
-    ) -> SearchAnswer:
-        """Tools for ``query``, and below them the owner's saved skills that match."""
-        from codemode.search.render import check_detail, render_answer
-        from codemode.skills.runtime import render_skill_hits
-
-        level = check_detail(detail)
-        limit = max(1, min(int(limit), 50))
-        views = await self.views()
-        index = self._index
-        note = ""
-        if index is None:  # an empty index is falsy: test for None
-            job = self._index_job
-            if job is not None and not job.done():
-                index = await anyio.to_thread.run_sync(self._lexical_index)
-                note = (
-                    "note: the search index is still being built, so these matches are "
-                    "lexical (keywords) only; search again later for better ones.\n"
-                )
-            else:
-                index = await self._wait_for_index(progress)
-        hits = index.search(query, limit)
-        text = note + render_answer(hits, level, source=views.stubs.tool_source)
-        found = [hit.to_json() for hit in hits]
-        if self.skills is not None:
-            skills = await anyio.to_thread.run_sync(self.skills.search, owner, query)
-            text += render_skill_hits(skills)
-            found += [hit.to_json() for hit in skills]
-        return SearchAnswer(text, found, lexical_only=bool(note))
-
-    async def _wait_for_index(self, progress: Progress | None) -> SearchIndex:
-        job = self.build_search_index()
-
-        def describe(elapsed: float) -> tuple[float, float | None, str]:
-            return round(elapsed, 3), None, f"building the search index: {elapsed:.0f} s"
-
-        interval = self.config.gateway.progress_interval_s
-        await wait_reporting([job], progress, interval, describe)
-        return job.result()
 
     async def execute(
         self,
@@ -470,7 +380,7 @@ class Codemode:
         result = record.finish(job.result())
         earlier, record.cancelled = record.cancelled, None
         if earlier is not None:
-            result.extra["cancelled_before"] = _cancel_report(earlier)
+            result.extra["cancelled_before"] = cancel_report(earlier)
             result.hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}"
             result.hint = result.hint.strip()
         return result
@@ -571,82 +481,13 @@ class Codemode:
             return None
 
     def _open_audit_log(self) -> None:
-        from codemode.audit import SQLiteAuditLog
+        from codemode.audit.opening import open_audit_log
 
-        state_dir = self.config.gateway.state_dir
-        state_dir.mkdir(parents=True, exist_ok=True)
-        key_file = state_dir / "audit.key"
-        if not key_file.exists():
-            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(secrets.token_bytes(32))
-        self._digest_key = key_file.read_bytes()
-        self.audit_log = SQLiteAuditLog(state_dir / "audit.sqlite", rotation=self.config.audit)
-
-    # --- the files of a session's workspace ----------------------------------------------
-
-    def session_handles(self, owner: str | None, *, idle_only: bool = False) -> list[str]:
-        """The open sessions of ``owner`` (``idle_only``: not running code now)."""
-        if self.registry is None:
-            return []
-        return self.registry.handles(owner, idle_only=idle_only)
-
-    async def list_files(self, session: str, *, owner: str | None = None) -> WorkspaceListing:
-        """The files, folders and links in a session's workspace (read inside its sandbox)."""
-        views = await self.views()
-
-        def listing(record: Session) -> WorkspaceListing:
-            return list_workspace(record.sandbox, modules=views.modules)
-
-        return await self._with_workspace(session, owner, listing)
-
-    async def read_file(
-        self, session: str, path: str, *, owner: str | None = None, limit: int = READ_LIMIT
-    ) -> WorkspaceFile:
-        """One regular file of a session's workspace (at most ``limit`` bytes; links refused)."""
-        views = await self.views()
-
-        def read(record: Session) -> WorkspaceFile:
-            found = read_workspace_file(record.sandbox, path, limit=limit, modules=views.modules)
-            return record.finish_file(found)
-
-        return await self._with_workspace(session, owner, read)
-
-    async def _with_workspace(
-        self, session: str, owner: str | None, work: Callable[[Session], _T]
-    ) -> _T:
-        if self.registry is None:
-            raise SandboxError("the engine is not started", fix="call `await engine.start()`")
-        record = self.registry.checkout(session, owner)
-        try:
-            if not record.has_workspace:
-                raise WorkspaceFileError(
-                    "this session's sandbox has no workspace of its own",
-                    fix="run codemode with its isolated sandbox (the default backend)",
-                )
-            if record.paused is not None:
-                raise SessionError(
-                    "this session is paused, waiting for an approval",
-                    fix="answer the approval first, then read its files",
-                )
-            return await self._threads.run(lambda: work(record))
-        finally:
-            self.registry.release(record)
+        self.audit_log, self._digest_key = open_audit_log(
+            self.config.gateway.state_dir, self.config.audit
+        )
 
     async def close_session(self, handle: str) -> bool:
         if self.registry is None:
             return False
         return await anyio.to_thread.run_sync(self.registry.close, handle)
-
-
-def _cancel_report(result: ExecutionResult) -> dict[str, Any]:
-    """What a cancelled execution did, for the next result in its session."""
-    return {
-        "status": result.status,
-        "tool_calls": result.tool_calls,
-        "refused_after_cancel": result.extra.get("refused_after_cancel", 0),
-        "stdout": result.stdout,
-        "error": result.error,
-        "sandbox_reset": result.sandbox_reset,
-        "duration_ms": result.duration_ms,
-    }

@@ -13,6 +13,8 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
+from codemode.sandbox.result import ExecutionResult
+
 __all__ = ["Progress", "wait_reporting"]
 
 log = logging.getLogger(__name__)
@@ -42,3 +44,16 @@ async def wait_reporting(
         except Exception:
             log.debug("progress report failed; no more reports for this request", exc_info=True)
             progress = None
+
+
+def cancel_report(result: ExecutionResult) -> dict[str, Any]:
+    """What a cancelled execution did, for the next result in its session."""
+    return {
+        "status": result.status,
+        "tool_calls": result.tool_calls,
+        "refused_after_cancel": result.extra.get("refused_after_cancel", 0),
+        "stdout": result.stdout,
+        "error": result.error,
+        "sandbox_reset": result.sandbox_reset,
+        "duration_ms": result.duration_ms,
+    }

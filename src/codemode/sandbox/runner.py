@@ -14,10 +14,7 @@ import fcntl
 import logging
 import os
 import selectors
-import signal
 import socket
-import struct
-import termios
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +24,13 @@ from typing import Any
 from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
+from codemode.sandbox.affinity import CpuPinning
+from codemode.sandbox.cancel import (
+    CANCEL_GRACE_S,
+    check_cancel,
+    interrupted_by_us,
+    unread_bytes,
+)
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.parallel import ParallelCalls
@@ -47,10 +51,6 @@ _F_SETPIPE_SZ = 1031
 _WAKE_INTERVAL_S = 0.05
 _READ_CHUNK = 1 << 20
 _PIN_AFTER_CALLS = 4
-# After a cancel, how long the code has to stop on its KeyboardInterrupt before the sandbox
-# is killed.
-CANCEL_GRACE_S = 2.0
-_INTERRUPT_AFTER_S = 0.1
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
 # Syscall numbers (as /proc/<pid>/syscall shows them) of a read on the bridge socket.
 _READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", "207"})}.get(
@@ -88,8 +88,7 @@ class Sandbox:
         self._stopped = False
         # The workspace as the last execution left it (a new sandbox's is empty).
         self.files: Snapshot = {}
-        self._pinned_from: set[int] | None = None
-        self._guest_pinned_from: set[int] | None = None
+        self._pinning = CpuPinning()
         self._live: tuple[BridgeHost, HeadTail] | None = None
         self._on_output: OutputCallback | None = None
 
@@ -273,7 +272,7 @@ class Sandbox:
             finally:
                 self._live = None
                 self._on_output = None
-                self._unpin()
+                self._pinning.unpin(self.guest_pid, guest_alive=not self.dead)
 
     def live_counts(self) -> tuple[int, int]:
         """(tool calls so far, bytes printed so far) of the running execution, for progress
@@ -282,36 +281,6 @@ class Sandbox:
         if live is None:
             return 0, 0
         return live[0].stats.count, live[1].total
-
-    def _pin_near_the_guest(self) -> None:
-        """Serve a chatty execution from the guest's CPU: a tool call's round trip between two
-        cores costs about twice as much as on one. Only after a few calls, because a quiet
-        execution does not need it and large transfers gain from two cores."""
-        pid = self.guest_pid
-        if pid is None or self._pinned_from is not None or not hasattr(os, "sched_setaffinity"):
-            return
-        try:
-            cpu = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[36])
-            allowed = os.sched_getaffinity(0)
-            guest_allowed = os.sched_getaffinity(pid)
-            if cpu in allowed and cpu in guest_allowed and len(allowed) > 1:
-                # Both sides, or the load balancer moves the guest to the idle core.
-                os.sched_setaffinity(0, {cpu})
-                os.sched_setaffinity(pid, {cpu})
-                self._pinned_from = allowed
-                self._guest_pinned_from = guest_allowed
-        except (OSError, ValueError, IndexError):
-            return
-
-    def _unpin(self) -> None:
-        if self._pinned_from is not None:
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(0, self._pinned_from)
-            pid = self.guest_pid
-            if pid is not None and self._guest_pinned_from and not self.dead:
-                with contextlib.suppress(OSError):
-                    os.sched_setaffinity(pid, self._guest_pinned_from)
-            self._pinned_from = None
 
     def resume(self) -> None:
         """Let the sandbox's tasks run again (the next execution is about to start)."""
@@ -424,7 +393,7 @@ class Sandbox:
         # interrupt the code did not receive would hit the guest between executions.
         if outcome.cancelled_at is not None and (
             self._unread_by_guest() > 0
-            or (outcome.interrupted and not _interrupted_by_us(outcome.done))
+            or (outcome.interrupted and not interrupted_by_us(outcome.done))
         ):
             healthy = False
         if healthy and self.process.isolated:
@@ -460,36 +429,11 @@ class Sandbox:
     # --- cancellation ---------------------------------------------------------------------
 
     def _check_cancel(self, cancel: threading.Event, outcome: Outcome, now: float) -> bool:
-        """On the first sight of ``cancel``: stop serving the bridge (frames are dropped, so
-        no tool call starts) and interrupt the code (SIGINT: KeyboardInterrupt). True, to end
-        the execution, when the code has not stopped within ``CANCEL_GRACE_S``."""
-        if not cancel.is_set():
-            return False
-        if outcome.cancelled_at is None:
-            outcome.cancelled_at = now
-        waited = now - outcome.cancelled_at
-        if not outcome.interrupted and waited >= _INTERRUPT_AFTER_S and not self._unread_by_guest():
-            # Code that is about to end by itself (a refused call) is left to end. And only
-            # once the guest has read our last reply: interrupted halfway through reading
-            # it, it would take that reply for the next one's.
-            outcome.interrupted = True
-            self.resume()  # a stopped guest would not see the signal
-            pid = self.guest_pid
-            if pid is not None:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGINT)
-        if waited < CANCEL_GRACE_S:
-            return False
-        outcome.status = "cancelled"
-        return True
+        """See ``codemode.sandbox.cancel.check_cancel``."""
+        return check_cancel(self, cancel, outcome, now)
 
     def _unread_by_guest(self) -> int:
-        """Bytes sent to the guest that it has not read yet (SIOCOUTQ on our end)."""
-        try:
-            raw = fcntl.ioctl(self.process.sock.fileno(), termios.TIOCOUTQ, b"\0" * 4)
-        except OSError:
-            return 1
-        return int(struct.unpack("i", raw)[0])
+        return unread_bytes(self.process.sock)
 
     def _dispatch(
         self, incoming: dict[str, Any] | MalformedFrame, host: BridgeHost, outcome: Outcome
@@ -514,7 +458,7 @@ class Sandbox:
         else:
             reply = host.handle(incoming)
             if host.stats.count == _PIN_AFTER_CALLS:
-                self._pin_near_the_guest()
+                self._pinning.pin(self.guest_pid)
         if not self._send(reply, host.deadline):
             outcome.status, outcome.limit = "timeout", "wall_time"
 
@@ -542,12 +486,6 @@ class Sandbox:
         self.dead = True
 
     close = kill
-
-
-def _interrupted_by_us(done: dict[str, Any] | None) -> bool:
-    """Did the code end on the KeyboardInterrupt we sent (so no signal is left pending)?"""
-    error = done.get("error") if done is not None else None
-    return isinstance(error, dict) and error.get("type") == "KeyboardInterrupt"
 
 
 def _is_awaitable_call(frame: dict[str, Any] | MalformedFrame) -> bool:

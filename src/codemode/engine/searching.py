@@ -1,0 +1,125 @@
+"""The engine's search: the index over the catalog (built in the background, answered
+lexically meanwhile), the rendered answer, and the owner's saved skills below the tools."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from codemode.catalog.catalog import Catalog
+from codemode.config import CodemodeConfig
+from codemode.engine.progress import Progress, wait_reporting
+from codemode.engine.views import CatalogViews
+
+if TYPE_CHECKING:
+    from codemode.search.base import SearchIndex
+    from codemode.skills.runtime import SkillsRuntime
+
+__all__ = ["SearchAnswer", "SearchMixin"]
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    text: str
+    hits: list[dict[str, Any]]
+    # True when the full index was still being built and a keyword index answered.
+    lexical_only: bool = False
+
+
+class SearchMixin:
+    """Search for ``Codemode``: the state it uses is the engine's own."""
+
+    config: CodemodeConfig
+    catalog: Catalog
+    semantic: bool | None
+    skills: SkillsRuntime | None
+    _views_lock: threading.Lock
+    _index: SearchIndex | None
+    _lexical: SearchIndex | None
+    _index_job: asyncio.Task[SearchIndex] | None
+
+    async def views(self) -> CatalogViews:
+        raise NotImplementedError  # the engine's
+
+    def _search_index(self) -> SearchIndex:
+        with self._views_lock:
+            specs, version = self.catalog.specs(), self.catalog.version
+        from codemode.search.semantic import build_index
+
+        # Built outside the lock (it may take minutes): searches meanwhile answer lexically.
+        # Hook: a build that reports its stage and percentage plugs in here.
+        index = build_index(specs, semantic=self.semantic)
+        with self._views_lock:
+            if self.catalog.version == version:
+                self._index = index
+        return index
+
+    def _lexical_index(self) -> SearchIndex:
+        with self._views_lock:
+            if self._lexical is None:
+                from codemode.search.semantic import build_index
+
+                self._lexical = build_index(self.catalog.specs(), semantic=False)
+            return self._lexical
+
+    def build_search_index(self) -> asyncio.Task[SearchIndex]:
+        """Start building the search index in the background (once; again after the catalog
+        changed). Searches that arrive meanwhile answer lexically at once and say so."""
+        job = self._index_job
+        if job is None or (job.done() and self._index is None):
+            job = self._index_job = asyncio.create_task(
+                anyio.to_thread.run_sync(self._search_index)
+            )
+        return job
+
+    async def search(
+        self,
+        query: str,
+        *,
+        detail: str = "summary",
+        limit: int = 5,
+        owner: str | None = None,
+        progress: Progress | None = None,
+    ) -> SearchAnswer:
+        """Tools for ``query``, and below them the owner's saved skills that match."""
+        from codemode.search.render import check_detail, render_answer
+        from codemode.skills.runtime import render_skill_hits
+
+        level = check_detail(detail)
+        limit = max(1, min(int(limit), 50))
+        views = await self.views()
+        index = self._index
+        note = ""
+        if index is None:  # an empty index is falsy: test for None
+            job = self._index_job
+            if job is not None and not job.done():
+                index = await anyio.to_thread.run_sync(self._lexical_index)
+                note = (
+                    "note: the search index is still being built, so these matches are "
+                    "lexical (keywords) only; search again later for better ones.\n"
+                )
+            else:
+                index = await self._wait_for_index(progress)
+        hits = index.search(query, limit)
+        text = note + render_answer(hits, level, source=views.stubs.tool_source)
+        found = [hit.to_json() for hit in hits]
+        if self.skills is not None:
+            skills = await anyio.to_thread.run_sync(self.skills.search, owner, query)
+            text += render_skill_hits(skills)
+            found += [hit.to_json() for hit in skills]
+        return SearchAnswer(text, found, lexical_only=bool(note))
+
+    async def _wait_for_index(self, progress: Progress | None) -> SearchIndex:
+        job = self.build_search_index()
+
+        def describe(elapsed: float) -> tuple[float, float | None, str]:
+            return round(elapsed, 3), None, f"building the search index: {elapsed:.0f} s"
+
+        interval = self.config.gateway.progress_interval_s
+        await wait_reporting([job], progress, interval, describe)
+        return job.result()

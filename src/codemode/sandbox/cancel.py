@@ -1,0 +1,72 @@
+"""Stopping an execution the caller cancelled.
+
+On the first sight of the cancel the runner stops serving the bridge (frames are dropped, so
+no tool call starts) and interrupts the code with SIGINT (a KeyboardInterrupt in the code),
+but only once the guest has read every reply sent to it: interrupted halfway through reading
+one, it would take that reply for the next execution's. Code that has not stopped within
+``CANCEL_GRACE_S`` is ended with its sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import struct
+import termios
+import threading
+from typing import TYPE_CHECKING, Any
+
+from codemode.sandbox.outcome import Outcome
+
+if TYPE_CHECKING:
+    from codemode.sandbox.runner import Sandbox
+
+__all__ = ["CANCEL_GRACE_S", "check_cancel", "interrupted_by_us", "unread_bytes"]
+
+# After a cancel, how long the code has to stop on its KeyboardInterrupt before the sandbox
+# is killed.
+CANCEL_GRACE_S = 2.0
+_INTERRUPT_AFTER_S = 0.1
+
+
+def check_cancel(sandbox: Sandbox, cancel: threading.Event, outcome: Outcome, now: float) -> bool:
+    """True, to end the execution, once a cancelled code has had its grace period."""
+    if not cancel.is_set():
+        return False
+    if outcome.cancelled_at is None:
+        outcome.cancelled_at = now
+    waited = now - outcome.cancelled_at
+    # Code that is about to end by itself (a refused call) is left to end.
+    if (
+        not outcome.interrupted
+        and waited >= _INTERRUPT_AFTER_S
+        and not unread_bytes(sandbox.process.sock)
+    ):
+        outcome.interrupted = True
+        sandbox.resume()  # a stopped guest would not see the signal
+        pid = sandbox.guest_pid
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGINT)
+    if waited < CANCEL_GRACE_S:
+        return False
+    outcome.status = "cancelled"
+    return True
+
+
+def unread_bytes(sock: socket.socket) -> int:
+    """Bytes sent to the guest that it has not read yet (SIOCOUTQ on our end)."""
+    try:
+        raw = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4)
+    except OSError:
+        return 1
+    return int(struct.unpack("i", raw)[0])
+
+
+def interrupted_by_us(done: dict[str, Any] | None) -> bool:
+    """Did the code end on the KeyboardInterrupt we sent (so no signal is left pending)?"""
+    error = done.get("error") if done is not None else None
+    return isinstance(error, dict) and error.get("type") == "KeyboardInterrupt"
