@@ -59,6 +59,8 @@ class InstantSandbox:
 
 
 class InstantSandboxes:
+    has_workspace = False
+
     def open(self, session_id: str) -> InstantSandbox:
         return InstantSandbox()
 
