@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from codemode.sandbox.proctree import read_small
+
 __all__ = ["CgroupPlace", "CgroupSet", "find_cgroup_place"]
 
 ROOT = Path("/sys/fs/cgroup")
@@ -188,7 +190,7 @@ class CgroupSet:
         if path is None:
             return ""
         try:
-            return (path / name).read_text()
+            return read_small(path / name)
         except OSError:
             return ""
 

@@ -14,10 +14,32 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Proc", "children_of", "pidns_of", "pss_bytes", "signal_each", "tree", "walk"]
+__all__ = [
+    "Proc",
+    "children_of",
+    "pidns_of",
+    "pss_bytes",
+    "read_small",
+    "signal_each",
+    "tree",
+    "walk",
+]
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _MAX_PROCS = 4096
+
+
+def read_small(path: str | Path) -> str:
+    """A small /proc or cgroup file. Raises OSError like ``Path.read_text``; about 2.5x
+    cheaper, which counts on the per-execution path (a dozen such reads each time)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +62,7 @@ def children_of(pid: int) -> list[int]:
         return found
     for tid in tasks:
         with contextlib.suppress(OSError, ValueError):
-            found += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
+            found += [int(c) for c in read_small(f"/proc/{pid}/task/{tid}/children").split()]
     return found
 
 
@@ -53,8 +75,8 @@ def pidns_of(pid: int) -> str | None:
 
 def _read(pid: int) -> Proc | None:
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        status = Path(f"/proc/{pid}/status").read_text()
+        fields = read_small(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()
+        status = read_small(f"/proc/{pid}/status")
     except (OSError, IndexError):
         return None
     rss_kib = 0
@@ -100,7 +122,7 @@ def pss_bytes(pid: int) -> int:
     """Proportional anonymous and shared-memory pages: pages shared after a fork count once
     in total. Costly (it walks the page tables), so used only to confirm a high reading."""
     try:
-        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        text = read_small(f"/proc/{pid}/smaps_rollup")
     except OSError:
         return 0
     total = 0

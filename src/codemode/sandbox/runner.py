@@ -18,7 +18,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame
@@ -35,6 +34,7 @@ from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import SandboxProcess
+from codemode.sandbox.proctree import read_small
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.settings import Limits
 from codemode.sandbox.watchdog import WATCHDOG, Watched
@@ -118,14 +118,14 @@ class Sandbox:
         if fd is None or not _READ_SYSCALLS:
             return True  # an architecture we do not know: cannot tell
         try:
-            fields = Path(f"/proc/{self.guest_pid}/syscall").read_text().split()
+            fields = read_small(f"/proc/{self.guest_pid}/syscall").split()
         except OSError:
             return True  # not readable here (a strict ptrace policy): cannot tell
         return len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd
 
     def _guest_state(self) -> str:
         try:
-            return Path(f"/proc/{self.guest_pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            return read_small(f"/proc/{self.guest_pid}/stat").rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             return "?"
 
