@@ -77,3 +77,58 @@ def test_a_timeout_kills_the_guest_and_the_next_execution_starts_fresh(session) 
     result = session.execute("while True: pass", timeout_s=1)
     assert (result.status, result.limit, result.sandbox_reset) == ("timeout", "wall_time", True)
     assert session.execute("print('back')").stdout == "back\n"
+
+
+def test_a_guest_dies_with_the_host_that_started_it(tmp_path) -> None:
+    """A gateway killed mid-execution (SIGKILL: no cleanup runs) leaves no guest behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    host = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from codemode.sandbox import SandboxSettings\n"
+            "from codemode.sandbox.backends import make_backend\n"
+            "from codemode.sandbox.runner import Sandbox\n"
+            "backend = make_backend(SandboxSettings(unsafe_no_isolation=True))\n"
+            "sandbox = Sandbox(backend.spawn(), backend.limits)\n"
+            "sandbox.wait_ready()\n"
+            "print(sandbox.process.popen.pid, flush=True)\n"
+            # Busy in the code: a guest that never reads its socket cannot notice EOF.
+            "sandbox.execute('print(1, flush=True)\\nwhile True: pass', timeout_s=60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert host.stdout is not None
+        guest = int(host.stdout.readline())
+        os.kill(guest, 0)  # running
+        deadline = time.monotonic() + 10
+        while _state(guest) != "R" and time.monotonic() < deadline:
+            time.sleep(0.02)  # bounded: until the code spins
+    finally:
+        host.send_signal(signal.SIGKILL)
+        host.wait(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(guest, 0)
+        except ProcessLookupError:
+            return
+        if _state(guest) in ("Z", "?"):  # a zombie until init reaps it: gone
+            return
+        time.sleep(0.02)  # bounded wait for the kernel to deliver the death signal
+    os.kill(guest, signal.SIGKILL)
+    raise AssertionError("the guest outlived the host that started it")
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "?"

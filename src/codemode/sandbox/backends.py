@@ -22,6 +22,7 @@ from codemode.sandbox.launch import (
     GUEST_DIR,
     bridge_socketpair,
     default_python_paths,
+    dies_with_parent,
     host_workspace,
     interpreter,
     take_output_pipes,
@@ -88,6 +89,7 @@ class UnsafeHostBackend:
                 stderr=subprocess.PIPE,
                 pass_fds=(guest_sock.fileno(),),
                 start_new_session=True,
+                preexec_fn=dies_with_parent(),  # noqa: PLW1509 - one prctl, async-signal-safe
             )
         finally:
             guest_sock.close()

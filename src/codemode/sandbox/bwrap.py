@@ -24,10 +24,12 @@ from codemode.sandbox.enforcement import Enforcement, detect_enforcement
 from codemode.sandbox.launch import (
     BOOTSTRAP,
     GUEST_DIR,
+    PR_SET_PDEATHSIG,
     bridge_socketpair,
     default_python_paths,
     host_workspace,
     interpreter,
+    prctl_function,
     take_output_pipes,
 )
 from codemode.sandbox.layout import GUEST_PACKAGE, GUEST_ROOT, PACKAGES, WORKSPACE
@@ -60,7 +62,6 @@ _GUEST_ENV = {
 }
 # Host variables that are safe and sometimes needed (old OpenBLAS builds crash without them).
 _PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-_PR_SET_PDEATHSIG = 1
 
 
 def find_bwrap() -> str:
@@ -112,16 +113,6 @@ def _data_fd(content: bytes) -> int:
     return fd
 
 
-def _prctl() -> Callable[[int, int], int] | None:
-    try:
-        import ctypes
-
-        function: Callable[[int, int], int] = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return function
-
-
 def _child_setup(
     limits: Limits, procs_files: list[str], staging: Staging | None
 ) -> Callable[[], None]:
@@ -132,14 +123,14 @@ def _child_setup(
     in its own user namespace, where only the sandbox's tasks count (``SandboxProcess.attach``).
     """
     pid_bytes_holder: list[bytes] = []
-    prctl = _prctl()
+    prctl = prctl_function()
     stage = staging.child_setup() if staging is not None else None
 
     def setup() -> None:
         if prctl is not None:
             # bwrap itself dies with the thread that started it (the pool's), so a crashed
             # host never leaves a sandbox behind.
-            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         pid_bytes_holder.append(str(os.getpid()).encode())
         for path in procs_files:
             fd = os.open(path, os.O_WRONLY)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 
 from codemode.errors import UsageError
@@ -17,8 +19,11 @@ __all__ = [
     "GUEST_DIR",
     "bridge_socketpair",
     "default_python_paths",
+    "PR_SET_PDEATHSIG",
+    "dies_with_parent",
     "host_workspace",
     "interpreter",
+    "prctl_function",
     "take_output_pipes",
 ]
 
@@ -76,3 +81,29 @@ def host_workspace(workspace: Path | None) -> Path | None:
             fix="create the directory first, or pass another one",
         )
     return resolved
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def prctl_function() -> Callable[[int, int], int] | None:
+    """libc's ``prctl``, or None where it cannot be had."""
+    try:
+        import ctypes
+
+        function: Callable[[int, int], int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return function
+
+
+def dies_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn``: the child is killed when the thread that started it ends (a gateway
+    that crashes or is killed leaves no guest running)."""
+    prctl = prctl_function()
+
+    def setup() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return setup
