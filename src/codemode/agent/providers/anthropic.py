@@ -21,7 +21,7 @@ from codemode.agent.providers.base import (
     ModelRequest,
     ToolCallRequest,
 )
-from codemode.agent.providers.http import HttpSettings, Sleep, post_json
+from codemode.agent.providers.http import HttpSettings, Sleep, model_client, post_json
 from codemode.agent.settings import ModelSettings
 from codemode.errors import ModelConfigError, ModelError
 
@@ -65,10 +65,7 @@ class AnthropicProvider(ModelProvider):
             model=model,
             key_hint=f"check {key_env}",
         )
-        self._client = httpx2.AsyncClient(
-            timeout=httpx2.Timeout(settings.timeout_s, connect=min(settings.timeout_s, 10.0)),
-            transport=transport,
-        )
+        self._client = model_client(settings.timeout_s, transport)
         self._sleep = sleep
 
     async def complete(self, request: ModelRequest) -> ModelReply:

@@ -148,3 +148,12 @@ async def post_json(
             wait *= 0.5 + rng.random()  # jitter: many clients do not retry in step
         attempt += 1
         await sleep(wait)
+
+
+def model_client(
+    timeout_s: float, transport: httpx2.AsyncBaseTransport | None
+) -> httpx2.AsyncClient:
+    """The HTTP client of a model provider: ``timeout_s`` per request, at most 10 s to connect."""
+    return httpx2.AsyncClient(
+        timeout=httpx2.Timeout(timeout_s, connect=min(timeout_s, 10.0)), transport=transport
+    )
