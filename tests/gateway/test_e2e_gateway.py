@@ -229,7 +229,13 @@ async def test_a_killed_upstream_is_restarted(gateway: Any, harness: Any) -> Non
     os.kill(pid, signal.SIGKILL)
     assert not harness.wait_until_gone({pid})
     code = "from servers import fake\nprint(fake.add(a=20, b=22)['result'], fake.pid()['result'])"
-    data = await harness.execute_ok(gateway.client, code)
+    data = await harness.execute(gateway.client, code)
+    if data["status"] == "error":
+        # A call that raced the connection's close gets the documented clear error (never a
+        # hang, never a host traceback); the server is restarted for the next call.
+        assert "failed during a call to 'add'" in data["text"], data["text"]
+        data = await harness.execute_ok(gateway.client, code)
+    assert data["status"] == "ok", data["text"]
     value, new_pid = data["stdout"].split()
     assert value == "42" and int(new_pid) != pid
 
