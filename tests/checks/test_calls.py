@@ -157,3 +157,26 @@ async def test_the_engine_stops_a_wrong_call_before_any_upstream_call(shop: Any)
         unchecked = await engine.execute(code, check=False)
         assert unchecked.stdout == "ran\n" and unchecked.status == "error"
         assert shop.orders == []  # the upstream refused the unknown keyword itself
+
+
+def test_calls_are_found_wherever_statements_and_expressions_nest() -> None:
+    """The walk visits every field that can hold code (match cases, f-strings, decorators,
+    class bodies, ``global`` lists of plain names beside them), not only the common ones."""
+    code = (
+        "from servers import crm\n"
+        "global seen\n"
+        "match command:\n"
+        "    case {'go': 1}:\n"
+        "        crm.get_lead(lead_idd='a')\n"
+        'print(f"{crm.get_lead(lead_id=1)!r}")\n'
+        "@decorate(crm.list_leads(limt=1))\n"
+        "class Handler:\n"
+        "    limit: int = crm.get_lead()\n"
+    )
+    assert problems(code) == [
+        "line 5: crm.get_lead() has no argument 'lead_idd'; did you mean 'lead_id'?",
+        "line 5: crm.get_lead() is missing required argument(s): lead_id",
+        "line 6: crm.get_lead(): lead_id=1 is a integer, but it takes string",
+        "line 7: crm.list_leads() has no argument 'limt'; did you mean 'limit'?",
+        "line 9: crm.get_lead() is missing required argument(s): lead_id",
+    ]

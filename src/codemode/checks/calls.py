@@ -49,12 +49,27 @@ def check_calls(code: str, table: SignatureTable) -> list[CallProblem]:
         return []
     checker = _Checker(table)
     checker.walk(tree)
-    return checker.problems
+    # Source order for the reader: the walk meets a decorator after the body it decorates.
+    return sorted(checker.problems, key=lambda problem: problem.line)
 
 
 def _suggest(name: str, options: list[str]) -> str:
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold nodes: ``ctx`` (a Load/Store marker on every
+    name) is left out, which halves the nodes visited. Lists may hold plain strings (``global``
+    names): those have no fields and are passed over."""
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = tuple(name for name in getattr(kind, "_fields", ()) if name != "ctx")
+        _CHILD_FIELDS[kind] = fields
+    return fields
 
 
 class _Checker:
@@ -88,14 +103,23 @@ class _Checker:
 
     def walk(self, tree: ast.AST) -> None:
         handlers, stack = self._handlers, [tree]
+        node_type = ast.AST
         while stack:
             node = stack.pop()
-            handler = handlers.get(type(node))
+            kind = type(node)
+            handler = handlers.get(kind)
             if handler is not None:
                 handler(node)
-            children = list(ast.iter_child_nodes(node))
-            children.reverse()
-            stack.extend(children)
+            children: list[Any] = []
+            for field in _child_fields(kind):
+                value = getattr(node, field, None)
+                if isinstance(value, list):
+                    children.extend(value)
+                elif isinstance(value, node_type):
+                    children.append(value)
+            if children:
+                children.reverse()
+                stack.extend(children)
 
     # --- what names refer to -------------------------------------------------------------
 
