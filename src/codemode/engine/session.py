@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -110,6 +111,16 @@ class Session:
     def live_counts(self) -> tuple[int, int]:
         """(tool calls, bytes printed) of the running execution, read from any thread."""
         return self.sandbox.live_counts()
+
+    @property
+    def released(self) -> bool:
+        """Its sandbox was released while idle; the next execution restores it."""
+        return self.sandbox.released
+
+    def release(self, still_idle: Callable[[], bool]) -> bool:
+        """Checkpoint and stop the sandbox of this idle session (blocking: call it from a
+        worker thread); see ``SessionSandbox.release``."""
+        return self.sandbox.release(still_idle)
 
     def _keep_whole_output(self, result: ExecutionResult, views: CatalogViews) -> None:
         """The model saw the tail of stdout: write all of it to a workspace file, say where."""

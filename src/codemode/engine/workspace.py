@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from codemode.engine.registry import SessionRegistry
+from codemode.engine.registry import SessionRegistry, SessionState
 from codemode.engine.session import Session
 from codemode.engine.threads import WorkerThreads
 from codemode.engine.views import CatalogViews
@@ -32,6 +32,13 @@ class WorkspaceFilesMixin:
         if self.registry is None:
             return []
         return self.registry.handles(owner, idle_only=idle_only)
+
+    def session_states(self, owner: str | None) -> dict[str, SessionState]:
+        """Each open session of ``owner`` and what it is doing (``released``: its sandbox was
+        given back while idle; the next execution restores it)."""
+        if self.registry is None:
+            return {}
+        return self.registry.states(owner)
 
     async def list_files(self, session: str, *, owner: str | None = None) -> WorkspaceListing:
         """The files, folders and links in a session's workspace (read inside its sandbox)."""
