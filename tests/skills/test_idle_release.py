@@ -17,8 +17,9 @@ from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
-from codemode.engine.idle import IdleReleaser
+from codemode.engine.idle import IdleReleaser, sweep_interval
 from codemode.engine.session import Session
+from codemode.errors import WorkspaceFileError
 from codemode.gateway.server import build_server
 from codemode.policy import PolicySettings
 from codemode.sandbox import Limits, SandboxSettings
@@ -258,3 +259,34 @@ async def test_session_states_list_every_state(engine: Codemode) -> None:
     assert after.stdout == "False\n" and after.extra["restored"]["files"] == []
     assert "other variables start empty" in after.hint
     assert engine.session_states(None) == {first.session: "idle"}
+
+
+async def test_a_released_sessions_files_are_listed_and_read_from_its_checkpoint(
+    engine: Codemode,
+) -> None:
+    wrote = await engine.execute(WRITE + "open('data.bin', 'wb').write(bytes(range(256)) * 40)")
+    handle = wrote.session or ""
+    releaser = IdleReleaser(engine.registry, 0)  # type: ignore[arg-type]
+    assert await anyio.to_thread.run_sync(releaser.sweep) == [handle]
+    listing = await engine.list_files(handle)
+    found = {(entry.path, entry.kind, entry.size) for entry in listing.entries}
+    assert found == {
+        ("data.bin", "file", 10240),
+        ("notes", "dir", 0),
+        ("notes/todo.txt", "file", 9),
+    }
+    note = await engine.read_file(handle, "notes/todo.txt")
+    assert (note.data, note.mime, note.truncated) == (b"buy pears", "text/plain", False)
+    head = await engine.read_file(handle, "data.bin", limit=100)
+    assert (head.data, head.size, head.truncated) == (bytes(range(100)), 10240, True)
+    with pytest.raises(WorkspaceFileError, match="not a regular file"):
+        await engine.read_file(handle, "notes")
+    # Nothing of this woke the session: it still holds no sandbox.
+    assert engine.session_states(None) == {handle: "released"}
+    assert record_of(engine, handle).sandbox.inner.sandbox is None  # type: ignore[attr-defined]
+
+
+def test_by_default_a_gone_clients_session_stops_costing_within_a_minute() -> None:
+    release_s = GatewaySettings().idle_release_s
+    assert 0 < release_s and release_s + sweep_interval(release_s) < 60
+    assert GatewaySettings.model_validate({"idle_release_s": 0}).idle_release_s == 0

@@ -21,7 +21,7 @@ import anyio.to_thread
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 
-__all__ = ["IdleReleaser", "upkeep"]
+__all__ = ["IdleReleaser", "sweep_interval", "upkeep"]
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ async def upkeep(registry: SessionRegistry, release_after_s: float) -> None:
     0 never) and close sessions past the registry's idle timeout. Runs until cancelled."""
     expire_every = min(max(registry.idle_timeout_s / 4, 0.5), 60.0)
     releaser = IdleReleaser(registry, release_after_s) if release_after_s > 0 else None
-    tick = min(max(release_after_s / 4, 0.05), 5.0) if releaser is not None else expire_every
+    tick = sweep_interval(release_after_s) if releaser is not None else expire_every
     next_expiry = time.monotonic() + expire_every
     while True:
         await asyncio.sleep(tick)
@@ -67,3 +67,9 @@ async def upkeep(registry: SessionRegistry, release_after_s: float) -> None:
         if time.monotonic() >= next_expiry:
             next_expiry = time.monotonic() + expire_every
             await anyio.to_thread.run_sync(registry.expire_idle)
+
+
+def sweep_interval(release_after_s: float) -> float:
+    """Seconds between sweeps: a session is released at most this long after it has been
+    idle for ``release_after_s`` (plus the time its checkpoint takes)."""
+    return min(max(release_after_s / 4, 0.05), 5.0)
