@@ -290,3 +290,18 @@ def test_by_default_a_gone_clients_session_stops_costing_within_a_minute() -> No
     release_s = GatewaySettings().idle_release_s
     assert 0 < release_s and release_s + sweep_interval(release_s) < 60
     assert GatewaySettings.model_validate({"idle_release_s": 0}).idle_release_s == 0
+
+
+async def test_a_task_started_in_a_fresh_folder_after_a_release_says_what_came_back(
+    engine: Codemode,
+) -> None:
+    wrote = await engine.execute(WRITE)
+    releaser = IdleReleaser(engine.registry, 0)  # type: ignore[arg-type]
+    assert await anyio.to_thread.run_sync(releaser.sweep) == [wrote.session]
+    task = await engine.execute(
+        "print(open('../../notes/todo.txt').read(), totals)", session=wrote.session, fresh_dir=True
+    )
+    assert task.stdout == "buy pears {'pears': 3}\n", task.render_text()
+    assert task.extra["task_dir"] == "tasks/001"
+    assert task.extra["restored"]["files"] == ["notes/todo.txt"]
+    assert task.hint.startswith("This session was idle, so its sandbox was released")

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
@@ -25,6 +26,7 @@ from codemode.files.access import enter_fresh_dir, write_output_file
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.provider import SessionSandbox
 from codemode.sandbox.result import ExecutionResult, whole_text
+from codemode.skills.session import describe_restore
 
 __all__ = ["Session"]
 
@@ -75,13 +77,16 @@ class Session:
         if self.chain.packages is not None:
             tools = replace(tools, packages=self.chain.packages)
         self.code = code
+        setup: dict[str, Any] = {}  # what the fresh_dir step reported (a restore)
         if fresh_dir:
             if not self.has_workspace:
                 raise SessionError(
                     "fresh_dir needs a sandbox with a workspace; this one has none",
                     fix="run codemode with its isolated sandbox (the default backend)",
                 )
-            self.task_dir = enter_fresh_dir(self.sandbox, modules=views.modules, fresh=fresh)
+            self.task_dir = enter_fresh_dir(
+                self.sandbox, modules=views.modules, fresh=fresh, extra=setup
+            )
             fresh = False
         scanned = None
         if on_output is not None and self.chain.privacy is not None:
@@ -99,6 +104,9 @@ class Session:
         finally:
             if scanned is not None:
                 scanned.flush()
+        if "restored" in setup and "restored" not in result.extra:
+            result.extra["restored"] = setup["restored"]
+            result.hint = f"{describe_restore(setup['restored'])} {result.hint}".strip()
         if result.status == "cancelled":  # stop here: the caller asked for nothing more
             result.captured_stdout = None
             return result

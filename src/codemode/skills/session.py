@@ -34,7 +34,14 @@ from codemode.skills.library import SkillLibrary
 from codemode.skills.model import Skill
 from codemode.tools import ToolCall
 
-__all__ = ["KeepingSandbox", "SkillModules", "SkillTester", "SkillTools", "SKILLS_SERVER"]
+__all__ = [
+    "SKILLS_SERVER",
+    "KeepingSandbox",
+    "SkillModules",
+    "SkillTester",
+    "SkillTools",
+    "describe_restore",
+]
 
 SKILLS_SERVER = "_skills"
 _TALLY = re.compile(r"(\d+) passed, (\d+) failed")
@@ -225,7 +232,7 @@ class KeepingSandbox:
             self._dirty = True  # stopped part way: the host's file list may be short
         if restored is not None:
             result.extra["restored"] = restored
-            result.hint = f"{_resumed(restored)} {result.hint}".strip()
+            result.hint = f"{describe_restore(restored)} {result.hint}".strip()
         return result
 
     @property
@@ -353,7 +360,7 @@ class KeepingSandbox:
         self.inner.close()
 
 
-def _resumed(restored: dict[str, Any]) -> str:
+def describe_restore(restored: dict[str, Any]) -> str:
     """The result's line about a restore (``restored`` as the result carries it)."""
     what = f"{len(restored['files'])} file(s)"
     if restored["variables"]:
