@@ -239,8 +239,14 @@ async def test_a_session_whose_checkpoint_cannot_be_saved_keeps_its_sandbox(
         big = await engine.execute("open('big.bin', 'wb').write(b'x' * 50_000)\nn = 7")
         assert big.extra["checkpoint"].startswith("not saved")
         releaser = IdleReleaser(engine.registry, 0)  # type: ignore[arg-type]
+        record = record_of(engine, big.session)
+        executions = record.sandbox.inner.executions  # type: ignore[attr-defined]
         assert await anyio.to_thread.run_sync(releaser.sweep) == []
         assert engine.session_states(None)[big.session or ""] == "idle"
+        # One failed try (the checkpoint program ran once); later sweeps do not try again.
+        assert record.sandbox.inner.executions == executions + 1  # type: ignore[attr-defined]
+        assert await anyio.to_thread.run_sync(releaser.sweep) == []
+        assert record.sandbox.inner.executions == executions + 1  # type: ignore[attr-defined]
         after = await engine.execute(
             "print(n, len(open('big.bin','rb').read()))", session=big.session
         )

@@ -175,6 +175,8 @@ class KeepingSandbox:
         self._released = False
         # A sandbox may be running for this session (it ran something and was not lost).
         self._live = False
+        # Its checkpoint could not be saved since the last execution: it keeps its sandbox.
+        self._unsaved = False
 
     def execute(
         self,
@@ -219,7 +221,7 @@ class KeepingSandbox:
             cancel=cancel,
         )
         self._count(code, imported, result)
-        self._live = not result.sandbox_reset
+        self._live, self._unsaved = not result.sandbox_reset, False
         if result.sandbox_reset:
             self._loaded.clear()
             self._restore_pending = self.checkpoints is not None
@@ -248,11 +250,12 @@ class KeepingSandbox:
         if self.checkpoints is None or not self._lock.acquire(blocking=False):
             return False
         try:
-            if not self._live or self._restore_pending or not still_idle():
+            if not self._live or self._restore_pending or self._unsaved or not still_idle():
                 return False
             if self._dirty or self._saved_at is None or self._stale():
                 note = self._take()
                 if note is None or not note.startswith("saved"):
+                    self._unsaved = True  # not tried again until the code runs again
                     return False
             if not self.inner.release(still_idle):
                 return False
