@@ -25,6 +25,7 @@ from codemode.policy import PolicySettings
 from codemode.sandbox import Limits, SandboxSettings
 from codemode.sandbox.runner import Sandbox
 from codemode.skills import SkillsSettings
+from codemode.skills.checkpoint import KVCheckpoints
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +50,7 @@ ASK_BEFORE_ORDERS = {
 def config(tmp_path: Path, release_s: float, **sections: Any) -> CodemodeConfig:
     return CodemodeConfig(
         servers={},
-        sandbox=SandboxSettings(limits=Limits(wall_time_s=20, cpu_time_s=5), pool_size=1),
+        sandbox=SandboxSettings(limits=Limits(wall_time_s=60, cpu_time_s=5), pool_size=1),
         gateway=GatewaySettings(state_dir=tmp_path / "state", idle_release_s=release_s),
         **sections,
     )
@@ -130,19 +131,27 @@ async def test_an_idle_session_is_released_and_restored_through_the_mcp_client(
         assert (again["status"], again["stdout"]) == ("ok", "4\n"), again
 
 
-async def test_a_session_that_ran_nothing_since_a_restore_is_released_without_a_checkpoint(
+async def test_an_unchanged_session_is_released_without_a_new_checkpoint_but_kept_longer(
     engine: Codemode,
 ) -> None:
     wrote = await engine.execute(WRITE)
     assert wrote.status == "ok", wrote.render_text()
-    assert engine.skills is not None and engine.skills.checkpoints is not None
+    read = await engine.execute("print(totals)", session=wrote.session)  # changes nothing
+    assert read.stdout == "{'pears': 3}\n", read.render_text()
+    assert engine.skills is not None and isinstance(engine.skills.checkpoints, KVCheckpoints)
+    store, key = engine.skills.checkpoints.store, f"ckpt:{wrote.session}"
+    before = store.get(key)
+    assert before is not None and before.expires_at is not None
     taken = engine.skills.checkpoints.get(wrote.session or "")
-    assert taken is not None
     releaser = IdleReleaser(engine.registry, 0)  # type: ignore[arg-type]
     assert await anyio.to_thread.run_sync(releaser.sweep) == [wrote.session]
-    # Nothing changed since the checkpoint after the execution: it was not taken again.
+    # The checkpoint after the first execution was not taken again (no sandbox run), but it
+    # is now kept for a whole session lifetime from the release.
     kept = engine.skills.checkpoints.get(wrote.session or "")
-    assert kept is not None and kept.taken_at == taken.taken_at
+    assert taken is not None and kept is not None and kept.taken_at == taken.taken_at
+    after = store.get(key)
+    assert after is not None and after.expires_at is not None
+    assert after.expires_at > before.expires_at
 
 
 async def test_an_execute_arriving_during_a_release_waits_and_restores(engine: Codemode) -> None:

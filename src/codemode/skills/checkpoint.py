@@ -126,6 +126,15 @@ class CheckpointTools:
         self.fetched = None
         self.restored_variables = []
 
+    def refresh(self) -> bool:
+        """Keep the stored checkpoint for ``ttl_s`` from now (on the host, no sandbox);
+        False when there is none."""
+        found = self.store.get(self.handle)
+        if found is None or found.owner != self.owner:
+            return False
+        self.store.put(self.handle, found, expires_at=time.time() + self.ttl_s)
+        return True
+
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
         args = call.arguments
         if call.tool == "keep":

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -169,9 +168,8 @@ class KeepingSandbox:
         # One execution or release at a time: a release never stops a running execution,
         # and an execution that arrives during a release waits for it, then restores.
         self._lock = threading.Lock()
-        # Changed since the last checkpoint (or not known to match it); when it was saved.
+        # Changed since the last checkpoint (or not known to match it).
         self._dirty = False
-        self._saved_at: float | None = None
         self._released = False
         # A sandbox may be running for this session (it ran something and was not lost).
         self._live = False
@@ -252,7 +250,8 @@ class KeepingSandbox:
         try:
             if not self._live or self._restore_pending or self._unsaved or not still_idle():
                 return False
-            if self._dirty or self._saved_at is None or self._stale():
+            # Unchanged since its checkpoint: that one is kept as long as the session is.
+            if self._dirty or not self.checkpoints.refresh():
                 note = self._take()
                 if note is None or not note.startswith("saved"):
                     self._unsaved = True  # not tried again until the code runs again
@@ -265,11 +264,6 @@ class KeepingSandbox:
             return True
         finally:
             self._lock.release()
-
-    def _stale(self) -> bool:
-        """The last checkpoint is past half its lifetime (the store drops it at the end)."""
-        assert self.checkpoints is not None and self._saved_at is not None
-        return time.monotonic() - self._saved_at > self.checkpoints.ttl_s / 2
 
     def live_counts(self) -> tuple[int, int]:
         return self.inner.live_counts()
@@ -334,10 +328,7 @@ class KeepingSandbox:
         if taken.sandbox_reset:
             self._restore_pending, self._live = True, False
         note = tools.note if taken.status == "ok" else f"not saved: {taken.status}"
-        saved = note is not None and note.startswith("saved")
-        self._dirty = not saved
-        if saved:
-            self._saved_at = time.monotonic()
+        self._dirty = note is None or not note.startswith("saved")
         return note
 
     def _restore(self, timeout_s: float | None) -> dict[str, Any] | None:
