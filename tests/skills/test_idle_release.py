@@ -4,6 +4,7 @@ sandboxes, checkpoints in the embedded state store)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from codemode.policy import PolicySettings
 from codemode.sandbox import Limits, SandboxSettings
 from codemode.sandbox.runner import Sandbox
 from codemode.skills import SkillsSettings
-from codemode.skills.checkpoint import KVCheckpoints
+from codemode.skills.checkpoint import Checkpoint, KVCheckpoints
 
 pytestmark = pytest.mark.anyio
 
@@ -320,3 +321,19 @@ async def test_a_task_started_in_a_fresh_folder_after_a_release_says_what_came_b
     assert task.extra["task_dir"] == "tasks/001"
     assert task.extra["restored"]["files"] == ["notes/todo.txt"]
     assert task.hint.startswith("This session was idle, so its sandbox was released")
+
+
+async def test_a_restore_that_fails_after_a_release_is_said_plainly(engine: Codemode) -> None:
+    wrote = await engine.execute(WRITE)
+    handle = wrote.session or ""
+    releaser = IdleReleaser(engine.registry, 0)  # type: ignore[arg-type]
+    assert await anyio.to_thread.run_sync(releaser.sweep) == [handle]
+    assert engine.skills is not None and engine.skills.checkpoints is not None
+    saved = engine.skills.checkpoints.get(handle)
+    assert saved is not None  # now spoiled: the sandbox cannot unpack it
+    spoiled = Checkpoint(saved.owner, saved.taken_at, b"not a tar archive" * 40, saved.files)
+    engine.skills.checkpoints.put(handle, spoiled, expires_at=time.time() + 60)
+    after = await engine.execute("import os\nprint(os.path.exists('notes'))", session=handle)
+    assert after.stdout == "False\n", after.render_text()
+    assert after.extra["restored"]["error"].startswith("the checkpoint could not be restored")
+    assert "its files and variables start empty" in after.hint

@@ -342,7 +342,13 @@ class KeepingSandbox:
         )
         released, self._released = self._released, False
         fetched = tools.fetched
-        if result.status != "ok" or (fetched is None and not released):
+        if result.status != "ok":
+            if not released:
+                return None
+            # Said plainly: the code must not go on as if its files were there.
+            failed = {"files": [], "variables": [], "reason": "idle"}
+            return {**failed, "error": f"the checkpoint could not be restored ({result.status})"}
+        if fetched is None and not released:
             return None
         described = fetched.describe() if fetched is not None else {"files": [], "variables": []}
         described["variables"] = sorted(tools.restored_variables)
@@ -359,6 +365,11 @@ def describe_restore(restored: dict[str, Any]) -> str:
     what = f"{len(restored['files'])} file(s)"
     if restored["variables"]:
         what += " and variables " + ", ".join(restored["variables"])
+    if "error" in restored:
+        return (
+            f"This session was idle, so its sandbox was released, and {restored['error']}: "
+            "its files and variables start empty."
+        )
     if restored.get("reason") == "idle":
         return (
             f"This session was idle, so its sandbox was released; it resumed from its "
