@@ -60,13 +60,16 @@ async def upkeep(registry: SessionRegistry, release_after_s: float) -> None:
     next_expiry = time.monotonic() + expire_every
     while True:
         await asyncio.sleep(tick)
-        if releaser is not None:
-            released = await anyio.to_thread.run_sync(releaser.sweep)
-            if released:
-                log.debug("released the sandboxes of %d idle session(s)", len(released))
-        if time.monotonic() >= next_expiry:
-            next_expiry = time.monotonic() + expire_every
-            await anyio.to_thread.run_sync(registry.expire_idle)
+        try:
+            if releaser is not None:
+                released = await anyio.to_thread.run_sync(releaser.sweep)
+                if released:
+                    log.debug("released the sandboxes of %d idle session(s)", len(released))
+            if time.monotonic() >= next_expiry:
+                next_expiry = time.monotonic() + expire_every
+                await anyio.to_thread.run_sync(registry.expire_idle)
+        except Exception:  # the loop must outlive one bad sweep, or nothing expires again
+            log.exception("the sweep of idle sessions failed")
 
 
 def sweep_interval(release_after_s: float) -> float:
