@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/idle.py [--rounds N] [--json]
 
-I1  a warm execute in a session (the baseline): `print(len(rows))`
+I1  a warm execute in a session (the baseline): `print(len(rows))`; the session keeps a
+    variable, so (as in any such session) each execution is followed by its checkpoint
 I2  the same execute right after the session's sandbox was released: a sandbox from the warm
     pool, the checkpoint (a 100 KB file and a kept list of 10,000 ints) restored, then the code
 I3  releasing the session (it changed nothing since its checkpoint: the checkpoint's expiry
