@@ -17,6 +17,8 @@ P5 startup with the three specs: process start until the first `tools/list` answ
 P6 a 1 MB string of mixed text through the upstream's `echo`, privacy on (codemode's default)
 P7 20 new sessions arriving together: p95 of their first execute
 P8 memory of 20 idle sessions: RSS of each server's process tree after P7's clients are gone
+P9 the same 20 sessions once codemode released their sandboxes (``[gateway] idle_release_s``,
+   RELEASE_S here): codemode's tree then, beside FastMCP's at the same moment
 
 Not part of the test suite; `make bench` runs it.
 """
@@ -49,6 +51,11 @@ SERVERS = Path(__file__).resolve().parent / "peers_servers.py"
 SPECS = sorted((ROOT / "tests" / "data" / "specs").glob("*.json.gz"))
 QUERIES = ("create a customer", "list DNS records of a zone", "merge a pull request")
 SESSIONS = 20
+# codemode's idle release in this run: longer than any pause between a session's calls in the
+# other metrics (so they never measure a restore), short enough that P9 waits little.
+RELEASE_S = 20
+# How long P9 waits for codemode's process count to hold still (the pool's 10 s window).
+STEADY_S = 12
 # About 1 MB of mixed text: order prose, a contact line (e-mail, phone) every 2 KB or so.
 BIG = (
     "t = (('Order 4417 shipped to Berlin on 2024-05-02; invoice INV-0142 is due in 30 days, "
@@ -102,9 +109,12 @@ def codemode_argv(directory: Path, port: int, specs: bool) -> list[str]:
             # ping and echo change nothing: no approval (FastMCP asks for none either).
             'annotations_default = "read_only"\n\n'
             f'[gateway]\nstate_dir = "{directory / "state"}"\nmax_sessions = 200\n'
+            f"idle_release_s = {RELEASE_S}\n"
         )
     argv = [sys.executable, "-m", "codemode", "serve", "--config", str(config)]
     argv += ["--transport", "http", "--port", str(port)]
+    # Like FastMCP here, no authentication (loopback, this run only).
+    argv += ["--insecure-allow-anonymous"]
     for spec in SPECS if specs else ():
         argv += ["--openapi", str(spec)]
     return argv
@@ -298,6 +308,23 @@ async def burst_p95(url: str, system: str) -> float:
     return percentile(times, 0.95)
 
 
+async def released_tree(pid: int, before: int, deadline_s: float) -> tuple[float, int]:
+    """(RSS in MiB, process count) of ``pid``'s tree once the idle sessions' sandboxes are
+    gone (at least two processes each fewer than ``before``: bwrap and the guest) and the
+    count has held still for STEADY_S (the warm pool is back to its floor)."""
+    deadline = time.monotonic() + deadline_s
+    last, since = -1, time.monotonic()
+    while True:
+        mib, count = tree_rss_mib(pid)
+        if count != last:
+            last, since = count, time.monotonic()
+        elif count <= before - 2 * SESSIONS and time.monotonic() - since >= STEADY_S:
+            return mib, count
+        if time.monotonic() > deadline:
+            raise SystemExit(f"codemode still runs {count} processes ({before} before release)")
+        await anyio.sleep(0.5)
+
+
 def tree_rss_mib(pid: int) -> tuple[float, int]:
     """(RSS in MiB, process count) of ``pid`` and all its descendants."""
     parents: dict[int, int] = {}
@@ -359,9 +386,10 @@ async def measure(
             measured(metrics, p1)
         if only & {"P2", "P3", "P6"} or not only:
             measured(metrics, *await warm_calls(urls, rounds, n))
-        if wanted("P7") or wanted("P8"):
+        if wanted("P7") or wanted("P8") or wanted("P9"):
             p7 = Metric(f"P7 {SESSIONS} new sessions at once: first execute", "ms p95")
             p8 = Metric(f"P8 memory of {SESSIONS} idle sessions", "MiB RSS")
+            p9 = Metric(f"P9 memory of {SESSIONS} idle sessions, released", "MiB RSS")
             for index in range(min(rounds, 5)):  # every round leaves 20 idle sessions
                 p7.add(await burst_p95(ours, "codemode"), await burst_p95(theirs, "fastmcp"))
                 if index == 0:  # the first round's sessions only (later rounds add more)
@@ -371,7 +399,17 @@ async def measure(
                     )
                     p8.add(ours_mib, theirs_mib)
                     notes["P8 processes"] = {"codemode": ours_count, "fastmcp": theirs_count}
-            measured(metrics, *[m for m in (p7, p8) if wanted(m.name[:2])])
+                    if wanted("P9"):
+                        released_mib, released_count = await released_tree(
+                            our_pid, ours_count, RELEASE_S + 60
+                        )
+                        theirs_mib, theirs_count = tree_rss_mib(their_pid)
+                        p9.add(released_mib, theirs_mib)
+                        notes["P9 processes"] = {
+                            "codemode": released_count,
+                            "fastmcp": theirs_count,
+                        }
+            measured(metrics, *[m for m in (p7, p8, p9) if wanted(m.name[:2])])
     return {"metrics": [m.summary() for m in metrics], "notes": notes, "cpus": os.cpu_count()}
 
 

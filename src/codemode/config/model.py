@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, StrictBool, ValidationInfo, field_validator
+from pydantic import Field, StrictBool, StrictFloat, ValidationInfo, field_validator
 
 from codemode.agent.settings import AgentSettings
 from codemode.audit.settings import AuditSettings
@@ -69,6 +69,9 @@ class GatewaySettings(ConfigModel):
     """``[gateway]``: sessions and where state lives."""
 
     session_idle_timeout_s: PositiveNumber = 900.0
+    # A session idle this long is checkpointed and its sandbox released (its memory freed);
+    # the next execution restores it. 0: sandboxes stay until the session closes.
+    idle_release_s: Annotated[StrictFloat, Field(ge=0)] = 50.0
     max_sessions: PositiveWholeNumber = 64
     # Images an execution made come back in its result as small MCP image content (the
     # files are also resources); off for clients that do not take images.

@@ -29,6 +29,7 @@ from codemode.checks.result import rejected_result
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
+from codemode.engine.idle import upkeep
 from codemode.engine.invoker import CatalogInvoker
 from codemode.engine.output import OutputCallback
 from codemode.engine.progress import Progress, cancel_report, wait_reporting
@@ -148,7 +149,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
         for server, message in failures.items():
             log.warning("server %s is unavailable: %s", server, message)
         await anyio.to_thread.run_sync(self._current_views)
-        self._expiry = asyncio.create_task(self._expire_loop())
+        self._expiry = asyncio.create_task(upkeep(self.registry, gateway.idle_release_s))
         return self
 
     # --- search only (the CLI): no sandboxes ---------------------------------------------
@@ -184,13 +185,6 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    async def _expire_loop(self) -> None:
-        assert self.registry is not None
-        interval = min(max(self.registry.idle_timeout_s / 4, 0.5), 60.0)
-        while True:
-            await asyncio.sleep(interval)
-            await anyio.to_thread.run_sync(self.registry.expire_idle)
 
     # --- views of the catalog: stubs, search index, grants ---------------------------------
 

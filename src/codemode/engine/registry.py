@@ -10,14 +10,16 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
+from typing import Literal
 
 from codemode.engine.session import Session
 from codemode.errors import SessionQuotaError, UnknownSessionError
 
-__all__ = ["SessionFactory", "SessionRegistry"]
+__all__ = ["SessionFactory", "SessionRegistry", "SessionState"]
 
 # Builds the session for a new handle (its sandbox and chain of wrappers).
 SessionFactory = Callable[[str, str | None], Session]
+SessionState = Literal["running", "paused", "idle", "released"]
 
 
 class SessionRegistry:
@@ -110,6 +112,17 @@ class SessionRegistry:
                 if record.owner == owner and not (idle_only and record.busy)
             ]
 
+    def states(self, owner: str | None) -> dict[str, SessionState]:
+        """What each of ``owner``'s sessions is doing: running code (``running``), waiting
+        for an approval (``paused``), holding an idle sandbox (``idle``), or holding none
+        since its sandbox was released (``released``: the next execution restores it)."""
+        with self._lock:
+            return {
+                handle: _state(record)
+                for handle, record in self._sessions.items()
+                if record.owner == owner
+            }
+
     def checkout(self, handle: str | None, owner: str | None, client: str | None = None) -> Session:
         record = self.open(owner, client) if handle is None else self.get(handle, owner)
         with self._lock:
@@ -120,6 +133,37 @@ class SessionRegistry:
         with self._lock:
             record.busy -= 1
             record.last_used = time.monotonic()
+
+    def hold_idle(self, idle_s: float) -> list[Session]:
+        """Hold (as busy, so nothing closes them) the sessions unused for ``idle_s`` seconds
+        that run nothing, wait for no approval and are not released yet. ``settle`` each."""
+        now = time.monotonic()
+        with self._lock:
+            held = [
+                record
+                for record in self._sessions.values()
+                if record.busy == 0
+                and record.paused is None
+                and now - record.last_used >= idle_s
+                and not record.released
+            ]
+            for record in held:
+                record.busy += 1
+        return held
+
+    def held_alone(self, record: Session, idle_s: float) -> bool:
+        """Still idle, and held by nobody but the one caller of ``hold_idle``."""
+        with self._lock:
+            return (
+                record.busy == 1
+                and record.paused is None
+                and time.monotonic() - record.last_used >= idle_s
+            )
+
+    def settle(self, record: Session) -> None:
+        """Let go of a session ``hold_idle`` held (it stays as idle as it was)."""
+        with self._lock:
+            record.busy -= 1
 
     def close(self, handle: str) -> bool:
         with self._lock:
@@ -157,3 +201,11 @@ class SessionRegistry:
             self._clients.clear()
         for record in records:
             self._closed(record)
+
+
+def _state(record: Session) -> SessionState:
+    if record.paused is not None:
+        return "paused"
+    if record.busy:
+        return "running"
+    return "released" if record.released else "idle"

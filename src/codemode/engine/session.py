@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
@@ -24,6 +26,7 @@ from codemode.files.access import enter_fresh_dir, write_output_file
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.provider import SessionSandbox
 from codemode.sandbox.result import ExecutionResult, whole_text
+from codemode.skills.session import describe_restore
 
 __all__ = ["Session"]
 
@@ -74,13 +77,16 @@ class Session:
         if self.chain.packages is not None:
             tools = replace(tools, packages=self.chain.packages)
         self.code = code
+        setup: dict[str, Any] = {}  # what the fresh_dir step reported (a restore)
         if fresh_dir:
             if not self.has_workspace:
                 raise SessionError(
                     "fresh_dir needs a sandbox with a workspace; this one has none",
                     fix="run codemode with its isolated sandbox (the default backend)",
                 )
-            self.task_dir = enter_fresh_dir(self.sandbox, modules=views.modules, fresh=fresh)
+            self.task_dir = enter_fresh_dir(
+                self.sandbox, modules=views.modules, fresh=fresh, extra=setup
+            )
             fresh = False
         scanned = None
         if on_output is not None and self.chain.privacy is not None:
@@ -98,6 +104,9 @@ class Session:
         finally:
             if scanned is not None:
                 scanned.flush()
+        if "restored" in setup and "restored" not in result.extra:
+            result.extra["restored"] = setup["restored"]
+            result.hint = f"{describe_restore(setup['restored'])} {result.hint}".strip()
         if result.status == "cancelled":  # stop here: the caller asked for nothing more
             result.captured_stdout = None
             return result
@@ -110,6 +119,16 @@ class Session:
     def live_counts(self) -> tuple[int, int]:
         """(tool calls, bytes printed) of the running execution, read from any thread."""
         return self.sandbox.live_counts()
+
+    @property
+    def released(self) -> bool:
+        """Its sandbox was released while idle; the next execution restores it."""
+        return self.sandbox.released
+
+    def release(self, still_idle: Callable[[], bool]) -> bool:
+        """Checkpoint and stop the sandbox of this idle session (blocking: call it from a
+        worker thread); see ``SessionSandbox.release``."""
+        return self.sandbox.release(still_idle)
 
     def _keep_whole_output(self, result: ExecutionResult, views: CatalogViews) -> None:
         """The model saw the tail of stdout: write all of it to a workspace file, say where."""

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from codemode.engine.registry import SessionRegistry
+from codemode.engine.registry import SessionRegistry, SessionState
 from codemode.engine.session import Session
 from codemode.engine.threads import WorkerThreads
 from codemode.engine.views import CatalogViews
 from codemode.errors import SandboxError, SessionError, WorkspaceFileError
 from codemode.files import WorkspaceFile, WorkspaceListing, list_workspace, read_workspace_file
-from codemode.files.access import READ_LIMIT
+from codemode.files.access import MAX_ENTRIES, READ_LIMIT, WorkspaceEntry, check_path, mime_type
+from codemode.skills.checkpoint import Checkpoint, archive_entries, archive_file
+
+if TYPE_CHECKING:
+    from codemode.skills.runtime import SkillsRuntime
 
 __all__ = ["WorkspaceFilesMixin"]
 
@@ -22,6 +26,7 @@ class WorkspaceFilesMixin:
     """Workspace files for ``Codemode``: the state it uses is the engine's own."""
 
     registry: SessionRegistry | None
+    skills: SkillsRuntime | None
     _threads: WorkerThreads
 
     async def views(self) -> CatalogViews:
@@ -33,11 +38,25 @@ class WorkspaceFilesMixin:
             return []
         return self.registry.handles(owner, idle_only=idle_only)
 
+    def session_states(self, owner: str | None) -> dict[str, SessionState]:
+        """Each open session of ``owner`` and what it is doing (``released``: its sandbox was
+        given back while idle; the next execution restores it)."""
+        if self.registry is None:
+            return {}
+        return self.registry.states(owner)
+
     async def list_files(self, session: str, *, owner: str | None = None) -> WorkspaceListing:
         """The files, folders and links in a session's workspace (read inside its sandbox)."""
         views = await self.views()
 
         def listing(record: Session) -> WorkspaceListing:
+            saved = self._released_checkpoint(record)
+            if saved is not None:  # read from the checkpoint: the session stays released
+                entries = [
+                    WorkspaceEntry(name, "dir" if folder else "file", size, mime_type(name))
+                    for name, folder, size in archive_entries(saved.archive)
+                ]
+                return WorkspaceListing(entries[:MAX_ENTRIES], len(entries) > MAX_ENTRIES)
             return list_workspace(record.sandbox, modules=views.modules)
 
         return await self._with_workspace(session, owner, listing)
@@ -49,10 +68,19 @@ class WorkspaceFilesMixin:
         views = await self.views()
 
         def read(record: Session) -> WorkspaceFile:
+            saved = self._released_checkpoint(record)
+            if saved is not None:
+                return record.finish_file(_from_checkpoint(saved, path, limit))
             found = read_workspace_file(record.sandbox, path, limit=limit, modules=views.modules)
             return record.finish_file(found)
 
         return await self._with_workspace(session, owner, read)
+
+    def _released_checkpoint(self, record: Session) -> Checkpoint | None:
+        """The checkpoint holding a released session's workspace (None: not released)."""
+        if not record.released or self.skills is None:
+            return None
+        return self.skills.saved(record.handle, record.owner)
 
     async def _with_workspace(
         self, session: str, owner: str | None, work: Callable[[Session], _T]
@@ -74,3 +102,15 @@ class WorkspaceFilesMixin:
             return await self._threads.run(lambda: work(record))
         finally:
             self.registry.release(record)
+
+
+def _from_checkpoint(saved: Checkpoint, path: str, limit: int) -> WorkspaceFile:
+    name = "/".join(check_path(path))
+    found = archive_file(saved.archive, name, limit)
+    if found is None:
+        raise WorkspaceFileError(
+            f"{path!r} is not a regular file of the workspace",
+            fix="list the session's files (resources/list) and read one of those",
+        )
+    data, size = found
+    return WorkspaceFile(name, mime_type(name), data, size, size > len(data))

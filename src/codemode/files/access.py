@@ -163,9 +163,12 @@ def _run(
     modules: ModuleProvider | None,
     *,
     fresh: bool = False,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     access = ToolAccess(collector, modules, lambda server, _tool: server == WORKSPACE_SERVER)
     result = sandbox.execute(program, tools=access, fresh=fresh, timeout_s=TIMEOUT_S)
+    if extra is not None:
+        extra.update(result.extra)
     if result.status != "ok":
         message = (result.error or {}).get("message") or result.status
         raise WorkspaceFileError(
@@ -215,11 +218,13 @@ def enter_fresh_dir(
     *,
     modules: ModuleProvider | None = None,
     fresh: bool = False,
+    extra: dict[str, Any] | None = None,
 ) -> str:
     """Make the next ``<prefix>/NNN`` folder and make it the code's working directory
-    (``fresh``: in a fresh interpreter, as the execution that follows asked)."""
+    (``fresh``: in a fresh interpreter, as the execution that follows asked). ``extra``
+    receives what the sandbox reported beside (a restored checkpoint)."""
     collector = _Collector()
-    _run(sandbox, fresh_dir_program(prefix), collector, modules, fresh=fresh)
+    _run(sandbox, fresh_dir_program(prefix), collector, modules, fresh=fresh, extra=extra)
     if collector.folder is None:
         raise WorkspaceFileError("the sandbox did not make a fresh folder", fix="try again")
     return collector.folder

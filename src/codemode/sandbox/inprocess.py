@@ -73,6 +73,11 @@ class InProcessSandbox:
         self._variables: dict[str, Any] = {}
         self._host: BridgeHost | None = None
 
+    released = False  # the code's variables live in this process: nothing to give back
+
+    def release(self, still_idle: Callable[[], bool] = lambda: True) -> bool:
+        return False
+
     def live_counts(self) -> tuple[int, int]:
         host = self._host
         return (host.stats.count, 0) if host is not None else (0, 0)

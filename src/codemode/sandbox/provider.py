@@ -8,6 +8,7 @@ namespaces are unavailable. A cluster backend is one more provider.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Protocol
 
 from codemode.bridge.host import NO_TOOLS, ToolAccess
@@ -38,6 +39,18 @@ class SessionSandbox(Protocol):
 
     def live_counts(self) -> tuple[int, int]:
         """(tool calls, bytes printed) of the execution running now; any thread may ask."""
+        ...
+
+    @property
+    def released(self) -> bool:
+        """True once release() stopped the sandbox, until the next execution starts one."""
+        ...
+
+    def release(self, still_idle: Callable[[], bool] = ...) -> bool:
+        """Stop the sandbox between executions to give its memory back, if no execution runs
+        and ``still_idle()`` (asked when none can start meanwhile) agrees. True when one was
+        stopped; what the next execution finds is what a checkpointing wrapper restores.
+        Sandboxes with nothing to free return False."""
         ...
 
     def close(self) -> None: ...

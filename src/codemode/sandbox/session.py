@@ -4,13 +4,15 @@ Files and variables persist between executions (like a notebook). ``fresh=True``
 in a new interpreter from the pool, with the workspace's files carried over by the host: nothing
 the earlier code patched (builtins, modules, the tool runtime) survives it. When a limit or
 timeout kills the sandbox, the next execution gets a new one from the pool and the result says
-the state was reset.
+the state was reset. ``release()`` stops the sandbox between executions (an idle session's
+memory goes back to the machine); the next execution starts a new one, empty.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 
 from codemode.bridge.host import NO_TOOLS, ToolAccess
 from codemode.errors import SandboxError
@@ -48,6 +50,8 @@ class SandboxSession:
         self._lock = threading.Lock()
         self._closed = False
         self.executions = 0
+        # Stopped by release() and not used since.
+        self.released = False
 
     @property
     def sandbox(self) -> Sandbox | None:
@@ -66,6 +70,7 @@ class SandboxSession:
         with self._lock:
             if self._closed:
                 raise SandboxError("this session is closed", fix="start a new session")
+            self.released = False
             sandbox = self._sandbox
             carried: CopyReport | None = None
             if sandbox is not None and sandbox.dead:
@@ -90,6 +95,23 @@ class SandboxSession:
     def live_counts(self) -> tuple[int, int]:
         sandbox = self._sandbox
         return sandbox.live_counts() if sandbox is not None else (0, 0)
+
+    def release(self, still_idle: Callable[[], bool] = lambda: True) -> bool:
+        """Stop the sandbox if no execution is running and ``still_idle()`` agrees (asked
+        once nothing can start meanwhile): True when a sandbox was stopped. Its files and
+        variables are gone; a wrapper that checkpoints restores them."""
+        if not self._lock.acquire(blocking=False):
+            return False  # an execution is running
+        try:
+            sandbox = self._sandbox
+            if self._closed or sandbox is None or not still_idle():
+                return False
+            self._sandbox = None
+            sandbox.kill()
+            self.released = True
+            return True
+        finally:
+            self._lock.release()
 
     def _fresh_from(self, old: Sandbox) -> tuple[Sandbox, CopyReport]:
         """A new interpreter from the pool holding ``old``'s files; ``old`` is stopped."""

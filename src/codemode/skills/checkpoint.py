@@ -23,7 +23,15 @@ from codemode.errors import ToolError
 from codemode.state.store import KeyValueStore
 from codemode.tools import ToolCall
 
-__all__ = ["CHECKPOINT_SERVER", "Checkpoint", "CheckpointStore", "CheckpointTools", "KVCheckpoints"]
+__all__ = [
+    "CHECKPOINT_SERVER",
+    "Checkpoint",
+    "CheckpointStore",
+    "CheckpointTools",
+    "KVCheckpoints",
+    "archive_entries",
+    "archive_file",
+]
 
 CHECKPOINT_SERVER = "_checkpoint"
 
@@ -118,6 +126,15 @@ class CheckpointTools:
         self.fetched = None
         self.restored_variables = []
 
+    def refresh(self) -> bool:
+        """Keep the stored checkpoint for ``ttl_s`` from now (on the host, no sandbox);
+        False when there is none."""
+        found = self.store.get(self.handle)
+        if found is None or found.owner != self.owner:
+            return False
+        self.store.put(self.handle, found, expires_at=time.time() + self.ttl_s)
+        return True
+
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
         args = call.arguments
         if call.tool == "keep":
@@ -163,6 +180,35 @@ class CheckpointTools:
         checkpoint = Checkpoint(self.owner, time.time(), archive, files, dict(variables))
         self.store.put(self.handle, checkpoint, expires_at=time.time() + self.ttl_s)
         self.note = f"saved {len(files)} file(s), {len(variables)} variable(s)"
+
+
+def archive_entries(archive: bytes) -> list[tuple[str, bool, int]]:
+    """(path, is a folder, size) of each file of a checkpoint's archive (validated when it
+    was stored) and of the folders holding them, sorted: a released session's files listed
+    without a sandbox."""
+    if not archive:
+        return []
+    entries: dict[str, tuple[bool, int]] = {}
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+        for member in tar:
+            if member.isfile():
+                entries[member.name] = (False, member.size)
+                parts = member.name.split("/")
+                for depth in range(1, len(parts)):
+                    entries.setdefault("/".join(parts[:depth]), (True, 0))
+    return [(name, *entries[name]) for name in sorted(entries)]
+
+
+def archive_file(archive: bytes, path: str, limit: int) -> tuple[bytes, int] | None:
+    """(at most ``limit`` bytes, whole size) of one regular file of the archive, or None."""
+    if not archive:
+        return None
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+        for member in tar:
+            if member.name == path and member.isfile():
+                data = tar.extractfile(member)
+                return (data.read(limit) if data is not None else b""), member.size
+    return None
 
 
 def _identifier(name: object) -> bool:

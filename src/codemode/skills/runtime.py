@@ -4,6 +4,7 @@ runtime = SkillsRuntime.open(config, state_store, provider, access, test_invoker
 sandbox = runtime.wrap(provider.open(handle), handle, owner, chain.invoker, restore=False)
 runtime.search(owner, query)      # skills next to the tools, with their track record
 runtime.resumable(handle, owner)  # a checkpoint of this owner's session exists
+runtime.saved(handle, owner)      # that checkpoint (a released session's files)
 runtime.forget(handle)            # the session closed or expired: drop its checkpoint
 """
 
@@ -16,7 +17,12 @@ from typing import TYPE_CHECKING
 from codemode.bridge.host import ToolAccess, ToolInvoker
 from codemode.sandbox.layout import WORKSPACE
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
-from codemode.skills.checkpoint import CheckpointStore, CheckpointTools, KVCheckpoints
+from codemode.skills.checkpoint import (
+    Checkpoint,
+    CheckpointStore,
+    CheckpointTools,
+    KVCheckpoints,
+)
 from codemode.skills.library import SkillHit, SkillLibrary
 from codemode.skills.model import Skill
 from codemode.skills.session import KeepingSandbox, SkillTester, SkillTools
@@ -109,10 +115,12 @@ class SkillsRuntime:
         )
 
     def resumable(self, handle: str, owner: str | None) -> bool:
-        if self.checkpoints is None:
-            return False
-        found = self.checkpoints.get(handle)
-        return found is not None and found.owner == owner_key(owner)
+        return self.saved(handle, owner) is not None
+
+    def saved(self, handle: str, owner: str | None) -> Checkpoint | None:
+        """The checkpoint of ``owner``'s session, if there is one."""
+        found = self.checkpoints.get(handle) if self.checkpoints is not None else None
+        return found if found is not None and found.owner == owner_key(owner) else None
 
     def forget(self, handle: str) -> None:
         if self.checkpoints is not None:

@@ -33,7 +33,14 @@ from codemode.skills.library import SkillLibrary
 from codemode.skills.model import Skill
 from codemode.tools import ToolCall
 
-__all__ = ["KeepingSandbox", "SkillModules", "SkillTester", "SkillTools", "SKILLS_SERVER"]
+__all__ = [
+    "SKILLS_SERVER",
+    "KeepingSandbox",
+    "SkillModules",
+    "SkillTester",
+    "SkillTools",
+    "describe_restore",
+]
 
 SKILLS_SERVER = "_skills"
 _TALLY = re.compile(r"(\d+) passed, (\d+) failed")
@@ -158,6 +165,16 @@ class KeepingSandbox:
         self.workspace = workspace
         self._restore_pending = restore and checkpoints is not None
         self._loaded: dict[str, Skill] = {}
+        # One execution or release at a time: a release never stops a running execution,
+        # and an execution that arrives during a release waits for it, then restores.
+        self._lock = threading.Lock()
+        # Changed since the last checkpoint (or not known to match it).
+        self._dirty = False
+        self._released = False
+        # A sandbox may be running for this session (it ran something and was not lost).
+        self._live = False
+        # Its checkpoint could not be saved since the last execution: it keeps its sandbox.
+        self._unsaved = False
 
     def execute(
         self,
@@ -168,6 +185,26 @@ class KeepingSandbox:
         timeout_s: float | None = None,
         on_output: OutputCallback | None = None,
         cancel: threading.Event | None = None,
+    ) -> ExecutionResult:
+        with self._lock:
+            return self._execute(
+                code,
+                tools=tools,
+                fresh=fresh,
+                timeout_s=timeout_s,
+                on_output=on_output,
+                cancel=cancel,
+            )
+
+    def _execute(
+        self,
+        code: str,
+        *,
+        tools: ToolAccess,
+        fresh: bool,
+        timeout_s: float | None,
+        on_output: OutputCallback | None,
+        cancel: threading.Event | None,
     ) -> ExecutionResult:
         restored = self._restore(timeout_s) if self._restore_pending else None
         if fresh:
@@ -182,23 +219,51 @@ class KeepingSandbox:
             cancel=cancel,
         )
         self._count(code, imported, result)
+        self._live, self._unsaved = not result.sandbox_reset, False
         if result.sandbox_reset:
             self._loaded.clear()
             self._restore_pending = self.checkpoints is not None
+            self._dirty = False
         elif self.checkpoints is not None and self._worth_keeping(result):
             note = self._take()
             if note is not None and note.startswith("not saved"):
                 result.extra["checkpoint"] = note
+        elif result.status not in ("ok", "error"):
+            self._dirty = True  # stopped part way: the host's file list may be short
         if restored is not None:
             result.extra["restored"] = restored
-            what = f"{len(restored['files'])} file(s)"
-            if restored["variables"]:
-                what += " and variables " + ", ".join(restored["variables"])
-            result.hint = (
-                f"The sandbox was lost earlier; this session resumed from its checkpoint "
-                f"({what} restored). {result.hint}"
-            ).strip()
+            result.hint = f"{describe_restore(restored)} {result.hint}".strip()
         return result
+
+    @property
+    def released(self) -> bool:
+        """Released while idle: the next execution restores the checkpoint."""
+        return self._released
+
+    def release(self, still_idle: Callable[[], bool] = lambda: True) -> bool:
+        """Checkpoint the session (if it changed since the last checkpoint) and stop its
+        sandbox; the next execution restores it. False, and nothing stopped, when an
+        execution is running, ``still_idle()`` says no, or the checkpoint could not be saved
+        (what is not saved would be lost)."""
+        if self.checkpoints is None or not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if not self._live or self._restore_pending or self._unsaved or not still_idle():
+                return False
+            # Unchanged since its checkpoint: that one is kept as long as the session is.
+            if self._dirty or not self.checkpoints.refresh():
+                note = self._take()
+                if note is None or not note.startswith("saved"):
+                    self._unsaved = True  # not tried again until the code runs again
+                    return False
+            if not self.inner.release(still_idle):
+                return False
+            self._loaded.clear()
+            self._restore_pending = self._released = True
+            self._live = False
+            return True
+        finally:
+            self._lock.release()
 
     def live_counts(self) -> tuple[int, int]:
         return self.inner.live_counts()
@@ -261,8 +326,10 @@ class KeepingSandbox:
         only = ToolAccess(tools, None, lambda s, t: s == CHECKPOINT_SERVER)
         taken = self.inner.execute(program, tools=only, timeout_s=30.0)
         if taken.sandbox_reset:
-            self._restore_pending = True
-        return tools.note if taken.status == "ok" else f"not saved: {taken.status}"
+            self._restore_pending, self._live = True, False
+        note = tools.note if taken.status == "ok" else f"not saved: {taken.status}"
+        self._dirty = note is None or not note.startswith("saved")
+        return note
 
     def _restore(self, timeout_s: float | None) -> dict[str, Any] | None:
         tools = self.checkpoints
@@ -273,12 +340,41 @@ class KeepingSandbox:
         result = self.inner.execute(
             RESTORE_PROGRAM.format(root=self.workspace), tools=only, timeout_s=timeout_s
         )
+        released, self._released = self._released, False
         fetched = tools.fetched
-        if fetched is None or result.status != "ok":
+        if result.status != "ok":
+            if not released:
+                return None
+            # Said plainly: the code must not go on as if its files were there.
+            failed = {"files": [], "variables": [], "reason": "idle"}
+            return {**failed, "error": f"the checkpoint could not be restored ({result.status})"}
+        if fetched is None and not released:
             return None
-        described = fetched.describe()
+        described = fetched.describe() if fetched is not None else {"files": [], "variables": []}
         described["variables"] = sorted(tools.restored_variables)
+        described["reason"] = "idle" if released else "lost"
+        self._dirty = False
         return described
 
     def close(self) -> None:
         self.inner.close()
+
+
+def describe_restore(restored: dict[str, Any]) -> str:
+    """The result's line about a restore (``restored`` as the result carries it)."""
+    what = f"{len(restored['files'])} file(s)"
+    if restored["variables"]:
+        what += " and variables " + ", ".join(restored["variables"])
+    if "error" in restored:
+        return (
+            f"This session was idle, so its sandbox was released, and {restored['error']}: "
+            "its files and variables start empty."
+        )
+    if restored.get("reason") == "idle":
+        return (
+            f"This session was idle, so its sandbox was released; it resumed from its "
+            f"checkpoint ({what} restored; other variables start empty: name the ones to "
+            f"keep with `from state import keep`)."
+        )
+    lost = "The sandbox was lost earlier; this session resumed from its checkpoint"
+    return f"{lost} ({what} restored)."

@@ -1,0 +1,102 @@
+"""What an idle release costs: releasing a session, and its first execution afterwards.
+
+    .venv/bin/python benchmarks/idle.py [--rounds N] [--json]
+
+I1  a warm execute in a session (the baseline): `print(len(rows))`; the session keeps a
+    variable, so (as in any such session) each execution is followed by its checkpoint
+I2  the same execute right after the session's sandbox was released: a sandbox from the warm
+    pool, the checkpoint (a 100 KB file and a kept list of 10,000 ints) restored, then the code
+I3  releasing the session (it changed nothing since its checkpoint: the checkpoint's expiry
+    is pushed on and the sandbox stopped)
+
+Medians of ``--rounds`` rounds, interleaved, isolation on (bubblewrap), privacy on; the pool is
+refilled between rounds so I2 measures a restore, not a cold sandbox start. Not part of the
+test suite; `make bench` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from codemode.catalog.catalog import Catalog
+from codemode.config import CodemodeConfig, GatewaySettings
+from codemode.engine import Codemode
+from codemode.engine.idle import IdleReleaser
+from codemode.sandbox import SandboxSettings
+from codemode.sandbox.provider import PooledSandboxes
+
+SETUP = (
+    "from state import keep\n"
+    "open('data.txt', 'w').write('x' * 100_000)\n"
+    "rows = list(range(10_000))\n"
+    "keep('rows')\n"
+)
+CODE = "print(len(rows))"
+
+
+async def measure(rounds: int) -> dict[str, Any]:
+    state = Path(tempfile.mkdtemp(prefix="codemode-bench-idle-"))
+    config = CodemodeConfig(
+        servers={},
+        sandbox=SandboxSettings(pool_size=1),
+        # The benchmark releases when it chooses (idle_release_s = 0: never by itself).
+        gateway=GatewaySettings(state_dir=state, idle_release_s=0),
+    )
+    async with Codemode(config, catalog=Catalog([]), semantic=False) as engine:
+        assert engine.registry is not None and isinstance(engine.sandboxes, PooledSandboxes)
+        pool = engine.sandboxes.pool
+        first = await engine.execute(SETUP)
+        assert first.status == "ok", first.render_text()
+        handle = first.session
+        releaser = IdleReleaser(engine.registry, 0)
+        samples: dict[str, list[float]] = {"warm": [], "after_release": [], "release": []}
+        for _ in range(rounds):
+            started = time.perf_counter()
+            warm = await engine.execute(CODE, session=handle)
+            samples["warm"].append((time.perf_counter() - started) * 1000)
+            assert warm.stdout == "10000\n" and "restored" not in warm.extra
+            started = time.perf_counter()
+            released = await anyio.to_thread.run_sync(releaser.sweep)
+            samples["release"].append((time.perf_counter() - started) * 1000)
+            assert released == [handle], released
+            await anyio.to_thread.run_sync(pool.wait_full, 30.0)
+            started = time.perf_counter()
+            back = await engine.execute(CODE, session=handle)
+            samples["after_release"].append((time.perf_counter() - started) * 1000)
+            assert back.stdout == "10000\n", back.render_text()
+            assert back.extra["restored"]["variables"] == ["rows"]
+    medians = {name: round(statistics.median(values), 2) for name, values in samples.items()}
+    medians["after_release_over_warm"] = round(medians["after_release"] / medians["warm"], 1)
+    medians["rounds"] = rounds
+    return medians
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    numbers = asyncio.run(measure(args.rounds))
+    if args.json:
+        print(json.dumps(numbers))
+        return 0
+    print(f"I1 warm execute                              {numbers['warm']:.2f} ms")
+    print(
+        f"I2 first execute after an idle release       {numbers['after_release']:.2f} ms "
+        f"({numbers['after_release_over_warm']}x I1)"
+    )
+    print(f"I3 releasing an unchanged idle session       {numbers['release']:.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
