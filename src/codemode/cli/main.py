@@ -33,6 +33,7 @@ COMMANDS = (
     "completion",
     "skills",
     "run",
+    "model",
 )
 
 
