@@ -34,6 +34,7 @@ COMMANDS = (
     "skills",
     "run",
     "model",
+    "index",
 )
 
 

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from codemode.cli.options import add_catalog_arguments
 
 if TYPE_CHECKING:
+    from codemode.config import CodemodeConfig
     from codemode.search.base import Hit
 
-__all__ = ["HELP", "add_arguments", "input_key", "run"]
+__all__ = ["HELP", "add_arguments", "input_key", "remember_search_inputs", "run"]
 
 HELP = "Search the tool catalog (configured servers and --openapi specs) for a task."
 
@@ -103,6 +104,22 @@ def _print_hits(hits: list[Hit], args: argparse.Namespace) -> None:
         print(render_answer(hits, check_detail(args.detail)))
 
 
+def remember_search_inputs(
+    key: str, fingerprint: str, config: CodemodeConfig, openapi: list[Path]
+) -> None:
+    """Record that these inputs give the catalog ``fingerprint``, while the spec files named on
+    the command line and in the config stay unchanged."""
+    from codemode.search.store import IndexStore
+
+    watch = [Path(spec).resolve() for spec in openapi]
+    watch += [
+        Path(server.openapi)
+        for server in config.enabled_servers()
+        if server.kind == "openapi" and server.openapi and "://" not in server.openapi
+    ]
+    IndexStore().remember_inputs(key, fingerprint, watch)
+
+
 def _search_through_engine(args: argparse.Namespace, key: str | None) -> int:
     import logging
 
@@ -110,7 +127,7 @@ def _search_through_engine(args: argparse.Namespace, key: str | None) -> int:
 
     from codemode.cli.options import check_loaded, load_cli_config
     from codemode.engine.engine import Codemode
-    from codemode.search.store import IndexStore, catalog_fingerprint
+    from codemode.search.store import catalog_fingerprint
 
     logging.basicConfig(format="codemode: %(message)s", level=logging.WARNING)
     config = load_cli_config(args.config, demo_allowed=not args.openapi)
@@ -132,13 +149,7 @@ def _search_through_engine(args: argparse.Namespace, key: str | None) -> int:
 
     text, hits, failures = anyio.run(search)
     if key is not None and not failures:
-        watch = [Path(spec).resolve() for spec in args.openapi]
-        watch += [
-            Path(server.openapi)
-            for server in config.enabled_servers()
-            if server.kind == "openapi" and server.openapi and "://" not in server.openapi
-        ]
         fingerprint = catalog_fingerprint(engine.catalog.specs())
-        IndexStore().remember_inputs(key, fingerprint, watch)
+        remember_search_inputs(key, fingerprint, config, args.openapi)
     print(json.dumps(hits, indent=1, ensure_ascii=False) if args.json else text)
     return 0

@@ -89,8 +89,11 @@ async def serve(
 async def _build_index(engine: Codemode) -> None:
     """Build the search index now, so the first search does not wait (it answers lexically
     until the index is ready)."""
+    from codemode.search.progress import StageLines
+
     started = time.monotonic()
     print("codemode: building the search index in the background...", file=sys.stderr)
+    engine.index_progress = StageLines()
     try:
         await engine.build_search_index()
     except Exception:
