@@ -230,9 +230,7 @@ async def test_handle_less_calls_of_one_owner_share_a_default_session(
     assert second["stdout"] == "5\n" and second["session"] == first["session"]
 
 
-async def test_session_new_opens_a_second_independent_session(
-    gateway: Any, harness: Any
-) -> None:
+async def test_session_new_opens_a_second_independent_session(gateway: Any, harness: Any) -> None:
     """One 2026-protocol owner: `session: "new"` opens another session; handle-less calls
     keep the default one; the new handle continues the new one."""
     async with gateway.connect(headers=harness.bearer("client-6")) as client:

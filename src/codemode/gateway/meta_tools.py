@@ -40,7 +40,7 @@ EXECUTE: dict[str, Any] = {
         "`from servers import github` then `github.some_tool(...)`. "
         "Only printed output comes back: print just what you need and keep big data in "
         "variables or files. Variables and files persist in a session: pass back the returned "
-        "`session` (\"new\" opens another; fresh=true clears variables, keeps files; "
+        '`session` ("new" opens another; fresh=true clears variables, keeps files; '
         "fresh_dir=true starts in a new folder). A failed tool call raises ToolError."
     ),
     "input_schema": {
