@@ -78,6 +78,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/parallel.py
 	$(BIN)/python benchmarks/packages.py
 	$(BIN)/python benchmarks/search.py
+	$(BIN)/python benchmarks/cold_cli.py
 	$(BIN)/python benchmarks/gateway.py
 	$(BIN)/python benchmarks/agent/run.py
 	$(BIN)/python benchmarks/agent/overhead.py
