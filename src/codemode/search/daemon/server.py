@@ -83,6 +83,8 @@ def _serve(listener: socket.socket, path: Path, identity: int, index: Any, key: 
                 reply, stop = _answer(index, json.loads(line), key)
             except (OSError, ValueError):
                 continue
+            except Exception as error:  # noqa: BLE001 - the client then searches in its process
+                reply, stop = {"error": f"search failed: {error}"}, False
             with contextlib.suppress(OSError):
                 connection.sendall(json.dumps(reply).encode() + b"\n")
             if stop:
