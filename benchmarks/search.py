@@ -238,6 +238,9 @@ def cli_stages(report: dict[str, Any], spec_paths: list[Path], args: argparse.Na
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(HERE.parent / "src") + os.pathsep + env.get("PYTHONPATH", "")
     env["CODEMODE_CACHE_DIR"] = str(cache_dir)
+    # The in-process path (benchmarks/cold_cli.py measures the search daemon), and no daemon
+    # is left running after the benchmark.
+    env["CODEMODE_SEARCH_DAEMON"] = "0"
     openapi = [arg for path in spec_paths for arg in ("--openapi", str(path))]
     flags = ["--no-semantic"] if args.no_semantic else []
     with tempfile.TemporaryDirectory() as workdir:

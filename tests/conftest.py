@@ -19,6 +19,9 @@ import pytest
 
 # Tests never write codemode state (audit log, caches) into the user's home directory.
 os.environ.setdefault("CODEMODE_STATE_DIR", tempfile.mkdtemp(prefix="codemode-test-state-"))
+# `codemode search` answers in its own process: no test leaves a search daemon behind (the
+# daemon's own tests start and stop theirs).
+os.environ["CODEMODE_SEARCH_DAEMON"] = "0"
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE_BIN = ROOT / "third_party" / "node_modules" / ".bin"

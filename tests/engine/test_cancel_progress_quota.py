@@ -235,3 +235,34 @@ async def test_a_search_that_waits_for_the_index_reports_progress(
         answer = await engine.search("place an order", progress=progress)
     assert not answer.lexical_only and answer.hits
     assert len(messages) >= 2 and all("building the search index" in m for m in messages)
+
+
+async def test_index_build_progress_carries_stage_and_percentage(
+    engine: Codemode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a client sees while its search waits: the build's stage and percentage, as a
+    growing value out of 100."""
+    slow = _SlowBuild(engine)
+    monkeypatch.setattr(engine, "_search_index", slow)
+    heard: list[tuple[str, float]] = []
+    engine.index_progress = lambda stage, percent: heard.append((stage, percent))
+    reports: list[tuple[float, float | None, str]] = []
+
+    async def progress(value: float, total: float | None, message: str) -> None:
+        reports.append((value, total, message))
+        if len(reports) == 1:
+            engine.note_index_stage("embedding", 40.0)
+        elif len(reports) == 3:
+            slow.release.set()
+
+    engine.note_index_stage("lexical", 100.0)
+    with anyio.fail_after(WAIT_S):
+        answer = await engine.search("place an order", progress=progress)
+    assert answer.hits
+    assert "lexical 100%" in reports[0][2]
+    assert "embedding 40%" in reports[1][2]
+    values = [value for value, _, _ in reports]
+    assert values == sorted(values) and len(set(values)) == len(values)
+    assert values[1] == 43.0  # 5% for the lexical stage, then 40% of the other 95
+    assert all(total == 100.0 for _, total, _ in reports)
+    assert heard[:2] == [("lexical", 100.0), ("embedding", 40.0)]

@@ -95,6 +95,110 @@ memory.create_entities(entities=[{{"name": "{entity}", "entityType": "t", "obser
     assert entity not in _memory(gateway)
 
 
+class _LegacyWire:
+    """A 2025-11-25 streamable HTTP client written by hand, so it can do what the SDK's client
+    never does: drop the connection mid-call without sending ``notifications/cancelled``."""
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        self.url = url
+        self.headers = {
+            **headers,
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
+        self.next_id = 0
+
+    def _body(self, method: str, params: dict[str, Any], *, notify: bool = False) -> str:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if not notify:
+            self.next_id += 1
+            message["id"] = self.next_id
+        return json.dumps(message)
+
+    async def open(self, http: httpx2.AsyncClient) -> None:
+        params = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "drops-connections", "version": "1"},
+        }
+        answer = await http.post(
+            self.url, content=self._body("initialize", params), headers=self.headers
+        )
+        assert answer.status_code == 200, answer.text
+        self.headers["Mcp-Session-Id"] = answer.headers["mcp-session-id"]
+        self.headers["MCP-Protocol-Version"] = "2025-11-25"
+        sent = await http.post(
+            self.url,
+            content=self._body("notifications/initialized", {}, notify=True),
+            headers=self.headers,
+        )
+        assert sent.status_code == 202, sent.text
+
+    def call(self, code: str) -> tuple[str, dict[str, str]]:
+        params = {"name": "execute", "arguments": {"code": code}, "_meta": {"progressToken": 1}}
+        return self._body("tools/call", params), self.headers
+
+
+def _events(line: str) -> list[dict[str, Any]]:
+    return [json.loads(line[5:])] if line.startswith("data:") and line[5:].strip() else []
+
+
+async def test_a_2025_client_that_drops_the_connection_cancels_its_call(
+    gateway: Any, harness: Any
+) -> None:
+    """No notifications/cancelled: the client goes away mid-call. The code stops as for a
+    cancel, its later upstream call never happens, and the session's next result says so."""
+    entity = f"after-disconnect-{secrets.token_hex(4)}"
+    code = f"""\
+import time
+from servers import memory
+print("started", flush=True)
+try:
+    time.sleep(300)
+except BaseException:
+    pass
+memory.create_entities(entities=[{{"name": "{entity}", "entityType": "t", "observations": []}}])
+"""
+    wire = _LegacyWire(gateway.http.url, harness.bearer("client-5"))
+    async with httpx2.AsyncClient(timeout=WAIT_S) as http:
+        await wire.open(http)
+        first = await harness_execute_raw(http, wire, "kept = 1")
+        body, headers = wire.call(code)
+        with anyio.fail_after(WAIT_S):
+            async with http.stream("POST", wire.url, content=body, headers=headers) as stream:
+                async for line in stream.aiter_lines():
+                    progress = [
+                        e for e in _events(line) if e.get("method") == "notifications/progress"
+                    ]
+                    if any(
+                        "0 bytes printed" not in e["params"].get("message", "") for e in progress
+                    ):
+                        break  # the code printed: it runs. Leaving closes the connection.
+    async with httpx2.AsyncClient(timeout=WAIT_S) as http:
+        with anyio.fail_after(WAIT_S):
+            after = await harness_execute_raw(http, wire, "print('next')")
+    assert after["stdout"] == "next\n", after
+    assert after["session"] == first["session"]
+    report = after["cancelled_before"]
+    assert report["status"] == "cancelled"
+    assert report["refused_after_cancel"] == 1
+    assert entity not in _memory(gateway)
+
+
+async def harness_execute_raw(
+    http: httpx2.AsyncClient, wire: _LegacyWire, code: str
+) -> dict[str, Any]:
+    """One ``execute`` over the hand-written wire; its structured result."""
+    body, headers = wire.call(code)
+    async with http.stream("POST", wire.url, content=body, headers=headers) as stream:
+        async for line in stream.aiter_lines():
+            for event in _events(line):
+                if "result" in event:
+                    structured: dict[str, Any] = event["result"]["structuredContent"]
+                    return structured
+    raise AssertionError("the execute call ended without a result")
+
+
 async def test_progress_notifications_arrive_while_code_runs(gateway: Any, harness: Any) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
@@ -124,6 +228,22 @@ async def test_handle_less_calls_of_one_owner_share_a_default_session(
         first = await harness.execute_ok(client, "x = 5")
         second = await harness.execute_ok(client, "print(x)")
     assert second["stdout"] == "5\n" and second["session"] == first["session"]
+
+
+async def test_session_new_opens_a_second_independent_session(gateway: Any, harness: Any) -> None:
+    """One 2026-protocol owner: `session: "new"` opens another session; handle-less calls
+    keep the default one; the new handle continues the new one."""
+    async with gateway.connect(headers=harness.bearer("client-6")) as client:
+        assert not client.protocol_version.startswith("2025")
+        default = await harness.execute_ok(client, "x = 'default'")
+        other = await harness.execute_ok(client, "print('x' in dir())", session="new")
+        assert other["stdout"] == "False\n"
+        assert other["session"] != default["session"]
+        await harness.execute_ok(client, "x = 'other'", session=other["session"])
+        again = await harness.execute_ok(client, "print(x)")
+        assert again["stdout"] == "default\n" and again["session"] == default["session"]
+        back = await harness.execute_ok(client, "print(x)", session=other["session"])
+        assert back["stdout"] == "other\n"
 
 
 async def test_one_owner_cannot_exhaust_sessions_for_others(gateway: Any, harness: Any) -> None:

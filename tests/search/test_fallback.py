@@ -29,7 +29,7 @@ def test_build_index_falls_back_to_lexical_and_says_so_once(tiny_specs, monkeypa
     assert not first.semantic
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 1
-    assert "pip install" in messages[0]
+    assert messages[0].endswith("pip install 'codemode[semantic]' && codemode model install")
 
 
 def test_build_index_lexical_on_request(tiny_specs):
@@ -67,4 +67,26 @@ def test_cli_answers_without_the_model_installed(tiny_spec_file, tmp_path):
         assert next(h["tool"] for h in hits if h["server"] == "tiny_shop") == "refundCharge"
         said = [line for line in done.stderr.splitlines() if "semantic search unavailable" in line]
         assert len(said) == 1, done.stderr
-        assert "pip install" in said[0]
+        assert "pip install 'codemode[semantic]' && codemode model install" in said[0]
+
+
+def test_modules_without_the_model_files_say_to_install_the_model(tmp_path, monkeypatch, caplog):
+    """The [semantic] extra installed but no model: the first use says the one command."""
+    from codemode.cli.doctor_checks import check_semantic
+    from codemode.search.model import locations
+
+    monkeypatch.delenv("CODEMODE_MODEL_DIR", raising=False)
+    monkeypatch.setattr(locations, "environment_models_dir", lambda: tmp_path / "nowhere")
+    monkeypatch.setattr(locations, "_package_dir", lambda package: None)
+    monkeypatch.setattr(semantic, "_warned", [])
+    with caplog.at_level(logging.WARNING, logger="codemode.search"):
+        assert semantic.resolve_semantic(None) is False
+        assert semantic.resolve_semantic(None) is False
+    assert [r.getMessage() for r in caplog.records] == [
+        "semantic search unavailable, searching lexically; to enable: "
+        "pip install 'codemode[semantic]' && codemode model install"
+    ]
+    check = check_semantic()
+    assert check.level == "warn"
+    assert "the model files" in check.detail and "numpy" not in check.detail
+    assert check.fix == "pip install 'codemode[semantic]' && codemode model install"

@@ -82,3 +82,18 @@ def test_an_unwritable_cache_only_warns(tiny_specs, tmp_path, monkeypatch, caplo
     index = build_index(tiny_specs, semantic=False)
     assert index.search("refund a charge", 1)[0].tool == "refundCharge"
     assert any("could not store" in r.getMessage() for r in caplog.records)
+
+
+def test_fingerprint_does_not_depend_on_shared_objects(tiny_specs):
+    """The same tools hash the same whether their schemas share sub-objects or not, and however
+    many references to them exist (a spec's resolved $refs are shared; building the index adds
+    references): else each process computed another fingerprint and never found the store."""
+    part = {"type": "string", "description": "an id"}
+    shared = {"type": "object", "properties": {"a": part, "b": part}}
+    copied = {"type": "object", "properties": {"a": dict(part), "b": dict(part)}}
+    first = [dataclasses.replace(tiny_specs[0], input_schema=shared)]
+    second = [dataclasses.replace(tiny_specs[0], input_schema=copied)]
+    before = catalog_fingerprint(first)
+    extra_references = [part] * 10
+    assert catalog_fingerprint(first) == before == catalog_fingerprint(second)
+    assert extra_references

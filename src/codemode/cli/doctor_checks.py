@@ -179,14 +179,22 @@ def check_node(config: CodemodeConfig) -> Check:
 
 
 def check_semantic() -> Check:
-    from codemode.search.encoder import INSTALL_HINT, semantic_available
+    from codemode.search.encoder import INSTALL_HINT, missing_modules, model_dir
 
-    if semantic_available():
-        return Check("semantic search", "ok", "the embedding model is installed")
+    missing = missing_modules()
+    found = model_dir()
+    if not missing and found is not None:
+        return Check("semantic search", "ok", f"available (model files in {found})")
+    lacking = []
+    if missing:
+        lacking.append(f"the [semantic] extra's modules ({', '.join(missing)})")
+    if found is None:
+        lacking.append("the model files (codemode model status shows where they are looked for)")
     return Check(
         "semantic search",
         "warn",
-        "not installed: search is lexical only (still works, finds less for loose wording)",
+        "off: search is lexical only (still works, finds less for loose wording); missing: "
+        + " and ".join(lacking),
         INSTALL_HINT,
     )
 

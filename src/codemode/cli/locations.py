@@ -36,6 +36,9 @@ def installation_paths(config_path: Path | None) -> list[PathEntry]:
     from codemode.cli.audit_command import AUDIT_FILE_NAME
     from codemode.config import load_config
     from codemode.demo.data import default_data_dir
+    from codemode.search.daemon.runtime import runtime_dir
+    from codemode.search.encoder import model_dir
+    from codemode.search.model.locations import install_dir
     from codemode.search.semantic import default_cache_dir
 
     source = config_in_use(config_path)
@@ -54,6 +57,16 @@ def installation_paths(config_path: Path | None) -> list[PathEntry]:
             "embeddings",
             str(default_cache_dir() / "embeddings"),
             "cached search embeddings (semantic search)",
+        ),
+        PathEntry(
+            "model",
+            str(model_dir() or install_dir()),
+            "the search embedding model (codemode model install)",
+        ),
+        PathEntry(
+            "runtime",
+            str(runtime_dir() or ""),
+            "search daemons' sockets (private to this user)",
         ),
         PathEntry("demo_data", str(default_data_dir()), "the demo servers' sample data"),
     ]

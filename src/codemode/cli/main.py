@@ -19,21 +19,28 @@ from codemode.errors import CodemodeError
 
 __all__ = ["COMMANDS", "build_parser", "main", "run"]
 
-COMMANDS = (
-    "serve",
-    "exec",
-    "search",
-    "stubs",
-    "tokens",
-    "audit",
-    "demo",
-    "doctor",
-    "paths",
-    "install",
-    "completion",
-    "skills",
-    "run",
-)
+# Each command's one-line help, here so that ``codemode --help`` imports no command module
+# (a test pins that they match the modules' own ``HELP``).
+COMMANDS: dict[str, str] = {
+    "serve": "serve the search and execute tools over MCP (stdio or streamable HTTP)",
+    "exec": "run Python code in a fresh sandbox, with the configured tools importable from "
+    "`servers`",
+    "search": "Search the tool catalog (configured servers and --openapi specs) for a task.",
+    "stubs": "Write the typed Python API (the `servers` package) for the configured tools to "
+    "OUTDIR.",
+    "tokens": "Count tokens: tools as plain MCP definitions vs codemode's surface and search "
+    "answers.",
+    "audit": "show the audit log of tool calls (who called what, the decision and the outcome)",
+    "demo": "run the built-in scenario through the MCP gateway and print the token ledger",
+    "doctor": "check this machine: bubblewrap, namespaces, seccomp, cgroups, Node, state paths",
+    "paths": "show where the config, state (audit log, caches) and demo data live",
+    "install": "add codemode to Claude Code, Claude Desktop or Cursor (or --print the entry)",
+    "completion": "print a shell completion script (bash, zsh or fish)",
+    "skills": "list, show, test, export, import, remove or approve saved skills",
+    "run": "do a task with the codemode agent: a model writes code, the sandbox runs it",
+    "model": "install, show or remove the embedding model for semantic search (no torch)",
+    "index": "build the search index ahead of serve/search (stage and percentage on stderr)",
+}
 
 
 def _command_module(name: str) -> ModuleType:
@@ -57,7 +64,15 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    """The command named in ``argv`` (the first word that is one), or None."""
+    return next((word for word in argv if word in COMMANDS), None)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given ``argv``, only the command it names is loaded in full (the
+    others are listed with their help), so a command starts without importing the rest."""
+    chosen = _chosen_command(argv) if argv is not None else None
     parser = argparse.ArgumentParser(
         prog="codemode",
         description="Agents use tools by writing code: search tool APIs, run code in a sandbox.",
@@ -66,9 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     add_logging_arguments(parser, suppress=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    for name, text in COMMANDS.items():
+        sub = commands.add_parser(name, help=text, description=text)
+        if argv is not None and name != chosen:
+            continue  # not asked for: argparse only lists it
         module = _command_module(name)
-        sub = commands.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
         add_logging_arguments(sub, suppress=True)
         sub.set_defaults(_module=module)
@@ -76,8 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words)
+    args = parser.parse_args(words)
     configure_logging(args)
     try:
         code: int = args._module.run(args)

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from codemode.cli.options import add_catalog_arguments
 
 if TYPE_CHECKING:
+    from codemode.config import CodemodeConfig
     from codemode.search.base import Hit
 
-__all__ = ["HELP", "add_arguments", "input_key", "run"]
+__all__ = ["HELP", "add_arguments", "input_key", "remember_search_inputs", "run"]
 
 HELP = "Search the tool catalog (configured servers and --openapi specs) for a task."
 
@@ -38,15 +39,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-semantic", action="store_true", help="lexical search only (no embedding model)"
     )
+    parser.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="search in this process, not through the per-user search daemon "
+        "(also: CODEMODE_SEARCH_DAEMON=0)",
+    )
 
 
 def input_key(config: Path | None, openapi: list[Path]) -> str | None:
     """A hash of everything that decides the catalog: the config file (its path, its text and
-    the environment variables it refers to), each spec's path, size and mtime, and the codemode
-    version. None when a given file cannot be read (the engine then reports it)."""
-    from codemode import __version__
+    the environment variables it refers to), each spec's path, size and mtime, and this
+    installation of codemode (``code_stamp``). None when a given file cannot be read (the
+    engine then reports it)."""
+    from codemode.search.daemon.runtime import code_stamp
 
-    digest = hashlib.sha256(f"codemode-search-inputs-1\0{__version__}\0".encode())
+    digest = hashlib.sha256(f"codemode-search-inputs-2\0{code_stamp()}\0".encode())
     if config is None and (Path.cwd() / _DEFAULT_CONFIG).is_file():
         config = Path.cwd() / _DEFAULT_CONFIG
     try:
@@ -72,26 +80,67 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--limit must be at least 1, got {args.limit}", fix="pass --limit 5")
     key = input_key(args.config, args.openapi)
     if key is not None and args.detail != "full":
-        hits = _search_stored(key, args.query, args.limit, semantic=not args.no_semantic)
+        hits = _search_stored(
+            key, args.query, args.limit, semantic=not args.no_semantic, daemon=not args.no_daemon
+        )
         if hits is not None:
             _print_hits(hits, args)
             return 0
     return _search_through_engine(args, key)
 
 
-def _search_stored(key: str, query: str, limit: int, *, semantic: bool) -> list[Hit] | None:
-    """Hits from the index stored for these inputs, or None when there is none yet."""
+def _search_stored(
+    key: str, query: str, limit: int, *, semantic: bool, daemon: bool
+) -> list[Hit] | None:
+    """Hits from the index stored for these inputs (through the search daemon when it can),
+    or None when there is none yet."""
     import logging
 
-    from codemode.search.semantic import open_stored_index, resolve_semantic
     from codemode.search.store import IndexStore
 
     fingerprint = IndexStore().lookup_inputs(key)
     if fingerprint is None:
         return None
     logging.basicConfig(format="codemode: %(message)s", level=logging.WARNING)
-    index = open_stored_index(fingerprint, semantic=semantic and resolve_semantic(None))
+    wanted = semantic and _semantic_on()
+    if daemon:
+        hits = _search_by_daemon(fingerprint, wanted, query, limit)
+        if hits is not None:
+            return hits
+    from codemode.search.semantic import open_stored_index
+
+    index = open_stored_index(fingerprint, semantic=wanted)
     return index.search(query, limit) if index is not None else None
+
+
+def _semantic_on() -> bool:
+    """Whether the model is here (without importing the search modules when it is)."""
+    from codemode.search.encoder import semantic_available
+
+    if semantic_available():
+        return True
+    from codemode.search.semantic import resolve_semantic
+
+    return resolve_semantic(None)  # off, said once with the fix
+
+
+def _search_by_daemon(fingerprint: str, semantic: bool, query: str, limit: int) -> list[Hit] | None:
+    """Hits from this user's daemon for the stored index (started if none runs), or None."""
+    from dataclasses import replace
+
+    from codemode.search.daemon.client import ask_or_start
+    from codemode.search.daemon.runtime import daemon_enabled, daemon_key
+    from codemode.search.store import default_cache_dir, hit_from_json
+
+    if not daemon_enabled():
+        return None
+    key = daemon_key(fingerprint, semantic, default_cache_dir())
+    mode = "semantic" if semantic else "lexical"
+    reply = ask_or_start(key, fingerprint, mode, {"op": "search", "query": query, "limit": limit})
+    try:
+        return [replace(hit_from_json(hit), score=float(hit["score"])) for hit in reply["hits"]]
+    except (TypeError, KeyError, ValueError):
+        return None  # no daemon, or a reply it should not have sent: search here
 
 
 def _print_hits(hits: list[Hit], args: argparse.Namespace) -> None:
@@ -103,6 +152,22 @@ def _print_hits(hits: list[Hit], args: argparse.Namespace) -> None:
         print(render_answer(hits, check_detail(args.detail)))
 
 
+def remember_search_inputs(
+    key: str, fingerprint: str, config: CodemodeConfig, openapi: list[Path]
+) -> None:
+    """Record that these inputs give the catalog ``fingerprint``, while the spec files named on
+    the command line and in the config stay unchanged."""
+    from codemode.search.store import IndexStore
+
+    watch = [Path(spec).resolve() for spec in openapi]
+    watch += [
+        Path(server.openapi)
+        for server in config.enabled_servers()
+        if server.kind == "openapi" and server.openapi and "://" not in server.openapi
+    ]
+    IndexStore().remember_inputs(key, fingerprint, watch)
+
+
 def _search_through_engine(args: argparse.Namespace, key: str | None) -> int:
     import logging
 
@@ -110,7 +175,7 @@ def _search_through_engine(args: argparse.Namespace, key: str | None) -> int:
 
     from codemode.cli.options import check_loaded, load_cli_config
     from codemode.engine.engine import Codemode
-    from codemode.search.store import IndexStore, catalog_fingerprint
+    from codemode.search.store import catalog_fingerprint
 
     logging.basicConfig(format="codemode: %(message)s", level=logging.WARNING)
     config = load_cli_config(args.config, demo_allowed=not args.openapi)
@@ -132,13 +197,7 @@ def _search_through_engine(args: argparse.Namespace, key: str | None) -> int:
 
     text, hits, failures = anyio.run(search)
     if key is not None and not failures:
-        watch = [Path(spec).resolve() for spec in args.openapi]
-        watch += [
-            Path(server.openapi)
-            for server in config.enabled_servers()
-            if server.kind == "openapi" and server.openapi and "://" not in server.openapi
-        ]
         fingerprint = catalog_fingerprint(engine.catalog.specs())
-        IndexStore().remember_inputs(key, fingerprint, watch)
+        remember_search_inputs(key, fingerprint, config, args.openapi)
     print(json.dumps(hits, indent=1, ensure_ascii=False) if args.json else text)
     return 0

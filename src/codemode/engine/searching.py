@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,9 @@ class SearchMixin:
     _index: SearchIndex | None
     _lexical: SearchIndex | None
     _index_job: asyncio.Task[SearchIndex] | None
+    # The build's latest (stage, percent), and who else hears it (``serve`` prints it).
+    _index_stage: tuple[str, float] = ("starting", 0.0)
+    index_progress: Callable[[str, float], None] | None = None
 
     async def views(self) -> CatalogViews:
         raise NotImplementedError  # the engine's
@@ -52,12 +56,17 @@ class SearchMixin:
         from codemode.search.semantic import build_index
 
         # Built outside the lock (it may take minutes): searches meanwhile answer lexically.
-        # Hook: a build that reports its stage and percentage plugs in here.
-        index = build_index(specs, semantic=self.semantic)
+        index = build_index(specs, semantic=self.semantic, progress=self.note_index_stage)
         with self._views_lock:
             if self.catalog.version == version:
                 self._index = index
         return index
+
+    def note_index_stage(self, stage: str, percent: float) -> None:
+        """Where the index build is (called from its thread)."""
+        self._index_stage = (stage, percent)
+        if self.index_progress is not None:
+            self.index_progress(stage, percent)
 
     def _lexical_index(self) -> SearchIndex:
         with self._views_lock:
@@ -115,10 +124,21 @@ class SearchMixin:
         return SearchAnswer(text, found, lexical_only=bool(note))
 
     async def _wait_for_index(self, progress: Progress | None) -> SearchIndex:
+        from codemode.search.progress import overall_percent
+
         job = self.build_search_index()
+        reported = [0.0]
 
         def describe(elapsed: float) -> tuple[float, float | None, str]:
-            return round(elapsed, 3), None, f"building the search index: {elapsed:.0f} s"
+            stage, percent = self._index_stage
+            # MCP progress must grow with each report, and stay below the total until done.
+            value = min(max(overall_percent(stage, percent), reported[0] + 0.01), 99.99)
+            reported[0] = value
+            return (
+                round(value, 2),
+                100.0,
+                f"building the search index: {stage} {percent:.0f}% ({elapsed:.0f} s)",
+            )
 
         interval = self.config.gateway.progress_interval_s
         await wait_reporting([job], progress, interval, describe)

@@ -139,6 +139,9 @@ class GatewayHandlers:
         remember = self._remembered(caller) if session is None else None
         if remember is not None:
             session = remember.get()
+        if session == NEW_SESSION:
+            # Another session beside the caller's default one, which stays the default.
+            session = None
 
         async def run(handle: str | None) -> ExecutionResult:
             return await self.engine.execute(
@@ -186,6 +189,10 @@ class GatewayHandlers:
         if caller.client is not None:
             return _Remembered(self._client_sessions, caller.client)
         return None
+
+
+# ``execute(session="new")``: open another session (a handle-less call keeps its default one).
+NEW_SESSION = "new"
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,8 @@ EXECUTE: dict[str, Any] = {
         "`from servers import github` then `github.some_tool(...)`. "
         "Only printed output comes back: print just what you need and keep big data in "
         "variables or files. Variables and files persist in a session: pass back the returned "
-        "`session` (fresh=true clears variables, keeps files; fresh_dir=true starts in a new "
-        "folder). A failed tool call raises ToolError."
+        '`session` ("new" opens another; fresh=true clears variables, keeps files; '
+        "fresh_dir=true starts in a new folder). A failed tool call raises ToolError."
     ),
     "input_schema": {
         "type": "object",

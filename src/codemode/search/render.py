@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal, get_args
 
 from codemode.errors import UsageError
-from codemode.search.base import Hit
+from codemode.search.hit import Hit
 
 __all__ = ["DEFAULT_DETAIL", "Detail", "SourceLookup", "check_detail", "render_answer"]
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from codemode.search.base import Hit
+from codemode.search.hit import Hit
 
 if TYPE_CHECKING:
     from codemode.search.encoder import FloatArray
@@ -35,6 +35,10 @@ log = logging.getLogger("codemode.search")
 
 # Bump when documents, lexical columns or vector views change: old entries are then ignored.
 INDEX_FORMAT = 2
+# marshal from version 3 on writes an object seen twice as a back-reference, depending on
+# reference counts: the same tools then hashed differently from one process to the next (the
+# Cloudflare spec's shared schemas did), and no process found the index another had stored.
+_MARSHAL_VERSION = 2
 _HIT_FIELDS = ("server", "tool", "module", "function", "summary", "signature")
 _HTTP_FIELDS = ("method", "path", "operation_id")
 
@@ -71,7 +75,7 @@ def catalog_fingerprint(specs: Iterable[ToolSpec]) -> str:
             _return_shape(spec.output_schema),
         )
         try:
-            digest.update(marshal.dumps(record))
+            digest.update(marshal.dumps(record, _MARSHAL_VERSION))
         except ValueError:  # a value marshal cannot write (not from JSON): fall back
             digest.update(json.dumps(record, sort_keys=True, default=str).encode())
         digest.update(b"\0")
