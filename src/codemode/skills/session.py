@@ -278,6 +278,8 @@ class KeepingSandbox:
             return None
         described = fetched.describe()
         described["variables"] = sorted(tools.restored_variables)
+        # Restored variables stay kept: the next checkpoint (maybe on another replica) has them.
+        tools.kept |= set(tools.restored_variables)
         return described
 
     def close(self) -> None:
