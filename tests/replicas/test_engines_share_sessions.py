@@ -60,9 +60,16 @@ async def test_a_foreign_or_closed_session_is_unknown_on_every_replica(
     assert mine.session is not None
     with pytest.raises(UnknownSessionError, match="unknown or expired session"):
         await b.execute("print(1)", session=mine.session, owner="mallory")
+    moved = await b.execute(
+        "print(open('notes/todo.txt').read())", session=mine.session, owner="alice"
+    )
+    assert moved.stdout == "buy pears\n", moved.render_text()
+    # Closed through A (which holds a stale copy): B's copy and the checkpoint go too.
     assert await a.close_session(mine.session)
-    with pytest.raises(UnknownSessionError):
-        await b.execute("print(1)", session=mine.session, owner="alice")
+    for replica in (b, a):
+        with pytest.raises(UnknownSessionError):
+            await replica.execute("print(1)", session=mine.session, owner="alice")
+    assert b.registry is not None and mine.session not in b.registry.handles("alice")
 
 
 async def test_an_approval_paused_on_a_and_granted_on_b_runs_the_call_once(

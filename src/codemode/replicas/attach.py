@@ -15,6 +15,7 @@ from codemode.replicas.directory import SessionDirectory
 from codemode.replicas.link import ReplicaLink
 from codemode.replicas.registry import SharedSessionRegistry
 from codemode.replicas.stores import RedisSessionStores
+from codemode.skills.checkpoint import KVCheckpoints
 from codemode.state.redis import RedisStore
 
 if TYPE_CHECKING:
@@ -56,9 +57,11 @@ def share_state(engine: Codemode, local: SessionRegistry, restoring: set[str]) -
     idle_s = gateway.session_idle_timeout_s
     directory = SessionDirectory(redis, replica, lease_s=gateway.session_lease_s, idle_s=idle_s)
     stores = RedisSessionStores(redis, ttl_s=idle_s + gateway.session_lease_s)
+    checkpoints = RedisStore(gateway.shared_store, namespace=redis.namespace)
 
     def forget(handle: str) -> None:
         directory.forget(handle, *stores.keys(handle))
+        KVCheckpoints(checkpoints).delete(handle)
 
     registry = SharedSessionRegistry(
         local.factory,
@@ -85,7 +88,6 @@ def share_state(engine: Codemode, local: SessionRegistry, restoring: set[str]) -
     key_name = redis.key("audit", "key")
     redis.call(redis.client.set, key_name, secrets.token_bytes(32), nx=True)
     digest_key = bytes(redis.call(redis.client.get, key_name))
-    checkpoints = RedisStore(gateway.shared_store, namespace=redis.namespace)
     return SharedState(
         redis, registry, approvals, stores, RedisAuditLog(redis), digest_key, checkpoints, link
     )

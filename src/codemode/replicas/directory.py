@@ -3,7 +3,8 @@
 ``session:{handle}`` is a hash (owner, holder: the replica that ran it last) that expires when
 the session is idle for ``idle_s``. ``lease:{handle}`` names the replica running it now; it
 expires after ``lease_s`` unless that replica renews it, so a replica that died frees its
-sessions by itself. Claiming is one Lua script: the owner check, the lease and the new holder
+sessions by itself. ``closed:{handle}`` marks a session closed for good (for as long as
+copies of it may live on). Claiming is one Lua script: the owner check, the lease and the new holder
 change together or not at all. ``replica:{id}`` is each replica's heartbeat.
 """
 
@@ -17,6 +18,7 @@ from codemode.replicas.connection import SharedRedis
 __all__ = ["Claim", "SessionDirectory", "owner_tag"]
 
 _CLAIM = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return {'closed', '', 0} end
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown', '', 0} end
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return {'unknown', '', 0} end
 local held = redis.call('GET', KEYS[2])
@@ -54,7 +56,7 @@ def owner_tag(owner: str | None) -> str:
 
 @dataclass(frozen=True)
 class Claim:
-    status: Literal["ok", "unknown", "busy"]
+    status: Literal["ok", "unknown", "busy", "closed"]
     # ok: the replica that ran the session before ('' for none); busy: the one running it.
     replica: str = ""
     retry_after_s: float = 0.0
@@ -76,6 +78,9 @@ class SessionDirectory:
     def _lease(self, handle: str) -> str:
         return self.redis.key("lease", handle)
 
+    def _closed(self, handle: str) -> str:
+        return self.redis.key("closed", handle)
+
     def create(self, handle: str, owner: str | None) -> None:
         """A new session, claimed by this replica."""
         client = self.redis.client
@@ -88,13 +93,15 @@ class SessionDirectory:
     def claim(self, handle: str, owner: str | None) -> Claim:
         """Take the lease on ``handle`` for this replica, unless another one holds it."""
         status, replica, ttl_ms = self._claim(
-            keys=[self._entry(handle), self._lease(handle)],
+            keys=[self._entry(handle), self._lease(handle), self._closed(handle)],
             args=[self.replica, owner_tag(owner), self.lease_ms, self.idle_ms],
         )
         name = status.decode() if isinstance(status, bytes) else str(status)
         who = replica.decode() if isinstance(replica, bytes) else str(replica)
         if name == "busy":
             return Claim("busy", who, max(int(ttl_ms), 0) / 1000)
+        if name == "closed":
+            return Claim("closed", who)
         return Claim("ok" if name == "ok" else "unknown", who)
 
     def release(self, handle: str) -> None:
@@ -118,8 +125,12 @@ class SessionDirectory:
         return None if found is None else found.decode()
 
     def forget(self, handle: str, *keys: str) -> None:
-        """The session ended: drop its entry, its lease and ``keys`` (its vault, budget)."""
-        self.redis.call(self.redis.client.delete, self._entry(handle), self._lease(handle), *keys)
+        """The session ended for good: drop its entry, its lease and ``keys`` (its vault,
+        budget), and leave a mark so stale copies on other replicas are dropped too."""
+        pipe = self.redis.client.pipeline(transaction=True)
+        pipe.delete(self._entry(handle), self._lease(handle), *keys)
+        pipe.set(self._closed(handle), b"1", px=self.idle_ms)
+        self.redis.call(pipe.execute)
 
     def beat(self, ttl_s: float) -> None:
         """This replica is alive for ``ttl_s`` more seconds."""

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from codemode.engine.registry import SessionFactory, SessionRegistry
 from codemode.engine.session import Session
-from codemode.errors import SessionBusyError, SessionQuotaError
+from codemode.errors import SessionBusyError, SessionQuotaError, UnknownSessionError
 from codemode.replicas.directory import SessionDirectory
 
 __all__ = ["Handover", "RestoreFromCheckpoint", "SharedSessionRegistry"]
@@ -82,6 +82,8 @@ class SharedSessionRegistry(SessionRegistry):
                 fix=f"retry in {max(claim.retry_after_s, 1.0):.0f} s (when that execution "
                 "ends, or its replica is found dead), or approve its pending call",
             )
+        if claim.status == "closed":  # closed through another replica: drop any copy here
+            self._drop_closed(handle)
         if claim.status == "unknown":
             # Not in the directory (expired there, or a checkpoint being resumed): local only.
             record = super().checkout(handle, owner, client)
@@ -92,6 +94,21 @@ class SharedSessionRegistry(SessionRegistry):
         except BaseException:
             self.directory.release(handle)
             raise
+
+    def _drop_closed(self, handle: str) -> None:
+        with self._lock:
+            stale = self._sessions.get(handle)
+            if stale is not None and stale.busy == 0:
+                del self._sessions[handle]
+                self._clients.pop(handle, None)
+            else:
+                stale = None
+        if stale is not None:
+            self._closed(stale)
+        raise UnknownSessionError(
+            f"unknown or expired session {handle[:12]!r}",
+            fix="omit `session` to start over in a new session (files and variables start empty)",
+        )
 
     def _checkout_claimed(self, handle: str, owner: str | None, previous: str) -> Session:
         moved = previous not in ("", self.replica)
