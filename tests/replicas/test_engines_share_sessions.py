@@ -10,7 +10,9 @@ from codemode.engine import Codemode
 from codemode.errors import (
     ApprovalDecidedError,
     ApprovalMismatchError,
+    ReplicaLostError,
     SessionBusyError,
+    SessionError,
     UnknownSessionError,
 )
 from tests.replicas.conftest import Crm
@@ -160,3 +162,26 @@ async def test_every_replica_appends_to_one_chained_audit_log(
     assert tools == ["customer", "send_mail"]
     assert a.shared is not None
     assert a.shared.audit_log.verify() == 2
+
+
+async def test_an_approval_whose_holder_died_is_answered_replica_lost(
+    replicas: tuple[Codemode, Codemode], crm: Crm
+) -> None:
+    a, b = replicas
+    paused = await a.execute(ORDER)
+    assert a.shared is not None
+    a.shared.link.close()  # A stops answering the others (its heartbeat ends at once)
+    with pytest.raises(ReplicaLostError, match="the call did not run"):
+        await b.approve(paused.extra["approval"]["id"], True)
+    assert crm.orders == []
+
+
+async def test_an_approval_that_lapsed_is_no_longer_pending_anywhere(
+    replicas: tuple[Codemode, Codemode],
+) -> None:
+    a, b = replicas
+    paused = await a.execute(ORDER)
+    assert paused.session is not None
+    assert await a.close_session(paused.session)  # the paused call is refused, not run
+    with pytest.raises(SessionError, match="no longer pending"):
+        await b.approve(paused.extra["approval"]["id"], True)

@@ -18,6 +18,8 @@ import anyio
 import pytest
 import redis
 
+from codemode.replicas.audit import RedisAuditLog
+from codemode.replicas.connection import SharedRedis
 from tests.conftest import RedisServer
 from tests.gateway.conftest import HTTPGateway, descendants, wait_until_gone
 
@@ -151,6 +153,13 @@ async def test_sessions_and_approvals_move_between_two_replica_processes(
         again = await _call(a, "approve", approval=approval["id"], allow=True)
         assert again["is_error"] and "already decided" in again["text"]
         assert cluster.calls_made() == ["pear"]
+    # Both replicas write one chained audit log: the call is in it once, as approved.
+    shared = SharedRedis(cluster.redis_url)
+    log = RedisAuditLog(shared)
+    orders = [event for event in log.query() if event.tool == "place_order"]
+    assert [(e.decision, e.outcome) for e in orders] == [("ask-approved", "ok")]
+    assert log.verify() >= 1
+    shared.close()
 
 
 async def test_a_replica_killed_mid_session_loses_nothing_acknowledged(

@@ -93,6 +93,12 @@ class ApprovalRecords:
                 f"no pending approval {approval_id[:16]!r}",
                 fix="use the approval id from the latest approval_required result",
             )
+        if status == "decided" and _text(first) == "expired":
+            raise SessionError(
+                f"approval {approval_id[:16]!r} is no longer pending: its execution ended "
+                "(the wait timed out, the call was cancelled or the session closed)",
+                fix="run the code again in the session to ask anew",
+            )
         if status == "decided":
             raise ApprovalDecidedError(
                 f"approval {approval_id[:16]!r} was already decided ({_text(first)}); "
