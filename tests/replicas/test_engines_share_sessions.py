@@ -185,3 +185,30 @@ async def test_an_approval_that_lapsed_is_no_longer_pending_anywhere(
     assert await a.close_session(paused.session)  # the paused call is refused, not run
     with pytest.raises(SessionError, match="no longer pending"):
         await b.approve(paused.extra["approval"]["id"], True)
+
+
+def _make_idle(engine: Codemode, handle: str) -> list[str]:
+    """Expire ``handle`` on ``engine`` as if it had been idle for hours."""
+    registry = engine.registry
+    assert registry is not None
+    registry.get(handle, None).last_used = 0.0
+    return registry.expire_idle()
+
+
+async def test_idle_expiry_drops_a_stale_copy_but_forgets_a_session_where_it_ran_last(
+    replicas: tuple[Codemode, Codemode],
+) -> None:
+    a, b = replicas
+    wrote = await a.execute(WRITE)
+    handle = wrote.session
+    assert handle is not None
+    await b.execute("print(1)", session=handle)
+    # A's copy is stale (B ran the session since): expiring it there keeps the session.
+    assert _make_idle(a, handle) == [handle]
+    on_b = await b.execute(READ, session=handle)
+    assert on_b.stdout == "buy pears 3\n" and "restored" not in on_b.extra, on_b.render_text()
+    # B ran it last: idle there means idle everywhere, so it is forgotten on every replica.
+    assert _make_idle(b, handle) == [handle]
+    for replica in (a, b):
+        with pytest.raises(UnknownSessionError):
+            await replica.execute(READ, session=handle)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
+from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker
 from codemode.engine.progress import Progress
 from codemode.engine.registry import SessionRegistry
@@ -30,6 +31,7 @@ __all__ = ["SharingMixin"]
 class SharingMixin:
     """Shared state for ``Codemode``; the attributes below are the engine's own."""
 
+    config: CodemodeConfig
     registry: SessionRegistry | None
     approvals: ApprovalBroker
     audit: bool
@@ -50,10 +52,9 @@ class SharingMixin:
         raise NotImplementedError  # the engine's
 
     async def _share_state(self) -> None:
-        from codemode.engine import Codemode
         from codemode.replicas import share_state
 
-        assert isinstance(self, Codemode) and self.registry is not None
+        assert self.registry is not None
         shared = await anyio.to_thread.run_sync(share_state, self, self.registry, self._resuming)
         self.shared, self.registry, self.approvals = shared, shared.registry, shared.approvals
         self.session_stores = shared.stores

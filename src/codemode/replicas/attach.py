@@ -19,7 +19,7 @@ from codemode.skills.checkpoint import KVCheckpoints
 from codemode.state.redis import RedisStore
 
 if TYPE_CHECKING:
-    from codemode.engine import Codemode
+    from codemode.engine.sharing import SharingMixin
 
 __all__ = ["SharedState", "share_state"]
 
@@ -47,7 +47,7 @@ class SharedState:
         self.redis.close()
 
 
-def share_state(engine: Codemode, local: SessionRegistry, restoring: set[str]) -> SharedState:
+def share_state(engine: SharingMixin, local: SessionRegistry, restoring: set[str]) -> SharedState:
     """Connect to the shared store and build the shared registry, approvals, stores and
     audit log for ``engine`` (whose ``local`` registry is replaced; it holds no session)."""
     gateway = engine.config.gateway

@@ -27,8 +27,8 @@ from codemode.replicas.wire import result_from_json, result_to_json
 from codemode.sandbox.result import ExecutionResult
 
 if TYPE_CHECKING:
-    from codemode.engine import Codemode
     from codemode.engine.progress import Progress
+    from codemode.engine.sharing import SharingMixin
     from codemode.replicas.registry import SharedSessionRegistry
 
 __all__ = ["ReplicaLink"]
@@ -40,7 +40,7 @@ _POLL_S = 1
 class ReplicaLink:
     def __init__(
         self,
-        engine: Codemode,
+        engine: SharingMixin,
         redis: SharedRedis,
         directory: SessionDirectory,
         records: ApprovalRecords,

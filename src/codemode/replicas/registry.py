@@ -16,7 +16,12 @@ from typing import Protocol
 
 from codemode.engine.registry import SessionFactory, SessionRegistry
 from codemode.engine.session import Session
-from codemode.errors import SessionBusyError, SessionQuotaError, UnknownSessionError
+from codemode.errors import (
+    SessionBusyError,
+    SessionQuotaError,
+    StateStoreError,
+    UnknownSessionError,
+)
 from codemode.replicas.directory import SessionDirectory
 
 __all__ = ["Handover", "RestoreFromCheckpoint", "SharedSessionRegistry"]
@@ -170,7 +175,10 @@ class SharedSessionRegistry(SessionRegistry):
         idle cluster-wide), else only this replica's stale copy is dropped."""
         expired = self.expire_idle_records()
         for record in expired:
-            holder = self.directory.holder(record.handle)
+            try:
+                holder = self.directory.holder(record.handle)
+            except StateStoreError:  # unknown: drop the copy, the shared state expires alone
+                holder = ""
             if holder in (None, self.replica):
                 self._closed(record)
                 self.forget(record.handle)
