@@ -23,7 +23,7 @@ from codemode.replicas.connection import SharedRedis
 from tests.conftest import RedisServer
 from tests.gateway.conftest import HTTPGateway, descendants, wait_until_gone
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
 WRITE = (
