@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from codemode.errors import (
     ReplicaLostError,
     SessionBusyError,
     SessionError,
+    StateStoreError,
     UnknownSessionError,
 )
 from tests.replicas.conftest import Crm
@@ -212,3 +214,16 @@ async def test_idle_expiry_drops_a_stale_copy_but_forgets_a_session_where_it_ran
     for replica in (a, b):
         with pytest.raises(UnknownSessionError):
             await replica.execute(READ, session=handle)
+
+
+async def test_a_store_outage_is_a_clear_error_and_replicas_recover_after_it(
+    replicas: tuple[Codemode, Codemode], redis_server: Any
+) -> None:
+    a, _ = replicas
+    before = await a.execute("x = 1")
+    redis_server.stop()
+    with pytest.raises(StateStoreError, match=r"shared store at .* did not answer"):
+        await a.execute("print(x)", session=before.session)
+    redis_server.start()  # an empty server: what it held is gone, the replica goes on
+    after = await a.execute("print(2)")
+    assert (after.status, after.stdout) == ("ok", "2\n"), after.render_text()

@@ -9,15 +9,23 @@ already decided. The record outlives the decision (for that answer) and then exp
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Literal
 
 from codemode.engine.approvals import ApprovalBroker, PendingApproval
-from codemode.errors import ApprovalDecidedError, ApprovalMismatchError, SessionError
+from codemode.errors import (
+    ApprovalDecidedError,
+    ApprovalMismatchError,
+    SessionError,
+    StateStoreError,
+)
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.directory import owner_tag
 
 __all__ = ["ApprovalRecords", "Decision", "SharedApprovalBroker"]
+
+log = logging.getLogger(__name__)
 
 _DECIDE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing', '', ''} end
@@ -135,4 +143,7 @@ class SharedApprovalBroker(ApprovalBroker):
     def _finished(self, pending: PendingApproval) -> None:
         if pending.decision is None or pending.decision is False:
             # Denied locally by a closing session, or never answered: no one may approve it.
-            self.records.lapse(pending.id)
+            try:
+                self.records.lapse(pending.id)
+            except StateStoreError:  # the record expires by itself; the wait is over anyway
+                log.warning("could not mark approval %s as lapsed", pending.id, exc_info=True)

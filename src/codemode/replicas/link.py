@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from codemode.errors import ApprovalMismatchError, CodemodeError, ReplicaLostError, SessionError
+from codemode.errors import (
+    ApprovalMismatchError,
+    CodemodeError,
+    ReplicaLostError,
+    SessionError,
+    StateStoreError,
+)
 from codemode.replicas.approvals import ApprovalRecords
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.directory import SessionDirectory
@@ -81,7 +87,10 @@ class ReplicaLink:
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=_POLL_S + 5)
-        self.redis.call(self.redis.client.delete, self.redis.key("replica", self.replica))
+        try:  # others learn at once that this replica is gone (else when its beat expires)
+            self.redis.call(self.redis.client.delete, self.redis.key("replica", self.replica))
+        except StateStoreError:
+            log.warning("could not remove this replica's heartbeat", exc_info=True)
 
     def _beat_loop(self) -> None:
         while not self._stop.wait(self.lease_s / 3):
