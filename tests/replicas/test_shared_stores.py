@@ -3,14 +3,18 @@ audit chain with concurrent writers, vaults."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from codemode.audit.events import AuditEvent
+from codemode.cli import audit_command
 from codemode.errors import StateStoreError
 from codemode.policy.budget import BudgetExceededError
 from codemode.policy.settings import BudgetSettings
@@ -148,3 +152,22 @@ def test_a_vault_loaded_on_another_replica_resolves_and_continues_its_tokens(
     second.wipe()  # this replica's copy only
     assert SharedVault(redis, "s_1", ttl_s=60).value_of("<EMAIL_3>") == "bob@example.com"
     assert SharedVault(redis, "s_2", ttl_s=60).value_of("<EMAIL_1>") is None
+
+
+def test_codemode_audit_reads_the_shared_log_when_one_is_configured(
+    redis: SharedRedis, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = RedisAuditLog(redis)
+    for number in range(3):
+        log.append(_event(number, "s_9"))
+    config = tmp_path / "codemode.toml"
+    config.write_text(
+        f'[gateway]\nstate_dir = "state"\nshared_store = "{redis.url}"\n', encoding="utf-8"
+    )
+    parser = argparse.ArgumentParser()
+    audit_command.add_arguments(parser)
+    args = parser.parse_args(["--config", str(config), "--json", "--limit", "2"])
+    assert audit_command.run(args) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["path"] == redis.url
+    assert [event["tool"] for event in shown["events"]] == ["t1", "t2"]

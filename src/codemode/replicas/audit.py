@@ -16,7 +16,7 @@ from codemode.audit.events import AuditEvent, AuditFilter, event_matches
 from codemode.errors import StateStoreError
 from codemode.replicas.connection import SharedRedis
 
-__all__ = ["RedisAuditLog"]
+__all__ = ["RedisAuditLog", "shared_audit_events"]
 
 _APPEND = """
 local prev = redis.call('GET', KEYS[2]) or ''
@@ -77,3 +77,12 @@ class RedisAuditLog:
 
     def close(self) -> None:
         self._closed = True
+
+
+def shared_audit_events(url: str, filters: AuditFilter) -> list[AuditEvent]:
+    """The events of the shared log at ``url`` that match ``filters`` (for ``codemode audit``)."""
+    redis = SharedRedis(url)
+    try:
+        return RedisAuditLog(redis).query(filters)
+    finally:
+        redis.close()
