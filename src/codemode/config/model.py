@@ -103,6 +103,13 @@ class GatewaySettings(ConfigModel):
         assert isinstance(expanded, dict)
         return {str(owner): str(token) for owner, token in expanded.items()}
 
+    @field_validator("shared_store", mode="after")
+    @classmethod
+    def _a_redis_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("shared_store must be a redis://, rediss:// or unix:// URL")
+        return value
+
     @field_validator("state_dir", mode="after")
     @classmethod
     def _relative_to_the_file(cls, value: Path, info: ValidationInfo) -> Path:
