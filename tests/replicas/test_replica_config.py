@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from codemode.cli.doctor_checks import check_shared_store
 from codemode.config import load_config
 from codemode.errors import ConfigError
 
@@ -39,3 +41,14 @@ def test_a_wrong_shared_store_setting_names_the_key_and_the_fix(
     with pytest.raises(ConfigError, match=problem) as caught:
         load_config(write(tmp_path, line))
     assert "fix:" in str(caught.value)
+
+
+def test_doctor_checks_the_shared_store(redis_server: Any) -> None:
+    found = check_shared_store(redis_server.url)
+    assert (found.level, found.detail) == (
+        "ok",
+        f"{redis_server.url} answers; 0 replica(s) alive on it",
+    )
+    redis_server.stop()
+    down = check_shared_store(redis_server.url)
+    assert down.level == "fail" and "did not answer" in down.detail
