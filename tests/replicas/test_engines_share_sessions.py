@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from codemode.catalog.catalog import Catalog
+from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.errors import (
     ApprovalDecidedError,
@@ -17,7 +20,7 @@ from codemode.errors import (
     StateStoreError,
     UnknownSessionError,
 )
-from tests.replicas.conftest import Crm
+from tests.replicas.conftest import Crm, replica_config
 
 pytestmark = pytest.mark.anyio
 
@@ -227,3 +230,37 @@ async def test_a_store_outage_is_a_clear_error_and_replicas_recover_after_it(
     redis_server.start()  # an empty server: what it held is gone, the replica goes on
     after = await a.execute("print(2)")
     assert (after.status, after.stdout) == ("ok", "2\n"), after.render_text()
+
+
+class ClaimsToReattach:
+    """A twin of a provider whose sandboxes every replica reaches by name (a cluster
+    backend): it says no restore is needed, and records who asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def restore_needed(self, handle: str, previous: str) -> bool:
+        self.asked.append((handle, previous))
+        return False
+
+
+async def test_a_provider_that_reattaches_is_asked_instead_of_restoring(
+    redis_server: Any, crm: Crm, tmp_path: Path
+) -> None:
+    twin = ClaimsToReattach()
+    engines = [
+        Codemode(
+            replica_config(tmp_path, name, redis_server.url),
+            catalog=Catalog([PythonConnector("crm", crm.functions())]),
+            semantic=False,
+        )
+        for name in ("a", "b")
+    ]
+    engines[1].handover = twin
+    async with engines[0] as a, engines[1] as b:
+        wrote = await a.execute(WRITE)
+        moved = await b.execute("import os\nprint(os.path.exists('notes'))", session=wrote.session)
+        assert a.shared is not None
+        assert twin.asked == [(wrote.session, a.shared.replica)]
+        # Nothing was restored: a real reattaching provider would hand back the same sandbox.
+        assert moved.stdout == "False\n" and "restored" not in moved.extra, moved.render_text()

@@ -24,6 +24,7 @@ from codemode.sandbox.result import ExecutionResult
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
     from codemode.replicas.attach import SharedState
+    from codemode.replicas.registry import Handover
 
 __all__ = ["SharingMixin"]
 
@@ -42,6 +43,10 @@ class SharingMixin:
     session_stores: SessionStores = LocalSessionStores()
     # The shared store's connection and this replica's link to the others, when configured.
     shared: SharedState | None = None
+    # What a replica does with a session another replica ran last: None restores it from its
+    # checkpoint; a sandbox provider that every replica reaches by name sets one that
+    # reattaches (``codemode.replicas.registry.Handover``), before ``start()``.
+    handover: Handover | None = None
 
     async def _follow(
         self,
@@ -55,7 +60,9 @@ class SharingMixin:
         from codemode.replicas import share_state
 
         assert self.registry is not None
-        shared = await anyio.to_thread.run_sync(share_state, self, self.registry, self._resuming)
+        shared = await anyio.to_thread.run_sync(
+            share_state, self, self.registry, self._resuming, self.handover
+        )
         self.shared, self.registry, self.approvals = shared, shared.registry, shared.approvals
         self.session_stores = shared.stores
         if self.audit and self.audit_log is None:

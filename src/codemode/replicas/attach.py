@@ -13,7 +13,7 @@ from codemode.replicas.audit import RedisAuditLog
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.directory import SessionDirectory
 from codemode.replicas.link import ReplicaLink
-from codemode.replicas.registry import SharedSessionRegistry
+from codemode.replicas.registry import Handover, SharedSessionRegistry
 from codemode.replicas.stores import RedisSessionStores
 from codemode.skills.checkpoint import KVCheckpoints
 from codemode.state.redis import RedisStore
@@ -47,7 +47,12 @@ class SharedState:
         self.redis.close()
 
 
-def share_state(engine: SharingMixin, local: SessionRegistry, restoring: set[str]) -> SharedState:
+def share_state(
+    engine: SharingMixin,
+    local: SessionRegistry,
+    restoring: set[str],
+    handover: Handover | None = None,
+) -> SharedState:
     """Connect to the shared store and build the shared registry, approvals, stores and
     audit log for ``engine`` (whose ``local`` registry is replaced; it holds no session)."""
     gateway = engine.config.gateway
@@ -68,6 +73,7 @@ def share_state(engine: SharingMixin, local: SessionRegistry, restoring: set[str
         directory=directory,
         restoring=restoring,
         forget=forget,
+        handover=handover,
         idle_timeout_s=idle_s,
         max_sessions=local.max_sessions,
         max_per_client=local.max_per_client,
