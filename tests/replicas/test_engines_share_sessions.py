@@ -20,6 +20,7 @@ from codemode.errors import (
     StateStoreError,
     UnknownSessionError,
 )
+from codemode.gateway.handlers import Caller, GatewayHandlers
 from tests.replicas.conftest import Crm, replica_config
 
 pytestmark = pytest.mark.anyio
@@ -264,3 +265,16 @@ async def test_a_provider_that_reattaches_is_asked_instead_of_restoring(
         assert twin.asked == [(wrote.session, a.shared.replica)]
         # Nothing was restored: a real reattaching provider would hand back the same sandbox.
         assert moved.stdout == "False\n" and "restored" not in moved.extra, moved.render_text()
+
+
+async def test_a_clients_default_session_is_the_same_on_every_replica(
+    replicas: tuple[Codemode, Codemode],
+) -> None:
+    a, b = replicas
+    caller = Caller(owner="alice", client="alice")
+    kept = "from state import keep\nx = 41\nkeep('x')"
+    first = await GatewayHandlers(a).execute({"code": kept}, caller)
+    second = await GatewayHandlers(b).execute({"code": "print(x + 1)"}, caller)
+    assert first.structured_content is not None and second.structured_content is not None
+    assert second.structured_content.get("stdout") == "42\n", second.structured_content
+    assert second.structured_content["session"] == first.structured_content["session"]

@@ -11,6 +11,7 @@ from codemode.engine.registry import SessionRegistry
 from codemode.replicas.approvals import ApprovalRecords, SharedApprovalBroker
 from codemode.replicas.audit import RedisAuditLog
 from codemode.replicas.connection import SharedRedis
+from codemode.replicas.defaults import SharedDefaultSessions
 from codemode.replicas.directory import SessionDirectory
 from codemode.replicas.link import ReplicaLink
 from codemode.replicas.registry import Handover, SharedSessionRegistry
@@ -36,6 +37,8 @@ class SharedState:
     digest_key: bytes
     checkpoints: RedisStore
     link: ReplicaLink
+    # Each identified client's default session (its calls without a handle).
+    default_sessions: SharedDefaultSessions
 
     @property
     def replica(self) -> str:
@@ -94,6 +97,15 @@ def share_state(
     key_name = redis.key("audit", "key")
     redis.call(redis.client.set, key_name, secrets.token_bytes(32), nx=True)
     digest_key = bytes(redis.call(redis.client.get, key_name))
+    defaults = SharedDefaultSessions(redis, ttl_s=idle_s)
     return SharedState(
-        redis, registry, approvals, stores, RedisAuditLog(redis), digest_key, checkpoints, link
+        redis,
+        registry,
+        approvals,
+        stores,
+        RedisAuditLog(redis),
+        digest_key,
+        checkpoints,
+        link,
+        defaults,
     )
