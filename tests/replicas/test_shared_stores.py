@@ -58,6 +58,23 @@ def test_a_lease_keeps_other_replicas_out_until_released_or_expired(redis: Share
     assert x.holder("s_1") == "rx"
 
 
+def test_a_session_running_longer_than_its_idle_time_stays_known_and_claimed(
+    redis: SharedRedis,
+) -> None:
+    x = SessionDirectory(redis, "rx", lease_s=0.2, idle_s=0.2)
+    y = SessionDirectory(redis, "ry", lease_s=0.2, idle_s=0.2)
+    assert x.create("s_1", None).status == "ok"
+    deadline = time.monotonic() + 0.8  # four idle times, renewed as a running session is
+    while time.monotonic() < deadline:
+        assert x.renew(["s_1"]) == []
+        time.sleep(0.05)  # the renewal period of a 0.2 s lease, bounded by the deadline
+    assert x.holder("s_1") == "rx"
+    # Registering it again elsewhere (a resume from its checkpoint) is refused while x runs it.
+    refused = y.create("s_1", None)
+    assert (refused.status, refused.replica) == ("busy", "rx")
+    assert y.create("s_1", "mallory").status == "unknown"
+
+
 def test_two_replicas_spend_a_budget_exactly_once(redis: SharedRedis) -> None:
     settings = BudgetSettings(calls=25, per_tool={"crm.*": 20})
     budgets = [SharedBudget(redis, "s_1", settings, ttl_s=60) for _ in range(2)]

@@ -30,17 +30,32 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return {'ok', last, 0}
 """
 
+# A session this replica registers (a new one, or one resumed from its checkpoint).
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2]
+then return {'unknown', '', 0} end
+local held = redis.call('GET', KEYS[2])
+if held and held ~= ARGV[1] then return {'busy', held, redis.call('PTTL', KEYS[2])} end
+redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'holder', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
+return {'ok', '', 0}
+"""
+
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1
 """
 
+# KEYS: the leases, then the sessions' entries (a session running for long stays known).
 _RENEW = """
 local lost = {}
-for index, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[1] then
-    redis.call('PEXPIRE', key, ARGV[2])
+local count = #KEYS / 2
+for index = 1, count do
+  if redis.call('GET', KEYS[index]) == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[index], ARGV[2])
+    redis.call('PEXPIRE', KEYS[count + index], ARGV[3])
   else
     table.insert(lost, index)
   end
@@ -69,6 +84,7 @@ class SessionDirectory:
         self.lease_ms = max(int(lease_s * 1000), 100)
         self.idle_ms = max(int(idle_s * 1000), self.lease_ms)
         self._claim = redis.script(_CLAIM)
+        self._create = redis.script(_CREATE)
         self._release = redis.script(_RELEASE)
         self._renew = redis.script(_RENEW)
 
@@ -81,25 +97,31 @@ class SessionDirectory:
     def _closed(self, handle: str) -> str:
         return self.redis.key("closed", handle)
 
-    def create(self, handle: str, owner: str | None) -> None:
-        """A new session, claimed by this replica."""
-        client = self.redis.client
-        pipe = client.pipeline(transaction=True)
-        pipe.hset(self._entry(handle), mapping={"owner": owner_tag(owner), "holder": self.replica})
-        pipe.pexpire(self._entry(handle), self.idle_ms)
-        pipe.set(self._lease(handle), self.replica, px=self.lease_ms)
-        self.redis.call(pipe.execute)
+    def create(self, handle: str, owner: str | None) -> Claim:
+        """Register a session run here (new, or resumed from its checkpoint) and claim it,
+        unless another replica holds its lease."""
+        return self._answer(
+            self._create(
+                keys=[self._entry(handle), self._lease(handle)],
+                args=[self.replica, owner_tag(owner), self.lease_ms, self.idle_ms],
+            )
+        )
 
     def claim(self, handle: str, owner: str | None) -> Claim:
         """Take the lease on ``handle`` for this replica, unless another one holds it."""
-        status, replica, ttl_ms = self._claim(
-            keys=[self._entry(handle), self._lease(handle), self._closed(handle)],
-            args=[self.replica, owner_tag(owner), self.lease_ms, self.idle_ms],
+        return self._answer(
+            self._claim(
+                keys=[self._entry(handle), self._lease(handle), self._closed(handle)],
+                args=[self.replica, owner_tag(owner), self.lease_ms, self.idle_ms],
+            )
         )
+
+    def _answer(self, answer: list[object]) -> Claim:
+        status, replica, ttl_ms = answer
         name = status.decode() if isinstance(status, bytes) else str(status)
         who = replica.decode() if isinstance(replica, bytes) else str(replica)
         if name == "busy":
-            return Claim("busy", who, max(int(ttl_ms), 0) / 1000)
+            return Claim("busy", who, max(int(str(ttl_ms)), 0) / 1000)
         if name == "closed":
             return Claim("closed", who)
         return Claim("ok" if name == "ok" else "unknown", who)
@@ -114,9 +136,8 @@ class SessionDirectory:
         """Extend this replica's leases; returns the handles whose lease was lost."""
         if not handles:
             return []
-        lost = self._renew(
-            keys=[self._lease(h) for h in handles], args=[self.replica, self.lease_ms]
-        )
+        keys = [self._lease(h) for h in handles] + [self._entry(h) for h in handles]
+        lost = self._renew(keys=keys, args=[self.replica, self.lease_ms, self.idle_ms])
         return [handles[int(index) - 1] for index in lost]
 
     def holder(self, handle: str) -> str | None:

@@ -22,7 +22,7 @@ from codemode.errors import (
     StateStoreError,
     UnknownSessionError,
 )
-from codemode.replicas.directory import SessionDirectory
+from codemode.replicas.directory import Claim, SessionDirectory
 
 __all__ = ["Handover", "RestoreFromCheckpoint", "SharedSessionRegistry"]
 
@@ -73,6 +73,7 @@ class SharedSessionRegistry(SessionRegistry):
         return self.directory.replica
 
     def open(self, owner: str | None, client: str | None = None) -> Session:
+        # A new handle: no other replica can hold it.
         record = super().open(owner, client)
         self.directory.create(record.handle, owner)
         return record
@@ -82,17 +83,18 @@ class SharedSessionRegistry(SessionRegistry):
             return super().checkout(None, owner, client)
         claim = self.directory.claim(handle, owner)
         if claim.status == "busy":
-            raise SessionBusyError(
-                f"session {handle[:12]!r} is running code on another gateway replica",
-                fix=f"retry in {max(claim.retry_after_s, 1.0):.0f} s (when that execution "
-                "ends, or its replica is found dead), or approve its pending call",
-            )
+            raise _busy(handle, claim)
         if claim.status == "closed":  # closed through another replica: drop any copy here
             self._drop_closed(handle)
         if claim.status == "unknown":
             # Not in the directory (expired there, or a checkpoint being resumed): local only.
             record = super().checkout(handle, owner, client)
-            self.directory.create(handle, owner)
+            registered = self.directory.create(handle, owner)
+            if registered.status != "ok":
+                super().release(record)
+                if registered.status == "busy":
+                    raise _busy(handle, registered)
+                raise UnknownSessionError(f"unknown or expired session {handle[:12]!r}")
             return record
         try:
             return self._checkout_claimed(handle, owner, claim.replica)
@@ -195,3 +197,11 @@ class SharedSessionRegistry(SessionRegistry):
                 self.directory.release(handle)
             except Exception:
                 log.warning("could not release the lease of %s", handle, exc_info=True)
+
+
+def _busy(handle: str, claim: Claim) -> SessionBusyError:
+    return SessionBusyError(
+        f"session {handle[:12]!r} is running code on another gateway replica",
+        fix=f"retry in {max(claim.retry_after_s, 1.0):.0f} s (when that execution ends, or its "
+        "replica is found dead), or approve its pending call",
+    )
