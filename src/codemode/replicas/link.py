@@ -23,8 +23,10 @@ from codemode.errors import (
     ApprovalMismatchError,
     CodemodeError,
     ReplicaLostError,
+    SessionBusyError,
     SessionError,
     StateStoreError,
+    UnknownSessionError,
 )
 from codemode.replicas.approvals import ApprovalRecords
 from codemode.replicas.connection import SharedRedis
@@ -41,6 +43,10 @@ __all__ = ["ReplicaLink"]
 
 log = logging.getLogger(__name__)
 _POLL_S = 1
+# Errors of the holding replica, raised again here as what they were.
+_ERRORS: dict[str, type[SessionError]] = {
+    cls.code: cls for cls in (ApprovalMismatchError, UnknownSessionError, SessionBusyError)
+}
 
 
 class ReplicaLink:
@@ -173,18 +179,22 @@ class ReplicaLink:
             self._queue(decision.replica),
             json.dumps(message),
         )
-        return await anyio.to_thread.run_sync(self._wait_result, approval_id, decision.replica)
+        # A caller that goes away stops waiting; the thread's wait ends on its own bound.
+        return await anyio.to_thread.run_sync(
+            self._wait_result, approval_id, decision.replica, abandon_on_cancel=True
+        )
 
     def _wait_result(self, approval_id: str, replica: str) -> ExecutionResult:
         deadline = time.monotonic() + self.wait_limit_s
         key = self._result_key(approval_id)
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self._stop.is_set():
             item = self.redis.call(self.redis.client.blpop, [key], timeout=_POLL_S)
             if item is not None:
                 data = json.loads(item[1])
                 if "result" in data:
                     return result_from_json(data["result"])
-                raise SessionError(str(data.get("error", "resuming failed")))
+                error = _ERRORS.get(str(data.get("code")), SessionError)
+                raise error(str(data.get("error", "resuming failed")))
             if not self.directory.alive(replica):
                 raise self._lost(approval_id)
         raise SessionError(
