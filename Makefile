@@ -81,6 +81,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/cold_cli.py
 	$(BIN)/python benchmarks/gateway.py
+	$(BIN)/python benchmarks/replicas.py
 	$(BIN)/python benchmarks/agent/run.py
 	$(BIN)/python benchmarks/agent/overhead.py
 	$(BIN)/python benchmarks/peers.py

@@ -17,6 +17,9 @@
     │   │   ├── UnknownSessionError   an unknown, expired or foreign session handle
     │   │   ├── ApprovalMismatchError an approval for arguments other than the call's
     │   │   ├── SessionQuotaError     a client (or the gateway) holds all the sessions it may
+    │   │   ├── SessionBusyError      the session runs on another gateway replica right now
+    │   │   ├── ApprovalDecidedError  an approval that was already answered (on any replica)
+    │   │   ├── ReplicaLostError      the replica running a paused execution stopped
     │   │   └── WorkspaceFileError    a workspace file that cannot be served (missing, a link...)
     │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
     │   ├── ModelInstallError         the embedding model could not be fetched, verified or unpacked
@@ -34,6 +37,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ApprovalDecidedError",
     "ApprovalMismatchError",
     "BridgeProtocolError",
     "CodemodeError",
@@ -46,10 +50,12 @@ __all__ = [
     "ModelInstallError",
     "PackageError",
     "PackageNotAllowedError",
+    "ReplicaLostError",
     "RuntimeFailure",
     "SandboxError",
     "SchemaError",
     "ServersNotLoadedError",
+    "SessionBusyError",
     "SessionError",
     "SessionQuotaError",
     "SkillNotFoundError",
@@ -172,6 +178,20 @@ class ApprovalMismatchError(SessionError):
 
 class SessionQuotaError(SessionError):
     code = "session_quota"
+
+
+class SessionBusyError(SessionError):
+    """Another gateway replica holds the session's lease (it is running code there)."""
+
+    code = "session_busy"
+
+
+class ApprovalDecidedError(SessionError):
+    code = "approval_decided"
+
+
+class ReplicaLostError(SessionError):
+    code = "replica_lost"
 
 
 class WorkspaceFileError(SessionError):

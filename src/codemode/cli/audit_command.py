@@ -6,9 +6,12 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemode.cli.options import add_config_argument
+
+if TYPE_CHECKING:
+    from codemode.audit import AuditEvent
 
 HELP = "show the audit log of tool calls (who called what, the decision and the outcome)"
 
@@ -67,7 +70,6 @@ def audit_path(config_path: Path | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import time
 
     from codemode.audit import AuditFilter, SQLiteAuditLog
@@ -76,28 +78,44 @@ def run(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError("--limit must be at least 1", fix="e.g. --limit 100")
     since = parse_since(args.since, now=time.time()) if args.since else None
+    filters = AuditFilter(
+        session=args.session,
+        tool=args.tool,
+        since=since,
+        decision=args.decision,
+        outcome=args.outcome,
+        limit=args.limit,
+    )
+    if shared := _shared_store(args.config):  # replicas write one log in the shared store
+        from codemode.replicas.audit import shared_audit_events
+
+        return _show(args, shared, shared_audit_events(shared, filters), exists=True)
     path = audit_path(args.config)
     events = []
     if path.exists():
-        filters = AuditFilter(
-            session=args.session,
-            tool=args.tool,
-            since=since,
-            decision=args.decision,
-            outcome=args.outcome,
-            limit=args.limit,
-        )
         with SQLiteAuditLog(path) as log:
             events = log.query(filters)
+    return _show(args, str(path), events, exists=path.exists())
+
+
+def _shared_store(config_path: Path | None) -> str | None:
+    from codemode.config import load_config
+
+    return load_config(config_path).gateway.shared_store
+
+
+def _show(args: argparse.Namespace, path: str, events: list[AuditEvent], *, exists: bool) -> int:
+    import json
+
     if args.json:
         document: dict[str, Any] = {
-            "path": str(path),
+            "path": path,
             "count": len(events),
             "events": [event.to_dict() for event in events],
         }
         print(json.dumps(document, indent=2, ensure_ascii=False))
         return 0
-    if not path.exists():
+    if not exists:
         print(f"no audit log yet at {path} (it starts with the first tool call)", file=sys.stderr)
         return 0
     if not events:

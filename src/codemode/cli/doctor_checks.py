@@ -214,6 +214,24 @@ def check_state(config: CodemodeConfig) -> Check:
     )
 
 
+def check_shared_store(url: str) -> Check:
+    """``[gateway] shared_store``: the server answers; how many replicas use it now."""
+    from codemode.errors import StateStoreError
+    from codemode.replicas.connection import SharedRedis
+
+    try:
+        redis = SharedRedis(url)
+    except StateStoreError as error:
+        return Check("shared store", "fail", error.message, error.fix or "")
+    try:
+        alive = redis.call(
+            lambda: sum(1 for _ in redis.client.scan_iter(redis.key("replica", "*")))
+        )
+    finally:
+        redis.close()
+    return Check("shared store", "ok", f"{url} answers; {alive} replica(s) alive on it")
+
+
 def check_python() -> Check:
     from codemode import __version__
 
@@ -230,4 +248,6 @@ def run_checks(config: CodemodeConfig) -> list[Check]:
     else:
         checks.append(Check("isolation", "fail", "not tried: see the failures above"))
     checks += [check_node(config), check_semantic(), check_state(config)]
+    if config.gateway.shared_store:
+        checks.append(check_shared_store(config.gateway.shared_store))
     return checks

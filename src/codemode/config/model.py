@@ -90,6 +90,14 @@ class GatewaySettings(ConfigModel):
     ] = Field(default_factory=dict)
     # Optional: OAuth 2.1 access tokens from an identity provider (resource-server mode).
     oauth: OAuthSettings | None = None
+    # Stateless replicas: a Redis-compatible server that every replica shares (sessions,
+    # leases, approvals, vaults, budgets, checkpoints, audit log). None: all in this process.
+    shared_store: Annotated[
+        str | None, Hint(fix='write shared_store = "redis://127.0.0.1:6379/0", or leave it out')
+    ] = None
+    # How long a replica's claim on a running session lasts unless renewed (a dead replica's
+    # sessions move to another one after at most this long).
+    session_lease_s: PositiveNumber = 10.0
 
     @field_validator("tokens", mode="after")
     @classmethod
@@ -97,6 +105,13 @@ class GatewaySettings(ConfigModel):
         expanded = expand_references(value, source="config", prefix="gateway.tokens")
         assert isinstance(expanded, dict)
         return {str(owner): str(token) for owner, token in expanded.items()}
+
+    @field_validator("shared_store", mode="after")
+    @classmethod
+    def _a_redis_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("shared_store must be a redis://, rediss:// or unix:// URL")
+        return value
 
     @field_validator("state_dir", mode="after")
     @classmethod

@@ -55,6 +55,8 @@ class PendingApproval:
     shown_digest: str | None = None
     # Long arguments written out for the approver (deleted when the approval is over).
     spilled: Path | None = None
+    # Told each time the approval is shown (a shared broker records it for other replicas).
+    on_described: Callable[[PendingApproval], None] | None = None
 
     def describe(
         self, view: View | None = None, *, spill_dir: Path | None = None
@@ -78,6 +80,8 @@ class PendingApproval:
             "chars": len(text),
             "reason": self.reason,
         }
+        if self.on_described is not None:
+            self.on_described(self)
         if len(text) <= INLINE_CHARS:
             return described
         if spill_dir is not None:
@@ -183,6 +187,7 @@ class ApprovalBroker:
 
     def wait(self, session: str, owner: str | None, call: ToolCall, reason: str) -> bool:
         pending = PendingApproval("ap_" + secrets.token_urlsafe(12), session, owner, call, reason)
+        self._created(pending)
         with self._lock:
             self._pending[pending.id] = pending
             listener = self._listeners.get(session)
@@ -198,6 +203,13 @@ class ApprovalBroker:
             with self._lock:
                 self._pending.pop(pending.id, None)
             pending.discard()
+            self._finished(pending)
+
+    def _created(self, pending: PendingApproval) -> None:
+        """A new approval starts waiting (before anyone is told); a hook for subclasses."""
+
+    def _finished(self, pending: PendingApproval) -> None:
+        """The approval's wait ended (answered, timed out or cancelled); a hook."""
 
     def answer(
         self, approval_id: str, approve: bool, owner: str | None, *, digest: str | None = None

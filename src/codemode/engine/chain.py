@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from codemode.bridge.host import Approver, PackageProvider, ToolInvoker
 from codemode.bridge.router import BuiltinRouter
 from codemode.config import CodemodeConfig
+from codemode.engine.stores import LocalSessionStores, SessionStores
 from codemode.policy import Budget, Policy, PolicyInvoker
 from codemode.tools import ToolCall, ToolSpec
 
@@ -65,14 +66,15 @@ def build_invoker_chain(
     digest_key: bytes | None = None,
     builtins: Mapping[str, ToolInvoker] | None = None,
     shapes: ShapeBook | None = None,
+    stores: SessionStores | None = None,
 ) -> InvokerChain:
+    stores = stores or LocalSessionStores()
     invoker: ToolInvoker = upstream
     privacy: PrivacyInvoker | None = None
     if config.privacy.enabled:
         from codemode.privacy.invoker import PrivacyInvoker
-        from codemode.privacy.vault import Vault
 
-        invoker = privacy = PrivacyInvoker(invoker, Vault(), config.privacy)
+        invoker = privacy = PrivacyInvoker(invoker, stores.vault(session), config.privacy)
         if config.privacy.oracle.enabled:
             from codemode.privacy.oracle import OracleGuard
 
@@ -82,7 +84,7 @@ def build_invoker_chain(
 
         scrub = privacy.scan_output if privacy is not None else None
         invoker = ShapeRecorder(invoker, shapes, specs, scrub=scrub)
-    budget = Budget(config.policy.budget)
+    budget = stores.budget(session, config.policy.budget)
     invoker = PolicyInvoker(invoker, Policy(config.policy, specs), approver=approver, budget=budget)
     audit: AuditInvoker | None = None
     if audit_log is not None:

@@ -36,6 +36,7 @@ from codemode.engine.progress import Progress, cancel_report, wait_reporting
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.searching import SearchAnswer, SearchMixin
 from codemode.engine.session import Session
+from codemode.engine.sharing import SharingMixin
 from codemode.engine.threads import WorkerThreads
 from codemode.engine.views import CatalogViews
 from codemode.engine.workspace import WorkspaceFilesMixin
@@ -67,7 +68,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-class Codemode(SearchMixin, WorkspaceFilesMixin):
+class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
     def __init__(
         self,
         config: CodemodeConfig,
@@ -135,6 +136,8 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
             max_per_client=gateway.max_sessions_per_client,
         )
         self.registry.on_close.append(self._session_closed)
+        if gateway.shared_store:  # stateless replicas: see codemode.replicas
+            await self._share_state()
         if self.audit_log is None and self.audit:
             await anyio.to_thread.run_sync(self._open_audit_log)
         state_dir = self.config.gateway.state_dir
@@ -174,6 +177,8 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
         self._threads.close()
         if self.audit_log is not None:
             self.audit_log.close()
+        if self.shared is not None:
+            await anyio.to_thread.run_sync(self.shared.close)
         if self.state_store is not None:
             await anyio.to_thread.run_sync(self.state_store.close)
         if self.fix_memory is not None:
@@ -309,12 +314,9 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
         match ``digest``, the one from the approval_required result, when given)."""
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
-        pending = self.approvals.answer(approval_id, allow, owner, digest=digest)
-        record = self.registry.get(pending.session, owner)
-        job = record.paused
-        if job is None:
-            raise SessionError("that execution is no longer running")
-        return await self._follow(record, job, progress)
+        # With a shared store: decided once cluster-wide, resumed where it is paused.
+        answer = self.shared.link.approve if self.shared is not None else self.resume_approved
+        return await answer(approval_id, allow, owner=owner, digest=digest, progress=progress)
 
     async def _follow(
         self,
@@ -420,6 +422,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
             digest_key=self._digest_key,
             builtins={STATE_SERVER: state},
             shapes=self.shapes,
+            stores=self.session_stores,
         )
         sandbox: SessionSandbox = self.sandboxes.open(handle)
         if self.skills is not None:
@@ -455,6 +458,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
             lambda invoker: self._current_views().access(invoker),
             tests_chain.invoker,
             isolated=isolated,
+            checkpoints=self.shared.checkpoints if self.shared is not None else None,
             specs=self.catalog.specs,
             version=lambda: self.catalog.version,
         )

@@ -180,6 +180,13 @@ class SessionRegistry:
         record.close()
 
     def expire_idle(self) -> list[str]:
+        expired = self.expire_idle_records()
+        for record in expired:
+            self._closed(record)
+        return [record.handle for record in expired]
+
+    def expire_idle_records(self) -> list[Session]:
+        """Take the sessions idle for longer than the timeout out of the registry (not closed)."""
         now = time.monotonic()
         with self._lock:
             expired = [
@@ -190,9 +197,7 @@ class SessionRegistry:
             for record in expired:
                 del self._sessions[record.handle]
                 self._clients.pop(record.handle, None)
-        for record in expired:
-            self._closed(record)
-        return [record.handle for record in expired]
+        return expired
 
     def close_all(self) -> None:
         with self._lock:

@@ -73,8 +73,10 @@ class GatewayHandlers:
             weakref.WeakKeyDictionary()
         )
         # 2026 clients that the transport identifies but that pass no handle: one default
-        # session per client, instead of a new session per call.
-        self._client_sessions: dict[str, str] = {}
+        # session per client, instead of a new session per call (on every replica).
+        self._client_sessions: MutableMapping[str, str] = (
+            engine.shared.default_sessions if engine.shared is not None else {}
+        )
 
     async def call(
         self, name: str, arguments: dict[str, Any], caller: Caller

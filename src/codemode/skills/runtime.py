@@ -28,6 +28,7 @@ from codemode.skills.model import Skill
 from codemode.skills.session import KeepingSandbox, SkillTester, SkillTools
 from codemode.skills.store import FolderSkills, owner_key
 from codemode.skills.usage import SkillUsage
+from codemode.state.store import KeyValueStore
 from codemode.state.tiered import TieredStore
 from codemode.tools import ToolSpec
 
@@ -59,6 +60,7 @@ class SkillsRuntime:
         test_invoker: ToolInvoker,
         *,
         isolated: bool,
+        checkpoints: KeyValueStore | None = None,
         specs: Callable[[], list[ToolSpec]],
         version: Callable[[], int],
     ) -> SkillsRuntime:
@@ -67,9 +69,12 @@ class SkillsRuntime:
         if settings.enabled:
             store = FolderSkills(config.gateway.state_dir / "skills")
             library = SkillLibrary(store, SkillUsage(state), settings, specs)
-        # Checkpoints go to the durable tier; only a real sandbox has a workspace to keep.
-        checkpoints = KVCheckpoints(state.durable) if settings.checkpoints and isolated else None
-        return cls(config, library, checkpoints, provider, access, test_invoker, version)
+        # Checkpoints go to the durable tier (or ``checkpoints``, a store every gateway replica
+        # shares); only a real sandbox has a workspace to keep.
+        kept = None
+        if settings.checkpoints and isolated:
+            kept = KVCheckpoints(checkpoints if checkpoints is not None else state.durable)
+        return cls(config, library, kept, provider, access, test_invoker, version)
 
     def tester(self, invoker: ToolInvoker) -> SkillTester:
         assert self.library is not None

@@ -352,6 +352,8 @@ class KeepingSandbox:
             return None
         described = fetched.describe() if fetched is not None else {"files": [], "variables": []}
         described["variables"] = sorted(tools.restored_variables)
+        # Restored variables stay kept: the next checkpoint (maybe on another replica) has them.
+        tools.kept |= set(tools.restored_variables)
         described["reason"] = "idle" if released else "lost"
         self._dirty = False
         return described

@@ -1,0 +1,88 @@
+"""``RedisAuditLog``: one audit log that every replica appends to, hash-chained.
+
+Events go to the stream ``audit`` (``XADD``, acknowledged before ``append`` returns). Each
+entry carries ``prev`` and ``hash`` = SHA-1(prev + event), computed in the same Lua script
+that appends it, so concurrent writers on any number of replicas still form one unbroken
+chain; ``verify`` walks it and names the first entry that was changed, removed or inserted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+
+from codemode.audit.events import AuditEvent, AuditFilter, event_matches
+from codemode.errors import StateStoreError
+from codemode.replicas.connection import SharedRedis
+
+__all__ = ["RedisAuditLog", "shared_audit_events"]
+
+_APPEND = """
+local prev = redis.call('GET', KEYS[2]) or ''
+local digest = redis.sha1hex(prev .. ARGV[1])
+redis.call('XADD', KEYS[1], '*', 'event', ARGV[1], 'prev', prev, 'hash', digest)
+redis.call('SET', KEYS[2], digest)
+return digest
+"""
+
+
+class RedisAuditLog:
+    def __init__(self, redis: SharedRedis) -> None:
+        self.redis = redis
+        self.stream = redis.key("audit")
+        self.head = redis.key("audit", "head")
+        self._append = redis.script(_APPEND)
+        self._closed = False
+
+    def append(self, event: AuditEvent) -> None:
+        if self._closed:
+            raise StateStoreError("the audit log is closed", fix="append before closing it")
+        payload = json.dumps(asdict(event), sort_keys=True, separators=(",", ":"))
+        self._append(keys=[self.stream, self.head], args=[payload])
+
+    def _entries(self) -> list[tuple[str, dict[bytes, bytes]]]:
+        found = self.redis.call(self.redis.client.xrange, self.stream)
+        return [(ident.decode(), fields) for ident, fields in found]
+
+    def query(self, filters: AuditFilter | None = None) -> list[AuditEvent]:
+        filters = filters or AuditFilter()
+        events = [AuditEvent(**json.loads(fields[b"event"])) for _, fields in self._entries()]
+        found = [event for event in events if event_matches(event, filters)]
+        if filters.limit is not None:
+            found = found[-filters.limit :] if filters.limit > 0 else []
+        return found
+
+    def verify(self) -> int:
+        """Check the chain from the first entry to the head; returns how many entries."""
+        prev = ""
+        entries = self._entries()
+        for ident, fields in entries:
+            expected = hashlib.sha1(  # noqa: S324 - a chain link, computed by the server too
+                (prev + fields[b"event"].decode()).encode()
+            ).hexdigest()
+            if fields[b"prev"].decode() != prev or fields[b"hash"].decode() != expected:
+                raise StateStoreError(
+                    f"the shared audit log's chain is broken at entry {ident}",
+                    fix="an entry before it was changed, removed or inserted: investigate",
+                )
+            prev = expected
+        head = self.redis.call(self.redis.client.get, self.head)
+        if (head or b"").decode() != prev:
+            raise StateStoreError(
+                "the shared audit log's newest entries were removed (its head moved on)",
+                fix="investigate who trimmed the stream",
+            )
+        return len(entries)
+
+    def close(self) -> None:
+        self._closed = True
+
+
+def shared_audit_events(url: str, filters: AuditFilter) -> list[AuditEvent]:
+    """The events of the shared log at ``url`` that match ``filters`` (for ``codemode audit``)."""
+    redis = SharedRedis(url)
+    try:
+        return RedisAuditLog(redis).query(filters)
+    finally:
+        redis.close()

@@ -1,0 +1,207 @@
+"""``SharedSessionRegistry``: the session registry of one replica among several.
+
+The sandboxes stay local (a replica runs the sessions it holds); which sessions exist, who owns
+them and who runs them now is in the ``SessionDirectory``. Checking a session out claims its
+lease; a session another replica holds is busy; a session last run by another replica (or
+that replica died) continues here: the ``Handover`` says whether its sandbox must be rebuilt
+from its checkpoint (a local sandbox: yes) or can be reattached (a sandbox every replica
+reaches by name, like a cluster backend's).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from codemode.engine.registry import SessionFactory, SessionRegistry
+from codemode.engine.session import Session
+from codemode.errors import (
+    SessionBusyError,
+    SessionQuotaError,
+    StateStoreError,
+    UnknownSessionError,
+)
+from codemode.replicas.directory import Claim, SessionDirectory
+
+__all__ = ["Handover", "RestoreFromCheckpoint", "SharedSessionRegistry"]
+
+log = logging.getLogger(__name__)
+
+
+class Handover(Protocol):
+    def restore_needed(self, handle: str, previous: str) -> bool:
+        """A session last run by replica ``previous`` continues here: True to rebuild its
+        sandbox from the checkpoint, False when the provider reattaches the same sandbox."""
+        ...
+
+
+class RestoreFromCheckpoint:
+    """Local sandboxes die with their replica (or go stale): always restore."""
+
+    def restore_needed(self, handle: str, previous: str) -> bool:
+        return True
+
+
+class SharedSessionRegistry(SessionRegistry):
+    def __init__(
+        self,
+        factory: SessionFactory,
+        *,
+        directory: SessionDirectory,
+        restoring: set[str],
+        forget: Callable[[str], None],
+        handover: Handover | None = None,
+        idle_timeout_s: float,
+        max_sessions: int,
+        max_per_client: int | None = None,
+    ) -> None:
+        super().__init__(
+            factory,
+            idle_timeout_s=idle_timeout_s,
+            max_sessions=max_sessions,
+            max_per_client=max_per_client,
+        )
+        self.directory = directory
+        # The engine's set of handles whose new session restores its checkpoint.
+        self.restoring = restoring
+        self.forget = forget
+        self.handover = handover or RestoreFromCheckpoint()
+
+    @property
+    def replica(self) -> str:
+        return self.directory.replica
+
+    def open(self, owner: str | None, client: str | None = None) -> Session:
+        # A new handle: no other replica can hold it.
+        record = super().open(owner, client)
+        self.directory.create(record.handle, owner)
+        return record
+
+    def checkout(self, handle: str | None, owner: str | None, client: str | None = None) -> Session:
+        if handle is None:
+            return super().checkout(None, owner, client)
+        claim = self.directory.claim(handle, owner)
+        if claim.status == "busy":
+            raise _busy(handle, claim)
+        if claim.status == "closed":  # closed through another replica: drop any copy here
+            self._drop_closed(handle)
+        if claim.status == "unknown":
+            # Not in the directory (expired there, or a checkpoint being resumed): local only.
+            record = super().checkout(handle, owner, client)
+            registered = self.directory.create(handle, owner)
+            if registered.status != "ok":
+                super().release(record)
+                if registered.status == "busy":
+                    raise _busy(handle, registered)
+                raise UnknownSessionError(f"unknown or expired session {handle[:12]!r}")
+            return record
+        try:
+            return self._checkout_claimed(handle, owner, claim.replica)
+        except BaseException:
+            self.directory.release(handle)
+            raise
+
+    def _drop_closed(self, handle: str) -> None:
+        with self._lock:
+            stale = self._sessions.get(handle)
+            if stale is not None and stale.busy == 0:
+                del self._sessions[handle]
+                self._clients.pop(handle, None)
+            else:
+                stale = None
+        if stale is not None:
+            self._closed(stale)
+        raise UnknownSessionError(
+            f"unknown or expired session {handle[:12]!r}",
+            fix="omit `session` to start over in a new session (files and variables start empty)",
+        )
+
+    def _checkout_claimed(self, handle: str, owner: str | None, previous: str) -> Session:
+        moved = previous not in ("", self.replica)
+        with self._lock:
+            local = self._sessions.get(handle)
+            if local is not None and moved and local.busy == 0:
+                del self._sessions[handle]  # stale: the session ran elsewhere since
+                self._clients.pop(handle, None)
+            elif local is not None:
+                local.busy += 1
+                return local
+        if local is not None:
+            local.close()  # only this replica's copy: the shared state stays
+        restore = self.handover.restore_needed(handle, previous) if moved else True
+        record = self._adopt(handle, owner, restore=restore)
+        with self._lock:
+            record.busy += 1
+        return record
+
+    def _adopt(self, handle: str, owner: str | None, *, restore: bool) -> Session:
+        """Build this replica's copy of a session that exists in the cluster."""
+        with self._lock:
+            if len(self._sessions) >= self.max_sessions:
+                raise SessionQuotaError(
+                    f"this replica holds {len(self._sessions)} sessions, its limit "
+                    f"(gateway.max_sessions = {self.max_sessions})",
+                    fix="retry on another replica, or raise gateway.max_sessions",
+                )
+        if restore:
+            self.restoring.add(handle)
+        try:
+            record = self.factory(handle, owner)
+        finally:
+            self.restoring.discard(handle)
+        with self._lock:
+            self._sessions[handle] = record
+        return record
+
+    def release(self, record: Session) -> None:
+        super().release(record)
+        if record.busy == 0:
+            try:
+                self.directory.release(record.handle)
+            except Exception:  # the lease then expires by itself
+                log.warning("could not release the lease of %s", record.handle, exc_info=True)
+
+    def leased(self) -> list[str]:
+        """Handles of the sessions running here now (their leases need renewing)."""
+        with self._lock:
+            return [handle for handle, record in self._sessions.items() if record.busy > 0]
+
+    def close(self, handle: str) -> bool:
+        closed = super().close(handle)
+        self.forget(handle)
+        return closed
+
+    def expire_idle(self) -> list[str]:
+        """Sessions idle here: closed for good if this replica ran them last (then they are
+        idle cluster-wide), else only this replica's stale copy is dropped."""
+        expired = self.expire_idle_records()
+        for record in expired:
+            try:
+                holder = self.directory.holder(record.handle)
+            except StateStoreError:  # unknown: drop the copy, the shared state expires alone
+                holder = ""
+            if holder in (None, self.replica):
+                self._closed(record)
+                self.forget(record.handle)
+            else:
+                record.close()
+        return [record.handle for record in expired]
+
+    def close_all(self) -> None:
+        with self._lock:
+            handles = list(self._sessions)
+        super().close_all()
+        for handle in handles:  # a stopping replica frees its leases at once
+            try:
+                self.directory.release(handle)
+            except Exception:
+                log.warning("could not release the lease of %s", handle, exc_info=True)
+
+
+def _busy(handle: str, claim: Claim) -> SessionBusyError:
+    return SessionBusyError(
+        f"session {handle[:12]!r} is running code on another gateway replica",
+        fix=f"retry in {max(claim.retry_after_s, 1.0):.0f} s (when that execution ends, or its "
+        "replica is found dead), or approve its pending call",
+    )

@@ -1,0 +1,107 @@
+"""``SharedVault``: a session's vault written through to the shared store.
+
+The replica running a session keeps the vault in memory, as a single gateway does, and writes
+each new or changed entry to ``vault:{session}`` (a hash, token -> entry) and each reserved
+token name to ``vault:{session}:reserved``. A replica that takes the session over loads both,
+so tokens minted through one replica resolve through any other. Only the lease holder writes
+(one replica runs a session at a time). ``wipe`` forgets the local copy only; the shared one is
+deleted when the session ends for good (``vault_keys``), or expires when unused for ``ttl_s``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import msgpack
+
+from codemode.privacy.vault import TokenSource, Vault, VaultEntry, VaultValue
+from codemode.replicas.connection import SharedRedis
+
+__all__ = ["SharedVault", "vault_keys"]
+
+_NUMBER = re.compile(r"_(\d+)>$")
+
+
+def vault_keys(redis: SharedRedis, session: str) -> tuple[str, str]:
+    return redis.key("vault", session), redis.key("vault", session, "reserved")
+
+
+class SharedVault(Vault):
+    def __init__(self, redis: SharedRedis, session: str, *, ttl_s: float) -> None:
+        super().__init__()
+        self.redis = redis
+        self._ttl_ms = max(int(ttl_s * 1000), 1000)
+        self._entries_key, self._reserved_key = vault_keys(redis, session)
+        self._write_lock = threading.Lock()
+        # What was last written per token: (origins, delivered, sources) counts.
+        self._saved: dict[str, tuple[int, int, int]] = {}
+        self._load()
+
+    def _load(self) -> None:
+        pipe = self.redis.client.pipeline(transaction=False)
+        pipe.hgetall(self._entries_key)
+        pipe.smembers(self._reserved_key)
+        entries, reserved = self.redis.call(pipe.execute)
+        with self._lock:
+            for raw in entries.values():
+                kind, value, origins, delivered, sources, token = msgpack.unpackb(raw, raw=False)
+                entry = VaultEntry(token, kind, value, set(origins), set(delivered))
+                entry.sources = [TokenSource(*source) for source in sources]
+                self._by_token[token] = entry
+                self._by_value[(type(value), value)] = entry
+                found = _NUMBER.search(token)
+                if found:
+                    number = int(found.group(1))
+                    self._counters[kind] = max(self._counters.get(kind, 0), number)
+                self._saved[token] = _counts(entry)
+            self._reserved.update(item.decode() for item in reserved)
+            if entries:
+                self._version += 1
+
+    def token_for(self, kind: str, value: VaultValue, source: TokenSource) -> str:
+        token = super().token_for(kind, value, source)
+        self._save(token)
+        return token
+
+    def mark_delivered(self, token: str, server: str) -> None:
+        super().mark_delivered(token, server)
+        self._save(token)
+
+    def reserve(self, token: str) -> None:
+        if token in self._reserved:
+            return
+        super().reserve(token)
+        pipe = self.redis.client.pipeline(transaction=False)
+        pipe.sadd(self._reserved_key, token)
+        pipe.pexpire(self._reserved_key, self._ttl_ms)
+        self.redis.call(pipe.execute)
+
+    def wipe(self) -> None:
+        super().wipe()
+        with self._write_lock:
+            self._saved.clear()
+
+    def _save(self, token: str) -> None:
+        with self._write_lock:
+            with self._lock:
+                entry = self._by_token.get(token)
+                if entry is None or self._saved.get(token) == _counts(entry):
+                    return
+                packed = _pack(entry)
+                self._saved[token] = _counts(entry)
+            pipe = self.redis.client.pipeline(transaction=False)
+            pipe.hset(self._entries_key, token, packed)
+            pipe.pexpire(self._entries_key, self._ttl_ms)
+            self.redis.call(pipe.execute)
+
+
+def _counts(entry: VaultEntry) -> tuple[int, int, int]:
+    return len(entry.origins), len(entry.delivered), len(entry.sources)
+
+
+def _pack(entry: VaultEntry) -> bytes:
+    sources = [[s.server, s.tool, s.path] for s in entry.sources]
+    data = [entry.kind, entry.value, sorted(entry.origins), sorted(entry.delivered), sources]
+    packed: bytes = msgpack.packb([*data, entry.token], use_bin_type=True)
+    return packed
