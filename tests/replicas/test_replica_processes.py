@@ -138,6 +138,7 @@ async def test_sessions_and_approvals_move_between_two_replica_processes(
             "files": ["notes/todo.txt"],
             "variables": ["totals"],
             "taken_at": moved["restored"]["taken_at"],
+            "reason": "lost",  # this replica did not hold its sandbox
         }
 
         code = "from servers import orders\nprint(orders.place_order(item='pear')['result'])"
