@@ -29,6 +29,7 @@ from codemode.checks.result import rejected_result
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
+from codemode.engine.egress import audit_egress
 from codemode.engine.invoker import CatalogInvoker
 from codemode.engine.output import OutputCallback
 from codemode.engine.progress import Progress, cancel_report, wait_reporting
@@ -123,7 +124,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
 
     async def _start(self) -> Codemode:
         if self.sandboxes is None:
-            backend = self.backend or make_backend(self.config.sandbox)
+            self.backend = backend = self.backend or make_backend(self.config.sandbox)
             pool = SandboxPool.from_settings(backend, self.config.sandbox).start()
             self.sandboxes = PooledSandboxes(pool)
         gateway = self.config.gateway
@@ -136,6 +137,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
         self.registry.on_close.append(self._session_closed)
         if self.audit_log is None and self.audit:
             await anyio.to_thread.run_sync(self._open_audit_log)
+        audit_egress(self.backend, self.audit_log, self._digest_key)  # its connections
         state_dir = self.config.gateway.state_dir
         self.state_store = await anyio.to_thread.run_sync(
             open_state_store, self.config.state, state_dir

@@ -20,6 +20,7 @@ _TOP_LEVEL_AWAIT = 0x2000
 
 def _parse_args(argv):
     fd, paths, workspace, isolated = None, [], None, False
+    egress_socket = None
     it = iter(argv)
     for arg in it:
         if arg == "--fd":
@@ -30,9 +31,15 @@ def _parse_args(argv):
             workspace = next(it)
         elif arg == "--isolated":
             isolated = True
+        elif arg == "--egress":
+            egress_socket = next(it)
         elif arg == "--env":
             key, _, value = next(it).partition("=")
             os.environ[key] = value
+    if egress_socket is not None:
+        from . import egress
+
+        egress.install(egress_socket)
     return fd, paths, workspace, isolated
 
 
