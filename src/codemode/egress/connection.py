@@ -31,6 +31,9 @@ __all__ = ["Connection", "HEAD_TIMEOUT_S"]
 # The code must send a request's head within this long after connecting.
 HEAD_TIMEOUT_S = 30.0
 _CHUNK = 64 * 1024
+# What a refused connection may still send (dropped) before it is closed.
+_LINGER_S = 2.0
+_LINGER_BYTES = 16 * 1024 * 1024
 _ESTABLISHED = b"HTTP/1.1 200 Connection established\r\n\r\n"
 
 
@@ -89,11 +92,16 @@ class Connection:
                 await writer.wait_closed()
 
     async def _refuse(
-        self, writer: asyncio.StreamWriter, refusal: Refusal, outcome: Outcome = "denied"
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        refusal: Refusal,
+        outcome: Outcome = "denied",
     ) -> None:
         self.outcome, self.error_code, self.reason = outcome, refusal.code, refusal.reason
         writer.write(refusal_response(refusal))
         await writer.drain()
+        await _linger(reader, writer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -102,21 +110,21 @@ class Connection:
             too_large = Refusal(
                 431, f"the request head is over {MAX_HEAD_BYTES} bytes", "egress_head_too_large"
             )
-            return await self._refuse(writer, too_large)
+            return await self._refuse(reader, writer, too_large)
         except (asyncio.IncompleteReadError, TimeoutError):
             return None  # closed, or silent, before a request: nothing to report
         head = parse_request_head(data)
         if isinstance(head, Refusal):
-            return await self._refuse(writer, head)
+            return await self._refuse(reader, writer, head)
         self.method = head.method
         target = request_target(head)
         if isinstance(target, Refusal):
-            return await self._refuse(writer, target)
+            return await self._refuse(reader, writer, target)
         self.target = target
         refusal = self.policy.rules.check_destination(target.host, target.port)
         if refusal is not None:
-            return await self._refuse(writer, refusal)
-        upstream = await self._connect(writer, target)
+            return await self._refuse(reader, writer, refusal)
+        upstream = await self._connect(reader, writer, target)
         if upstream is None:
             return None
         up_reader, up_writer = upstream
@@ -133,14 +141,14 @@ class Connection:
                 self.sent += len(request)
                 upload = asyncio.ensure_future(_pump(reader, up_writer, self._add_sent))
                 try:
-                    await self._relay_response(up_reader, writer)
+                    await self._relay_response(reader, up_reader, writer)
                 finally:
                     upload.cancel()
         finally:
             up_writer.close()
 
     async def _connect(
-        self, writer: asyncio.StreamWriter, target: Target
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, target: Target
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """Resolve on the host, check the address, connect to that very address."""
         policy, where = self.policy, authority(target.host, target.port)
@@ -151,7 +159,7 @@ class Connection:
                 if isinstance(picked, Refusal):
                     self.address = str(addresses[0]) if addresses else None
                     outcome: Outcome = "denied" if picked.status == 403 else "error"
-                    await self._refuse(writer, picked, outcome)
+                    await self._refuse(reader, writer, picked, outcome)
                     return None
                 self.address = str(picked)
                 # An IP literal: asyncio connects without resolving anything again.
@@ -165,11 +173,14 @@ class Connection:
                 f"could not connect to {where} ({self.address or 'unresolved'}): {why}",
                 "egress_unreachable",
             )
-            await self._refuse(writer, refusal, "error")
+            await self._refuse(reader, writer, refusal, "error")
             return None
 
     async def _relay_response(
-        self, up_reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        reader: asyncio.StreamReader,
+        up_reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
     ) -> None:
         while True:
             try:
@@ -182,7 +193,7 @@ class Connection:
                 refusal = Refusal(
                     502, f"{where} did not answer with HTTP/1.x", "egress_bad_upstream"
                 )
-                await self._refuse(writer, refusal, "error")
+                await self._refuse(reader, writer, refusal, "error")
                 return
             head, interim = rewritten
             writer.write(head)
@@ -211,3 +222,16 @@ async def _pump(
             sink.write_eof()
     except OSError:
         sink.close()
+
+
+async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """After a refusal: end the answer, then read and drop what the code still sends, within
+    bounds. Closing a Unix socket with unread input resets it, and the code would see
+    "connection reset" instead of the refusal."""
+    if writer.can_write_eof():
+        writer.write_eof()
+    with contextlib.suppress(TimeoutError, OSError):
+        async with asyncio.timeout(_LINGER_S):
+            dropped = 0
+            while dropped < _LINGER_BYTES and (chunk := await reader.read(_CHUNK)):
+                dropped += len(chunk)
