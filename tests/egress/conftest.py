@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +70,14 @@ def egress_pool(egress_backend: BwrapBackend) -> Iterator[SandboxPool]:
 
 @pytest.fixture
 def audit(egress_backend: BwrapBackend) -> MemoryAuditLog:
-    """A fresh audit log for this test's connections."""
+    """A fresh audit log for this test's connections (those of earlier tests have ended)."""
+    hub = egress_backend.egress
+    assert hub is not None
+    for _ in range(200):
+        if hub.open_connections == 0:
+            break
+        threading.Event().wait(0.05)
+    assert hub.open_connections == 0, "connections of an earlier test are still open"
     log = MemoryAuditLog()
     audit_egress(egress_backend, log, None)
     return log

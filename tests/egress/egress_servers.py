@@ -13,6 +13,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.audit import MemoryAuditLog
+from codemode.audit.events import AuditEvent, AuditFilter
+
 
 @dataclass
 class Seen:
@@ -157,3 +160,15 @@ def exchange(path: str, data: bytes, *, timeout: float = 10) -> bytes:
         while chunk := client.recv(65536):
             chunks.append(chunk)
     return b"".join(chunks)
+
+
+def wait_for_events(log: MemoryAuditLog, count: int) -> list[AuditEvent]:
+    """Records arrive when a connection ends, on the proxy's thread: wait (bounded)."""
+    done = threading.Event()
+    events: list[AuditEvent] = []
+    for _ in range(200):
+        events = log.query(AuditFilter(tool="_network.connect"))
+        if len(events) >= count:
+            return events
+        done.wait(0.05)
+    raise AssertionError(f"{len(events)} audit events, expected {count}: {events}")

@@ -8,24 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import Servers, sandbox_settings, verified
+from egress_servers import wait_for_events
 
 from codemode.audit import MemoryAuditLog
-from codemode.audit.events import AuditEvent, AuditFilter
 from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession, SandboxSettings
-
-
-def wait_for_events(log: MemoryAuditLog, count: int) -> list[AuditEvent]:
-    """Records arrive when a connection ends, on the proxy's thread: wait (bounded)."""
-    import threading
-
-    done = threading.Event()
-    events: list[AuditEvent] = []
-    for _ in range(200):
-        events = log.query(AuditFilter(tool="_network.connect"))
-        if len(events) >= count:
-            return events
-        done.wait(0.05)
-    raise AssertionError(f"{len(events)} audit events, expected {count}: {events}")
 
 
 def run(session: SandboxSession, code: str) -> str:

@@ -26,7 +26,7 @@ from codemode.egress.heads import (
 from codemode.egress.records import ConnectionRecord, Outcome, Resolver
 from codemode.egress.rules import EgressRules, Refusal, authority
 
-__all__ = ["Connection", "HEAD_TIMEOUT_S"]
+__all__ = ["HEAD_TIMEOUT_S", "Connection", "Policy", "linger"]
 
 # The code must send a request's head within this long after connecting.
 HEAD_TIMEOUT_S = 30.0
@@ -101,7 +101,7 @@ class Connection:
         self.outcome, self.error_code, self.reason = outcome, refusal.code, refusal.reason
         writer.write(refusal_response(refusal))
         await writer.drain()
-        await _linger(reader, writer)
+        await linger(reader, writer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -224,7 +224,7 @@ async def _pump(
         sink.close()
 
 
-async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """After a refusal: end the answer, then read and drop what the code still sends, within
     bounds. Closing a Unix socket with unread input resets it, and the code would see
     "connection reset" instead of the refusal."""

@@ -23,7 +23,7 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
-from codemode.egress.connection import Connection, Policy
+from codemode.egress.connection import Connection, Policy, linger
 from codemode.egress.heads import MAX_HEAD_BYTES, refusal_response
 from codemode.egress.records import ConnectionRecord, RecordSink, Resolver, SystemResolver
 from codemode.egress.rules import EgressRules, Refusal
@@ -69,6 +69,8 @@ class EgressHub:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._gates = 0
+        # Connections being served now, over every gate (reported once each has ended).
+        self.open_connections = 0
 
     def _acquire_loop(self) -> asyncio.AbstractEventLoop:
         """The hub's loop, started for the first open gate."""
@@ -91,7 +93,8 @@ class EgressHub:
             self._gates -= 1
             if self._gates > 0:
                 return
-        self.close()
+            thread, self._loop, self._thread = self._thread, None, None
+        _stop_loop(loop, thread)
 
     def _call(self, future: Future[None], what: str) -> None:
         try:
@@ -135,12 +138,16 @@ class EgressHub:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
             self._gates = 0
-        if loop is not None and thread is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            if thread is not threading.current_thread():
-                thread.join(timeout=5)
-                if not thread.is_alive():
-                    loop.close()
+        if loop is not None:
+            _stop_loop(loop, thread)
+
+
+def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread | None) -> None:
+    loop.call_soon_threadsafe(loop.stop)
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(timeout=5)
+        if not thread.is_alive():
+            loop.close()
 
 
 class EgressGate:
@@ -182,17 +189,20 @@ class EgressGate:
             writer.write(refusal_response(busy))
             with contextlib.suppress(OSError):
                 await writer.drain()
+                await linger(reader, writer)
             writer.close()
             return
         self._tasks.add(task)
+        self.hub.open_connections += 1
         connection = Connection(self.hub.policy, self.session)
         try:
             await connection.serve(reader, writer)
         finally:
-            self._tasks.discard(task)
             record = connection.record()
             if record is not None:
                 self.hub.report(record)
+            self._tasks.discard(task)
+            self.hub.open_connections -= 1
 
     async def _stop(self) -> None:
         if self._server is not None:
