@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from codemode.egress.heads import (
     MAX_HEAD_BYTES,
+    RequestHead,
     Target,
     forwarded_request,
     parse_request_head,
@@ -87,9 +88,7 @@ class Connection:
         except (OSError, asyncio.IncompleteReadError):
             pass  # either side went away: the relay ends
         finally:
-            writer.close()
-            with contextlib.suppress(OSError, asyncio.CancelledError):
-                await writer.wait_closed()
+            writer.close()  # not awaited: the transport closes on the loop's next turn
 
     async def _refuse(
         self,
@@ -105,7 +104,8 @@ class Connection:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            data = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
+            async with asyncio.timeout(HEAD_TIMEOUT_S):  # (no task of its own, unlike wait_for)
+                data = await reader.readuntil(b"\r\n\r\n")
         except (asyncio.LimitOverrunError, ValueError):
             too_large = Refusal(
                 431, f"the request head is over {MAX_HEAD_BYTES} bytes", "egress_head_too_large"
@@ -139,6 +139,9 @@ class Connection:
                 request = forwarded_request(head, target)
                 up_writer.write(request)
                 self.sent += len(request)
+                if not _has_body(head):  # the common GET: nothing more to forward
+                    await self._relay_response(reader, up_reader, writer)
+                    return None
                 upload = asyncio.ensure_future(_pump(reader, up_writer, self._add_sent))
                 try:
                     await self._relay_response(reader, up_reader, writer)
@@ -235,3 +238,8 @@ async def linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             dropped = 0
             while dropped < _LINGER_BYTES and (chunk := await reader.read(_CHUNK)):
                 dropped += len(chunk)
+
+
+def _has_body(head: RequestHead) -> bool:
+    lengths = head.header("content-length")
+    return bool(head.header("transfer-encoding")) or any(value != "0" for value in lengths)
