@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemode.audit import MemoryAuditLog
+from codemode.audit import AuditLog
 from codemode.audit.events import AuditEvent, AuditFilter
 
 
@@ -162,7 +162,7 @@ def exchange(path: str, data: bytes, *, timeout: float = 10) -> bytes:
     return b"".join(chunks)
 
 
-def wait_for_events(log: MemoryAuditLog, count: int) -> list[AuditEvent]:
+def wait_for_events(log: AuditLog, count: int) -> list[AuditEvent]:
     """Records arrive when a connection ends, on the proxy's thread: wait (bounded)."""
     done = threading.Event()
     events: list[AuditEvent] = []
