@@ -156,11 +156,14 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
     # --- search only (the CLI): no sandboxes ---------------------------------------------
 
     async def open_for_search(self) -> dict[str, str]:
-        """Load the catalog for ``search`` alone: no sandbox pool, sessions or audit log.
+        """Load the catalog (and the observed result shapes) for ``search`` alone: no sandbox
+        pool, sessions or audit log.
         Returns the servers that failed to load (name -> reason). ``aclose()`` when done."""
         failures = await self.catalog.load()
         for server, message in failures.items():
             log.warning("server %s is unavailable: %s", server, message)
+        shapes_file = self.config.gateway.state_dir / SHAPES_FILE  # shown at detail "full"
+        self.shapes = await anyio.to_thread.run_sync(ShapeBook, shapes_file)
         await anyio.to_thread.run_sync(self._current_views)
         return failures
 
