@@ -189,6 +189,8 @@ class BwrapBackend:
             if self.settings.python_paths is not None
             else default_python_paths()
         )
+        # The host's package store, mounted read-only (None: [sandbox.packages] is off).
+        self.package_store = self._package_store()
         self.staging = self._staging()
         # The egress proxy, with [sandbox.network] allow: one socket per sandbox. Its records
         # go to ``egress.sink`` (the engine points it at the audit log).
@@ -216,12 +218,16 @@ class BwrapBackend:
     def _staging(self) -> Staging | None:
         prefix = _interpreter_prefix()
         sources = {**({"python": prefix} if prefix else {}), **self._site_dirs()}
+        if self.package_store is not None:
+            # What the host installs later appears through the overlay too (a lookup of a new
+            # name reaches the staged directory).
+            sources["packages"] = str(self.package_store)
         staging = Staging.create(sources) if overlays_work(self.bwrap) else None
         if staging is None:
             log.warning(
                 "bwrap cannot mount overlays here (bwrap >= 0.10 and a kernel with overlayfs "
                 "in user namespaces are needed): the sandbox's /proc/self/mountinfo shows the "
-                "host paths of the interpreter and its site directories"
+                "host paths of the interpreter, its site directories and the package store"
             )
         return staging
 
@@ -327,8 +333,10 @@ class BwrapBackend:
                 args += ["--ro-bind", real, target]
             site_dirs.append(target)
         # The host's package store: what the code installs appears here, read-only.
-        store = self._package_store()
-        if store is not None:
+        store = self.package_store
+        if store is not None and self.staging is not None:
+            args += self.staging.overlay_args("packages", PACKAGES)
+        elif store is not None:
             args += ["--ro-bind", str(store), PACKAGES]
         if egress_socket is not None:
             # The proxy's socket (connect() needs no write access to the mount), and the
