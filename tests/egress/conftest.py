@@ -5,41 +5,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-from egress_servers import EchoServer, HttpServer, self_signed
+from egress_servers import EchoServer, HttpServer, Servers, sandbox_settings, self_signed, verified
 
 from codemode.audit import MemoryAuditLog
-from codemode.egress import NetworkSettings
 from codemode.engine.egress import audit_egress
-from codemode.sandbox import BwrapBackend, Limits, SandboxPool, SandboxSession, SandboxSettings
-from codemode.sandbox.isolation import require_isolation
-
-
-@dataclass
-class Servers:
-    listed: HttpServer  # in allow
-    other: HttpServer  # not in allow
-    tls: HttpServer  # in allow, HTTPS with a self-signed certificate
-    echo: EchoServer  # in allow (a tunnel's far end)
-    ca_file: Path  # the certificate to trust for ``tls``
-
-    def network(self, **overrides: object) -> NetworkSettings:
-        allow = [
-            f"127.0.0.1:{self.listed.port}",
-            f"localhost:{self.listed.port}",
-            f"localhost:{self.tls.port}",
-            f"127.0.0.1:{self.echo.port}",
-        ]
-        values: dict[str, object] = {
-            "allow": allow,
-            "allow_private": ["127.0.0.0/8"],
-            "max_connections": 8,
-        }
-        values.update(overrides)
-        return NetworkSettings.model_validate(values)
+from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +22,6 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     yield made
     for server in (made.listed, made.other, made.tls, made.echo):
         server.close()
-
-
-def sandbox_settings(network: NetworkSettings) -> SandboxSettings:
-    limits = Limits(wall_time_s=30, memory_bytes=1024 * 1024 * 1024)
-    return SandboxSettings(limits=limits, network=network, pool_size=1)
 
 
 @pytest.fixture(scope="module")
@@ -81,14 +48,6 @@ def audit(egress_backend: BwrapBackend) -> MemoryAuditLog:
     log = MemoryAuditLog()
     audit_egress(egress_backend, log, None)
     return log
-
-
-def verified(pool: SandboxPool, name: str) -> SandboxSession:
-    session = SandboxSession(pool, name)
-    session.execute("pass")
-    assert session.sandbox is not None
-    require_isolation(session.sandbox)  # raises (the test fails) rather than run unisolated
-    return session
 
 
 @pytest.fixture

@@ -15,6 +15,9 @@ from pathlib import Path
 
 from codemode.audit import AuditLog
 from codemode.audit.events import AuditEvent, AuditFilter
+from codemode.egress import NetworkSettings
+from codemode.sandbox import Limits, SandboxPool, SandboxSession, SandboxSettings
+from codemode.sandbox.isolation import require_isolation
 
 
 @dataclass
@@ -172,3 +175,40 @@ def wait_for_events(log: AuditLog, count: int) -> list[AuditEvent]:
             return events
         done.wait(0.05)
     raise AssertionError(f"{len(events)} audit events, expected {count}: {events}")
+
+
+@dataclass
+class Servers:
+    listed: HttpServer  # in allow
+    other: HttpServer  # not in allow
+    tls: HttpServer  # in allow, HTTPS with a self-signed certificate
+    echo: EchoServer  # in allow (a tunnel's far end)
+    ca_file: Path  # the certificate to trust for ``tls``
+
+    def network(self, **overrides: object) -> NetworkSettings:
+        allow = [
+            f"127.0.0.1:{self.listed.port}",
+            f"localhost:{self.listed.port}",
+            f"localhost:{self.tls.port}",
+            f"127.0.0.1:{self.echo.port}",
+        ]
+        values: dict[str, object] = {
+            "allow": allow,
+            "allow_private": ["127.0.0.0/8"],
+            "max_connections": 8,
+        }
+        values.update(overrides)
+        return NetworkSettings.model_validate(values)
+
+
+def sandbox_settings(network: NetworkSettings) -> SandboxSettings:
+    limits = Limits(wall_time_s=30, memory_bytes=1024 * 1024 * 1024)
+    return SandboxSettings(limits=limits, network=network, pool_size=1)
+
+
+def verified(pool: SandboxPool, name: str) -> SandboxSession:
+    session = SandboxSession(pool, name)
+    session.execute("pass")
+    assert session.sandbox is not None
+    require_isolation(session.sandbox)  # raises (the test fails) rather than run unisolated
+    return session

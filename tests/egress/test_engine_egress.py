@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Servers
-from egress_servers import wait_for_events
+from egress_servers import Servers, wait_for_events
 
 from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig, GatewaySettings

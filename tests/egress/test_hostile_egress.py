@@ -8,8 +8,7 @@ that the servers it must not reach saw nothing.
 from __future__ import annotations
 
 import pytest
-from conftest import Servers
-from egress_servers import wait_for_events
+from egress_servers import Servers, wait_for_events
 
 from codemode.audit import MemoryAuditLog
 from codemode.sandbox import SandboxSession

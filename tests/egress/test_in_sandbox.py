@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import Servers, sandbox_settings, verified
-from egress_servers import wait_for_events
+from egress_servers import Servers, sandbox_settings, verified, wait_for_events
 
 from codemode.audit import MemoryAuditLog
 from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession, SandboxSettings

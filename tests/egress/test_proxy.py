@@ -11,8 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from conftest import Servers
-from egress_servers import exchange
+from egress_servers import Servers, exchange
 
 from codemode.audit import MemoryAuditLog
 from codemode.audit.events import AuditFilter

@@ -36,11 +36,7 @@ def _parse_args(argv):
         elif arg == "--env":
             key, _, value = next(it).partition("=")
             os.environ[key] = value
-    if egress_socket is not None:
-        from . import egress
-
-        egress.install(egress_socket)
-    return fd, paths, workspace, isolated
+    return fd, paths, workspace, isolated, egress_socket
 
 
 def _utf8(text):
@@ -175,7 +171,11 @@ async def _await(awaitable):
 
 
 def main(argv):
-    fd, paths, workspace, isolated = _parse_args(argv)
+    fd, paths, workspace, isolated, egress_socket = _parse_args(argv)
+    if egress_socket is not None:  # [sandbox.network] allow: the way out through the proxy
+        from . import egress
+
+        egress.install(egress_socket)
     os.chdir(workspace)
     import site
 
