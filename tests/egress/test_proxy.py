@@ -3,8 +3,11 @@ servers: what it admits, what it refuses and how, and what it reports."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import ssl
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -17,6 +20,7 @@ from codemode.audit import MemoryAuditLog
 from codemode.audit.events import AuditFilter
 from codemode.egress import ConnectionRecord, EgressHub, NetworkSettings, StaticResolver
 from codemode.egress.names import IPAddress
+from codemode.egress.proxy import sweep_orphans
 from codemode.engine.egress import EgressAudit
 
 
@@ -285,3 +289,27 @@ def test_records_become_audit_events(servers: Servers) -> None:
     ]
     assert events[0].message.startswith(f"GET 127.0.0.1:{port} via 127.0.0.1: sent ")
     assert events[1].rule == "sandbox.network.allow" and events[1].error_code == "egress_not_listed"
+
+
+def test_gate_directories_left_by_a_dead_process_are_swept(servers: Servers) -> None:
+    base = Path(tempfile.mkdtemp(prefix="cm-"))  # short: a socket path has 108 bytes at most
+    try:
+        dead = base / "codemode-egress-dead"
+        dead.mkdir()
+        with socket.socket(socket.AF_UNIX) as stale:
+            stale.bind(str(dead / "egress.sock"))  # bound, never listening again
+        (base / "codemode-egress-empty").mkdir()
+        (base / "codemode-egress-young").mkdir()  # maybe a gate being made now
+        long_ago = time.time() - 3600
+        for name in ("dead", "empty"):
+            os.utime(base / f"codemode-egress-{name}", (long_ago, long_ago))
+        hub = EgressHub(servers.network(), base=str(base))
+        assert sorted(p.name for p in base.iterdir()) == ["codemode-egress-young"]
+        gate = hub.open_gate()
+        os.utime(gate.directory, (long_ago, long_ago))
+        assert sweep_orphans(str(base)) == 0  # an old gate that listens is alive
+        assert Path(gate.path).is_socket()
+        hub.close()  # closes its gates: their directories go
+        assert sorted(p.name for p in base.iterdir()) == ["codemode-egress-young"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

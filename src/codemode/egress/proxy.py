@@ -18,8 +18,10 @@ import logging
 import os
 import shutil
 import socket
+import stat
 import tempfile
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from codemode.egress.rules import EgressRules, Refusal
 from codemode.egress.settings import NetworkSettings
 from codemode.errors import SandboxError
 
-__all__ = ["EgressGate", "EgressHub", "socket_base"]
+__all__ = ["EgressGate", "EgressHub", "socket_base", "sweep_orphans"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,35 @@ def socket_base() -> str:
         if base and Path(base).is_dir() and os.access(base, os.W_OK | os.X_OK):
             return base
     return tempfile.gettempdir()
+
+
+def sweep_orphans(base: str, *, min_age_s: float = 60.0) -> int:
+    """Remove gate directories a dead process left in ``base`` (this user's, older than
+    ``min_age_s``, with nothing listening on their socket). Returns how many went."""
+    removed, now = 0, time.time()
+    for entry in Path(base).glob("codemode-egress-*"):
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        if now - info.st_mtime < min_age_s or _listening(entry / SOCKET_NAME):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return False
+        except OSError:
+            return True  # cannot tell: keep it
+    return True
 
 
 class EgressHub:
@@ -65,10 +96,12 @@ class EgressHub:
         # Called with every connection's record, on the hub's thread (set it at any time).
         self.sink: RecordSink | None = sink
         self.base = base or socket_base()
+        sweep_orphans(self.base)  # left by a process that was killed
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._gates = 0
+        self._open: set[EgressGate] = set()
         # Connections being served now, over every gate (reported once each has ended).
         self.open_connections = 0
 
@@ -116,6 +149,8 @@ class EgressHub:
                 fix="make /dev/shm or the temporary directory writable",
             ) from error
         gate = EgressGate(self, directory, self._acquire_loop())
+        with self._lock:
+            self._open.add(gate)
         try:
             self._call(asyncio.run_coroutine_threadsafe(gate._start(), gate.loop), "listen")
         except BaseException:
@@ -133,7 +168,11 @@ class EgressHub:
             log.exception("could not record an egress connection")
 
     def close(self) -> None:
-        """Stop the thread now (its gates stop serving; a later ``open_gate`` starts anew)."""
+        """Close every open gate and stop the thread (a later ``open_gate`` starts anew)."""
+        with self._lock:
+            gates = list(self._open)
+        for gate in gates:
+            gate.close()
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
@@ -223,4 +262,6 @@ class EgressGate:
             with contextlib.suppress(Exception):
                 future.result(timeout=5)
         shutil.rmtree(self.directory, ignore_errors=True)
+        with self.hub._lock:
+            self.hub._open.discard(self)
         self.hub._release_loop(self.loop)
