@@ -113,8 +113,8 @@ def session(pool: SandboxPool) -> Iterator[SandboxSession]:
 def isolated_session(pool: SandboxPool) -> Iterator[SandboxSession]:
     """A session whose sandbox has proved, from inside, that it is isolated."""
     session = SandboxSession(pool, "hostile")
-    session.execute("pass")
-    assert session.sandbox is not None
+    started = session.execute("pass")
+    assert session.sandbox is not None, f"the sandbox died running `pass`: {started.to_dict()}"
     require_isolation(session.sandbox)  # raises (the test fails) rather than run unisolated
     yield session
     session.close()
@@ -149,8 +149,8 @@ def host_markers_absent(*paths: str) -> bool:
 
 def _verified(pool: SandboxPool, name: str) -> SandboxSession:
     session = SandboxSession(pool, name)
-    session.execute("pass")
-    assert session.sandbox is not None
+    started = session.execute("pass")
+    assert session.sandbox is not None, f"the sandbox died running `pass`: {started.to_dict()}"
     require_isolation(session.sandbox)  # raises (the test fails) rather than run unisolated
     return session
 
