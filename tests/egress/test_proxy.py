@@ -313,3 +313,32 @@ def test_gate_directories_left_by_a_dead_process_are_swept(servers: Servers) -> 
         assert sorted(p.name for p in base.iterdir()) == ["codemode-egress-young"]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_listed_destination_that_does_not_answer_is_a_502_and_an_error(
+    servers: Servers, recorder: Recorder
+) -> None:
+    with socket.socket() as closed:  # a port nothing listens on once this socket is closed
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    log = MemoryAuditLog()
+    audit = EgressAudit(log)
+
+    def both(record: ConnectionRecord) -> None:
+        recorder(record)
+        audit(record)
+
+    hub = EgressHub(servers.network(allow=[f"127.0.0.1:{port}"]), sink=both)
+    gate = hub.open_gate()
+    try:
+        answer = _get(gate.path, f"http://127.0.0.1:{port}/", f"127.0.0.1:{port}")
+    finally:
+        hub.close()
+    assert answer.startswith(
+        f"HTTP/1.1 502 could not connect to 127.0.0.1:{port} (127.0.0.1)".encode()
+    )
+    (record,) = recorder.wait_for(1)
+    assert (record.outcome, record.error_code) == ("error", "egress_unreachable")
+    (event,) = log.query(AuditFilter(tool="_network.connect"))
+    assert (event.decision, event.outcome) == ("allow", "error")
+    assert event.message.startswith(f"GET 127.0.0.1:{port} via 127.0.0.1: sent 0 B, received 0 B; ")
