@@ -53,7 +53,7 @@ test-unprivileged: setup
 	else \
 	  $(BIN)/python scripts/run_unprivileged.py --user codemode-test \
 	    --need "$(CURDIR)" --need "$$($(BIN)/python -c 'import sys; print(sys.base_prefix)')" \
-	    -- $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider -m "hostile or limits" tests/sandbox; \
+	    -- $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider -m "hostile or limits" tests/sandbox tests/egress; \
 	fi
 
 test-fast: setup
@@ -78,6 +78,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/streaming.py
 	$(BIN)/python benchmarks/parallel.py
 	$(BIN)/python benchmarks/packages.py
+	$(BIN)/python benchmarks/egress.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/cold_cli.py
 	$(BIN)/python benchmarks/gateway.py

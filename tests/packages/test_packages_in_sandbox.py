@@ -98,3 +98,21 @@ def test_the_store_is_read_only_inside(session) -> None:
     )
     assert result.status == "error"
     assert result.error["type"] in ("OSError", "PermissionError")
+
+
+def test_no_host_path_of_the_store_shows_in_mountinfo(session, settings: PackageSettings) -> None:
+    """The store is an overlay of a neutral staging path: no line of mountinfo holds the cache
+    directory or anything above it, and a package installed after the sandbox started (the
+    install below) is still found through it."""
+    sandbox, access = session
+    store = (Path(str(settings.cache_dir)) / "store").resolve()
+    host_paths = [str(store), str(store.parent)]
+    result = sandbox.execute(
+        "pip install -q tinylib\nimport tinylib\nprint(tinylib.VALUE)\n"
+        "text = open('/proc/self/mountinfo').read()\n"
+        "print([line.split()[3] for line in text.splitlines() if ' /run/codemode/packages ' in line])\n"
+        f"print([path for path in {host_paths!r} if path in text])",
+        tools=access,
+    )
+    assert result.status == "ok", result.render_text()
+    assert result.stdout.splitlines()[-3:] == ["42", "['/']", "[]"], result.stdout

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from codemode.egress import NetworkSettings
 from codemode.sandbox import BwrapBackend, Limits, SandboxPool, SandboxSession, SandboxSettings
 from codemode.sandbox.isolation import require_isolation
 
@@ -73,10 +74,19 @@ def zombies() -> list[str]:
     ]
 
 
+# With CODEMODE_TEST_EGRESS=1 the whole suite runs with the egress proxy on (a socket in every
+# sandbox, proxy variables set); the listed destination is a port nothing listens on.
+EGRESS_SWITCH = "CODEMODE_TEST_EGRESS"
+
+
 @pytest.fixture(scope="session")
 def hostile_settings() -> SandboxSettings:
+    network = NetworkSettings()
+    if os.environ.get(EGRESS_SWITCH) == "1":
+        network = NetworkSettings(allow=["127.0.0.1:9"], allow_private=["127.0.0.1/32"])
     return SandboxSettings(
         limits=Limits(wall_time_s=6, memory_bytes=512 * 1024 * 1024, workspace_bytes=64 << 20),
+        network=network,
         pool_size=1,
     )
 
@@ -103,8 +113,8 @@ def session(pool: SandboxPool) -> Iterator[SandboxSession]:
 def isolated_session(pool: SandboxPool) -> Iterator[SandboxSession]:
     """A session whose sandbox has proved, from inside, that it is isolated."""
     session = SandboxSession(pool, "hostile")
-    session.execute("pass")
-    assert session.sandbox is not None
+    started = session.execute("pass")
+    assert session.sandbox is not None, f"the sandbox died running `pass`: {started.to_dict()}"
     require_isolation(session.sandbox)  # raises (the test fails) rather than run unisolated
     yield session
     session.close()
@@ -139,8 +149,8 @@ def host_markers_absent(*paths: str) -> bool:
 
 def _verified(pool: SandboxPool, name: str) -> SandboxSession:
     session = SandboxSession(pool, name)
-    session.execute("pass")
-    assert session.sandbox is not None
+    started = session.execute("pass")
+    assert session.sandbox is not None, f"the sandbox died running `pass`: {started.to_dict()}"
     require_isolation(session.sandbox)  # raises (the test fails) rather than run unisolated
     return session
 

@@ -158,13 +158,15 @@ def check_loaded(failures: Mapping[str, str], *, allow_partial: bool) -> None:
         _note(f"server {name!r} did not load and is left out (--allow-partial): {why}")
 
 
-def load_specs(args: argparse.Namespace) -> list[ToolSpec]:
-    """Every tool of the catalog that ``--config`` and ``--openapi`` describe."""
+def load_specs(args: argparse.Namespace, config: CodemodeConfig | None = None) -> list[ToolSpec]:
+    """Every tool of the catalog that ``--config`` (or ``config``, loaded from it already)
+    and ``--openapi`` describe."""
     import anyio
 
     from codemode.catalog.loading import catalog_from_config
 
-    config = load_cli_config(args.config, demo_allowed=not args.openapi)
+    if config is None:
+        config = load_cli_config(args.config, demo_allowed=not args.openapi)
 
     async def collect() -> list[ToolSpec]:
         catalog = catalog_from_config(config, args.openapi)

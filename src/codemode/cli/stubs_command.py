@@ -22,12 +22,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from codemode.cli.options import load_specs
+    from codemode.catalog.observed import SHAPES_FILE, ShapeBook
+    from codemode.cli.options import load_cli_config, load_specs
     from codemode.stubs import StubLibrary
 
     started = time.perf_counter()
-    specs = load_specs(args)
-    library = StubLibrary(specs)
+    config = load_cli_config(args.config, demo_allowed=not args.openapi)
+    specs = load_specs(args, config)
+    # The result shapes the gateway observed for tools with no output schema, as it shows them.
+    observed = ShapeBook(config.gateway.state_dir / SHAPES_FILE)
+    library = StubLibrary(specs, observed=observed)
     files = library.write_package(args.outdir)
     servers = library.servers
     elapsed = time.perf_counter() - started

@@ -29,6 +29,7 @@ from codemode.checks.result import rejected_result
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
+from codemode.engine.egress import audit_egress
 from codemode.engine.idle import upkeep
 from codemode.engine.invoker import CatalogInvoker
 from codemode.engine.output import OutputCallback
@@ -125,7 +126,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
 
     async def _start(self) -> Codemode:
         if self.sandboxes is None:
-            backend = self.backend or make_backend(self.config.sandbox)
+            self.backend = backend = self.backend or make_backend(self.config.sandbox)
             pool = SandboxPool.from_settings(backend, self.config.sandbox).start()
             self.sandboxes = PooledSandboxes(pool)
         gateway = self.config.gateway
@@ -140,6 +141,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             await self._share_state()
         if self.audit_log is None and self.audit:
             await anyio.to_thread.run_sync(self._open_audit_log)
+        audit_egress(self.backend, self.audit_log, self._digest_key)  # its connections
         state_dir = self.config.gateway.state_dir
         self.state_store = await anyio.to_thread.run_sync(
             open_state_store, self.config.state, state_dir
@@ -158,11 +160,14 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
     # --- search only (the CLI): no sandboxes ---------------------------------------------
 
     async def open_for_search(self) -> dict[str, str]:
-        """Load the catalog for ``search`` alone: no sandbox pool, sessions or audit log.
+        """Load the catalog (and the observed result shapes) for ``search`` alone: no sandbox
+        pool, sessions or audit log.
         Returns the servers that failed to load (name -> reason). ``aclose()`` when done."""
         failures = await self.catalog.load()
         for server, message in failures.items():
             log.warning("server %s is unavailable: %s", server, message)
+        shapes_file = self.config.gateway.state_dir / SHAPES_FILE  # shown at detail "full"
+        self.shapes = await anyio.to_thread.run_sync(ShapeBook, shapes_file)
         await anyio.to_thread.run_sync(self._current_views)
         return failures
 

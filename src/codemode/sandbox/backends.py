@@ -8,6 +8,7 @@ for debugging trusted code; its name says so.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -43,6 +44,8 @@ __all__ = [
     "make_backend",
 ]
 
+log = logging.getLogger(__name__)
+
 
 def make_backend(settings: SandboxSettings, *, workspace: Path | None = None) -> SandboxBackend:
     """``workspace``: a host directory every sandbox of this backend works in (the code starts
@@ -66,6 +69,11 @@ class UnsafeHostBackend:
         self.settings = settings or SandboxSettings()
         self.limits = self.settings.limits
         self.workspace = host_workspace(workspace)
+        if self.settings.network.enabled:
+            log.warning(
+                "[sandbox.network] allow has no effect without isolation: the code has all "
+                "of the host's network (sandbox.unsafe_no_isolation is on)"
+            )
         self._root = Path(tempfile.mkdtemp(prefix="codemode-unsafe-"))
         (self._root / GUEST_PACKAGE).symlink_to(GUEST_DIR)
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._root), True)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 
+from codemode.egress.proxy import EgressGate, EgressHub
 from codemode.errors import IsolationUnavailableError, SandboxError
 from codemode.sandbox.cgroups import CgroupSet
 from codemode.sandbox.enforcement import Enforcement, detect_enforcement
@@ -32,7 +33,7 @@ from codemode.sandbox.launch import (
     prctl_function,
     take_output_pipes,
 )
-from codemode.sandbox.layout import GUEST_PACKAGE, GUEST_ROOT, PACKAGES, WORKSPACE
+from codemode.sandbox.layout import EGRESS_SOCKET, GUEST_PACKAGE, GUEST_ROOT, PACKAGES, WORKSPACE
 from codemode.sandbox.meter import CgroupMeter, ProcMeter, SandboxMeter
 from codemode.sandbox.process import SandboxProcess
 from codemode.sandbox.seccomp import build_filter_bpf
@@ -60,6 +61,7 @@ _GUEST_ENV = {
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
 }
+_CA_CERTIFICATES = "/etc/ssl/certs"
 # Host variables that are safe and sometimes needed (old OpenBLAS builds crash without them).
 _PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
@@ -187,7 +189,13 @@ class BwrapBackend:
             if self.settings.python_paths is not None
             else default_python_paths()
         )
+        # The host's package store, mounted read-only (None: [sandbox.packages] is off).
+        self.package_store = self._package_store()
         self.staging = self._staging()
+        # The egress proxy, with [sandbox.network] allow: one socket per sandbox. Its records
+        # go to ``egress.sink`` (the engine points it at the audit log).
+        network = self.settings.network
+        self.egress: EgressHub | None = EgressHub(network) if network.enabled else None
 
     def _site_dirs(self) -> dict[str, str]:
         """Host site directories to offer, by their neutral name inside the sandbox."""
@@ -210,12 +218,16 @@ class BwrapBackend:
     def _staging(self) -> Staging | None:
         prefix = _interpreter_prefix()
         sources = {**({"python": prefix} if prefix else {}), **self._site_dirs()}
+        if self.package_store is not None:
+            # What the host installs later appears through the overlay too (a lookup of a new
+            # name reaches the staged directory).
+            sources["packages"] = str(self.package_store)
         staging = Staging.create(sources) if overlays_work(self.bwrap) else None
         if staging is None:
             log.warning(
                 "bwrap cannot mount overlays here (bwrap >= 0.10 and a kernel with overlayfs "
                 "in user namespaces are needed): the sandbox's /proc/self/mountinfo shows the "
-                "host paths of the interpreter and its site directories"
+                "host paths of the interpreter, its site directories and the package store"
             )
         return staging
 
@@ -246,7 +258,11 @@ class BwrapBackend:
         return sizes
 
     def command(
-        self, bridge_fd: int, seccomp_fd: int, file_fds: dict[str, int] | None = None
+        self,
+        bridge_fd: int,
+        seccomp_fd: int,
+        file_fds: dict[str, int] | None = None,
+        egress_socket: str | None = None,
     ) -> list[str]:
         file_fds = file_fds or {}
         args = [
@@ -317,9 +333,17 @@ class BwrapBackend:
                 args += ["--ro-bind", real, target]
             site_dirs.append(target)
         # The host's package store: what the code installs appears here, read-only.
-        store = self._package_store()
-        if store is not None:
+        store = self.package_store
+        if store is not None and self.staging is not None:
+            args += self.staging.overlay_args("packages", PACKAGES)
+        elif store is not None:
             args += ["--ro-bind", str(store), PACKAGES]
+        if egress_socket is not None:
+            # The proxy's socket (connect() needs no write access to the mount), and the
+            # system's CA certificates for clients that use them (urllib.request).
+            args += ["--ro-bind", egress_socket, EGRESS_SOCKET]
+            if Path(_CA_CERTIFICATES).is_dir():
+                args += ["--ro-bind", _CA_CERTIFICATES, _CA_CERTIFICATES]
         # The guest starts with an empty environment (so /proc/*/environ holds nothing)
         # and sets its variables itself from --env arguments.
         args += ["--clearenv"]
@@ -332,6 +356,8 @@ class BwrapBackend:
         args += [interpreter(), "-I", "-S", "-B", "-c"]
         args += [BOOTSTRAP.format(root=GUEST_ROOT), "--fd", str(bridge_fd)]
         args += ["--workspace", WORKSPACE, "--isolated"]
+        if egress_socket is not None:
+            args += ["--egress", EGRESS_SOCKET]
         env = {**_GUEST_ENV, **{k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ}}
         for key, value in env.items():
             args += ["--env", f"{key}={value}"]
@@ -355,14 +381,16 @@ class BwrapBackend:
         seccomp_fd = _data_fd(self.seccomp_bpf)
         file_fds: dict[str, int] = {}
         meter: SandboxMeter | None = None
+        gate: EgressGate | None = None
         try:
+            gate = self.egress.open_gate() if self.egress is not None else None
             for path, content in {**_SANDBOX_FILES, **self.guest_files}.items():
                 file_fds[path] = _data_fd(content)
             meter = self._meter()
             procs = meter.cgroup.procs_files() if isinstance(meter, CgroupMeter) else []
             guest_fd = guest_sock.fileno()
             popen = subprocess.Popen(
-                self.command(guest_fd, seccomp_fd, file_fds),
+                self.command(guest_fd, seccomp_fd, file_fds, gate.path if gate else None),
                 env={},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -372,10 +400,14 @@ class BwrapBackend:
                 start_new_session=True,
                 preexec_fn=_child_setup(self.limits, procs, self.staging),  # noqa: PLW1509
             )
-        except OSError as error:
+        except BaseException as error:
             host_sock.close()
             if meter is not None:
                 meter.release()
+            if gate is not None:
+                gate.close()
+            if not isinstance(error, OSError):
+                raise
             raise SandboxError(
                 f"could not start bubblewrap: {error}",
                 fix="check that bwrap runs here: `bwrap --ro-bind / / true`",
@@ -395,4 +427,5 @@ class BwrapBackend:
             task_limit=self.limits.processes,
             bridge_fd=guest_fd,
             workspace=self.workspace,
+            egress=gate,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["GUEST_PACKAGE", "GUEST_ROOT", "PACKAGES", "TMPFS_MOUNTS", "WORKSPACE"]
+__all__ = ["EGRESS_SOCKET", "GUEST_PACKAGE", "GUEST_ROOT", "PACKAGES", "TMPFS_MOUNTS", "WORKSPACE"]
 
 WORKSPACE = "/workspace"
 # Private, size-limited tmpfs mounts: their pages are memory the sandbox holds.
@@ -12,3 +12,5 @@ GUEST_ROOT = "/run/codemode"
 GUEST_PACKAGE = "_codemode_guest"
 # The host's package store (read-only): each install is a directory ``PACKAGES/<digest>``.
 PACKAGES = f"{GUEST_ROOT}/packages"
+# The egress proxy's socket for this sandbox (only with [sandbox.network] allow).
+EGRESS_SOCKET = f"{GUEST_ROOT}/egress.sock"

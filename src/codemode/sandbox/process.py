@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from codemode.egress.proxy import EgressGate
 from codemode.errors import SandboxError
 from codemode.sandbox.meter import SandboxMeter
 from codemode.sandbox.proctree import children_of
@@ -38,6 +39,8 @@ class SandboxProcess:
     task_limit: int | None = None
     # The bridge's descriptor number inside the guest (where an idle guest waits).
     bridge_fd: int | None = None
+    # Its way out through the egress proxy (None: no network, the default).
+    egress: EgressGate | None = None
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
 
     @property
@@ -107,6 +110,8 @@ class SandboxProcess:
                 os.close(fd)
         self.stdout_fd = self.stderr_fd = -1
         self.sock.close()
+        if self.egress is not None:
+            self.egress.close()
         while self._cleanups:
             self._cleanups.pop()()
 

@@ -80,6 +80,8 @@ class SandboxSession:
             if sandbox is None:
                 sandbox = self.pool.acquire()
             self._sandbox = sandbox
+            if sandbox.process.egress is not None:  # its connections count for this session
+                sandbox.process.egress.session = self.id or ""
             self.executions += 1
             result = sandbox.execute(
                 code, tools=tools, timeout_s=timeout_s, on_output=on_output, cancel=cancel

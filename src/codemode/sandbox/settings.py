@@ -15,8 +15,9 @@ from codemode.config_model import (
     WholeNumber,
     validate_section,
 )
+from codemode.egress.settings import NetworkSettings
 
-__all__ = ["ENFORCEABLE_LIMITS", "Limits", "PackageSettings", "SandboxSettings"]
+__all__ = ["ENFORCEABLE_LIMITS", "Limits", "NetworkSettings", "PackageSettings", "SandboxSettings"]
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -74,6 +75,8 @@ class PackageSettings(ConfigModel):
 class SandboxSettings(ConfigModel):
     limits: Limits = Field(default_factory=Limits)
     packages: PackageSettings = Field(default_factory=PackageSettings)
+    # No network unless [sandbox.network] allow lists "host:port" pairs (see docs/egress.md).
+    network: NetworkSettings = Field(default_factory=NetworkSettings)
     # Sandboxes started ahead of demand, so a new session does not wait for a container.
     pool_size: Annotated[WholeNumber, Field(ge=0)] = 2
     # While new sessions arrive fast the pool keeps up to pool_size_max ready (one per session

@@ -20,6 +20,7 @@ _TOP_LEVEL_AWAIT = 0x2000
 
 def _parse_args(argv):
     fd, paths, workspace, isolated = None, [], None, False
+    egress_socket = None
     it = iter(argv)
     for arg in it:
         if arg == "--fd":
@@ -30,10 +31,12 @@ def _parse_args(argv):
             workspace = next(it)
         elif arg == "--isolated":
             isolated = True
+        elif arg == "--egress":
+            egress_socket = next(it)
         elif arg == "--env":
             key, _, value = next(it).partition("=")
             os.environ[key] = value
-    return fd, paths, workspace, isolated
+    return fd, paths, workspace, isolated, egress_socket
 
 
 def _utf8(text):
@@ -168,7 +171,11 @@ async def _await(awaitable):
 
 
 def main(argv):
-    fd, paths, workspace, isolated = _parse_args(argv)
+    fd, paths, workspace, isolated, egress_socket = _parse_args(argv)
+    if egress_socket is not None:  # [sandbox.network] allow: the way out through the proxy
+        from . import egress
+
+        egress.install(egress_socket)
     os.chdir(workspace)
     import site
 
