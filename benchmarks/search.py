@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search_eval import DEV, HELDOUT, evaluate, load_tasks
+from search_eval import DEV, HELDOUT, evaluate, load_tasks, pool_recall
 
 from codemode.search.fts import FtsIndex
 from codemode.tools import ToolSpec
@@ -167,6 +167,18 @@ def semantic_stages(
 
     report["results"]["lexical+semantic"] = evaluate(hybrid.search, tasks, servers)
 
+    # How far re-ranking could go: is every needed operation among the candidates the blend
+    # sees (lexical top N and cosine top N, merged)?
+    entries = hybrid.entries
+
+    def candidates(query: str, size: int) -> set[tuple[str, str | None]]:
+        positions = {p for p, _ in hybrid.lexical.ranked(query, size)}
+        cosine = hybrid.vectors @ hybrid.query_vector(query)
+        positions |= set(np.argpartition(-cosine, size - 1)[:size].tolist())
+        return {(entries[p].server, entries[p].operation_id) for p in positions}
+
+    report["candidate_pool"] = pool_recall(candidates, tasks, servers)
+
     # Learning from use: the dev tasks' answers recorded as successful calls after their
     # queries, then the held-out tasks searched through the LiveIndex with that UsageLog.
     from codemode.search.usage import UsageLog
@@ -304,6 +316,13 @@ def print_report(report: dict[str, Any]) -> None:
         )
         for name, value in report["cold_process_ms"].items():
             print(f"  {name:<45} {value:>8.1f} ms")
+    if "candidate_pool" in report:
+        print(
+            "\ncandidate pool (lexical top N and cosine top N merged) holding every needed operation"
+        )
+        for key, row in report["candidate_pool"].items():
+            cells = "  ".join(f"{name} {value:.2f}" for name, value in row.items() if name != "n")
+            print(f"  {key:<20} {cells}  n{row['n']}")
     print(f"\n{'method':<17} {'split/style':<20} " + " ".join(f"{s:>26}" for s in SPECS))
     for method, groups in report["results"].items():
         for split in ("dev", "heldout", "all"):

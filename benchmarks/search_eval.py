@@ -20,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 DEV = HERE / "search_dev.json"
 HELDOUT = HERE / "search_heldout.json"
 KS = (1, 5, 10)
+POOL_SIZES = (20, 50, 100)
 
 
 def load_tasks(paths: Sequence[Path]) -> tuple[dict[str, str], list[dict[str, Any]]]:
@@ -62,6 +63,31 @@ def evaluate(
                 for spec in (task["spec"], "all"):
                     groups.setdefault(f"{split}/{style}/{spec}", []).append(rank)
     return {key: summarize(ranks) for key, ranks in sorted(groups.items())}
+
+
+def pool_recall(
+    candidates: Callable[[str, int], set[tuple[str, str | None]]],
+    tasks: Sequence[dict[str, Any]],
+    servers: dict[str, str],
+    sizes: Sequence[int] = POOL_SIZES,
+) -> dict[str, dict[str, float]]:
+    """Per ``split/style``: the share of tasks whose every needed operation is among the
+    candidates a re-ranker would see (``candidates(query, size)``: ``(server, operation id)``
+    pairs). It bounds what any re-ranking of that pool can reach."""
+    found: dict[str, dict[int, list[bool]]] = {}
+    for task in tasks:
+        server = servers[task["spec"]]
+        for size in sizes:
+            pool = candidates(task["query"], size)
+            ok = all(any((server, op) in pool for op in group) for group in task["needs"])
+            for split in (task["split"], "all"):
+                for style in (task["style"], "all"):
+                    found.setdefault(f"{split}/{style}", {}).setdefault(size, []).append(ok)
+    return {
+        key: {f"pool@{size}": round(statistics.fmean(oks), 3) for size, oks in by_size.items()}
+        | {"n": len(next(iter(by_size.values())))}
+        for key, by_size in sorted(found.items())
+    }
 
 
 def summarize(ranks: Sequence[int | None]) -> dict[str, float]:
