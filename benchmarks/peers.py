@@ -104,7 +104,8 @@ def codemode_argv(directory: Path, port: int, specs: bool) -> list[str]:
             f'[gateway]\nstate_dir = "{directory / "state"}"\nmax_sessions = 200\n'
         )
     argv = [sys.executable, "-m", "codemode", "serve", "--config", str(config)]
-    argv += ["--transport", "http", "--port", str(port)]
+    # Loopback only, and FastMCP's server asks for no token either.
+    argv += ["--transport", "http", "--port", str(port), "--insecure-allow-anonymous"]
     for spec in SPECS if specs else ():
         argv += ["--openapi", str(spec)]
     return argv
