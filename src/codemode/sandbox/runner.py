@@ -97,31 +97,36 @@ class Sandbox:
         """The guest interpreter's pid as the host sees it (pid 1 inside its namespace)."""
         return self.process.guest_pid
 
+    def _waits_for_frames(self) -> bool:
+        """Is the guest's main thread blocked in its read of the bridge, as an honest guest is
+        on its way to be between executions? Waits (50 ms at most) for it to get there; code
+        that sent its own "done" is elsewhere, or keeps the CPU."""
+        fd = self.process.bridge_fd
+        if fd is None or not _READ_SYSCALLS:
+            return self._settles()  # an architecture we do not know: off the CPU is all we see
+        path = f"/proc/{self.guest_pid}/syscall"
+        begun = time.monotonic()
+        while True:
+            try:
+                # "running", or the syscall the thread is blocked in and its arguments.
+                fields = read_small(path).split()
+            except OSError:
+                return self._settles()  # not readable here (a strict ptrace policy)
+            if len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd:
+                return True
+            waited = time.monotonic() - begun
+            if waited >= 0.05:
+                return False
+            _pause(waited)
+
     def _settles(self) -> bool:
-        """Wait (50 ms at most) until the guest's main thread is off the CPU. An honest guest
-        is on its way to wait for the next frame; code that sent its own "done" keeps it."""
+        """Wait (50 ms at most) until the guest's main thread is off the CPU."""
         begun = time.monotonic()
         while (waited := time.monotonic() - begun) < 0.05:
             if self._guest_state() != "R":
                 return True
-            # Yield the CPU to the guest first, then nap.
-            if waited < 0.002:
-                os.sched_yield()
-            else:
-                time.sleep(0.0005)
+            _pause(waited)
         return False
-
-    def _waits_for_frames(self) -> bool:
-        """Is the guest's main thread blocked in its read of the bridge (as an honest guest is
-        between executions)? Code that sent its own "done" is elsewhere."""
-        fd = self.process.bridge_fd
-        if fd is None or not _READ_SYSCALLS:
-            return True  # an architecture we do not know: cannot tell
-        try:
-            fields = read_small(f"/proc/{self.guest_pid}/syscall").split()
-        except OSError:
-            return True  # not readable here (a strict ptrace policy): cannot tell
-        return len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd
 
     def _guest_state(self) -> str:
         try:
@@ -397,9 +402,9 @@ class Sandbox:
         ):
             healthy = False
         if healthy and self.process.isolated:
-            # Blocked, and blocked in its read of the bridge: an honest guest. (Read before
-            # the stop: a task on its way to stopping shows no syscall.)
-            waiting = self._settles() and self._waits_for_frames()
+            # Blocked in its read of the bridge: an honest guest. (Read before the stop: a
+            # task on its way to stopping shows no syscall.)
+            waiting = self._waits_for_frames()
             if not meter.stop():
                 outcome.left_running = "processes that kept starting new ones"
             else:
@@ -486,6 +491,14 @@ class Sandbox:
         self.dead = True
 
     close = kill
+
+
+def _pause(waited: float) -> None:
+    """Between two looks at the guest: yield the CPU to it first, then nap."""
+    if waited < 0.002:
+        os.sched_yield()
+    else:
+        time.sleep(0.0005)
 
 
 def _is_awaitable_call(frame: dict[str, Any] | MalformedFrame) -> bool:
