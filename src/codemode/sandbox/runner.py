@@ -106,6 +106,7 @@ class Sandbox:
             return self._settles()  # an architecture we do not know: off the CPU is all we see
         path = f"/proc/{self.guest_pid}/syscall"
         begun = time.monotonic()
+        looks = 0
         while True:
             try:
                 # "running", or the syscall the thread is blocked in and its arguments.
@@ -114,18 +115,20 @@ class Sandbox:
                 return self._settles()  # not readable here (a strict ptrace policy)
             if len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd:
                 return True
-            waited = time.monotonic() - begun
-            if waited >= 0.05:
+            if time.monotonic() - begun >= 0.05:
                 return False
-            _pause(waited)
+            _pause(looks)
+            looks += 1
 
     def _settles(self) -> bool:
         """Wait (50 ms at most) until the guest's main thread is off the CPU."""
         begun = time.monotonic()
-        while (waited := time.monotonic() - begun) < 0.05:
+        looks = 0
+        while time.monotonic() - begun < 0.05:
             if self._guest_state() != "R":
                 return True
-            _pause(waited)
+            _pause(looks)
+            looks += 1
         return False
 
     def _guest_state(self) -> str:
@@ -493,12 +496,13 @@ class Sandbox:
     close = kill
 
 
-def _pause(waited: float) -> None:
-    """Between two looks at the guest: yield the CPU to it first, then nap."""
-    if waited < 0.002:
+def _pause(looks: int) -> None:
+    """Between two looks at the guest: yield the CPU to it a few times, then nap, longer each
+    time (on a busy machine yielding again and again only burns the CPU the guest waits for)."""
+    if looks < 3:
         os.sched_yield()
     else:
-        time.sleep(0.0005)
+        time.sleep(min(0.0005, 0.00005 * (1 << min(looks - 3, 4))))
 
 
 def _is_awaitable_call(frame: dict[str, Any] | MalformedFrame) -> bool:
