@@ -34,9 +34,9 @@ from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import SandboxProcess
-from codemode.sandbox.proctree import read_small
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.settings import Limits
+from codemode.sandbox.settle import waits_for_frames
 from codemode.sandbox.watchdog import WATCHDOG, Watched
 from codemode.sandbox.workspace import Snapshot, diff, scan
 
@@ -52,11 +52,6 @@ _WAKE_INTERVAL_S = 0.05
 _READ_CHUNK = 1 << 20
 _PIN_AFTER_CALLS = 4
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
-# Syscall numbers (as /proc/<pid>/syscall shows them) of a read on the bridge socket.
-_READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", "207"})}.get(
-    os.uname().machine, frozenset()
-)
-
 
 class Sandbox:
     """A started guest. Not thread-safe: one execution at a time (sessions serialize)."""
@@ -98,44 +93,7 @@ class Sandbox:
         return self.process.guest_pid
 
     def _waits_for_frames(self) -> bool:
-        """Is the guest's main thread blocked in its read of the bridge, as an honest guest is
-        on its way to be between executions? Waits (50 ms at most) for it to get there; code
-        that sent its own "done" is elsewhere, or keeps the CPU."""
-        fd = self.process.bridge_fd
-        if fd is None or not _READ_SYSCALLS:
-            return self._settles()  # an architecture we do not know: off the CPU is all we see
-        path = f"/proc/{self.guest_pid}/syscall"
-        begun = time.monotonic()
-        looks = 0
-        while True:
-            try:
-                # "running", or the syscall the thread is blocked in and its arguments.
-                fields = read_small(path).split()
-            except OSError:
-                return self._settles()  # not readable here (a strict ptrace policy)
-            if len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd:
-                return True
-            if time.monotonic() - begun >= 0.05:
-                return False
-            _pause(looks)
-            looks += 1
-
-    def _settles(self) -> bool:
-        """Wait (50 ms at most) until the guest's main thread is off the CPU."""
-        begun = time.monotonic()
-        looks = 0
-        while time.monotonic() - begun < 0.05:
-            if self._guest_state() != "R":
-                return True
-            _pause(looks)
-            looks += 1
-        return False
-
-    def _guest_state(self) -> str:
-        try:
-            return read_small(f"/proc/{self.guest_pid}/stat").rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return "?"
+        return waits_for_frames(self.guest_pid, self.process.bridge_fd)
 
     @property
     def isolated(self) -> bool:
@@ -232,8 +190,11 @@ class Sandbox:
             log.exception("the output callback failed; output is no longer passed on")
             self._on_output = None
 
-    def _send(self, frame: dict[str, Any], deadline: float) -> bool:
-        """Send one frame, bounded by the deadline. False if the guest does not take it."""
+    def _send(
+        self, frame: dict[str, Any], deadline: float, blocked: Callable[[], None] | None = None
+    ) -> bool:
+        """Send one frame, bounded by the deadline. False if the guest does not take it.
+        ``blocked`` is called before waiting for the guest to read."""
         data = memoryview(encode_frame(frame))
         sock = self.process.sock
         while data:
@@ -241,6 +202,8 @@ class Sandbox:
                 sent = sock.send(data)
                 data = data[sent:]
             except (BlockingIOError, InterruptedError):
+                if blocked is not None:
+                    blocked()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -313,7 +276,7 @@ class Sandbox:
         self._stderr = HeadTail(limits.output_kept_bytes)
         host = BridgeHost(self.executions, tools, deadline=started + wall)
         self._live = (host, self._stdout)
-        self.resume()
+        # Resumed in ``_serve``, once watched and once its code is on the way.
         watched = Watched(self.process.meter, limits)
         calls = ParallelCalls(host, self._wake, workers=limits.parallel_calls)
         WATCHDOG.watch(watched)
@@ -351,8 +314,12 @@ class Sandbox:
         outcome = Outcome()
         stream = self._on_output is not None
         frame = {"op": "exec", "exec": host.execution, "code": code, "stream": stream}
-        if not self._send(frame, host.deadline):
+        # Sent while the guest is still stopped, so that its SIGCONT finds the frame waiting:
+        # one wake-up of the guest instead of two. (Code larger than the socket's buffer
+        # resumes it first, or the send would wait for a reader that cannot run.)
+        if not self._send(frame, host.deadline, blocked=self.resume):
             outcome.status, outcome.limit = "timeout", "wall_time"
+        self.resume()
         while outcome.done is None and outcome.status == "ok":
             if watched.breach is not None:
                 break
@@ -494,15 +461,6 @@ class Sandbox:
         self.dead = True
 
     close = kill
-
-
-def _pause(looks: int) -> None:
-    """Between two looks at the guest: yield the CPU to it a few times, then nap, longer each
-    time (on a busy machine yielding again and again only burns the CPU the guest waits for)."""
-    if looks < 3:
-        os.sched_yield()
-    else:
-        time.sleep(min(0.0005, 0.00005 * (1 << min(looks - 3, 4))))
 
 
 def _is_awaitable_call(frame: dict[str, Any] | MalformedFrame) -> bool:
