@@ -53,6 +53,7 @@ _READ_CHUNK = 1 << 20
 _PIN_AFTER_CALLS = 4
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
 
+
 class Sandbox:
     """A started guest. Not thread-safe: one execution at a time (sessions serialize)."""
 
