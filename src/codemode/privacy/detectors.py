@@ -67,6 +67,7 @@ __all__ = [
     "Detection",
     "Detector",
     "DetectorSet",
+    "content_digest",
     "default_detectors",
     "expand_kinds",
     "looks_secret",
@@ -367,12 +368,13 @@ class DetectorSet:
         native = enabled and fastscan.native_available()
         self._window_min = _NATIVE_MIN_CHARS if native else fastscan.FAST_MIN_CHARS
 
-    def detect(self, text: str) -> tuple[Detection, ...]:
+    def detect(self, text: str, digest: bytes | None = None) -> tuple[Detection, ...]:
+        """``digest``: the text's ``content_digest``, when the caller has it already."""
         if len(text) <= _CACHE_MAX_LEN:
             return self._cached(text)
         # Long text seen before (a result passed on, printed, returned again) is not scanned
         # again: its detections are kept by content hash.
-        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        digest = digest or content_digest(text)
         found = self._by_digest.get(digest)
         if found is None:
             found = self._by_digest[digest] = self._detect(text)
@@ -461,6 +463,11 @@ class DetectorSet:
         rank = self._rank
         found.sort(key=lambda item: rank[item.kind])
         return tuple(non_overlapping(found))
+
+
+def content_digest(text: str) -> bytes:
+    """A hash of ``text`` to key caches of long text by (16 bytes of BLAKE2b)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def non_overlapping(found: Iterable[Detection]) -> list[Detection]:
