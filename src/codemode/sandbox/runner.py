@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame
+from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame_parts
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
@@ -150,17 +150,24 @@ class Sandbox:
 
     def _read_frames(self) -> list[dict[str, Any] | MalformedFrame]:
         frames: list[dict[str, Any] | MalformedFrame] = []
+        decoder = self.decoder
         while True:
+            # A large frame under way is received straight into its buffer (no copies).
+            pending, data = decoder.pending(), b""
             try:
-                data = self.process.sock.recv(_READ_CHUNK)
+                if pending is not None:
+                    count = self.process.sock.recv_into(pending)
+                else:
+                    data = self.process.sock.recv(_READ_CHUNK)
+                    count = len(data)
             except (BlockingIOError, InterruptedError):
                 return frames
             except OSError:
-                data = b""
-            if not data:
+                count = 0
+            if not count:
                 self.dead = True
                 return frames
-            frames += self.decoder.feed(data)
+            frames += decoder.filled(count) if pending is not None else decoder.feed(data)
 
     def _drain(self, which: str) -> None:
         fd = self.process.stdout_fd if which == "stdout" else self.process.stderr_fd
@@ -196,12 +203,19 @@ class Sandbox:
     ) -> bool:
         """Send one frame, bounded by the deadline. False if the guest does not take it.
         ``blocked`` is called before waiting for the guest to read."""
-        data = memoryview(encode_frame(frame))
+        pieces = encode_frame_parts(frame)
+        # A large frame is sent piece by piece, not copied into one; a small one in one send.
+        if sum(map(len, pieces)) > _READ_CHUNK // 16:
+            parts = [memoryview(piece) for piece in pieces]
+        else:
+            parts = [memoryview(b"".join(pieces))]
         sock = self.process.sock
-        while data:
+        while parts:
             try:
-                sent = sock.send(data)
-                data = data[sent:]
+                sent = sock.send(parts[0])
+                parts[0] = parts[0][sent:]
+                if not parts[0]:
+                    parts.pop(0)
             except (BlockingIOError, InterruptedError):
                 if blocked is not None:
                     blocked()
