@@ -14,7 +14,8 @@ P2 warm execute: a trivial execution (codemode `print(1)` in a warm session; Fas
 P3 an execution with one proxied call to the upstream stdio server's `ping`
 P4 search over the 3,224 operations of tests/data/specs (warm: after a first search)
 P5 startup with the three specs: process start until the first `tools/list` answers
-P6 a 1 MB string of mixed text through the upstream's `echo`, privacy on (codemode's default)
+P6 a 1 MB string of mixed text through the upstream's `echo`, privacy on (codemode's default),
+   a new text each call
 P7 20 new sessions arriving together: p95 of their first execute
 P8 memory of 20 idle sessions: RSS of each server's process tree after P7's clients are gone
 P9 the same 20 sessions once codemode released their sandboxes (``[gateway] idle_release_s``,
@@ -112,9 +113,8 @@ def codemode_argv(directory: Path, port: int, specs: bool) -> list[str]:
             f"idle_release_s = {RELEASE_S}\n"
         )
     argv = [sys.executable, "-m", "codemode", "serve", "--config", str(config)]
-    argv += ["--transport", "http", "--port", str(port)]
-    # Like FastMCP here, no authentication (loopback, this run only).
-    argv += ["--insecure-allow-anonymous"]
+    # Loopback only, and FastMCP's server asks for no token either.
+    argv += ["--transport", "http", "--port", str(port), "--insecure-allow-anonymous"]
     for spec in SPECS if specs else ():
         argv += ["--openapi", str(spec)]
     return argv
@@ -185,10 +185,15 @@ def one_call(system: str) -> str:
     return "up.ping()" if system == "codemode" else "return await call_tool('up_ping', {})"
 
 
+_calls = iter(range(10**9))
+
+
 def echo(system: str) -> str:
+    # Each call's text is new (a real result is not the last one again): no cache answers it.
+    big = f"{BIG}\nt = 'call {next(_calls)}: ' + t"
     if system == "codemode":
-        return f"{BIG}\nprint(len(up.echo(text=t)))"
-    return f"{BIG}\nr = await call_tool('up_echo', {{'text': t}})\nreturn len(r['result'])"
+        return f"{big}\nprint(len(up.echo(text=t)))"
+    return f"{big}\nr = await call_tool('up_echo', {{'text': t}})\nreturn len(r['result'])"
 
 
 async def execute(client: Any, system: str, code: str, session: str | None = None) -> str | None:
@@ -244,10 +249,9 @@ async def warm_calls(urls: dict[str, str], rounds: int, n: int) -> list[Metric]:
             for metric, code_of, count in ((p2, trivial, n), (p3, one_call, n), (p6, echo, 3)):
                 times = []
                 for system, client in clients.items():
-                    code = code_of(system)
 
-                    async def call(client: Any = client, system: str = system, code: str = code):
-                        await execute(client, system, code, session)
+                    async def call(client: Any = client, system: str = system, code_of=code_of):
+                        await execute(client, system, code_of(system), session)
 
                     times.append(await per_call_ms(call, count))
                 metric.add(times[0], times[1])

@@ -9,10 +9,14 @@ Texts (1 MiB each, generated with a fixed seed):
            and digit runs everywhere)
   clean    prose without any value to find
 
-Rows: detect (the detectors alone: the old whole-text scan and the fast path, their ratio),
-tokenize (a 1 MiB string through the tokenizer, as a tool result: old and new), rescan (the
-same text again: the second scan is answered from the content-hash cache). Medians of
-``--repeat`` runs; ms per MiB.
+  orders   the order prose of benchmarks/peers.py's 1 MB echo (a contact line every 2.4 KB)
+
+Rows: detect (the detectors with markup, as a tool result is scanned: the old whole-text scan,
+the fast path with pure-Python anchors, the fast path with native anchors when Hyperscan is
+installed (the `fast` extra); ratios against the old scan), tokenize (a 1 MiB string through
+the tokenizer, as a tool result: old and new), rescan (the same text again: the second scan is
+answered from the content-hash cache). Medians of ``--repeat`` runs; ms per MiB, wall time and
+this thread's CPU time (on a loaded machine the CPU time is the steadier one).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 from codemode.privacy import PrivacySettings, Vault
 from codemode.privacy.detectors import DetectorSet
+from codemode.privacy.fastscan import native_available
 
 SIZE = 1 << 20
 WORDS = [
@@ -119,13 +124,21 @@ def mixed_text(size: int = SIZE, *, numbers: float = 0.03, seed: int = 7, pii: b
     return "".join(parts)[:size]
 
 
-def median_ms(fn: Callable[[], Any], repeat: int) -> float:
-    samples = []
+ORDERS = (
+    "Order 4417 shipped to Berlin on 2024-05-02; invoice INV-0142 is due in 30 days, total "
+    "1,240.50 EUR. " * 24 + "Questions to ops@example.com or +49 30 1234567.\n"
+) * 420
+
+
+def median_ms(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """(wall, CPU) medians in ms."""
+    walls, cpus = [], []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         fn()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples) * 1000
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.thread_time() - cpu)
+    return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
 
 
 def run(repeat: int) -> dict[str, dict[str, float]]:
@@ -133,13 +146,23 @@ def run(repeat: int) -> dict[str, dict[str, float]]:
         "prose": mixed_text(),
         "numeric": mixed_text(numbers=0.5, seed=8),
         "clean": mixed_text(pii=False, seed=9),
+        "orders": ORDERS[:SIZE],
     }
     rows: dict[str, dict[str, float]] = {}
     for name, text in texts.items():
-        detectors = DetectorSet()
-        old = median_ms(lambda: detectors.reference_plain(text), repeat)  # noqa: B023
-        new = median_ms(lambda: detectors.plain(text), repeat)  # noqa: B023
-        rows[f"detect {name}"] = {"old_ms": old, "new_ms": new, "ratio": new / old}
+        old_set, pure_set, native_set = DetectorSet(), DetectorSet(), DetectorSet()
+        old_set.use_fast_path(False)
+        pure_set.use_native_anchors(False)
+        row: dict[str, float] = {}
+        for label, detectors in (("old", old_set), ("pure", pure_set), ("native", native_set)):
+            if label == "native" and not native_available():
+                continue
+            wall, cpu = median_ms(lambda d=detectors, t=text: d._detect(t), repeat)  # type: ignore[misc]
+            row[f"{label}_ms"], row[f"{label}_cpu_ms"] = wall, cpu
+        row["pure/old"] = row["pure_ms"] / row["old_ms"]
+        if "native_ms" in row:
+            row["native/old"] = row["native_ms"] / row["old_ms"]
+        rows[f"detect {name}"] = row
 
     text = texts["prose"]
     settings = PrivacySettings()
@@ -153,15 +176,18 @@ def run(repeat: int) -> dict[str, dict[str, float]]:
 
         return once
 
-    old = median_ms(tokenize(False), repeat)
-    new = median_ms(tokenize(True), repeat)
-    rows["tokenize prose"] = {"old_ms": old, "new_ms": new, "ratio": new / old}
+    old, old_cpu = median_ms(tokenize(False), repeat)
+    new, new_cpu = median_ms(tokenize(True), repeat)
+    rows["tokenize prose"] = {"old_ms": old, "new_ms": new, "new/old": new / old}
+    rows["tokenize prose"] |= {"old_cpu_ms": old_cpu, "new_cpu_ms": new_cpu}
 
     tokenizer = settings.tokenizer()
     vault = Vault()
     tokenizer.tokenize(text, vault, server="docs", tool="read")
-    again = median_ms(lambda: tokenizer.tokenize(text, vault, server="docs", tool="read"), repeat)
-    rows["rescan prose (cached)"] = {"old_ms": old, "new_ms": again, "ratio": again / old}
+    again, _again_cpu = median_ms(
+        lambda: tokenizer.tokenize(text, vault, server="docs", tool="read"), repeat
+    )
+    rows["rescan prose (cached)"] = {"old_ms": old, "new_ms": again, "new/old": again / old}
     return rows
 
 
@@ -174,9 +200,20 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print(f"{'1 MiB':24} {'old ms':>9} {'new ms':>9} {'new/old':>8}")
+    print(f"{'1 MiB':22} {'old ms':>8} {'pure ms':>8} {'native ms':>10} {'native/old':>10}"
+          f"   CPU ms old / pure / native")  # fmt: skip
     for name, row in rows.items():
-        print(f"{name:24} {row['old_ms']:9.1f} {row['new_ms']:9.1f} {row['ratio']:8.3f}")
+        if name.startswith("detect"):
+            print(
+                f"{name:22} {row['old_ms']:8.1f} {row['pure_ms']:8.1f} "
+                f"{row.get('native_ms', float('nan')):10.1f} {row.get('native/old', 0):10.3f}"
+                f"   {row['old_cpu_ms']:.1f} / {row['pure_cpu_ms']:.1f} / "
+                f"{row.get('native_cpu_ms', float('nan')):.1f}"
+            )
+        else:
+            print(
+                f"{name:22} {row['old_ms']:8.1f} {'':8} {row['new_ms']:10.1f} {row['new/old']:10.3f}"
+            )
 
 
 if __name__ == "__main__":

@@ -42,6 +42,27 @@ def test_frames_split_across_reads_are_reassembled():
     assert got == [{"a": 1}, {"b": "x" * 1000}]
 
 
+@pytest.mark.parametrize("keys", [4, 20])
+def test_large_strings_at_the_top_of_a_map_round_trip_in_pieces(keys: int) -> None:
+    # Encoded on their own (no copy behind the prefix); read into one buffer of the frame's
+    # size, whether fed or received into ``pending()``.
+    value = {f"k{i}": i for i in range(keys)} | {"value": "é" * 70_000 + "x", "more": "y" * 99_999}
+    frame = encode_frame(value)
+    assert msgpack.unpackb(frame[4:], raw=False) == value
+    assert wire.decode(frame[4:]) == value
+    fed = FrameDecoder()
+    got = [item for i in range(0, len(frame), 4096) for item in fed.feed(frame[i : i + 4096])]
+    assert got == [value]
+    received = FrameDecoder()
+    got = received.feed(frame[:1000])
+    while (pending := received.pending()) is not None:
+        count = min(len(pending), 50_000)
+        offset = len(frame) - len(pending)
+        pending[:count] = frame[offset : offset + count]
+        got += received.filled(count)
+    assert got == [value]
+
+
 def test_oversized_frame_is_reported_skipped_and_stream_stays_in_sync():
     decoder = FrameDecoder(max_frame_bytes=100)
     big = encode_frame({"x": "y" * 500})

@@ -3,11 +3,15 @@ and long text seen before is answered from the content-hash cache."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codemode.privacy import fastscan
 from codemode.privacy.detectors import Detection, DetectorSet
-from codemode.privacy.fastscan import FAST_MIN_CHARS
+from codemode.privacy.fastscan import FAST_MIN_CHARS, native_available
+from codemode.privacy.markup import _markup_positions, markup_detections
+from codemode.privacy.native import native_scanner
 
 # Values of every kind, their look-alikes, and the pieces text is made of around them.
 VALUES = [
@@ -18,6 +22,7 @@ VALUES = [
     "4012888888881881", "3782 822463 10005", "DE89 3704 0044 0532 0130 00",
     "GB82WEST12345698765432", "FR14 2004 1010 0505 0001 3M02 606", "NL91ABNA0417164300",
     "192.168.1.10", "8.8.8.8", "2001:db8::8a2e:370:7334", "fe80::1ff:fe23:4567:890a",
+    "2001:0db8:85a3:0000:0000:8a2e:0370:7334", "64:ff9b:1:2:3:4:10.0.0.1",
     "536-22-8790", "536 22 8790", "AB123456C", "JG 10 37 59 A", "86 095 742 719",
     "65823451092", "87654321X", "12345678-Z", "X1234567L", "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
     "rk_live_51H8xYzAbCdEfGhIjKlMnOp", "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5",
@@ -31,8 +36,11 @@ VALUES = [
     "ORD-2024-001234", "1700000000123", "v1.2.3", "10.0.19041.1234", "12:30:45",
     "00:1a:2b:3c:4d:5e", "std::vector", "4111 1111 1111 1112", "255.255.255.0",
 ]  # fmt: skip
-WORDS = ["the", "order", "of", "and", "Status", "ID", "key", "auth", "pass", "é", "٣", "—"]
-SEPARATORS = [" ", "  ", "\n", ", ", ": ", "=", "-", ".", "/", "(", ")", "+", "@", "_", ""]
+WORDS = ["the", "order", "of", "and", "Status", "ID", "key", "auth", "pass", "é", "٣", "—",
+         "\u017fecret", "\u00b2", "\u00a0"]  # fmt: skip
+SEPARATORS = [" ", "  ", "\n", ", ", ": ", "=", "-", ".", "/", "(", ")", "+", "@", "_", "",
+              "\u2009", "\u3000"]  # fmt: skip
+MARKUP = ["[", "]", "**", "__", "<em>", "</em>", "...", "…", " @ ", "\t", "\n\n", "  ", "\u00a0"]
 
 piece = st.one_of(
     st.sampled_from(VALUES),
@@ -49,10 +57,19 @@ def covered(found: tuple[Detection, ...]) -> set[int]:
     return {index for item in found for index in range(item.start, item.end)}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(texts)
-def test_the_fast_path_hides_everything_the_whole_text_scan_hides(text: str) -> None:
+def detector_set(native: bool) -> DetectorSet:
+    """Detectors whose fast path finds its anchors natively (Hyperscan) or in pure Python."""
+    assert native_available(), "the dev extra installs hyperscan: both paths are tested"
     detectors = DetectorSet()
+    detectors.use_native_anchors(native)
+    return detectors
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "pure-python"])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=texts)
+def test_the_fast_path_hides_everything_the_whole_text_scan_hides(native: bool, text: str) -> None:
+    detectors = detector_set(native)
     detectors._fast_min = 0  # the fast path for every length, not only long text
     old = detectors.reference_plain(text)
     new = detectors.plain(text)
@@ -60,20 +77,60 @@ def test_the_fast_path_hides_everything_the_whole_text_scan_hides(text: str) -> 
     assert not missing, (text, old, new)
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native", "pure-python"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(texts, min_size=40, max_size=80).map(" ".join))
-def test_the_same_holds_for_long_text(text: str) -> None:
-    detectors = DetectorSet()
+@given(text=st.lists(texts, min_size=40, max_size=80).map(" ".join))
+def test_the_same_holds_for_long_text(native: bool, text: str) -> None:
+    detectors = detector_set(native)
     old = detectors.reference_plain(text)
     new = detectors.plain(text)
     assert len(text) < FAST_MIN_CHARS or not covered(old) - covered(new)
 
 
-def test_long_text_takes_the_fast_path_and_finds_the_same_values() -> None:
+@pytest.mark.parametrize("native", [True, False], ids=["native", "pure-python"])
+@pytest.mark.parametrize("value", VALUES)
+def test_each_value_alone_is_found_by_the_fast_path(native: bool, value: str) -> None:
+    detectors = detector_set(native)
+    detectors._fast_min = 0
+    for text in (value, f"see {value} now", f"({value}),\n{value}."):
+        old = detectors.reference_plain(text)
+        assert not covered(old) - covered(detectors.plain(text)), (text, old)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.one_of(piece, st.sampled_from(MARKUP), st.sampled_from(SEPARATORS)), max_size=80)
+)
+def test_markup_found_natively_is_the_markup_the_text_search_finds(parts: list[str]) -> None:
+    text = "".join(parts)
+    detectors = detector_set(native=True)
+    scanner = native_scanner()
+    assert scanner is not None
+    candidates = scanner.markup_candidates(scanner.hits(fastscan._Text(text).raw))
+    assert _markup_positions(text, candidates) == _markup_positions(text)
+    searched = markup_detections(text, detectors.reference_plain)
+    assert markup_detections(text, detectors.reference_plain, candidates) == searched
+
+
+def test_native_anchors_are_used_and_find_what_the_pure_python_ones_find() -> None:
+    text = ("Order 4417 shipped on 2024-05-02; total 1,240.50 EUR. " * 40) + (
+        "Mail ops@example.com, +49 30 1234567, card 4111 1111 1111 1111, 10.0.0.1, "
+        "2001:db8::8a2e:370:7334, AB123456C, DE89 3704 0044 0532 0130 00, token=9f8e7d6c5b4a3928.\n"
+    ) * 10
+    native, pure = detector_set(native=True), detector_set(native=False)
+    assert native._window_min < pure._window_min  # the native anchors are in use
+    found = native.detect(text)
+    assert found == pure.detect(text)
+    kinds = {"EMAIL", "PHONE", "CARD", "IP", "UK_NINO", "IBAN", "SECRET"}
+    assert {item.kind for item in found} == kinds
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "pure-python"])
+def test_long_text_takes_the_fast_path_and_finds_the_same_values(native: bool) -> None:
     text = ("Contact jordan.blake@acme.example.com or +44 20 7946 0958. " * 40) + (
         "card 4111 1111 1111 1111, IBAN DE89 3704 0044 0532 0130 00, AB123456C. " * 20
     )
-    detectors = DetectorSet()
+    detectors = detector_set(native)
     assert len(text) >= FAST_MIN_CHARS
     fast = detectors.plain(text)
     assert {d.kind for d in fast} == {"EMAIL", "PHONE", "CARD", "IBAN", "UK_NINO"}

@@ -104,6 +104,15 @@ def test_variables_and_files_persist_and_fresh_clears_variables_only(session: Sa
     assert modified.files["modified"] == ["keep.txt"]
 
 
+def test_code_larger_than_the_bridge_buffer_reaches_a_stopped_guest(session: SandboxSession):
+    # Between executions the guest is stopped; its code is sent before it is resumed, unless
+    # the code does not fit in the socket's buffer (then it is resumed to read it).
+    assert session.execute("print(1)").status == "ok"
+    result = session.execute("x = '" + "a" * 3_000_000 + "'\nprint(len(x))")
+    assert (result.status, result.stdout) == ("ok", "3000000\n")
+    assert session.execute("print(2)").stdout == "2\n"
+
+
 def test_top_level_await_runs(session: SandboxSession):
     result = session.execute("import asyncio\nawait asyncio.sleep(0)\nprint('awaited')")
     assert result.stdout == "awaited\n"

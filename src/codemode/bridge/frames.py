@@ -16,15 +16,43 @@ import msgpack
 
 from codemode.errors import BridgeProtocolError
 
-__all__ = ["MAX_DEPTH", "FrameDecoder", "MalformedFrame", "encode_frame"]
+__all__ = ["MAX_DEPTH", "FrameDecoder", "MalformedFrame", "encode_frame", "encode_frame_parts"]
 
 _LEN = struct.Struct(">I")
 MAX_DEPTH = 64
 
 
+_LARGE = 1 << 16
+
+
+def _pack(obj: Any) -> bytes:
+    packed: bytes = msgpack.packb(obj, use_bin_type=True, datetime=False)
+    return packed
+
+
 def encode_frame(obj: Any) -> bytes:
-    body: bytes = msgpack.packb(obj, use_bin_type=True, datetime=False)
-    return _LEN.pack(len(body)) + body
+    return b"".join(encode_frame_parts(obj))
+
+
+def encode_frame_parts(obj: Any) -> list[bytes]:
+    """The frame as pieces to send one after the other (the length prefix first). A large
+    string at the top of a map (a reply's ``value``) is encoded on its own and not copied
+    again: msgpack grows its buffer for it and then copies the whole body out."""
+    if not isinstance(obj, dict) or not any(
+        isinstance(value, str) and len(value) > _LARGE for value in obj.values()
+    ):
+        body = _pack(obj)
+        return [_LEN.pack(len(body)), body]
+    size = len(obj)
+    parts = [bytes([0x80 | size]) if size < 16 else b"\xdf" + _LEN.pack(size)]  # map
+    for key, value in obj.items():
+        parts.append(_pack(key))
+        if isinstance(value, str) and len(value) > _LARGE:
+            raw = value.encode("utf-8")
+            parts += [b"\xdb" + _LEN.pack(len(raw)), raw]  # str 32
+        else:
+            parts.append(_pack(value))
+    return [_LEN.pack(sum(map(len, parts))), *parts]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +88,25 @@ class FrameDecoder:
         self.max_frame_bytes = max_frame_bytes
         self._buffer = bytearray()
         self._skip = 0
-        # A large frame's body is collected as chunks and joined once (no quadratic copies).
-        self._need = 0
-        self._chunks: list[bytes] = []
+        # A large frame's body goes straight into a buffer of its size (allocated once its
+        # size passed the cap), filled by ``feed`` or by the reader itself (``pending``).
+        self._big: bytearray | None = None
         self._have = 0
+
+    def pending(self) -> memoryview | None:
+        """The unfilled rest of a large frame's buffer, to receive into (then ``filled``)."""
+        if self._big is None:
+            return None
+        return memoryview(self._big)[self._have :]
+
+    def filled(self, count: int) -> list[dict[str, Any] | MalformedFrame]:
+        """``count`` bytes were received into ``pending()``: the frame, once complete."""
+        assert self._big is not None and 0 <= count <= len(self._big) - self._have
+        self._have += count
+        if self._have < len(self._big):
+            return []
+        body, self._big, self._have = self._big, None, 0
+        return [self._decode(body)]
 
     def feed(self, data: bytes) -> list[dict[str, Any] | MalformedFrame]:
         out: list[dict[str, Any] | MalformedFrame] = []
@@ -72,16 +115,13 @@ class FrameDecoder:
             taken = min(self._skip, len(view))
             self._skip -= taken
             view = view[taken:]
-        if self._need:
-            taken = min(self._need - self._have, len(view))
-            self._chunks.append(bytes(view[:taken]))
-            self._have += taken
+        if self._big is not None:
+            taken = min(len(self._big) - self._have, len(view))
+            self._big[self._have : self._have + taken] = view[:taken]
+            out += self.filled(taken)
             view = view[taken:]
-            if self._have < self._need:
+            if self._big is not None:
                 return out
-            body = b"".join(self._chunks)
-            self._need, self._have, self._chunks = 0, 0, []
-            out.append(self._decode(body))
         self._buffer += view
         buf = self._buffer
         pos = 0
@@ -101,8 +141,8 @@ class FrameDecoder:
             available = len(buf) - pos - 4
             if available < size:
                 if size > 65536:
-                    self._need = size
-                    self._chunks = [bytes(buf[pos + 4 :])]
+                    self._big = bytearray(size)
+                    self._big[:available] = buf[pos + 4 :]
                     self._have = available
                     pos = len(buf)
                 break
@@ -111,7 +151,7 @@ class FrameDecoder:
         del buf[:pos]
         return out
 
-    def _decode(self, body: bytes | memoryview) -> dict[str, Any] | MalformedFrame:
+    def _decode(self, body: bytes | bytearray | memoryview) -> dict[str, Any] | MalformedFrame:
         try:
             value = msgpack.unpackb(
                 body,

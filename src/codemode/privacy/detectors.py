@@ -67,6 +67,7 @@ __all__ = [
     "Detection",
     "Detector",
     "DetectorSet",
+    "content_digest",
     "default_detectors",
     "expand_kinds",
     "looks_secret",
@@ -305,6 +306,7 @@ def expand_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
 
 
 _CACHE_MAX_LEN = 2048
+_NATIVE_MIN_CHARS = 128
 _DIGEST_CACHE_MAX = 64
 
 
@@ -338,8 +340,8 @@ class DetectorSet:
         from codemode.privacy import fastscan  # it builds on this module
 
         self._fast_min = fastscan.FAST_MIN_CHARS
-        self._windowed = fastscan.windowed_kinds({k: _BUILTINS[k] for k in self.kinds})
         self._fast_scan = fastscan.scan
+        self.use_native_anchors(True)
         self._by_digest: dict[bytes, tuple[Detection, ...]] = {}
 
     @property
@@ -356,12 +358,23 @@ class DetectorSet:
 
         self._fast_min = fastscan.FAST_MIN_CHARS if enabled else sys.maxsize
 
-    def detect(self, text: str) -> tuple[Detection, ...]:
+    def use_native_anchors(self, enabled: bool) -> None:
+        """Whether the fast path finds its anchors with Hyperscan, where it is installed (off:
+        the pure-Python anchors, which find the same places)."""
+        from codemode.privacy import fastscan
+
+        kinds = {k: _BUILTINS[k] for k in self.kinds}
+        self._windowed = fastscan.windowed_kinds(kinds, native=enabled)
+        native = enabled and fastscan.native_available()
+        self._window_min = _NATIVE_MIN_CHARS if native else fastscan.FAST_MIN_CHARS
+
+    def detect(self, text: str, digest: bytes | None = None) -> tuple[Detection, ...]:
+        """``digest``: the text's ``content_digest``, when the caller has it already."""
         if len(text) <= _CACHE_MAX_LEN:
             return self._cached(text)
         # Long text seen before (a result passed on, printed, returned again) is not scanned
         # again: its detections are kept by content hash.
-        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        digest = digest or content_digest(text)
         found = self._by_digest.get(digest)
         if found is None:
             found = self._by_digest[digest] = self._detect(text)
@@ -370,9 +383,15 @@ class DetectorSet:
         return found
 
     def _detect(self, text: str) -> tuple[Detection, ...]:
-        found = self.plain(text)
-        if has_markup(text):
-            extra = [Detection(*item) for item in markup_detections(text, self.plain)]
+        candidates: list[int] | None = None  # where markup may be, when found natively
+        detect = self.plain
+        if len(text) >= self._fast_min:
+            found, candidates = self._fast_plain(text)
+            detect = self._window_plain
+        else:
+            found = self.reference_plain(text)
+        if candidates or (candidates is None and has_markup(text)):
+            extra = [Detection(*d) for d in markup_detections(text, detect, candidates)]
             if extra:
                 rank = self._rank
                 extra.sort(key=lambda item: rank[item.kind])
@@ -388,9 +407,19 @@ class DetectorSet:
         """Detections in ``text`` as it is written (no markup removed). Long text takes the
         fast path (``codemode.privacy.fastscan``); it hides all the whole-text scan hides."""
         if len(text) >= self._fast_min:
-            found = [d for detector in self.user for d in detector.find(text)]
-            found += self._fast_scan(self._windowed, text)
-            return self._merge_overlaps(text, found)
+            return self._fast_plain(text)[0]
+        return self.reference_plain(text)
+
+    def _fast_plain(self, text: str) -> tuple[tuple[Detection, ...], list[int] | None]:
+        found = [d for detector in self.user for d in detector.find(text)]
+        more, markup = self._fast_scan(self._windowed, text)
+        return self._merge_overlaps(text, found + more), markup
+
+    def _window_plain(self, text: str) -> tuple[Detection, ...]:
+        """``plain`` for the windows of long text that markup is removed from: with native
+        anchors the fast path pays from ``_NATIVE_MIN_CHARS`` on."""
+        if len(text) >= self._window_min:
+            return self._fast_plain(text)[0]
         return self.reference_plain(text)
 
     def _merge_overlaps(self, text: str, found: list[Detection]) -> tuple[Detection, ...]:
@@ -434,6 +463,11 @@ class DetectorSet:
         rank = self._rank
         found.sort(key=lambda item: rank[item.kind])
         return tuple(non_overlapping(found))
+
+
+def content_digest(text: str) -> bytes:
+    """A hash of ``text`` to key caches of long text by (16 bytes of BLAKE2b)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def non_overlapping(found: Iterable[Detection]) -> list[Detection]:

@@ -25,29 +25,48 @@ dropped (they were cut by the window; the window of their own anchor finds them 
 findings overlap, ``DetectorSet`` merges them into one span rather than choose.
 ``tests/privacy/test_fastscan.py`` checks, over generated text, that everything the whole-text
 scan hides, the fast path hides too.
+
+With Hyperscan installed (``codemode.privacy.native``) every anchor comes from one native pass
+instead, number kinds with anchors shaped like their pattern (no six-digit clusters), and the
+places where markup may be come from the same pass.
 """
 
 from __future__ import annotations
 
 import codecs
+import functools
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from codemode.privacy.detectors import Detection, Detector
+from codemode.privacy.native import ANCHORS, NativeAnchor, NativeScanner, native_scanner
 
-__all__ = ["FAST_MIN_CHARS", "WindowedKind", "windowed_kinds"]
+__all__ = ["FAST_MIN_CHARS", "WindowedKind", "native_available", "windowed_kinds"]
 
 #: Below this length the whole-text scan is as fast (and its results are cached).
 FAST_MIN_CHARS = 2048
 _EDGE = 8  # a match ending this close to a window's far edge was cut by it
 
 
+# Characters that case-insensitive patterns match as ASCII letters (``re`` folds them so).
+_FOLDS = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+
+
+def _ascii_of(ch: str) -> str:
+    if ch.isdecimal():
+        return "0"
+    if ch.isspace():
+        return " "
+    return _FOLDS.get(ch, "?")
+
+
 def _same_width(error: UnicodeError) -> tuple[str, int]:
-    """Encode error handler: one ASCII character per character (``0`` for any digit)."""
+    """Encode error handler: one ASCII character per character: ``0`` for any digit, a space
+    for any whitespace, the letter ``(?i)`` matches for the few letters it folds to ASCII."""
     assert isinstance(error, UnicodeEncodeError)
     chunk = error.object[error.start : error.end]
-    return "".join("0" if ch.isdecimal() else "?" for ch in chunk), error.end
+    return "".join(map(_ascii_of, chunk)), error.end
 
 
 codecs.register_error("codemode-same-width", _same_width)
@@ -68,6 +87,7 @@ class _Text:
     _lower: bytes | None = None
     _digits: bytes | None = None
     clusters: list[tuple[int, int, int]] | None = None
+    _native: list[list[int]] | None = None
 
     @property
     def raw(self) -> bytes:
@@ -86,6 +106,11 @@ class _Text:
         if self._digits is None:
             self._digits = self.raw.translate(_DIGITS)
         return self._digits
+
+    def native_hits(self, scanner: NativeScanner) -> list[list[int]]:
+        if self._native is None:
+            self._native = scanner.hits(self.raw)
+        return self._native
 
 
 Window = tuple[int, int]
@@ -175,30 +200,45 @@ def _numbers(
     return windows
 
 
-def _runs(
-    needle: str, before: re.Pattern[str], after: re.Pattern[str], back: int, forward: int
-) -> Anchor:
-    """Windows over the run of ``before`` characters ending at each ``needle`` (at most
-    ``back`` long) and the run of ``after`` characters following it (at most ``forward``)."""
+RunWindow = Callable[[str, int], Window]
+
+
+def _run_window(
+    before: re.Pattern[str], after: re.Pattern[str], back: int, forward: int, size: int
+) -> RunWindow:
+    """The window over the run of ``before`` characters ending at a needle (at most ``back``
+    long) and the run of ``after`` characters following it (at most ``forward``)."""
+
+    def window(text: str, at: int) -> Window:
+        run = before.search(text, max(0, at - back), at)
+        start = run.start() if run is not None else at
+        forth = after.match(text, at + size, at + size + forward)
+        end = forth.end() if forth is not None else at + size
+        return start - 1, end + 1
+
+    return window
+
+
+def _runs(needle: str, window: RunWindow) -> Anchor:
+    """``window`` around each ``needle``."""
 
     def windows(source: _Text) -> Iterator[Window]:
         text = source.text
         at = text.find(needle)
         while at >= 0:
-            run = before.search(text, max(0, at - back), at)
-            start = run.start() if run is not None else at
-            forth = after.match(text, at + len(needle), at + len(needle) + forward)
-            end = forth.end() if forth is not None else at + len(needle)
-            yield start - 1, end + 1
+            yield window(text, at)
             at = text.find(needle, at + 1)
 
     return windows
 
 
 # An address's local part and domain around its @ (the pattern's own limits, 64 and 253).
-_AT = _runs("@", re.compile(r"[\w.+%\-]+\Z"), re.compile(r"[A-Za-z0-9.\-]*"), 72, 264)
+_AT_RUN = _run_window(re.compile(r"[\w.+%\-]+\Z"), re.compile(r"[A-Za-z0-9.\-]*"), 72, 264, 1)
+_AT = _runs("@", _AT_RUN)
 # An international number: the digits, separators and parentheses after its +.
-_PLUS = _runs("+", re.compile(r"\Z"), re.compile(r"[\d .()\-]*"), 0, 112)
+_PLUS_RUN = _run_window(re.compile(r"\Z"), re.compile(r"[\d .()\-]*"), 0, 112, 1)
+_PLUS = _runs("+", _PLUS_RUN)
+_NATIVE_RUNS: dict[tuple[str, int], RunWindow] = {("EMAIL", 0): _AT_RUN, ("PHONE", 0): _PLUS_RUN}
 _NUMBER_ANCHORS: dict[str, Anchor] = {
     "CARD": _numbers(13),
     "SSN": _numbers(9),
@@ -211,8 +251,45 @@ _NUMBER_ANCHORS: dict[str, Anchor] = {
 }
 
 
-def _anchor_of(kind: str, index: int) -> Anchor | None:
-    """The anchor of the ``index``-th built-in pattern of ``kind`` (None: the whole text)."""
+def _native_anchor(scanner: NativeScanner, slot: int, anchor: NativeAnchor) -> Anchor:
+    back, forward = anchor.back, anchor.forward
+
+    def windows(source: _Text) -> Iterator[Window]:
+        for end in source.native_hits(scanner)[slot]:
+            yield end - back, end + forward
+
+    return windows
+
+
+def _native_runs(scanner: NativeScanner, slot: int, offset: int, window: RunWindow) -> Anchor:
+    def windows(source: _Text) -> Iterator[Window]:
+        text = source.text
+        for end in source.native_hits(scanner)[slot]:
+            yield window(text, end - offset)
+
+    return windows
+
+
+@functools.cache
+def _native_anchor_of(kind: str, index: int) -> Anchor | None:
+    """The Hyperscan anchor of a built-in pattern (``codemode.privacy.native``), if it has one."""
+    scanner = native_scanner()
+    slot = scanner.slot(kind, index) if scanner is not None else None
+    if scanner is None or slot is None:
+        return None
+    anchor = ANCHORS[kind, index]
+    if anchor.at is not None:
+        return _native_runs(scanner, slot, anchor.at, _NATIVE_RUNS[kind, index])
+    return _native_anchor(scanner, slot, anchor)
+
+
+def _anchor_of(kind: str, index: int, native: bool = False) -> Anchor | None:
+    """The anchor of the ``index``-th built-in pattern of ``kind`` (None: the whole text);
+    with ``native``, Hyperscan's where it has one."""
+    if native:
+        anchor = _native_anchor_of(kind, index)
+        if anchor is not None:
+            return anchor
     if kind == "EMAIL":
         return _AT
     if kind == "SECRET":
@@ -293,11 +370,11 @@ class _Group:
 class WindowedKind:
     """One kind's built-in patterns, each group run in the windows around its anchor."""
 
-    def __init__(self, kind: str, detectors: Sequence[Detector]) -> None:
+    def __init__(self, kind: str, detectors: Sequence[Detector], *, native: bool) -> None:
         self.kind = kind
         by_anchor: dict[Anchor | None, list[Detector]] = {}
         for index, detector in enumerate(detectors):
-            by_anchor.setdefault(_anchor_of(kind, index), []).append(detector)
+            by_anchor.setdefault(_anchor_of(kind, index, native), []).append(detector)
         self.groups = tuple(_Group(anchor, members) for anchor, members in by_anchor.items())
 
     def find_into(self, source: _Text, found: list[Detection]) -> None:
@@ -319,14 +396,28 @@ def _find(
             found.append(Detection(detector.kind, start, end, text[start:end]))
 
 
-def windowed_kinds(by_kind: dict[str, Sequence[Detector]]) -> tuple[WindowedKind, ...]:
-    return tuple(WindowedKind(kind, detectors) for kind, detectors in by_kind.items())
+def native_available() -> bool:
+    """Whether Hyperscan is installed (the ``fast`` extra) to find anchors natively."""
+    return native_scanner() is not None
 
 
-def scan(kinds: Sequence[WindowedKind], text: str) -> list[Detection]:
-    """Every detection of ``kinds`` in ``text`` (long text), in kind order."""
+def windowed_kinds(
+    by_kind: Mapping[str, Sequence[Detector]], *, native: bool
+) -> tuple[WindowedKind, ...]:
+    """The kinds' patterns grouped by anchor; ``native``: Hyperscan's anchors where it is
+    installed (otherwise the pure-Python ones, which find the same places more slowly)."""
+    native = native and native_available()
+    return tuple(WindowedKind(kind, ds, native=native) for kind, ds in by_kind.items())
+
+
+def scan(kinds: Sequence[WindowedKind], text: str) -> tuple[list[Detection], list[int] | None]:
+    """Every detection of ``kinds`` in ``text`` (long text), in kind order; and where markup
+    may start when the anchors were found natively (None: search the text for it)."""
     source = _Text(text)
     found: list[Detection] = []
     for kind in kinds:
         kind.find_into(source, found)
-    return found
+    scanner = native_scanner()
+    if source._native is None or scanner is None:
+        return found, None
+    return found, scanner.markup_candidates(source._native)

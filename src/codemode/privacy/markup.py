@@ -92,36 +92,54 @@ def normalize(text: str, start: int = 0, end: int | None = None) -> tuple[str, _
     return "".join(out), mapping
 
 
-def _markup_positions(text: str) -> set[int]:
-    """Where markup may be: found with ``str.find`` (a regex over all of a long text would
-    cost more than the detectors)."""
-    positions: set[int] = set()
-    for needle in ("[", "]", "**", "__", "<", "...", "…", " @", "@ "):
+_NEEDLES = ("[", "]", "**", "__", "<", "...", "…", " @", "@ ")
+_SPACE_NEEDLES = ("\n", "\t", "\r", "\x0b", "\x0c", "  ", "\u00a0", "\u2009", "\u202f")
+_WIDE = ("…", "\u00a0", "\u2009", "\u202f")  # what an ASCII copy of the text cannot tell apart
+
+
+def _finds(text: str, needles: Sequence[str]) -> list[int]:
+    found: list[int] = []
+    for needle in needles:
         at = text.find(needle)
         while at >= 0:
-            positions.add(at)
+            found.append(at)
             at = text.find(needle, at + 1)
-    for needle in ("\n", "\t", "\r", "\x0b", "\x0c", "  ", "\u00a0", "\u2009", "\u202f"):
-        at = text.find(needle)
-        while at >= 0:
+    return found
+
+
+def _markup_positions(text: str, candidates: Sequence[int] | None = None) -> set[int]:
+    """Where markup may be: found with ``str.find`` (a regex over all of a long text would
+    cost more than the detectors), or checked among ``candidates`` (``native.MARKUP``: every
+    place an ASCII needle may start, found natively) plus the needles no ASCII copy shows."""
+    if candidates is None:
+        places = _finds(text, _NEEDLES + _SPACE_NEEDLES)
+    else:
+        places = [*candidates, *_finds(text, _WIDE)]
+    positions: set[int] = set()
+    for at in places:
+        if text.startswith(_NEEDLES, at):
+            positions.add(at)
+        elif text.startswith(_SPACE_NEEDLES, at):
             end = _SPACES.match(text, at)
             after = end.end() if end is not None else at + 1
             if at > 0 and text[at - 1].isdigit() and text[after : after + 1].isdigit():
                 positions.add(at)
-            at = text.find(needle, at + 1)
     return positions
 
 
 def markup_detections(
-    text: str, detect: Callable[[str], Sequence[Detection]]
+    text: str,
+    detect: Callable[[str], Sequence[Detection]],
+    candidates: Sequence[int] | None = None,
 ) -> list[tuple[str, int, int, str]]:
     """Values that only show once markup is removed, with their spans in ``text``.
 
     Each is ``(kind, start, end, value)``: the value without markup (what the vault should
-    hold) and the span in ``text`` it covers, markup included.
+    hold) and the span in ``text`` it covers, markup included. ``candidates``: places markup
+    may start, found natively (each is checked here); without them the text is searched.
     """
     windows: list[list[int]] = []
-    for at in sorted(_markup_positions(text)):
+    for at in sorted(_markup_positions(text, candidates)):
         low, high = max(0, at - _WINDOW), min(len(text), at + _WINDOW)
         if windows and low <= windows[-1][1]:
             windows[-1][1] = max(windows[-1][1], high)

@@ -13,12 +13,17 @@ asking ``check`` whether it may go to the destination.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from codemode.privacy.detectors import Detection, DetectorSet, looks_secret, non_overlapping
+from codemode.privacy.detectors import (
+    Detection,
+    DetectorSet,
+    content_digest,
+    looks_secret,
+    non_overlapping,
+)
 from codemode.privacy.fields import FieldMatcher, State
 from codemode.privacy.recall import Recall
 from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
@@ -210,22 +215,22 @@ class _Walk:
             return self._text(text, path)
         # A long string this server returned before, unchanged, while the vault has not
         # changed since: the same result, without a second scan.
-        key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-               self.server)  # fmt: skip
+        digest = content_digest(text)
+        key = (digest, self.server)
         seen = self.cleared.get(key)
         if seen is not None and seen[0] == self.vault.version:
             return seen[1]
-        result = self._text(text, path)
+        result = self._text(text, path, digest)
         if len(self.cleared) >= _CLEARED_MAX:
             del self.cleared[next(iter(self.cleared))]
         self.cleared[key] = (self.vault.version, result)
         return result
 
-    def _text(self, text: str, path: Sequence[PathItem]) -> str:
+    def _text(self, text: str, path: Sequence[PathItem], digest: bytes | None = None) -> str:
         known = self.vault.seen_again(text, lambda: self.source(path))
         if known is not None:  # a value seen before (e.g. in a named field) stays hidden
             return known
-        detections: Sequence[Detection] = self.detectors.detect(text)
+        detections: Sequence[Detection] = self.detectors.detect(text, digest)
         if self.recall is not None:
             kinds = frozenset(self.detectors.all_kinds)
             detections = _merge(_recalled(self.recall, text, kinds), detections)

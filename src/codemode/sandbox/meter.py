@@ -17,11 +17,20 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 from dataclasses import dataclass
 
 from codemode.sandbox.cgroups import CgroupSet
 from codemode.sandbox.layout import TMPFS_MOUNTS, WORKSPACE
-from codemode.sandbox.proctree import pidns_of, pss_bytes, signal_each, tree, walk
+from codemode.sandbox.proctree import (
+    continue_each,
+    pidns_of,
+    pss_bytes,
+    signal_each,
+    stop_each,
+    tree,
+    walk,
+)
 from codemode.sandbox.settings import Limits
 
 __all__ = ["CgroupMeter", "ProcMeter", "SandboxMeter", "Usage"]
@@ -39,7 +48,7 @@ def _task_margin(limit: int) -> int:
 @dataclass(frozen=True, slots=True)
 class Usage:
     cpu_seconds: float
-    tasks: int
+    tasks: int | None  # None where the kernel caps the tasks itself
     memory_bytes: int | None  # None where the kernel enforces the memory limit itself
     processes_hit: bool
     memory_hit: bool
@@ -57,7 +66,9 @@ class SandboxMeter:
         self.mounts = mounts
         self.guest_pid: int | None = None
         self.pidns: str | None = None
-        self._stopped: list[int] = []
+        # The stopped processes, by pid: a pidfd of each, held until they are resumed.
+        self._stopped: dict[int, int] = {}
+        self._stopped_lock = threading.Lock()  # ``release`` may come from another thread
         self._cpu_high = 0.0
 
     def bind(self, guest_pid: int) -> None:
@@ -85,7 +96,12 @@ class SandboxMeter:
             signal_each([self.guest_pid], self.pidns, signal.SIGKILL)
 
     def release(self) -> None:
-        """Free what the meter holds on the host (cgroup directories)."""
+        """Free what the meter holds on the host (pidfds; cgroup directories)."""
+        with self._stopped_lock:
+            held, self._stopped = self._stopped, {}
+        for fd in held.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     # --- shared readings ------------------------------------------------------------------
 
@@ -123,21 +139,21 @@ class SandboxMeter:
     def _signal_stop(self) -> bool:
         if self.guest_pid is None or self.pidns is None:
             return True
-        stopped = set(self._stopped)
-        for _ in range(_STOP_ROUNDS):
-            # A process with a stop pending cannot complete a fork, so this converges.
-            new = [pid for pid in tree(self.guest_pid, self.pidns) if pid not in stopped]
-            if not new:
-                return True
-            reached = signal_each(new, self.pidns, signal.SIGSTOP)
-            self._stopped += reached
-            stopped.update(new)
+        with self._stopped_lock:
+            stopped = set(self._stopped)
+            for _ in range(_STOP_ROUNDS):
+                # A process with a stop pending cannot complete a fork, so this converges.
+                new = [pid for pid in tree(self.guest_pid, self.pidns) if pid not in stopped]
+                if not new:
+                    return True
+                self._stopped.update(stop_each(new, self.pidns))
+                stopped.update(new)
         return False
 
     def _signal_resume(self) -> None:
-        if self.pidns is not None and self._stopped:
-            signal_each(self._stopped, self.pidns, signal.SIGCONT)
-        self._stopped = []
+        with self._stopped_lock:
+            held, self._stopped = self._stopped, {}
+        continue_each(held)
 
 
 class ProcMeter(SandboxMeter):
@@ -181,7 +197,7 @@ class CgroupMeter(SandboxMeter):
         cpu = self.cpu_seconds()
         return Usage(
             cpu_seconds=cpu,
-            tasks=cgroup.tasks(),
+            tasks=None,
             memory_bytes=None,
             processes_hit=cgroup.pids_limit_hit(),
             memory_hit=cgroup.memory_limit_hit(),
@@ -193,5 +209,6 @@ class CgroupMeter(SandboxMeter):
         super().kill()
 
     def release(self) -> None:
+        super().release()
         with contextlib.suppress(OSError):
             self.cgroup.destroy()

@@ -17,10 +17,12 @@ from pathlib import Path
 __all__ = [
     "Proc",
     "children_of",
+    "continue_each",
     "pidns_of",
     "pss_bytes",
     "read_small",
     "signal_each",
+    "stop_each",
     "tree",
     "walk",
 ]
@@ -130,6 +132,38 @@ def pss_bytes(pid: int) -> int:
         if line.startswith(("Pss_Anon:", "Pss_Shmem:")):
             total += int(line.split()[1]) * 1024
     return total
+
+
+def stop_each(pids: list[int], pidns: str) -> dict[int, int]:
+    """SIGSTOP each process of ``pids`` still in ``pidns``; returns a pidfd for each one
+    reached, kept open so that ``continue_each`` resumes these very processes."""
+    held: dict[int, int] = {}
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        try:
+            if pidns_of(pid) == pidns:
+                signal.pidfd_send_signal(fd, signal.SIGSTOP)
+                held[pid], fd = fd, -1
+        except OSError:
+            pass
+        finally:
+            if fd >= 0:
+                os.close(fd)
+    return held
+
+
+def continue_each(held: dict[int, int]) -> None:
+    """SIGCONT the processes ``stop_each`` stopped, through its pidfds, and close them."""
+    for fd in held.values():
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGCONT)
+        except OSError:
+            pass  # it has ended meanwhile (killed)
+        finally:
+            os.close(fd)
 
 
 def signal_each(pids: list[int], pidns: str, signum: signal.Signals) -> list[int]:

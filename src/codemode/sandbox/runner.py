@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame
+from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame_parts
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
@@ -34,9 +34,9 @@ from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import SandboxProcess
-from codemode.sandbox.proctree import read_small
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.settings import Limits
+from codemode.sandbox.settle import waits_for_frames
 from codemode.sandbox.watchdog import WATCHDOG, Watched
 from codemode.sandbox.workspace import Snapshot, diff, scan
 
@@ -52,10 +52,6 @@ _WAKE_INTERVAL_S = 0.05
 _READ_CHUNK = 1 << 20
 _PIN_AFTER_CALLS = 4
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
-# Syscall numbers (as /proc/<pid>/syscall shows them) of a read on the bridge socket.
-_READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", "207"})}.get(
-    os.uname().machine, frozenset()
-)
 
 
 class Sandbox:
@@ -97,37 +93,8 @@ class Sandbox:
         """The guest interpreter's pid as the host sees it (pid 1 inside its namespace)."""
         return self.process.guest_pid
 
-    def _settles(self) -> bool:
-        """Wait (50 ms at most) until the guest's main thread is off the CPU. An honest guest
-        is on its way to wait for the next frame; code that sent its own "done" keeps it."""
-        begun = time.monotonic()
-        while (waited := time.monotonic() - begun) < 0.05:
-            if self._guest_state() != "R":
-                return True
-            # Yield the CPU to the guest first, then nap.
-            if waited < 0.002:
-                os.sched_yield()
-            else:
-                time.sleep(0.0005)
-        return False
-
     def _waits_for_frames(self) -> bool:
-        """Is the guest's main thread blocked in its read of the bridge (as an honest guest is
-        between executions)? Code that sent its own "done" is elsewhere."""
-        fd = self.process.bridge_fd
-        if fd is None or not _READ_SYSCALLS:
-            return True  # an architecture we do not know: cannot tell
-        try:
-            fields = read_small(f"/proc/{self.guest_pid}/syscall").split()
-        except OSError:
-            return True  # not readable here (a strict ptrace policy): cannot tell
-        return len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd
-
-    def _guest_state(self) -> str:
-        try:
-            return read_small(f"/proc/{self.guest_pid}/stat").rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return "?"
+        return waits_for_frames(self.guest_pid, self.process.bridge_fd)
 
     @property
     def isolated(self) -> bool:
@@ -183,17 +150,24 @@ class Sandbox:
 
     def _read_frames(self) -> list[dict[str, Any] | MalformedFrame]:
         frames: list[dict[str, Any] | MalformedFrame] = []
+        decoder = self.decoder
         while True:
+            # A large frame under way is received straight into its buffer (no copies).
+            pending, data = decoder.pending(), b""
             try:
-                data = self.process.sock.recv(_READ_CHUNK)
+                if pending is not None:
+                    count = self.process.sock.recv_into(pending)
+                else:
+                    data = self.process.sock.recv(_READ_CHUNK)
+                    count = len(data)
             except (BlockingIOError, InterruptedError):
                 return frames
             except OSError:
-                data = b""
-            if not data:
+                count = 0
+            if not count:
                 self.dead = True
                 return frames
-            frames += self.decoder.feed(data)
+            frames += decoder.filled(count) if pending is not None else decoder.feed(data)
 
     def _drain(self, which: str) -> None:
         fd = self.process.stdout_fd if which == "stdout" else self.process.stderr_fd
@@ -224,15 +198,27 @@ class Sandbox:
             log.exception("the output callback failed; output is no longer passed on")
             self._on_output = None
 
-    def _send(self, frame: dict[str, Any], deadline: float) -> bool:
-        """Send one frame, bounded by the deadline. False if the guest does not take it."""
-        data = memoryview(encode_frame(frame))
+    def _send(
+        self, frame: dict[str, Any], deadline: float, blocked: Callable[[], None] | None = None
+    ) -> bool:
+        """Send one frame, bounded by the deadline. False if the guest does not take it.
+        ``blocked`` is called before waiting for the guest to read."""
+        pieces = encode_frame_parts(frame)
+        # A large frame is sent piece by piece, not copied into one; a small one in one send.
+        if sum(map(len, pieces)) > _READ_CHUNK // 16:
+            parts = [memoryview(piece) for piece in pieces]
+        else:
+            parts = [memoryview(b"".join(pieces))]
         sock = self.process.sock
-        while data:
+        while parts:
             try:
-                sent = sock.send(data)
-                data = data[sent:]
+                sent = sock.send(parts[0])
+                parts[0] = parts[0][sent:]
+                if not parts[0]:
+                    parts.pop(0)
             except (BlockingIOError, InterruptedError):
+                if blocked is not None:
+                    blocked()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -305,7 +291,7 @@ class Sandbox:
         self._stderr = HeadTail(limits.output_kept_bytes)
         host = BridgeHost(self.executions, tools, deadline=started + wall)
         self._live = (host, self._stdout)
-        self.resume()
+        # Resumed in ``_serve``, once watched and once its code is on the way.
         watched = Watched(self.process.meter, limits)
         calls = ParallelCalls(host, self._wake, workers=limits.parallel_calls)
         WATCHDOG.watch(watched)
@@ -343,8 +329,12 @@ class Sandbox:
         outcome = Outcome()
         stream = self._on_output is not None
         frame = {"op": "exec", "exec": host.execution, "code": code, "stream": stream}
-        if not self._send(frame, host.deadline):
+        # Sent while the guest is still stopped, so that its SIGCONT finds the frame waiting:
+        # one wake-up of the guest instead of two. (Code larger than the socket's buffer
+        # resumes it first, or the send would wait for a reader that cannot run.)
+        if not self._send(frame, host.deadline, blocked=self.resume):
             outcome.status, outcome.limit = "timeout", "wall_time"
+        self.resume()
         while outcome.done is None and outcome.status == "ok":
             if watched.breach is not None:
                 break
@@ -397,9 +387,9 @@ class Sandbox:
         ):
             healthy = False
         if healthy and self.process.isolated:
-            # Blocked, and blocked in its read of the bridge: an honest guest. (Read before
-            # the stop: a task on its way to stopping shows no syscall.)
-            waiting = self._settles() and self._waits_for_frames()
+            # Blocked in its read of the bridge: an honest guest. (Read before the stop: a
+            # task on its way to stopping shows no syscall.)
+            waiting = self._waits_for_frames()
             if not meter.stop():
                 outcome.left_running = "processes that kept starting new ones"
             else:

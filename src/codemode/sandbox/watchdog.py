@@ -8,6 +8,7 @@ recorded first and the sandbox killed second, so the result names the limit that
 from __future__ import annotations
 
 import threading
+import time
 
 from codemode.sandbox.meter import SandboxMeter, Usage
 from codemode.sandbox.settings import Limits
@@ -59,13 +60,20 @@ class Watched:
 
 
 class Watchdog:
-    """A daemon thread, started on first use, idle while nothing is watched."""
+    """A daemon thread, started on first use, idle while nothing is watched.
+
+    While anything is watched it checks all of it every ``interval_s``. An execution's first
+    check comes within one interval of its start, not at once: until then the sandbox was
+    stopped, and the execution loop checks the end itself. So a short execution neither wakes
+    the thread nor pays for a reading on it.
+    """
 
     def __init__(self, interval_s: float = INTERVAL_S) -> None:
         self.interval_s = interval_s
         self._watched: set[Watched] = set()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._idle = False  # the thread waits for something to watch
 
     def watch(self, watched: Watched) -> None:
         with self._cond:
@@ -75,7 +83,8 @@ class Watchdog:
                     target=self._run, name="codemode-sandbox-watchdog", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify_all()
+            elif self._idle:
+                self._cond.notify_all()
 
     def unwatch(self, watched: Watched) -> None:
         with self._cond:
@@ -84,12 +93,15 @@ class Watchdog:
     def _run(self) -> None:
         while True:
             with self._cond:
+                self._idle = True
                 self._cond.wait_for(lambda: bool(self._watched))
+                self._idle = False
+                deadline = time.monotonic() + self.interval_s
+                while (left := deadline - time.monotonic()) > 0:
+                    self._cond.wait(left)
                 current = list(self._watched)
             for watched in current:
                 watched.check()
-            with self._cond:
-                self._cond.wait(self.interval_s)
 
 
 WATCHDOG = Watchdog()

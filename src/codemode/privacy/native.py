@@ -1,0 +1,139 @@
+"""Native anchors for the fast path: one Hyperscan pass finds every place a value may be.
+
+Optional (the ``fast`` extra installs ``hyperscan``); without it ``fastscan`` finds the same
+places in pure Python, several times more slowly. Each built-in pattern listed here gets
+an expression that every match of the pattern contains (the look-behind becomes the character
+before the match, look-aheads are left out, repeats are cut to their minimum), with how far a
+match may reach ``back`` before and ``forward`` after the end offset Hyperscan reports. The
+expressions run over the text's same-width ASCII copy (``fastscan._Text.raw``: one byte per
+character, so offsets are the text's own). ``tests/privacy/test_fastscan.py`` checks, over
+generated text, that the fast path with these anchors hides everything the whole-text scan
+hides.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+try:
+    import hyperscan as _hs
+except ImportError:  # pragma: no cover - the pure-Python anchors serve
+    _hs = None  # type: ignore[assignment]
+
+__all__ = ["ANCHORS", "MARKUP", "NativeAnchor", "NativeScanner", "native_scanner"]
+
+_HEX = "[0-9A-Fa-f]{1,4}"
+
+
+@dataclass(frozen=True, slots=True)
+class NativeAnchor:
+    """Every match of a built-in pattern lies in ``[end - back, end + forward]`` around an end
+    offset ``expression`` reports. With ``at``: the window is the pattern's run of characters
+    around the needle that starts ``at`` characters before the end (``fastscan._runs``)."""
+
+    expression: str
+    back: int = 0
+    forward: int = 0
+    at: int | None = None
+
+
+#: (kind, pattern index) -> its anchor. Where the old pure-Python anchor was a literal, the
+#: window is the same; number kinds get the shape of their pattern's first characters.
+ANCHORS: dict[tuple[str, int], NativeAnchor] = {
+    ("SECRET", 0): NativeAnchor(r"-----BEGIN ", 12, 16_100),
+    ("SECRET", 1): NativeAnchor(r"k_(?:live|test)_", 9, 248),
+    ("SECRET", 2): NativeAnchor(r"sk-", 4, 210),
+    ("SECRET", 3): NativeAnchor(r"gh[pousr]_", 5, 252),
+    ("SECRET", 4): NativeAnchor(r"github_pat_", 12, 250),
+    ("SECRET", 5): NativeAnchor(r"xox[abprs]-", 6, 252),
+    ("SECRET", 6): NativeAnchor(r"A(?:KIA|SIA)", 5, 20),
+    ("SECRET", 7): NativeAnchor(r"AIza", 5, 40),
+    ("SECRET", 8): NativeAnchor(r"eyJ", 4, 16_384),
+    ("SECRET", 9): NativeAnchor(r"(?i)key|secret|token|pass|pwd|auth|bearer", 22, 540),
+    ("EMAIL", 0): NativeAnchor(r"[A-Za-z0-9._%+\-]@[A-Za-z0-9]", at=2),
+    ("IBAN", 0): NativeAnchor(r"(?:^|[^A-Za-z0-9])[A-Z]{2}\d\d ?[A-Z0-9]{4} ?[A-Z0-9]{4}", 16, 34),
+    ("CARD", 0): NativeAnchor(r"(?:^|[^\w.\-])\d{4}[ \-]\d{4}[ \-]\d{4}[ \-]\d", 17, 9),
+    ("CARD", 1): NativeAnchor(r"(?:^|[^\w.\-])\d{4}[ \-]\d{6}[ \-]\d{4}", 17, 3),
+    ("CARD", 2): NativeAnchor(r"(?:^|[^\w.\-])\d{13}", 14, 8),
+    ("SSN", 0): NativeAnchor(r"(?:^|[^\w.\-])\d{3}[ \-]\d{2}[ \-]\d{4}", 12, 2),
+    ("UK_NINO", 0): NativeAnchor(r"(?:^|[^A-Za-z0-9])[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]", 14, 2),
+    ("DE_TAX_ID", 0): NativeAnchor(r"(?:^|[^\w.,\-])[1-9]\d ?\d{3} ?\d{3} ?\d{3}", 15, 2),
+    ("ES_DNI", 0): NativeAnchor(r"(?:^|[^\w\-])(?:\d{8}|[XYZ]\d{7})-?[A-Z]", 11, 2),
+    ("IP", 0): NativeAnchor(r"\d\.\d{1,3}\.\d", 11, 12),
+    # IPv6 that ``ipv6_valid`` accepts has "::" or at least six groups (the IPv4-tailed form);
+    # a match is at most 50 characters long.
+    ("IP", 1): NativeAnchor(rf"::|(?:{_HEX}:){{6}}", 52, 52),
+    ("PHONE", 0): NativeAnchor(r"(?:^|[^\w+])\+\d", at=2),
+    ("PHONE", 1): NativeAnchor(r"(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}", 18, 2),
+    # A trunk number's first group and two digits of the next; the rest follows (50 at most).
+    ("PHONE", 2): NativeAnchor(r"(?:^|[^\w.\-+/])0\d{1,4}[ \-/]\d\d", 10, 48),
+    ("PHONE", 3): NativeAnchor(r"\(0[1-9]", 3, 52),
+}
+
+#: Where markup may be (``markup._markup_positions`` checks each): its ASCII needles, and
+#: whitespace after a digit (or after any non-ASCII character, which may be a digit).
+MARKUP: tuple[tuple[str, int], ...] = (
+    (r"\[|\]|<", 1),
+    (r"\*\*|__| @|@ ", 2),
+    (r"\.\.\.", 3),
+    (r"[0-9?][\t\n\r\x0b\x0c]", 1),
+    (r"[0-9?]  ", 2),
+)
+
+
+class NativeScanner:
+    """The compiled anchors; ``hits`` scans a text's ASCII copy once for all of them."""
+
+    def __init__(self) -> None:
+        if _hs is None:
+            raise RuntimeError("hyperscan is not installed: pip install 'codemode[fast]'")
+        self.keys = tuple(ANCHORS)
+        expressions = [ANCHORS[key].expression for key in self.keys]
+        expressions += [expression for expression, _length in MARKUP]
+        self.markup_slots = range(len(self.keys), len(expressions))
+        self._hs = _hs
+        self._db = _hs.Database()
+        self._db.compile(
+            expressions=[expression.encode() for expression in expressions],
+            ids=list(range(len(expressions))),
+            elements=len(expressions),
+        )
+        self._size = len(expressions)
+        # Hyperscan lets go of the GIL while it scans: one scratch space per thread.
+        self._local = threading.local()
+
+    def slot(self, kind: str, index: int) -> int | None:
+        key = (kind, index)
+        return self.keys.index(key) if key in ANCHORS else None
+
+    def hits(self, raw: bytes) -> list[list[int]]:
+        """End offsets each expression reports in ``raw``, by slot (the anchors, then
+        ``MARKUP``), in ascending order."""
+        found: list[list[int]] = [[] for _ in range(self._size)]
+        appends: list[Callable[[int], None]] = [ends.append for ends in found]
+
+        def on_match(slot: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            appends[slot](end)
+
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._hs.Scratch(self._db)
+        self._db.scan(raw, match_event_handler=on_match, scratch=scratch)
+        return found
+
+    def markup_candidates(self, hits: list[list[int]]) -> list[int]:
+        """Where markup may start, from ``hits`` (to check against the text)."""
+        return [
+            end - length
+            for slot, (_expression, length) in zip(self.markup_slots, MARKUP, strict=True)
+            for end in hits[slot]
+        ]
+
+
+@functools.cache
+def native_scanner() -> NativeScanner | None:
+    """The process's scanner (compiled once, about 0.1 s), or None without ``hyperscan``."""
+    return NativeScanner() if _hs is not None else None

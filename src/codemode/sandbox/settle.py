@@ -1,0 +1,75 @@
+"""Is a guest between executions? Asked by the host once the guest says "done".
+
+An honest guest, once it has sent "done", blocks in its read of the bridge until the next
+frame. Code that sent its own "done" is elsewhere, or keeps the CPU: the sandbox is then killed
+rather than stopped and kept. The host reads /proc/<pid>/syscall (before the stop: a task on
+its way to stopping shows no syscall).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from codemode.sandbox.proctree import read_small
+
+__all__ = ["SETTLE_S", "waits_for_frames"]
+
+#: How long an honest guest may take to reach its read of the bridge.
+SETTLE_S = 0.05
+# Syscall numbers (as /proc/<pid>/syscall shows them) of a read on the bridge socket.
+_READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", "207"})}.get(
+    os.uname().machine, frozenset()
+)
+
+
+def waits_for_frames(pid: int | None, bridge_fd: int | None) -> bool:
+    """Is the guest's main thread blocked in its read of the bridge? Waits (``SETTLE_S`` at
+    most) for it to get there."""
+    if pid is None:
+        return False
+    if bridge_fd is None or not _READ_SYSCALLS:
+        return _settles(pid)  # an architecture we do not know: off the CPU is all we see
+    path = f"/proc/{pid}/syscall"
+    begun = time.monotonic()
+    looks = 0
+    while True:
+        try:
+            # "running", or the syscall the thread is blocked in and its arguments.
+            fields = read_small(path).split()
+        except OSError:
+            return _settles(pid)  # not readable here (a strict ptrace policy)
+        if len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == bridge_fd:
+            return True
+        if time.monotonic() - begun >= SETTLE_S:
+            return False
+        _pause(looks)
+        looks += 1
+
+
+def _settles(pid: int) -> bool:
+    """Wait (``SETTLE_S`` at most) until the guest's main thread is off the CPU."""
+    begun = time.monotonic()
+    looks = 0
+    while time.monotonic() - begun < SETTLE_S:
+        if _state(pid) != "R":
+            return True
+        _pause(looks)
+        looks += 1
+    return False
+
+
+def _state(pid: int) -> str:
+    try:
+        return read_small(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "?"
+
+
+def _pause(looks: int) -> None:
+    """Between two looks at the guest: yield the CPU to it a few times, then nap, longer each
+    time (on a busy machine yielding again and again only burns the CPU the guest waits for)."""
+    if looks < 3:
+        os.sched_yield()
+    else:
+        time.sleep(min(0.0005, 0.00005 * (1 << min(looks - 3, 4))))
