@@ -206,3 +206,53 @@ open("kept.txt", "w").write("1")
     )
     assert second.files == {"created": [], "modified": ["kept.txt"], "deleted": ["link"]}
     host.next_execution_works(isolated_session)
+
+
+SELF_RESUMING = """
+import ctypes, os, signal, threading, time
+ticks = []
+def count():
+    while True:
+        ticks.append(time.monotonic())
+        time.sleep(0.005)
+threading.Thread(target=count, daemon=True).start()
+libc = ctypes.CDLL(None, use_errno=True)
+class SigEvent(ctypes.Structure):
+    _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int),
+                ("rest", ctypes.c_byte * 48)]
+class TimerSpec(ctypes.Structure):
+    _fields_ = [("interval_s", ctypes.c_long), ("interval_ns", ctypes.c_long),
+                ("value_s", ctypes.c_long), ("value_ns", ctypes.c_long)]
+timer = ctypes.c_void_p()
+# SIGEV_SIGNAL (0) of SIGCONT every 10 ms on CLOCK_MONOTONIC (1).
+created = libc.timer_create(1, ctypes.byref(SigEvent(None, signal.SIGCONT, 0)), ctypes.byref(timer))
+print("timer_create", created, ctypes.get_errno())
+if created == 0:
+    libc.timer_settime(timer, 0, ctypes.byref(TimerSpec(0, 10_000_000, 0, 10_000_000)), None)
+try:
+    os.kill(os.getpid(), signal.SIGCONT)
+    print("kill allowed")
+except PermissionError:
+    print("kill refused")
+"""
+
+
+def test_code_cannot_resume_itself_between_executions(
+    isolated_session: SandboxSession, host
+) -> None:
+    """Finding: a POSIX timer delivering SIGCONT undid the host's SIGSTOP, and a background
+    thread then ran about 870 ticks in one idle second. Nothing inside may send SIGCONT by any
+    route (kill and its siblings, timers, F_SETSIG, exit and parent-death signals): only the
+    host resumes the sandbox."""
+    first = isolated_session.execute(SELF_RESUMING, timeout_s=5)
+    assert first.status == "ok", first.to_dict()
+    assert first.stdout == "timer_create -1 1\nkill refused\n", first.to_dict()
+    assert not first.sandbox_reset, first.to_dict()
+    ended = time.monotonic()
+    host.pause(0.5)
+    resumed = time.monotonic()
+    later = isolated_session.execute(
+        f"print(sum({ended + 0.03} < t < {resumed} for t in ticks), len(ticks) > 0)", timeout_s=5
+    )
+    assert later.stdout == "0 True\n", later.to_dict()
+    host.next_execution_works(isolated_session)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+from typing import Any
 
 from codemode.errors import IsolationUnavailableError
 
@@ -85,6 +86,10 @@ DENIED_SYSCALLS = (
     "move_pages",
     "set_mempolicy",
     "landlock_create_ruleset",
+    # Signals chosen through a struct in memory (which seccomp cannot read): a timer or a
+    # message-queue notification could deliver SIGCONT to code stopped between executions.
+    "timer_create",
+    "mq_notify",
 )
 
 _AF_UNIX = 1
@@ -99,6 +104,19 @@ _CLONE_NAMESPACE_FLAGS = (
 )
 _TIOCSTI = 0x5412
 _TIOCLINUX = 0x541C
+_TIOCSIG = 0x40045436
+_F_SETSIG = 10
+_PR_SET_PDEATHSIG = 1
+_SIGCONT = 18  # the same number on x86_64 and aarch64
+# Where each signal-sending syscall takes the signal number.
+_SIGNAL_ARGUMENT = {
+    "kill": 1,
+    "tkill": 1,
+    "tgkill": 2,
+    "rt_sigqueueinfo": 1,
+    "rt_tgsigqueueinfo": 2,
+    "pidfd_send_signal": 1,
+}
 
 
 def build_filter_bpf() -> bytes:
@@ -127,8 +145,33 @@ def build_filter_bpf() -> bytes:
     flt.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     for request in (_TIOCSTI, _TIOCLINUX):
         flt.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, request))
+    _deny_sigcont(flt, deny, seccomp)
     with tempfile.TemporaryFile() as handle:
         flt.export_bpf(handle)
         handle.flush()
         size = os.fstat(handle.fileno()).st_size
         return os.pread(handle.fileno(), size, 0)
+
+
+def _deny_sigcont(flt: Any, deny: Any, seccomp: Any) -> None:
+    """Nothing inside may send SIGCONT, by any route. Between executions the host stops every
+    task with SIGSTOP; only the host resumes them. Without this, one process could resume
+    another in the moment before its own stop, or a timer could resume its own process later."""
+    for name, argument in _SIGNAL_ARGUMENT.items():
+        flt.add_rule(deny, name, seccomp.Arg(argument, seccomp.EQ, _SIGCONT))
+    # The signal a file descriptor sends when ready (F_SETSIG), a child's exit signal (the low
+    # byte of clone's flags), the parent-death signal, and a pty's TIOCSIG.
+    flt.add_rule(deny, "fcntl", seccomp.Arg(1, seccomp.EQ, _F_SETSIG))
+    flt.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, 0xFF, _SIGCONT))
+    flt.add_rule(
+        deny,
+        "prctl",
+        seccomp.Arg(0, seccomp.EQ, _PR_SET_PDEATHSIG),
+        seccomp.Arg(1, seccomp.EQ, _SIGCONT),
+    )
+    flt.add_rule(
+        deny,
+        "ioctl",
+        seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCSIG),
+        seccomp.Arg(2, seccomp.EQ, _SIGCONT),
+    )
