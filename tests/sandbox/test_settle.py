@@ -1,0 +1,100 @@
+"""How the host decides that a guest is between executions (sandbox/settle.py), against real
+processes: a guest that only waits for a CPU is not mistaken for code that kept running."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from codemode.sandbox.settle import SETTLE_S, waits_for_frames
+
+Pair = tuple[socket.socket, socket.socket]
+
+READER = """
+import os, sys
+fd = int(sys.argv[1])
+print("ready", flush=True)
+os.read(fd, 1)
+"""
+
+SPINNER = """
+print("ready", flush=True)
+while True:
+    pass
+"""
+
+SLEEPER = """
+import time
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def start(code: str, *args: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True, pass_fds=pass_fds
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "ready\n"
+    return process
+
+
+@pytest.fixture
+def bridge() -> Iterator[Pair]:
+    host, guest = socket.socketpair()
+    yield host, guest
+    host.close()
+    guest.close()
+
+
+def test_a_guest_in_its_read_is_between_executions(bridge: Pair) -> None:
+    _, guest = bridge
+    process = start(READER, str(guest.fileno()), pass_fds=(guest.fileno(),))
+    try:
+        assert waits_for_frames(process.pid, guest.fileno())
+        assert not waits_for_frames(process.pid, guest.fileno() + 1)  # another descriptor
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_guest_kept_off_the_cpu_past_the_wall_bound_is_still_waited_for(bridge: Pair) -> None:
+    """Finding: on a loaded machine an honest guest waited more than 50 ms for a CPU before
+    it reached its read, and the host killed its sandbox as code that kept running. A stopped
+    process stands for that guest: it uses no CPU until it is let go, then reads."""
+    _, guest = bridge
+    process = start(
+        "import os, sys, time\nprint('ready', flush=True)\ntime.sleep(0.05)\nos.read(int(sys.argv[1]), 1)",
+        str(guest.fileno()),
+        pass_fds=(guest.fileno(),),
+    )
+    os.kill(process.pid, signal.SIGSTOP)
+    release = threading.Timer(SETTLE_S * 4, os.kill, (process.pid, signal.SIGCONT))
+    release.start()
+    try:
+        started = time.monotonic()
+        assert waits_for_frames(process.pid, guest.fileno())
+        assert time.monotonic() - started >= SETTLE_S * 4  # it really waited past the bound
+    finally:
+        release.cancel()
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize("code", [SPINNER, SLEEPER], ids=["keeps-the-cpu", "asleep-elsewhere"])
+def test_code_that_is_not_in_the_read_is_judged_running(bridge: Pair, code: str) -> None:
+    _, guest = bridge
+    process = start(code)
+    try:
+        assert not waits_for_frames(process.pid, guest.fileno())
+    finally:
+        process.kill()
+        process.wait()
