@@ -19,8 +19,10 @@
     │   │   ├── SessionQuotaError     a client (or the gateway) holds all the sessions it may
     │   │   └── WorkspaceFileError    a workspace file that cannot be served (missing, a link...)
     │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
-    │   └── ModelError                a model provider failed (after retries) or answered nonsense
-    │       └── ContextLengthError    the conversation does not fit the model's context window
+    │   ├── ModelError                a model provider failed (after retries) or answered nonsense
+    │   │   └── ContextLengthError    the conversation does not fit the model's context window
+    │   └── ClusterError              a sandbox cluster cannot be reached or used
+    │       └── ClusterBusyError      every node is at capacity: retry after ``retry_after_s``
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
@@ -35,6 +37,8 @@ from __future__ import annotations
 __all__ = [
     "ApprovalMismatchError",
     "BridgeProtocolError",
+    "ClusterBusyError",
+    "ClusterError",
     "CodemodeError",
     "ConfigError",
     "IncompatibleDependencyError",
@@ -180,6 +184,27 @@ class StateStoreError(RuntimeFailure):
     """A state, memory or checkpoint store could not be reached or written."""
 
     code = "state_store_error"
+
+
+class ClusterError(RuntimeFailure):
+    """The sandbox cluster (Ray) cannot be reached, or a sandbox cannot be placed on it."""
+
+    code = "cluster_error"
+
+
+class ClusterBusyError(ClusterError):
+    """Every node is at capacity. The caller should retry after ``retry_after_s`` seconds."""
+
+    code = "busy"
+
+    def __init__(self, retry_after_s: float, *, fix: str | None = None) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"busy, retry after {retry_after_s:g} s: every sandbox node is at capacity",
+            fix=fix
+            or "retry after that many seconds, close idle sessions, or add worker nodes "
+            "(each offers `codemode_sandbox` slots)",
+        )
 
 
 class SkillNotFoundError(UsageError):

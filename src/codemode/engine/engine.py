@@ -122,6 +122,12 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
             raise
 
     async def _start(self) -> Codemode:
+        if self.sandboxes is None and self.backend is None and self.config.cluster.address:
+            from codemode.cluster.provider import RaySandboxes  # Ray only when configured
+
+            self.sandboxes = await anyio.to_thread.run_sync(
+                RaySandboxes, self.config.cluster, self.config.sandbox
+            )
         if self.sandboxes is None:
             backend = self.backend or make_backend(self.config.sandbox)
             pool = SandboxPool.from_settings(backend, self.config.sandbox).start()

@@ -24,21 +24,15 @@ from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
-from codemode.sandbox.cancel import (
-    CANCEL_GRACE_S,
-    check_cancel,
-    interrupted_by_us,
-    unread_bytes,
-)
+from codemode.sandbox.cancel import CANCEL_GRACE_S, check_cancel, interrupted_by_us
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.parallel import ParallelCalls
-from codemode.sandbox.process import SandboxProcess
-from codemode.sandbox.proctree import read_small
+from codemode.sandbox.process import GuestProcess
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.settings import Limits
 from codemode.sandbox.watchdog import WATCHDOG, Watched
-from codemode.sandbox.workspace import Snapshot, diff, scan
+from codemode.sandbox.workspace import Snapshot, diff
 
 __all__ = ["CANCEL_GRACE_S", "OutputCallback", "Sandbox"]
 
@@ -52,16 +46,12 @@ _WAKE_INTERVAL_S = 0.05
 _READ_CHUNK = 1 << 20
 _PIN_AFTER_CALLS = 4
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
-# Syscall numbers (as /proc/<pid>/syscall shows them) of a read on the bridge socket.
-_READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", "207"})}.get(
-    os.uname().machine, frozenset()
-)
 
 
 class Sandbox:
     """A started guest. Not thread-safe: one execution at a time (sessions serialize)."""
 
-    def __init__(self, process: SandboxProcess, limits: Limits) -> None:
+    def __init__(self, process: GuestProcess, limits: Limits) -> None:
         self.process = process
         self.limits = limits
         self.decoder = FrameDecoder()
@@ -97,38 +87,6 @@ class Sandbox:
         """The guest interpreter's pid as the host sees it (pid 1 inside its namespace)."""
         return self.process.guest_pid
 
-    def _settles(self) -> bool:
-        """Wait (50 ms at most) until the guest's main thread is off the CPU. An honest guest
-        is on its way to wait for the next frame; code that sent its own "done" keeps it."""
-        begun = time.monotonic()
-        while (waited := time.monotonic() - begun) < 0.05:
-            if self._guest_state() != "R":
-                return True
-            # Yield the CPU to the guest first, then nap.
-            if waited < 0.002:
-                os.sched_yield()
-            else:
-                time.sleep(0.0005)
-        return False
-
-    def _waits_for_frames(self) -> bool:
-        """Is the guest's main thread blocked in its read of the bridge (as an honest guest is
-        between executions)? Code that sent its own "done" is elsewhere."""
-        fd = self.process.bridge_fd
-        if fd is None or not _READ_SYSCALLS:
-            return True  # an architecture we do not know: cannot tell
-        try:
-            fields = read_small(f"/proc/{self.guest_pid}/syscall").split()
-        except OSError:
-            return True  # not readable here (a strict ptrace policy): cannot tell
-        return len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd
-
-    def _guest_state(self) -> str:
-        try:
-            return read_small(f"/proc/{self.guest_pid}/stat").rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return "?"
-
     @property
     def isolated(self) -> bool:
         return self.process.isolated
@@ -163,20 +121,15 @@ class Sandbox:
             raise
         if self.process.workspace is not None:
             # A host directory as workspace may hold files already: they were not "created".
-            with contextlib.suppress(OSError, SandboxError):
-                root = self.process.open_workspace()
-                try:
-                    self.files, _ = scan(root)
-                finally:
-                    os.close(root)
+            found = self.process.facts.list_workspace()
+            self.files = found.snapshot if found is not None else {}
         self._stdout = HeadTail(self.limits.output_kept_bytes)
         self._stderr = HeadTail(self.limits.output_kept_bytes)
 
     def _exit_message(self) -> str:
         """What bwrap (or the guest) printed before exiting: wait for the exit, then read the
         pipe to its end, so the message is never lost to a race with the socket."""
-        with contextlib.suppress(Exception):
-            self.process.popen.wait(timeout=2)
+        self.process.wait_exit(2)
         self._drain("stderr")
         head, tail, _ = self._stderr.text()
         return (head + tail).strip()[-500:] or "no message"
@@ -397,9 +350,8 @@ class Sandbox:
         ):
             healthy = False
         if healthy and self.process.isolated:
-            # Blocked, and blocked in its read of the bridge: an honest guest. (Read before
-            # the stop: a task on its way to stopping shows no syscall.)
-            waiting = self._settles() and self._waits_for_frames()
+            # Blocked, and blocked in its read of the bridge: an honest guest.
+            waiting = self.process.facts.idle()
             if not meter.stop():
                 outcome.left_running = "processes that kept starting new ones"
             else:
@@ -409,22 +361,13 @@ class Sandbox:
         if not healthy or outcome.left_running:
             self.kill()
             return dict(_NO_FILES), 0, None
-        try:
-            root = self.process.open_workspace()
-        except (OSError, SandboxError):
+        found = self.process.facts.list_workspace()
+        if found is None:
             return dict(_NO_FILES), 0, None
-        try:
-            after, capped = scan(root)
-            usage = os.fstatvfs(root)
-        finally:
-            os.close(root)
-        files, left_out = diff(self.files, after)
-        self.files = after
+        files, left_out = diff(self.files, found.snapshot)
+        self.files = found.snapshot
         # -1: the scan stopped at its caps, so some changes may be missing from the list.
-        left = -1 if capped else left_out
-        if not self.process.isolated:
-            return files, left, None  # a directory of the host's disk, not a tmpfs of its own
-        return files, left, (usage.f_blocks - usage.f_bfree) * usage.f_frsize
+        return files, -1 if found.capped else left_out, found.used_bytes
 
     # --- cancellation ---------------------------------------------------------------------
 
@@ -433,7 +376,7 @@ class Sandbox:
         return check_cancel(self, cancel, outcome, now)
 
     def _unread_by_guest(self) -> int:
-        return unread_bytes(self.process.sock)
+        return self.process.facts.unread_bytes()
 
     def _dispatch(
         self, incoming: dict[str, Any] | MalformedFrame, host: BridgeHost, outcome: Outcome

@@ -1,0 +1,139 @@
+"""What the runner learns about a running guest from the host it runs on, and does to it there.
+
+A local guest is read from this machine's /proc (``ProcFacts``); a guest on another node is
+asked over its stream (``codemode.cluster``), where the worker answers with ``ProcFacts``.
+The runner never reads /proc itself, so it runs unchanged over either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import struct
+import termios
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from codemode.errors import SandboxError
+from codemode.sandbox.proctree import read_small
+from codemode.sandbox.workspace import Snapshot, scan
+
+if TYPE_CHECKING:
+    from codemode.sandbox.process import SandboxProcess
+
+__all__ = ["GuestFacts", "ProcFacts", "WorkspaceScan", "unread_bytes"]
+
+# Syscall numbers (as /proc/<pid>/syscall shows them) of a read on the bridge socket.
+_READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", "207"})}.get(
+    os.uname().machine, frozenset()
+)
+_SETTLE_S = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceScan:
+    """The workspace as the host listed it (never as the guest reported it)."""
+
+    snapshot: Snapshot
+    capped: bool  # the scan stopped at its caps
+    used_bytes: int | None  # bytes its private tmpfs holds (None: a host directory)
+
+
+class GuestFacts(Protocol):
+    """Host-side facts about one guest, and the two things done to it besides killing."""
+
+    def idle(self) -> bool:
+        """Is the guest's main thread blocked in its read of the bridge, as an honest guest
+        is between executions? (Waits 50 ms at most for it to get there.) Code that sent its
+        own "done" is elsewhere."""
+        ...
+
+    def unread_bytes(self) -> int:
+        """Bytes sent to the guest's bridge that it has not read yet (1 when unknown)."""
+        ...
+
+    def interrupt(self) -> None:
+        """SIGINT to the guest (a KeyboardInterrupt in the code)."""
+        ...
+
+    def list_workspace(self) -> WorkspaceScan | None:
+        """Every file of the workspace, listed by the host while the sandbox is stopped
+        (None when it cannot be listed)."""
+        ...
+
+
+def unread_bytes(sock: socket.socket) -> int:
+    """Bytes sent on ``sock`` that the peer has not read yet (SIOCOUTQ)."""
+    try:
+        raw = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4)
+    except OSError:
+        return 1
+    return int(struct.unpack("i", raw)[0])
+
+
+class ProcFacts:
+    """``GuestFacts`` of a guest on this machine, read from /proc."""
+
+    def __init__(self, process: SandboxProcess) -> None:
+        self.process = process
+
+    def _state(self) -> str:
+        try:
+            stat = read_small(f"/proc/{self.process.guest_pid}/stat")
+            return stat.rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return "?"
+
+    def _settles(self) -> bool:
+        """Wait (50 ms at most) until the guest's main thread is off the CPU."""
+        begun = time.monotonic()
+        while (waited := time.monotonic() - begun) < _SETTLE_S:
+            if self._state() != "R":
+                return True
+            # Yield the CPU to the guest first, then nap.
+            if waited < 0.002:
+                os.sched_yield()
+            else:
+                time.sleep(0.0005)
+        return False
+
+    def _waits_for_frames(self) -> bool:
+        fd = self.process.bridge_fd
+        if fd is None or not _READ_SYSCALLS:
+            return True  # an architecture we do not know: cannot tell
+        try:
+            fields = read_small(f"/proc/{self.process.guest_pid}/syscall").split()
+        except OSError:
+            return True  # not readable here (a strict ptrace policy): cannot tell
+        return len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd
+
+    def idle(self) -> bool:
+        # Read before any stop: a task on its way to stopping shows no syscall.
+        return self._settles() and self._waits_for_frames()
+
+    def unread_bytes(self) -> int:
+        return unread_bytes(self.process.sock)
+
+    def interrupt(self) -> None:
+        pid = self.process.guest_pid
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGINT)
+
+    def list_workspace(self) -> WorkspaceScan | None:
+        try:
+            root = self.process.open_workspace()
+        except (OSError, SandboxError):
+            return None
+        try:
+            snapshot, capped = scan(root)
+            usage = os.fstatvfs(root)
+        finally:
+            os.close(root)
+        if not self.process.isolated:
+            return WorkspaceScan(snapshot, capped, None)  # the host's disk, not a tmpfs
+        return WorkspaceScan(snapshot, capped, (usage.f_blocks - usage.f_bfree) * usage.f_frsize)
