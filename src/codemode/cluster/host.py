@@ -36,7 +36,7 @@ from codemode.cluster.stream import (
     tune,
 )
 from codemode.errors import CodemodeError, SandboxError
-from codemode.sandbox.facts import unread_bytes
+from codemode.sandbox.facts import WorkspaceScan, unread_bytes
 from codemode.sandbox.process import SandboxBackend, SandboxProcess
 
 __all__ = ["WorkerGuest"]
@@ -64,6 +64,8 @@ class WorkerGuest:
         self._received = 0
         self._written = 0
         self._to_guest: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._queue_lock = threading.Lock()
+        self._queued = 0  # chunks waiting for the writer thread
         # bwrap dies with the *thread* that forked it, so a long-lived thread starts the guest
         # and then waits until it is killed.
         self._keeper = threading.Thread(
@@ -210,7 +212,7 @@ class WorkerGuest:
             channel, data = chunk
             if channel == BRIDGE:
                 self._received += len(data)
-                self._to_guest.put(data)
+                self._forward(data)
             elif channel == CONTROL:
                 answer = self._answer(data)
                 if answer is not None:
@@ -220,16 +222,34 @@ class WorkerGuest:
         # The gateway hung up (it ended this sandbox, or it died): nothing may keep running.
         self.kill()
 
+    def _forward(self, data: bytes) -> None:
+        """Bridge bytes to the guest: at once when its socket takes them (the common case, one
+        thread hop less), else queued for the writer thread, so a guest slow to read never
+        holds up the gateway's questions. Queued bytes keep their order."""
+        with self._queue_lock:
+            if not self._queued:
+                try:
+                    sent = self.process.sock.send(data, socket.MSG_DONTWAIT)
+                except (BlockingIOError, InterruptedError):
+                    sent = 0
+                except OSError:
+                    return  # the guest is gone; its exit ends the relay
+                self._written += sent
+                data = data[sent:]
+            if data:
+                self._queued += 1
+                self._to_guest.put(data)
+
     def _write_guest(self) -> None:
-        """Bridge bytes to the guest, on a thread of their own: a guest slow to read must
-        not hold up the gateway's questions."""
         sock = self.process.sock
         while (data := self._to_guest.get()) is not None:
             try:
                 sock.sendall(data)
             except OSError:
                 return
-            self._written += len(data)
+            with self._queue_lock:
+                self._written += len(data)
+                self._queued -= 1
 
     # --- the gateway's questions -----------------------------------------------------------
 
@@ -266,8 +286,13 @@ class WorkerGuest:
         if question == "kill":
             meter.kill()
             return True
-        if question == "idle":
-            return process.facts.idle()
+        if question == "park":
+            parked = process.facts.park()
+            return {
+                "idle": parked.idle,
+                "stopped": parked.stopped,
+                "files": _scan(parked.files),
+            }
         if question == "unread":
             # Received from the gateway, and not yet read by the guest.
             pending = self._received - self._written
@@ -276,8 +301,11 @@ class WorkerGuest:
             process.facts.interrupt()
             return True
         if question == "scan":
-            found = process.facts.list_workspace()
-            if found is None:
-                return None
-            return {"files": found.snapshot, "capped": found.capped, "used": found.used_bytes}
+            return _scan(process.facts.list_workspace())
         return None
+
+
+def _scan(found: WorkspaceScan | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {"files": found.snapshot, "capped": found.capped, "used": found.used_bytes}

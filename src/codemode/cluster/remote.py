@@ -36,7 +36,7 @@ from codemode.cluster.stream import (
     tune,
 )
 from codemode.errors import SandboxError
-from codemode.sandbox.facts import WorkspaceScan, unread_bytes
+from codemode.sandbox.facts import Parked, WorkspaceScan, unread_bytes
 from codemode.sandbox.meter import SandboxMeter, Usage
 from codemode.sandbox.settings import Limits
 from codemode.sandbox.workspace import Snapshot
@@ -273,8 +273,13 @@ class StreamFacts:
     def __init__(self, link: StreamLink) -> None:
         self.link = link
 
-    def idle(self) -> bool:
-        return self.link.ask("idle") is True
+    def park(self) -> Parked:
+        value = self.link.ask("park")
+        if not isinstance(value, dict):
+            return Parked(False, False, None)  # no answer: the runner restarts the sandbox
+        return Parked(
+            value.get("idle") is True, value.get("stopped") is True, _scan(value.get("files"))
+        )
 
     def unread_bytes(self) -> int:
         there = self.link.ask("unread")
@@ -286,17 +291,21 @@ class StreamFacts:
         self.link.ask("interrupt")
 
     def list_workspace(self) -> WorkspaceScan | None:
-        value = self.link.ask("scan")
-        if not isinstance(value, dict) or not isinstance(value.get("files"), dict):
-            return None
-        snapshot: Snapshot = {}
-        for path, stamp in value["files"].items():
-            if isinstance(path, str) and isinstance(stamp, list) and len(stamp) == 2:
-                snapshot[path] = (int(stamp[0]), int(stamp[1]))
-        used = value.get("used")
-        return WorkspaceScan(
-            snapshot, value.get("capped") is True, used if isinstance(used, int) else None
-        )
+        return _scan(self.link.ask("scan"))
+
+
+def _scan(value: Any) -> WorkspaceScan | None:
+    """A workspace listing as the worker sent it, checked."""
+    if not isinstance(value, dict) or not isinstance(value.get("files"), dict):
+        return None
+    snapshot: Snapshot = {}
+    for path, stamp in value["files"].items():
+        if isinstance(path, str) and isinstance(stamp, list) and len(stamp) == 2:
+            snapshot[path] = (int(stamp[0]), int(stamp[1]))
+    used = value.get("used")
+    return WorkspaceScan(
+        snapshot, value.get("capped") is True, used if isinstance(used, int) else None
+    )
 
 
 class RemoteGuest:

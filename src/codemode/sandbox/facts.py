@@ -25,7 +25,7 @@ from codemode.sandbox.workspace import Snapshot, scan
 if TYPE_CHECKING:
     from codemode.sandbox.process import SandboxProcess
 
-__all__ = ["GuestFacts", "ProcFacts", "WorkspaceScan", "unread_bytes"]
+__all__ = ["GuestFacts", "Parked", "ProcFacts", "WorkspaceScan", "unread_bytes"]
 
 # Syscall numbers (as /proc/<pid>/syscall shows them) of a read on the bridge socket.
 _READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", "207"})}.get(
@@ -43,13 +43,23 @@ class WorkspaceScan:
     used_bytes: int | None  # bytes its private tmpfs holds (None: a host directory)
 
 
-class GuestFacts(Protocol):
-    """Host-side facts about one guest, and the two things done to it besides killing."""
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """A guest between executions: was it idle, is every task stopped, and its files."""
 
-    def idle(self) -> bool:
-        """Is the guest's main thread blocked in its read of the bridge, as an honest guest
-        is between executions? (Waits 50 ms at most for it to get there.) Code that sent its
-        own "done" is elsewhere."""
+    idle: bool  # its main thread waited in its read of the bridge, as an honest guest does
+    stopped: bool  # every task is stopped (False: they kept starting new ones)
+    files: WorkspaceScan | None  # listed while stopped (None: not stopped, or not listable)
+
+
+class GuestFacts(Protocol):
+    """Host-side facts about one guest, and what is done to it there besides killing."""
+
+    def park(self) -> Parked:
+        """Between executions: wait (50 ms at most) for the guest's main thread to block in
+        its read of the bridge (code that sent its own "done" is elsewhere), stop every task
+        of the sandbox, and list the workspace while it is stopped. One step, so a remote
+        guest costs one round trip."""
         ...
 
     def unread_bytes(self) -> int:
@@ -111,9 +121,12 @@ class ProcFacts:
             return True  # not readable here (a strict ptrace policy): cannot tell
         return len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == fd
 
-    def idle(self) -> bool:
-        # Read before any stop: a task on its way to stopping shows no syscall.
-        return self._settles() and self._waits_for_frames()
+    def park(self) -> Parked:
+        # Read before the stop: a task on its way to stopping shows no syscall.
+        idle = self._settles() and self._waits_for_frames()
+        if not self.process.meter.stop():
+            return Parked(idle, False, None)
+        return Parked(idle, True, self.list_workspace() if idle else None)
 
     def unread_bytes(self) -> int:
         return unread_bytes(self.process.sock)

@@ -26,6 +26,7 @@ from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
 from codemode.sandbox.cancel import CANCEL_GRACE_S, check_cancel, interrupted_by_us
 from codemode.sandbox.capture import HeadTail
+from codemode.sandbox.facts import Parked
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import GuestProcess
@@ -349,19 +350,19 @@ class Sandbox:
             or (outcome.interrupted and not interrupted_by_us(outcome.done))
         ):
             healthy = False
+        parked: Parked | None = None
         if healthy and self.process.isolated:
-            # Blocked, and blocked in its read of the bridge: an honest guest.
-            waiting = self.process.facts.idle()
-            if not meter.stop():
+            parked = self.process.facts.park()
+            if not parked.stopped:
                 outcome.left_running = "processes that kept starting new ones"
             else:
                 self._stopped = True
-                if not waiting:
+                if not parked.idle:
                     outcome.left_running = "code (it kept running after its own 'done')"
         if not healthy or outcome.left_running:
             self.kill()
             return dict(_NO_FILES), 0, None
-        found = self.process.facts.list_workspace()
+        found = parked.files if parked is not None else self.process.facts.list_workspace()
         if found is None:
             return dict(_NO_FILES), 0, None
         files, left_out = diff(self.files, found.snapshot)
