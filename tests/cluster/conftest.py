@@ -177,9 +177,9 @@ class LocalRayCluster:
 
 
 @contextlib.contextmanager
-def running_cluster() -> Iterator[LocalRayCluster]:
-    """A head and two worker nodes on 127.0.0.1; this process is the gateway, connected as a
-    driver. Always torn down."""
+def running_cluster(slots: dict[str, int] | None = None) -> Iterator[LocalRayCluster]:
+    """A head and two worker nodes on 127.0.0.1 (each offering ``slots``); this process is the
+    gateway, connected as a driver. Always torn down."""
     root = Path(tempfile.mkdtemp(prefix="cmray-"))
     (root / "home").mkdir()
     cluster = LocalRayCluster(root, free_port(), free_port())
@@ -191,8 +191,8 @@ def running_cluster() -> Iterator[LocalRayCluster]:
             log_to_driver=False,
             logging_level="WARNING",
         )
-        cluster.add_worker("worker-1")
-        cluster.add_worker("worker-2")
+        cluster.add_worker("worker-1", slots)
+        cluster.add_worker("worker-2", slots)
         yield cluster
     finally:
         with contextlib.suppress(Exception):

@@ -212,3 +212,17 @@ def test_an_unreachable_worker_is_a_clear_error():
         port = s.getsockname()[1]
     with pytest.raises(SandboxError, match="could not reach the sandbox's worker node"):
         StreamLink("127.0.0.1", port, b"\0" * 32, connect_timeout_s=2)
+
+
+def test_the_cpu_limit_is_watched_over_the_stream(agent: NodeAgent):
+    # Other limits than the agent's warm pool: a guest started for this lease.
+    settings = SETTINGS.model_copy(update={"limits": SETTINGS.limits.model_copy(
+        update={"cpu_time_s": 0.5, "wall_time_s": 20})})  # fmt: skip
+    sandbox = connect(agent, settings)
+    try:
+        assert sandbox.execute("x = 1").status == "ok"
+        result = sandbox.execute("while True: pass")
+        assert (result.status, result.limit) == ("limit", "cpu_time"), result.to_dict()
+        assert result.sandbox_reset and not guest(sandbox).lost
+    finally:
+        sandbox.kill()

@@ -282,7 +282,7 @@ class WorkerGuest:
             return meter.stop()
         if question == "resume":
             meter.resume()
-            return True
+            return meter.cpu_seconds()
         if question == "kill":
             meter.kill()
             return True

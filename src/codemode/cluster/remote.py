@@ -228,6 +228,7 @@ class RemoteMeter(SandboxMeter):
         self.link = link
         self.kernel_enforced = kernel_enforced
         self._last = _NO_USAGE
+        self._resumed_cpu: float | None = None
 
     def bind(self, guest_pid: int) -> None:
         return None  # bound on the worker by ``RemoteGuest.attach``
@@ -240,7 +241,10 @@ class RemoteMeter(SandboxMeter):
         return self._last
 
     def cpu_seconds(self) -> float:
-        value = self.link.ask("cpu")
+        resumed, self._resumed_cpu = self._resumed_cpu, None
+        # The first reading after a resume is the one taken by it (the runner's baseline for
+        # the execution: the exec frame has not been sent yet, so nothing of it ran).
+        value = resumed if resumed is not None else self.link.ask("cpu")
         if isinstance(value, float | int) and not isinstance(value, bool):
             self._last = dataclasses.replace(self._last, cpu_seconds=float(value))
         return self._last.cpu_seconds
@@ -249,7 +253,9 @@ class RemoteMeter(SandboxMeter):
         return self.link.ask("stop") is True
 
     def resume(self) -> None:
-        self.link.ask("resume")
+        value = self.link.ask("resume")  # answered with the CPU used so far
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            self._resumed_cpu = float(value)
 
     def kill(self) -> None:
         self.link.ask("kill", wait=False)
