@@ -92,16 +92,24 @@ def cold(provider: RaySandboxes, count: int, tools: ToolAccess) -> dict[str, flo
     return _stats(samples)
 
 
+def _why(result: Any) -> str:
+    extra = {k: v for k, v in result.extra.items() if k in ("left_running", "node")}
+    return f"{result.status} {result.limit or ''} {extra} {result.hint[:120]}"
+
+
 def load(provider: RaySandboxes, sessions: int, tools: ToolAccess) -> dict[str, Any]:
     latencies: list[float] = []
     errors: list[str] = []
+    mismatches: list[str] = []
     crosstalk = 0
 
     def one(index: int) -> None:
         nonlocal crosstalk
         session = provider.open(f"load-{index}")
         try:
-            session.execute(f"mine = {index}")
+            first = session.execute(f"mine = {index}")
+            if first.status != "ok":
+                errors.append(f"first: {_why(first)}")
             for step in range(10):
                 code = (
                     "from servers._runtime import call_tool\n"
@@ -111,9 +119,10 @@ def load(provider: RaySandboxes, sessions: int, tools: ToolAccess) -> dict[str, 
                 result = session.execute(code, tools=tools)
                 latencies.append((time.perf_counter() - started) * 1000)
                 if result.status != "ok":
-                    errors.append(f"{result.status}: {result.hint}")
+                    errors.append(_why(result))
                 elif result.stdout != f"{index} {index + step}\n":
                     crosstalk += 1
+                    mismatches.append(f"{index} {index + step} -> {result.stdout[:80]!r}")
         except Exception as error:  # noqa: BLE001 - counted and reported
             errors.append(repr(error))
         finally:
@@ -128,6 +137,7 @@ def load(provider: RaySandboxes, sessions: int, tools: ToolAccess) -> dict[str, 
         "executions": len(latencies),
         "errors": len(errors),
         "first_errors": errors[:3],
+        "mismatches": mismatches[:3],
         "crosstalk": crosstalk,
         "throughput_per_s": round(len(latencies) / elapsed, 1),
         **_stats(latencies or [0.0]),
@@ -139,6 +149,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--sessions", type=int, default=16, help="concurrent sessions (load)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--load-only", action="store_true", help="skip the warm and cold runs")
     args = parser.parse_args()
     settings = SandboxSettings(limits=Limits(memory_bytes=256 << 20), pool_size=1)
     tools = ToolAccess(HostTools())
@@ -152,8 +163,9 @@ def main() -> None:
         local = SandboxSession(pool, "local")
         remote = provider.open("remote")
         try:
-            report["warm"] = warm(local, remote, args.runs, tools)
-            report["cold_first_execute"] = cold(provider, 10, tools)
+            if not args.load_only:
+                report["warm"] = warm(local, remote, args.runs, tools)
+                report["cold_first_execute"] = cold(provider, 10, tools)
             report["load"] = load(provider, args.sessions, tools)
         finally:
             local.close()
@@ -161,6 +173,9 @@ def main() -> None:
             provider.close()
     if args.json:
         print(json.dumps(report, indent=2))
+        return
+    if args.load_only:
+        print(json.dumps(report["load"], indent=2))
         return
     print(f"warm execute, {args.runs} alternating runs each (medians, p95)")
     for name in PROGRAMS:
@@ -179,6 +194,7 @@ def main() -> None:
         f"load: {ld['sessions']} sessions x 10 executions with a tool call: {ld['executions']} done, "
         f"{ld['errors']} errors, {ld['crosstalk']} crosstalk, {ld['throughput_per_s']}/s, "
         f"median {ld['median_ms']} ms, p95 {ld['p95_ms']} ms {ld['first_errors'] or ''}"
+        f"{ld['mismatches'] or ''}"
     )
 
 

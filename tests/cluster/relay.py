@@ -11,9 +11,11 @@ from codemode.sandbox.settings import Limits, SandboxSettings
 SETTINGS = SandboxSettings(limits=Limits(wall_time_s=10, memory_bytes=512 << 20), pool_size=0)
 
 
-def connect(agent: NodeAgent, settings: SandboxSettings = SETTINGS) -> Sandbox:
+def connect(
+    agent: NodeAgent, settings: SandboxSettings = SETTINGS, carry_from: str | None = None
+) -> Sandbox:
     """Lease a guest from ``agent`` and serve it here, as the provider does."""
-    endpoint = agent.lease(settings.model_dump(mode="json"))
+    endpoint = agent.lease(settings.model_dump(mode="json"), carry_from)
     assert endpoint is not None, "the agent has no free slot"
     link = StreamLink(endpoint["host"], endpoint["port"], bytes.fromhex(endpoint["token"]))
     sandbox = Sandbox(RemoteGuest(endpoint, settings.limits, link, "local"), settings.limits)

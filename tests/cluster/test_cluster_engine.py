@@ -182,3 +182,21 @@ async def test_a_cluster_address_in_the_config_puts_sandboxes_on_the_cluster(
         assert isinstance(codemode.sandboxes, RaySandboxes)
         result = await codemode.execute("import socket\nprint(socket.gethostname())")
         assert (result.status, result.stdout) == ("ok", "sandbox\n"), result.to_dict()
+
+
+def test_fresh_runs_a_new_interpreter_with_the_files_on_the_same_node(
+    ray_sandboxes: RaySandboxes,
+):
+    session = ray_sandboxes.open("fresh")
+    try:
+        assert session.execute("open('notes.txt', 'w').write('n')\npatched = True").status == "ok"
+        assert session.sandbox is not None
+        node = remote_guest(session.sandbox).node
+        result = session.execute(
+            "print(open('notes.txt').read(), 'patched' in globals())", fresh=True
+        )
+        assert (result.status, result.stdout) == ("ok", "n False\n"), result.to_dict()
+        assert result.files["created"] == []  # carried, not created
+        assert session.sandbox is not None and remote_guest(session.sandbox).node == node
+    finally:
+        session.close()

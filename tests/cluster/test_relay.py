@@ -226,3 +226,24 @@ def test_the_cpu_limit_is_watched_over_the_stream(agent: NodeAgent):
         assert result.sandbox_reset and not guest(sandbox).lost
     finally:
         sandbox.kill()
+
+
+def test_a_fresh_interpreter_gets_the_files_copied_on_the_worker(remote: Sandbox, agent: NodeAgent):
+    first = remote.execute(
+        "import os\nos.makedirs('d')\nopen('d/kept.txt', 'w').write('kept')\nsecret = 1"
+    )
+    assert first.status == "ok", first.to_dict()
+    fresh = connect(agent, carry_from=guest(remote).token)
+    try:
+        found = fresh.process.facts.list_workspace()
+        assert found is not None and "d/kept.txt" in found.snapshot
+        result = fresh.execute("print(open('d/kept.txt').read(), 'secret' in globals())")
+        assert result.stdout == "kept False\n", result.to_dict()
+    finally:
+        fresh.kill()
+
+
+def test_carrying_from_an_unknown_lease_is_refused(agent: NodeAgent):
+    with pytest.raises(SandboxError, match="not on this node any more"):
+        agent.lease(SETTINGS.model_dump(mode="json"), "00" * 32)
+    assert wait_until(lambda: agent.load()["leased"] == 0)

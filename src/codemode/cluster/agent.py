@@ -22,7 +22,7 @@ from collections import deque
 from typing import Any
 
 from codemode.cluster.host import WorkerGuest
-from codemode.errors import CodemodeError
+from codemode.errors import CodemodeError, SandboxError
 from codemode.sandbox.backends import make_backend
 from codemode.sandbox.process import SandboxBackend
 from codemode.sandbox.settings import SandboxSettings
@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 TOKEN_BYTES = 32
 _HANDSHAKE_S = 5.0
+_SKIPPED_LISTED = 20
 
 
 def settings_digest(settings: dict[str, Any]) -> str:
@@ -83,9 +84,12 @@ class NodeAgent:
         with self._cond:
             return {"slots": self.slots, "leased": len(self._leased), "warm": len(self._warm)}
 
-    def lease(self, settings: dict[str, Any]) -> dict[str, Any] | None:
+    def lease(
+        self, settings: dict[str, Any], carry_from: str | None = None
+    ) -> dict[str, Any] | None:
         """A guest for one session (warm when one is ready): where to connect and its token.
-        None when every slot of the node is leased."""
+        None when every slot of the node is leased. ``carry_from``: the token of a guest
+        leased here whose workspace the new guest starts with (``fresh=true``)."""
         digest = settings_digest(settings)
         guest: WorkerGuest | None = None
         with self._cond:
@@ -112,6 +116,17 @@ class NodeAgent:
         with self._cond:
             self._leased[key] = (token, guest)
         guest.on_end = lambda ended: self._ended(key)
+        carried: dict[str, Any] | None = None
+        if carry_from is not None:
+            try:
+                report = guest.carry_from(self._guest_of(carry_from))
+            except (OSError, CodemodeError) as error:
+                guest.kill()
+                raise SandboxError(
+                    f"could not carry the workspace into a fresh interpreter: {error}",
+                    fix="run again without fresh=true, or start a new session",
+                ) from error
+            carried = {"files": report.files, "skipped": report.skipped[:_SKIPPED_LISTED]}
         timer = threading.Timer(self.accept_timeout_s, self._expire, args=(key, guest))
         timer.daemon = True
         timer.start()
@@ -121,7 +136,22 @@ class NodeAgent:
             "token": token.hex(),
             "isolated": guest.process.isolated,
             "kernel_enforced": guest.process.meter.kernel_enforced,
+            "carried": carried,
         }
+
+    def _guest_of(self, token_hex: str) -> WorkerGuest:
+        try:
+            token = bytes.fromhex(token_hex)
+        except ValueError:
+            token = b""
+        with self._cond:
+            entry = self._leased.get(hashlib.sha256(token).digest())
+        if entry is None or entry[1] is None or not hmac.compare_digest(entry[0], token):
+            raise SandboxError(
+                "the sandbox to carry files from is not on this node any more",
+                fix="start a new session",
+            )
+        return entry[1]
 
     def close(self) -> None:
         """Kill every guest of this agent and stop listening."""

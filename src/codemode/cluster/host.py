@@ -18,6 +18,7 @@ import queue
 import selectors
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
@@ -38,12 +39,14 @@ from codemode.cluster.stream import (
 from codemode.errors import CodemodeError, SandboxError
 from codemode.sandbox.facts import WorkspaceScan, unread_bytes
 from codemode.sandbox.process import SandboxBackend, SandboxProcess
+from codemode.sandbox.workspace import CopyReport, copy_workspace
 
 __all__ = ["WorkerGuest"]
 
 log = logging.getLogger(__name__)
 
 _START_TIMEOUT_S = 30.0
+_KILLED_DRAIN_S = 2.0
 
 
 class WorkerGuest:
@@ -59,6 +62,7 @@ class WorkerGuest:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._killed = False
+        self._released = False
         self._connected = False
         # Bridge bytes from the gateway: received, and written to the guest's socket.
         self._received = 0
@@ -98,6 +102,31 @@ class WorkerGuest:
         assert self._process is not None
         return self._process
 
+    def wait_running(self, timeout_s: float) -> bool:
+        """Wait until the guest has said it is ready (its first frame waits, unread, on the
+        bridge): from then on its mounts are the sandbox's own. Only before a gateway
+        connects (the relay reads the bridge after that)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.sock, selectors.EVENT_READ)
+            return bool(selector.select(timeout_s))
+
+    def carry_from(self, source: WorkerGuest) -> CopyReport:
+        """Copy ``source``'s workspace into this new guest's (``fresh=true``: a new
+        interpreter with the files of the old one). ``source`` is stopped between
+        executions, so nothing changes under the copy."""
+        if not self.wait_running(_START_TIMEOUT_S):
+            raise SandboxError(f"the sandbox did not start within {_START_TIMEOUT_S:g} s")
+        self.process.attach()
+        src = source.process.open_workspace()
+        try:
+            dst = self.process.open_workspace()
+            try:
+                return copy_workspace(src, dst)
+            finally:
+                os.close(dst)
+        finally:
+            os.close(src)
+
     @property
     def connected(self) -> bool:
         return self._connected
@@ -106,14 +135,42 @@ class WorkerGuest:
         return not self._killed and self._process is not None and self._process.alive()
 
     def kill(self) -> None:
-        """Kill the guest and end its relay. Idempotent; any thread."""
+        """Kill the guest and end its relay. Idempotent; any thread.
+
+        While a relay runs, its thread owns the guest's descriptors: a kill from elsewhere
+        only ends the guest's processes, and the relay thread, seeing the ends of its pipes,
+        releases everything. (A descriptor closed under a thread that still reads it may be
+        reused by the time it reads: another guest's pipe, or a file being handed to bwrap.)
+        """
         with self._lock:
             if self._killed:
                 return
             self._killed = True
+            relaying = self._connected
+        self._to_guest.put(None)
+        if relaying:
+            self._terminate()
+        else:
+            self._release()
+
+    def _terminate(self) -> None:
+        """End every process of the guest; its descriptors stay open."""
+        process = self._process
+        if process is None:
+            return
+        if process.guest_pid is not None:
+            process.meter.kill()  # pid 1 of its namespace: the kernel ends the rest
+        with contextlib.suppress(OSError):
+            process.popen.kill()  # bwrap; its child dies with it
+
+    def _release(self) -> None:
+        """Kill what is left and free everything (once): descriptors, cgroups, the slot."""
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
         if self._process is not None:
             self._process.kill()
-        self._to_guest.put(None)
         self._stop.set()
         if self.on_end is not None:
             self.on_end(self)
@@ -144,10 +201,11 @@ class WorkerGuest:
         finally:
             self.kill()
             with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_WR)
+                conn.shutdown(socket.SHUT_RDWR)  # what was sent (EXITED) still goes out
             for thread in threads:
                 thread.join(timeout=5)
             conn.close()
+            self._release()
 
     def _to_gateway(self, writer: MuxWriter) -> None:
         process = self.process
@@ -159,13 +217,18 @@ class WorkerGuest:
             selector.register(sock, selectors.EVENT_READ)
             for fd in outputs:
                 selector.register(fd, selectors.EVENT_READ)
-            while not self._killed:
+            killed_at: float | None = None
+            while True:
                 try:
-                    # Bounded: a kill closes the descriptors, which a wait would not notice.
                     ready = {key.fd for key, _ in selector.select(0.5)}
                 except (OSError, ValueError):
                     ready = {sock.fileno()}
                 if not ready:
+                    # A killed guest's pipes end at once; a bound all the same.
+                    if self._killed:
+                        killed_at = killed_at or time.monotonic()
+                        if time.monotonic() - killed_at > _KILLED_DRAIN_S:
+                            break
                     continue
                 # Output first: what the guest printed before a frame goes out before it.
                 for fd, channel in outputs.items():
@@ -265,7 +328,10 @@ class WorkerGuest:
         return {"id": asked["id"], "value": value}
 
     def ask(self, question: str) -> Any:
-        """The answer to one of the runner's questions about this guest."""
+        """The answer to one of the runner's questions about this guest (None once it was
+        killed: its pid may name another process by now)."""
+        if self._killed:
+            return None
         process = self.process
         meter = process.meter
         if question == "attach":

@@ -18,7 +18,7 @@ from typing import Any
 from codemode.cluster.actor import node_agent
 from codemode.cluster.placement import NodeLoad, choose_node
 from codemode.cluster.remote import RemoteGuest, StreamLink
-from codemode.cluster.session import RemoteSession
+from codemode.cluster.session import RemoteSession, remote_guest
 from codemode.cluster.settings import ClusterSettings
 from codemode.errors import ClusterBusyError, ClusterError, SandboxError
 from codemode.sandbox.runner import Sandbox
@@ -73,7 +73,7 @@ class RaySandboxes:
         connect(cluster)
 
     def open(self, session_id: str) -> RemoteSession:
-        return RemoteSession(self.place, session_id)
+        return RemoteSession(self.place, session_id, self.fresh_from)
 
     def _agent(self, node: dict[str, Any], slots: int) -> Any:
         node_id = str(node["NodeID"])
@@ -139,6 +139,43 @@ class RaySandboxes:
             if endpoint is not None:  # None: another gateway took the last slot first
                 return self._connect(endpoint, chosen.node_id)
         raise ClusterBusyError(self.cluster.busy_retry_after_s)
+
+    def fresh_from(self, old: Sandbox) -> tuple[Sandbox, list[str]]:
+        """``fresh=true``: a new interpreter on ``old``'s node holding ``old``'s files (copied
+        on the node), and the names that could not be carried."""
+        import ray
+
+        guest = remote_guest(old)
+        with self._lock:
+            agent = self._agents.get(guest.node or "")
+        if agent is None:
+            raise SandboxError(
+                "the node of this session's sandbox is not known any more",
+                fix="run without fresh=true, or start a new session",
+            )
+        try:
+            endpoint = ray.get(
+                agent.lease.remote(self._settings, guest.token),
+                timeout=self.cluster.start_timeout_s,
+            )
+        except Exception as error:
+            cause = getattr(error, "cause", None) or error
+            raise SandboxError(
+                f"could not start a fresh interpreter on the session's node: {cause}",
+                fix="run again without fresh=true, or start a new session",
+            ) from error
+        if endpoint is None:
+            raise ClusterBusyError(
+                self.cluster.busy_retry_after_s,
+                fix="a fresh interpreter needs a free slot on the session's node: retry then, "
+                "or run without fresh=true",
+            )
+        sandbox = self._connect(endpoint, str(guest.node))
+        found = sandbox.process.facts.list_workspace()
+        sandbox.files = found.snapshot if found is not None else {}  # carried, not created
+        carried = endpoint.get("carried") or {}
+        skipped = carried.get("skipped") if isinstance(carried, dict) else None
+        return sandbox, [str(name) for name in skipped or []]
 
     def _connect(self, endpoint: dict[str, Any], node_id: str) -> Sandbox:
         link = StreamLink(

@@ -206,11 +206,13 @@ class StreamLink:
         for thread in self._threads:
             thread.join(timeout=2)
         self.stream.close()
-        self._close_writers()
+        if not self._threads[0].is_alive():
+            self._close_writers()  # else the inbound thread closes them as it ends
 
     def _close_writers(self) -> None:
-        """Close the write ends of the output pipes, once (a descriptor number closed twice
-        may by then belong to someone else)."""
+        """Close the write ends of the output pipes, once, and never under the inbound thread
+        that writes to them (a descriptor number closed twice, or closed under a thread that
+        still uses it, may by then belong to someone else)."""
         with self._fds_lock:
             writers, self._stdout_w, self._stderr_w = (self._stdout_w, self._stderr_w), -1, -1
         for fd in writers:
@@ -324,6 +326,7 @@ class RemoteGuest:
     ) -> None:
         self.link = link
         self.node = node
+        self.token = str(endpoint.get("token", ""))  # the lease's, to carry files from it
         self.isolated = endpoint.get("isolated") is True
         self.meter: SandboxMeter = RemoteMeter(
             limits, link, kernel_enforced=endpoint.get("kernel_enforced") is True

@@ -51,8 +51,15 @@ def session_lost_result(
 class RemoteSession:
     """One session's remote sandbox, placed on first use and replaced after a loss."""
 
-    def __init__(self, place: Callable[[], Sandbox], session_id: str | None) -> None:
+    def __init__(
+        self,
+        place: Callable[[], Sandbox],
+        session_id: str | None,
+        fresh_from: Callable[[Sandbox], tuple[Sandbox, list[str]]],
+    ) -> None:
         self.place = place
+        # A new sandbox on the same node holding the old one's files, and the names skipped.
+        self.fresh_from = fresh_from
         self.id = session_id
         self._sandbox: Sandbox | None = None
         self._lock = threading.Lock()
@@ -84,11 +91,11 @@ class RemoteSession:
                 return session_lost_result(self.id, node=remote_guest(sandbox).node)
             if sandbox is not None and sandbox.dead:
                 sandbox = None
+            skipped: list[str] = []
             if fresh and sandbox is not None:
-                raise SandboxError(
-                    "fresh=true is not offered for sandboxes on a cluster yet",
-                    fix="run without fresh=true (or start a new session for a clean one)",
-                )
+                new, skipped = self.fresh_from(sandbox)
+                sandbox.kill()
+                sandbox = self._sandbox = new
             if sandbox is None:
                 sandbox = self._sandbox = self.place()  # may raise ClusterBusyError
             self.executions += 1
@@ -103,6 +110,8 @@ class RemoteSession:
             if sandbox.dead:
                 self._sandbox = None
                 result.sandbox_reset = True
+            if skipped:
+                result.extra["files_not_carried"] = skipped
             result.session = self.id
             return result
 
