@@ -94,7 +94,8 @@ def cold(provider: RaySandboxes, count: int, tools: ToolAccess) -> dict[str, flo
 
 def _why(result: Any) -> str:
     extra = {k: v for k, v in result.extra.items() if k in ("left_running", "node")}
-    return f"{result.status} {result.limit or ''} {extra} {result.hint[:120]}"
+    reset = " (sandbox reset)" if result.sandbox_reset else ""
+    return f"{result.status}{reset} {result.limit or ''} {extra} {result.hint[:120]}"
 
 
 def load(provider: RaySandboxes, sessions: int, tools: ToolAccess) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def load(provider: RaySandboxes, sessions: int, tools: ToolAccess) -> dict[str, 
         session = provider.open(f"load-{index}")
         try:
             first = session.execute(f"mine = {index}")
-            if first.status != "ok":
+            if first.status != "ok" or first.sandbox_reset:
                 errors.append(f"first: {_why(first)}")
             for step in range(10):
                 code = (
@@ -118,7 +119,7 @@ def load(provider: RaySandboxes, sessions: int, tools: ToolAccess) -> dict[str, 
                 started = time.perf_counter()
                 result = session.execute(code, tools=tools)
                 latencies.append((time.perf_counter() - started) * 1000)
-                if result.status != "ok":
+                if result.status != "ok" or result.sandbox_reset:  # a reset loses state
                     errors.append(_why(result))
                 elif result.stdout != f"{index} {index + step}\n":
                     crosstalk += 1

@@ -29,6 +29,7 @@ import ray
 
 import codemode
 from codemode.cluster.provider import RaySandboxes
+from codemode.cluster.session import RemoteSession
 from codemode.cluster.settings import ClusterSettings
 from codemode.sandbox.settings import Limits, SandboxSettings
 
@@ -220,3 +221,24 @@ def ray_sandboxes(
     sandboxes = RaySandboxes(ray_cluster.settings(), sandbox_settings)
     yield sandboxes
     sandboxes.close()
+
+
+class Borrowed:
+    """A session-wide provider lent to one engine: its close ends only the sessions it
+    opened, not the provider."""
+
+    has_workspace = True
+    isolated = True
+
+    def __init__(self, inner: RaySandboxes) -> None:
+        self.inner = inner
+        self.opened: list[RemoteSession] = []
+
+    def open(self, session_id: str) -> RemoteSession:
+        session = self.inner.open(session_id)
+        self.opened.append(session)
+        return session
+
+    def close(self) -> None:
+        for session in self.opened:
+            session.close()

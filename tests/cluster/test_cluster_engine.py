@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -11,16 +14,17 @@ from typing import Any
 
 import pytest
 
+import codemode as codemode_pkg
 from codemode.catalog.catalog import Catalog
 from codemode.cluster.provider import RaySandboxes
-from codemode.cluster.session import RemoteSession, remote_guest
-from codemode.config import CodemodeConfig
+from codemode.cluster.session import remote_guest
+from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.sandbox.isolation import require_isolation
 from codemode.sandbox.runner import Sandbox
 from codemode.sandbox.settings import SandboxSettings
-from tests.cluster.conftest import LocalRayCluster
+from tests.cluster.conftest import Borrowed, LocalRayCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -47,25 +51,6 @@ class Billing:
         return [charge]
 
 
-class Borrowed:
-    """The session-wide provider, lent to one engine: its close does not end the provider."""
-
-    has_workspace = True
-
-    def __init__(self, inner: RaySandboxes) -> None:
-        self.inner = inner
-        self.opened: list[RemoteSession] = []
-
-    def open(self, session_id: str) -> RemoteSession:
-        session = self.inner.open(session_id)
-        self.opened.append(session)
-        return session
-
-    def close(self) -> None:
-        for session in self.opened:
-            session.close()
-
-
 @dataclass
 class Engine:
     codemode: Codemode
@@ -84,10 +69,13 @@ async def engine(
     sandbox_settings: SandboxSettings,
     canary: str,
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> AsyncIterator[Engine]:
     monkeypatch.setenv("BILLING_API_KEY", canary)  # a credential in the environment
     billing = Billing(api_key=canary)
-    config = CodemodeConfig(servers={}, sandbox=sandbox_settings)
+    config = CodemodeConfig(
+        servers={}, sandbox=sandbox_settings, gateway=GatewaySettings(state_dir=tmp_path)
+    )
     catalog = Catalog([PythonConnector("billing", billing.functions())])
     sandboxes = Borrowed(ray_sandboxes)
     engine = Codemode(config, catalog=catalog, sandboxes=sandboxes, semantic=False, audit=False)
@@ -175,9 +163,14 @@ async def test_no_credential_or_upstream_config_reaches_a_worker_node(
 
 
 async def test_a_cluster_address_in_the_config_puts_sandboxes_on_the_cluster(
-    ray_cluster: LocalRayCluster, sandbox_settings: SandboxSettings
+    ray_cluster: LocalRayCluster, sandbox_settings: SandboxSettings, tmp_path: Path
 ):
-    config = CodemodeConfig(servers={}, sandbox=sandbox_settings, cluster=ray_cluster.settings())
+    config = CodemodeConfig(
+        servers={},
+        sandbox=sandbox_settings,
+        cluster=ray_cluster.settings(),
+        gateway=GatewaySettings(state_dir=tmp_path),
+    )
     async with Codemode(config, catalog=Catalog([]), semantic=False, audit=False) as codemode:
         assert isinstance(codemode.sandboxes, RaySandboxes)
         result = await codemode.execute("import socket\nprint(socket.gethostname())")
@@ -200,3 +193,24 @@ def test_fresh_runs_a_new_interpreter_with_the_files_on_the_same_node(
         assert session.sandbox is not None and remote_guest(session.sandbox).node == node
     finally:
         session.close()
+
+
+def test_codemode_exec_reaches_the_cluster_over_ray_client(
+    ray_cluster: LocalRayCluster, tmp_path: Path
+):
+    """``ray://HOST:PORT`` (Ray Client) from a separate gateway process, configured by file."""
+    (tmp_path / "codemode.toml").write_text(
+        f'[cluster]\naddress = "{ray_cluster.client_address}"\nstream_host = "127.0.0.1"\n'
+        '[sandbox]\npool_size = 0\n[gateway]\nstate_dir = "state"\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "codemode", "exec", "--no-tools", "--json", "-"],
+        input=b"import socket\nprint(socket.gethostname(), 6 * 7)",
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(Path(codemode_pkg.__file__).parents[1])},
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert json.loads(done.stdout)["stdout"] == "sandbox 42\n"

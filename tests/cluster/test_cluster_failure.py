@@ -1,22 +1,35 @@
 """Capacity and failure on a real cluster: a full cluster says "busy", a killed worker node
-gives its sessions ``session_lost`` within 5 s (never a hang), other sessions carry on."""
+gives its sessions ``session_lost`` within 5 s (never a hang), other sessions carry on, and a
+session with a checkpoint resumes from it on another node."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from codemode.catalog.catalog import Catalog
 from codemode.cluster.provider import RaySandboxes
+from codemode.config import CodemodeConfig, GatewaySettings
+from codemode.engine import Codemode
 from codemode.errors import ClusterBusyError
 from codemode.sandbox.settings import SandboxSettings
-from tests.cluster.conftest import LocalRayCluster, Node
+from tests.cluster.conftest import Borrowed, LocalRayCluster, Node
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
-DOOMED = "codemode_doomed"  # a slot only the node this test kills offers
+DOOMED = "codemode_doomed"  # a slot only the nodes of this test offer
+
+WRITE = (
+    "from state import keep\n"
+    "open('todo.txt', 'w').write('buy pears')\n"
+    "totals = {'pears': 3}\n"
+    "keep('totals')\n"
+)
+READ = "print(open('todo.txt').read(), totals['pears'])"
 
 
 @pytest.fixture
@@ -36,15 +49,34 @@ def doomed_sandboxes(
     sandboxes.close()
 
 
-def test_a_full_cluster_answers_busy_and_a_killed_node_loses_its_sessions(
-    doomed: Node, doomed_sandboxes: RaySandboxes, ray_sandboxes: RaySandboxes
+@pytest.fixture
+async def engine(
+    doomed_sandboxes: RaySandboxes, sandbox_settings: SandboxSettings, tmp_path: Path
+) -> AsyncIterator[Codemode]:
+    """An engine with session checkpoints (the embedded state store) on the doomed node."""
+    config = CodemodeConfig(
+        servers={}, sandbox=sandbox_settings, gateway=GatewaySettings(state_dir=tmp_path)
+    )
+    sandboxes = Borrowed(doomed_sandboxes)
+    async with Codemode(
+        config, catalog=Catalog([]), sandboxes=sandboxes, semantic=False, audit=False
+    ) as codemode:
+        yield codemode
+
+
+async def test_a_full_cluster_answers_busy_and_a_killed_node_loses_its_sessions(
+    doomed: Node,
+    doomed_sandboxes: RaySandboxes,
+    ray_sandboxes: RaySandboxes,
+    engine: Codemode,
+    ray_cluster: LocalRayCluster,
 ):
+    kept = await engine.execute(WRITE)  # idle on the doomed node, with a checkpoint
+    assert kept.status == "ok", kept.to_dict()
     running = doomed_sandboxes.open("running")
-    idle = doomed_sandboxes.open("idle")
     bystander = ray_sandboxes.open("bystander")  # on the ordinary worker nodes
     try:
         assert running.execute("x = 1").status == "ok"
-        assert idle.execute("y = 2").status == "ok"
         assert bystander.execute("z = 3").status == "ok"
 
         # Both slots of the node are taken: admission control, not a queue.
@@ -68,11 +100,17 @@ def test_a_full_cluster_answers_busy_and_a_killed_node_loses_its_sessions(
         assert answered_at - killed_at[0] < 5
 
         # The idle session on the same node is told too, before anything runs.
-        told = idle.execute("print(y)")
+        told = await engine.execute(READ, session=kept.session)
         assert told.status == "session_lost", told.to_dict()
 
         # Other sessions are unaffected.
         assert bystander.execute("print(z)").stdout == "3\n"
+
+        # With a node to go to, the lost session resumes from its checkpoint there.
+        ray_cluster.add_worker("spare", {DOOMED: 2})
+        resumed = await engine.execute(READ, session=kept.session)
+        assert (resumed.status, resumed.stdout) == ("ok", "buy pears 3\n"), resumed.to_dict()
+        assert resumed.extra["restored"]["variables"] == ["totals"]
     finally:
-        for session in (running, idle, bystander):
+        for session in (running, bystander):
             session.close()

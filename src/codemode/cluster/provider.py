@@ -72,6 +72,11 @@ class RaySandboxes:
         self._closed = False
         connect(cluster)
 
+    @property
+    def isolated(self) -> bool:
+        """Workers start isolated guests (a worker that did not is refused at lease)."""
+        return not self.sandbox.unsafe_no_isolation
+
     def open(self, session_id: str) -> RemoteSession:
         return RemoteSession(self.place, session_id, self.fresh_from)
 

@@ -34,8 +34,10 @@ class ClusterSettings(ConfigModel):
     # A node agent or a sandbox that cannot start in this long is an error (the first
     # sandbox on a node starts a Ray worker process: seconds on a small machine).
     start_timeout_s: PositiveNumber = 60.0
-    # Every question to a worker (its load, the guest's usage) is bounded by this.
-    control_timeout_s: PositiveNumber = 2.0
+    # Every question to a worker (its load, the guest's usage) is bounded by this. A lost
+    # node ends its streams (see dead_peer_s), which ends the questions at once; this bounds
+    # a node that is alive but slow (an unanswered question restarts the sandbox).
+    control_timeout_s: PositiveNumber = 10.0
     # A worker that stops answering on the stream is declared lost after this long.
     dead_peer_s: Annotated[int, Field(ge=2, le=60)] = 4
     # What a full cluster tells callers: "busy, retry after N s".

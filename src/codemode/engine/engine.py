@@ -459,7 +459,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin):
             digest_key=self._digest_key,
         )
         sandboxes = self.sandboxes
-        isolated = isinstance(sandboxes, PooledSandboxes) and sandboxes.pool.backend.isolated
+        isolated = sandboxes is not None and sandboxes.isolated
         return SkillsRuntime.open(
             self.config,
             self.state_store,
