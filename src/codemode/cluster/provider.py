@@ -70,6 +70,8 @@ class RaySandboxes:
         self._agents: dict[str, Any] = {}
         self._live: set[Sandbox] = set()
         self._closed = False
+        # Why nodes were left out of the last placement (their agents failed).
+        self.agent_errors: list[str] = []
         connect(cluster)
 
     @property
@@ -106,6 +108,7 @@ class RaySandboxes:
             if node.get("Alive") and slots > 0:
                 agent = self._agent(node, slots)
                 found.append((str(node["NodeID"]), str(node["NodeManagerAddress"]), agent))
+        self.agent_errors = []
         asked = {node_id: agent.load.remote() for node_id, _, agent in found}
         timeout = self.cluster.start_timeout_s
         ready, _ = ray.wait(list(asked.values()), num_returns=len(asked), timeout=timeout)
@@ -117,9 +120,10 @@ class RaySandboxes:
             try:
                 load = ray.get(asked[node_id], timeout=self.cluster.control_timeout_s)
             except Exception as error:  # noqa: BLE001 - a lost agent: forget it, skip the node
-                log.info("the node agent on %s did not answer: %s", node_id, error)
+                log.warning("the node agent on %s did not answer: %s", node_id, error)
                 with self._lock:
                     self._agents.pop(node_id, None)
+                self.agent_errors.append(f"{node_id[:12]}: {error}")
                 continue
             loads.append((NodeLoad(node_id, address, load["slots"], load["leased"]), agent))
         return loads
@@ -132,6 +136,7 @@ class RaySandboxes:
             if self._closed:
                 raise SandboxError("the cluster provider is closed", fix="start a new engine")
         candidates = {load.node_id: (load, agent) for load, agent in self.nodes()}
+        answered = bool(candidates)
         while (chosen := choose_node([load for load, _ in candidates.values()])) is not None:
             _, agent = candidates.pop(chosen.node_id)
             try:
@@ -143,6 +148,12 @@ class RaySandboxes:
                 continue
             if endpoint is not None:  # None: another gateway took the last slot first
                 return self._connect(endpoint, chosen.node_id)
+        if self.agent_errors and not answered:
+            raise ClusterError(
+                "no worker node could host a sandbox: " + "; ".join(self.agent_errors)[:2000],
+                fix="check the worker nodes: codemode must be installed there and bubblewrap "
+                "must work (`codemode doctor` on the node)",
+            )
         raise ClusterBusyError(self.cluster.busy_retry_after_s)
 
     def fresh_from(self, old: Sandbox) -> tuple[Sandbox, list[str]]:
