@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from codemode.bridge.host import ToolAccess
 from codemode.cluster.provider import RaySandboxes
 from codemode.cluster.session import RemoteSession
 from codemode.sandbox.isolation import require_isolation
+from tests.sandbox.test_hostile_bridge import FLOOD, MALFORMED, RAW, Recorder
 
 pytestmark = [pytest.mark.slow, pytest.mark.hostile]
 
@@ -88,4 +90,70 @@ def test_huge_output_crosses_the_stream_and_is_capped_on_the_gateway(
     assert result.status == "ok", result.to_dict()
     assert result.truncated["stdout_total_bytes"] == 200 << 20  # every byte was relayed
     assert "bytes omitted" in result.stdout and len(result.stdout) < 1200
+    next_execution_works(isolated_remote)
+
+
+# --- the bridge, decoded on the gateway after crossing the stream --------------------------
+
+
+@pytest.mark.parametrize(("attack", "code"), MALFORMED.values(), ids=MALFORMED.keys())
+def test_malformed_and_forged_frames_from_a_worker_get_an_error_reply(
+    isolated_remote: RemoteSession, attack: str, code: str
+):
+    tools = Recorder()
+    attack_code = (
+        RAW + f"reply = {attack}\nprint('RESULT:', reply.get('ok'), reply['error']['code'])"
+    )
+    result = isolated_remote.execute(attack_code, tools=ToolAccess(tools), timeout_s=5)
+    assert result.stdout == f"RESULT: False {code}\n", result.to_dict()
+    assert tools.calls == []
+    ok = isolated_remote.execute(
+        "from servers._runtime import call_tool\nprint(call_tool('t', 'echo', {'data': 'abc'}))",
+        tools=ToolAccess(tools),
+        timeout_s=5,
+    )
+    assert ok.stdout == "{'len': 3}\n", ok.to_dict()
+
+
+def test_an_oversized_length_prefix_from_a_worker(isolated_remote: RemoteSession):
+    attack = RAW + "reply = raw(struct.pack('>I', 0xFFFFFFFF))\nprint(reply['error']['code'])"
+    result = isolated_remote.execute(attack, timeout_s=2)
+    assert (result.status, result.limit) == ("timeout", "wall_time"), result.to_dict()
+    assert result.stdout == "bad_frame\n" and result.sandbox_reset
+    next_execution_works(isolated_remote)
+
+
+def test_a_forged_done_then_busy_code_is_caught_on_the_worker(isolated_remote: RemoteSession):
+    attack = RAW + (
+        "from _codemode_guest import wire\n"
+        "sock.sendall(wire.encode_frame({'op': 'done', 'exec': EXEC, 'exit_code': 0}))\n"
+        "while True:\n    pass\n"
+    )
+    result = isolated_remote.execute(attack, timeout_s=3)
+    # The worker saw the code still running after its "done": the sandbox is restarted.
+    assert result.status == "ok" and result.extra["left_running"], result.to_dict()
+    assert result.sandbox_reset
+    next_execution_works(isolated_remote)
+
+
+def test_a_garbage_flood_and_a_closed_bridge_from_a_worker(isolated_remote: RemoteSession):
+    flood = RAW + "import os\nsock.sendall(os.urandom(8 << 20))\nprint('sent')"
+    result = isolated_remote.execute(flood, timeout_s=3)
+    assert result.status in ("timeout", "limit", "ok"), result.to_dict()
+    assert result.stdout == "sent\n"
+    next_execution_works(isolated_remote)
+    closed = RAW + "import socket\nsock.shutdown(socket.SHUT_RDWR)\nprint('closed')"
+    result = isolated_remote.execute(closed, timeout_s=3)
+    assert (result.status, result.limit) in (("limit", "sandbox_exit"), ("timeout", "wall_time"))
+    assert result.sandbox_reset
+    next_execution_works(isolated_remote)
+
+
+def test_a_flood_of_awaitable_calls_from_a_worker_is_answered_once_each(
+    isolated_remote: RemoteSession,
+):
+    tools = Recorder()
+    result = isolated_remote.execute(RAW + FLOOD, tools=ToolAccess(tools), timeout_s=30)
+    assert result.stdout == "RESULT: True\n", result.to_dict()
+    assert len(tools.calls) == 3000
     next_execution_works(isolated_remote)
