@@ -121,6 +121,8 @@ class LocalRayCluster:
             "LANG": "C.UTF-8",
             "PYTHONPATH": str(SRC),
             "RAY_USAGE_STATS_ENABLED": "0",
+            # A Ray Client session starts a server process: slow on a loaded machine.
+            "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120",
         }
 
     def _start(self, name: str, args: list[str], resources: dict[str, int]) -> Node:
@@ -202,10 +204,29 @@ def running_cluster(slots: dict[str, int] | None = None) -> Iterator[LocalRayClu
         shutil.rmtree(root, ignore_errors=True)
 
 
+_RUNNING: list[contextlib.ExitStack] = []
+
+
+def _stop_clusters() -> None:
+    while _RUNNING:
+        _RUNNING.pop().close()
+
+
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[LocalRayCluster]:
-    with running_cluster() as cluster:
-        yield cluster
+    """One cluster for every test of this directory, stopped as soon as they are done: its
+    nodes are children of this process, and later tests count this process's sandboxes."""
+    stack = contextlib.ExitStack()
+    _RUNNING.append(stack)
+    yield stack.enter_context(running_cluster())
+    _stop_clusters()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    here = Path(__file__).parent
+    if nextitem is None or here not in Path(nextitem.path).parents:
+        _stop_clusters()
 
 
 @pytest.fixture(scope="session")

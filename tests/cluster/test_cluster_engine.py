@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -214,3 +215,21 @@ def test_codemode_exec_reaches_the_cluster_over_ray_client(
     )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert json.loads(done.stdout)["stdout"] == "sandbox 42\n"
+
+
+async def test_a_lost_session_resumes_from_its_checkpoint_on_a_new_sandbox(engine: Engine):
+    codemode = engine.codemode
+    wrote = await codemode.execute(
+        "from state import keep\nopen('todo.txt', 'w').write('pears')\ntotals = 3\nkeep('totals')"
+    )
+    assert wrote.status == "ok", wrote.to_dict()
+    guest = remote_guest(engine.sandbox_of(wrote.session))
+    guest.link.stream.shutdown(socket.SHUT_RDWR)  # the way to the node is gone
+    assert guest.link.wait_ended(10) and guest.lost
+    read = "print(open('todo.txt').read(), totals)"
+    lost = await codemode.execute(read, session=wrote.session)
+    assert lost.status == "session_lost", lost.to_dict()
+    resumed = await codemode.execute(read, session=wrote.session)
+    assert (resumed.status, resumed.stdout) == ("ok", "pears 3\n"), resumed.to_dict()
+    assert resumed.extra["restored"]["variables"] == ["totals"]
+    assert "resumed from its checkpoint" in resumed.hint

@@ -1,6 +1,5 @@
 """Capacity and failure on a real cluster: a full cluster says "busy", a killed worker node
-gives its sessions ``session_lost`` within 5 s (never a hang), other sessions carry on, and a
-session with a checkpoint resumes from it on another node."""
+gives its sessions ``session_lost`` within 5 s (never a hang), other sessions carry on."""
 
 from __future__ import annotations
 
@@ -69,7 +68,6 @@ async def test_a_full_cluster_answers_busy_and_a_killed_node_loses_its_sessions(
     doomed_sandboxes: RaySandboxes,
     ray_sandboxes: RaySandboxes,
     engine: Codemode,
-    ray_cluster: LocalRayCluster,
 ):
     kept = await engine.execute(WRITE)  # idle on the doomed node, with a checkpoint
     assert kept.status == "ok", kept.to_dict()
@@ -105,12 +103,6 @@ async def test_a_full_cluster_answers_busy_and_a_killed_node_loses_its_sessions(
 
         # Other sessions are unaffected.
         assert bystander.execute("print(z)").stdout == "3\n"
-
-        # With a node to go to, the lost session resumes from its checkpoint there.
-        ray_cluster.add_worker("spare", {DOOMED: 2})
-        resumed = await engine.execute(READ, session=kept.session)
-        assert (resumed.status, resumed.stdout) == ("ok", "buy pears 3\n"), resumed.to_dict()
-        assert resumed.extra["restored"]["variables"] == ["totals"]
     finally:
         for session in (running, bystander):
             session.close()
