@@ -52,3 +52,9 @@ def test_serve_takes_a_cluster_address():
     config = with_cluster(CodemodeConfig(), args.cluster)
     assert config.cluster.address == "ray://head:10001"
     assert build_parser().parse_args(["serve"]).cluster is None
+
+
+def test_a_lost_session_is_a_failure_of_codemode_not_of_the_code():
+    from codemode.cli.exit_codes import ExitCode, for_status
+
+    assert for_status("session_lost", None) == ExitCode.FAILURE == 70
