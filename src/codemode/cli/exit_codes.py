@@ -70,6 +70,8 @@ def for_status(status: str, exit_code: int | None) -> int:
         return ExitCode.LIMIT
     if status == "cancelled":
         return ExitCode.INTERRUPTED
+    if status == "session_lost":  # the cluster node holding the sandbox was lost
+        return ExitCode.FAILURE
     if status == "ok":
         return ExitCode.OK
     if exit_code:

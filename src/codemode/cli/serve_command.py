@@ -6,8 +6,12 @@ A gateway serves the servers that loaded and names the ones that did not on stde
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from codemode.cli.options import add_catalog_arguments
+
+if TYPE_CHECKING:
+    from codemode.config import CodemodeConfig
 
 HELP = "serve the search and execute tools over MCP (stdio or streamable HTTP)"
 
@@ -30,6 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve HTTP without authentication: anyone who can reach the port runs code "
         "with your tools",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="ray://HOST:PORT",
+        help="run sandboxes on this Ray cluster's worker nodes (overrides [cluster] address)",
     )
 
 
@@ -64,6 +73,12 @@ def check_port_free(host: str, port: int) -> None:
             ) from None
 
 
+def with_cluster(config: CodemodeConfig, address: str) -> CodemodeConfig:
+    """``--cluster ADDRESS``: the config with sandboxes on that Ray cluster."""
+    cluster = config.cluster.model_copy(update={"address": address})
+    return config.model_copy(update={"cluster": cluster})
+
+
 def run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -73,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     if args.transport == "http":
         check_port_free(args.host, args.port)
     config = load_cli_config(args.config, demo_allowed=not args.openapi)
+    if args.cluster:
+        config = with_cluster(config, args.cluster)
     anyio.run(
         lambda: serve(
             config,

@@ -18,6 +18,7 @@ from pydantic import Field, StrictBool, StrictFloat, ValidationInfo, field_valid
 
 from codemode.agent.settings import AgentSettings
 from codemode.audit.settings import AuditSettings
+from codemode.cluster.settings import ClusterSettings
 from codemode.config.env import expand_references
 from codemode.config.servers import ServerConfig
 from codemode.config_model import ConfigModel, Hint, PositiveNumber, PositiveWholeNumber
@@ -135,6 +136,7 @@ class Sections(ConfigModel):
     state: StateSettings = Field(default_factory=StateSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
 
 
 class CodemodeConfig(Sections):

@@ -125,6 +125,12 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             raise
 
     async def _start(self) -> Codemode:
+        if self.sandboxes is None and self.backend is None and self.config.cluster.address:
+            from codemode.cluster.provider import RaySandboxes  # Ray only when configured
+
+            self.sandboxes = await anyio.to_thread.run_sync(
+                RaySandboxes, self.config.cluster, self.config.sandbox
+            )
         if self.sandboxes is None:
             self.backend = backend = self.backend or make_backend(self.config.sandbox)
             pool = SandboxPool.from_settings(backend, self.config.sandbox).start()
@@ -455,7 +461,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             digest_key=self._digest_key,
         )
         sandboxes = self.sandboxes
-        isolated = isinstance(sandboxes, PooledSandboxes) and sandboxes.pool.backend.isolated
+        isolated = sandboxes is not None and sandboxes.isolated
         return SkillsRuntime.open(
             self.config,
             self.state_store,

@@ -9,13 +9,6 @@ one, it would take that reply for the next execution's. Code that has not stoppe
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
-import signal
-import socket
-import struct
-import termios
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +17,7 @@ from codemode.sandbox.outcome import Outcome
 if TYPE_CHECKING:
     from codemode.sandbox.runner import Sandbox
 
-__all__ = ["CANCEL_GRACE_S", "check_cancel", "interrupted_by_us", "unread_bytes"]
+__all__ = ["CANCEL_GRACE_S", "check_cancel", "interrupted_by_us"]
 
 # After a cancel, how long the code has to stop on its KeyboardInterrupt before the sandbox
 # is killed.
@@ -43,27 +36,15 @@ def check_cancel(sandbox: Sandbox, cancel: threading.Event, outcome: Outcome, no
     if (
         not outcome.interrupted
         and waited >= _INTERRUPT_AFTER_S
-        and not unread_bytes(sandbox.process.sock)
+        and not sandbox.process.facts.unread_bytes()
     ):
         outcome.interrupted = True
         sandbox.resume()  # a stopped guest would not see the signal
-        pid = sandbox.guest_pid
-        if pid is not None:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGINT)
+        sandbox.process.facts.interrupt()
     if waited < CANCEL_GRACE_S:
         return False
     outcome.status = "cancelled"
     return True
-
-
-def unread_bytes(sock: socket.socket) -> int:
-    """Bytes sent to the guest that it has not read yet (SIOCOUTQ on our end)."""
-    try:
-        raw = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4)
-    except OSError:
-        return 1
-    return int(struct.unpack("i", raw)[0])
 
 
 def interrupted_by_us(done: dict[str, Any] | None) -> bool:

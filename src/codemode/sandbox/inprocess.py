@@ -39,6 +39,7 @@ class InProcessSandboxes:
     """A ``SandboxProvider`` of in-process twins (no isolation; tests only)."""
 
     has_workspace = False  # the code runs in the host process: there is nothing to serve
+    isolated = False
 
     def __init__(self, *, default_timeout_s: float = 60.0) -> None:
         self.default_timeout_s = default_timeout_s

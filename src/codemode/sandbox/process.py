@@ -1,4 +1,10 @@
-"""A started guest as the host holds it, and the seam every sandbox backend implements."""
+"""A started guest as the host holds it, and the seams every sandbox backend implements.
+
+``GuestProcess`` is what the runner holds of a started guest: its bridge socket and output
+pipes, the meter that reads and stops it, and the host-side facts about it (``GuestFacts``).
+``SandboxProcess`` is a guest on this machine; a guest on another node is held the same way
+(``codemode.cluster``), so the runner's framing, caps and tool calls stay on the gateway.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +21,13 @@ from typing import Protocol
 
 from codemode.egress.proxy import EgressGate
 from codemode.errors import SandboxError
+from codemode.sandbox.facts import GuestFacts, ProcFacts
 from codemode.sandbox.meter import SandboxMeter
 from codemode.sandbox.proctree import children_of
 from codemode.sandbox.settings import Limits
 from codemode.sandbox.workspace import open_workspace
 
-__all__ = ["SandboxBackend", "SandboxProcess"]
+__all__ = ["GuestProcess", "SandboxBackend", "SandboxProcess"]
 
 
 @dataclass
@@ -42,10 +49,22 @@ class SandboxProcess:
     # Its way out through the egress proxy (None: no network, the default).
     egress: EgressGate | None = None
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
+    _facts: ProcFacts | None = field(default=None, repr=False)
 
     @property
     def pid(self) -> int:
         return self.popen.pid
+
+    @property
+    def facts(self) -> ProcFacts:
+        if self._facts is None:
+            self._facts = ProcFacts(self)
+        return self._facts
+
+    def wait_exit(self, timeout_s: float) -> None:
+        """Wait (bounded) for the sandbox's process to exit."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=timeout_s)
 
     @property
     def guest_pid(self) -> int | None:
@@ -114,6 +133,38 @@ class SandboxProcess:
             self.egress.close()
         while self._cleanups:
             self._cleanups.pop()()
+
+
+class GuestProcess(Protocol):
+    """A started guest as the runner holds it, wherever it runs."""
+
+    sock: socket.socket  # the host end of the bridge
+    stdout_fd: int
+    stderr_fd: int
+    isolated: bool
+    meter: SandboxMeter
+    workspace: Path | None  # a host directory chosen as the workspace
+    egress: EgressGate | None  # its way out through the egress proxy (None: no network)
+
+    @property
+    def guest_pid(self) -> int | None:
+        """The guest's pid on this machine (None: it runs elsewhere)."""
+        ...
+
+    @property
+    def facts(self) -> GuestFacts: ...
+
+    def alive(self) -> bool: ...
+
+    def attach(self) -> None:
+        """The guest said it is ready: bind the meter to it and cap its tasks."""
+        ...
+
+    def wait_exit(self, timeout_s: float) -> None: ...
+
+    def kill(self) -> None:
+        """Kill every process of the sandbox and release what it held. Idempotent."""
+        ...
 
 
 class SandboxBackend(Protocol):

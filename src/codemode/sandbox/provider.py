@@ -60,6 +60,11 @@ class SandboxProvider(Protocol):
     # Whether its sandboxes have a workspace of their own (files listed, read, project mode).
     has_workspace: bool
 
+    @property
+    def isolated(self) -> bool:
+        """Whether its sandboxes are isolated (a session's checkpoints are kept only then)."""
+        ...
+
     def open(self, session_id: str) -> SessionSandbox: ...
 
     def close(self) -> None:
@@ -74,6 +79,10 @@ class PooledSandboxes:
 
     def __init__(self, pool: SandboxPool) -> None:
         self.pool = pool
+
+    @property
+    def isolated(self) -> bool:
+        return self.pool.backend.isolated
 
     def open(self, session_id: str) -> SandboxSession:
         return SandboxSession(self.pool, session_id)

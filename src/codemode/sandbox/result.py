@@ -11,7 +11,10 @@ from codemode.sandbox.capture import HeadTail
 
 __all__ = ["ExecutionResult", "Status", "clip_head_tail", "clip_tail", "whole_text"]
 
-Status = Literal["ok", "error", "timeout", "limit", "approval_required", "cancelled"]
+# "session_lost": the node holding the session's sandbox was lost (cluster backend).
+Status = Literal[
+    "ok", "error", "timeout", "limit", "approval_required", "cancelled", "session_lost"
+]
 
 
 @dataclass

@@ -24,21 +24,16 @@ from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame_pa
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
-from codemode.sandbox.cancel import (
-    CANCEL_GRACE_S,
-    check_cancel,
-    interrupted_by_us,
-    unread_bytes,
-)
+from codemode.sandbox.cancel import CANCEL_GRACE_S, check_cancel, interrupted_by_us
 from codemode.sandbox.capture import HeadTail
+from codemode.sandbox.facts import Parked
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.parallel import ParallelCalls
-from codemode.sandbox.process import SandboxProcess
+from codemode.sandbox.process import GuestProcess
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.settings import Limits
-from codemode.sandbox.settle import waits_for_frames
 from codemode.sandbox.watchdog import WATCHDOG, Watched
-from codemode.sandbox.workspace import Snapshot, diff, scan
+from codemode.sandbox.workspace import Snapshot, diff
 
 __all__ = ["CANCEL_GRACE_S", "OutputCallback", "Sandbox"]
 
@@ -57,7 +52,7 @@ _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
 class Sandbox:
     """A started guest. Not thread-safe: one execution at a time (sessions serialize)."""
 
-    def __init__(self, process: SandboxProcess, limits: Limits) -> None:
+    def __init__(self, process: GuestProcess, limits: Limits) -> None:
         self.process = process
         self.limits = limits
         self.decoder = FrameDecoder()
@@ -93,9 +88,6 @@ class Sandbox:
         """The guest interpreter's pid as the host sees it (pid 1 inside its namespace)."""
         return self.process.guest_pid
 
-    def _waits_for_frames(self) -> bool:
-        return waits_for_frames(self.guest_pid, self.process.bridge_fd)
-
     @property
     def isolated(self) -> bool:
         return self.process.isolated
@@ -130,20 +122,15 @@ class Sandbox:
             raise
         if self.process.workspace is not None:
             # A host directory as workspace may hold files already: they were not "created".
-            with contextlib.suppress(OSError, SandboxError):
-                root = self.process.open_workspace()
-                try:
-                    self.files, _ = scan(root)
-                finally:
-                    os.close(root)
+            found = self.process.facts.list_workspace()
+            self.files = found.snapshot if found is not None else {}
         self._stdout = HeadTail(self.limits.output_kept_bytes)
         self._stderr = HeadTail(self.limits.output_kept_bytes)
 
     def _exit_message(self) -> str:
         """What bwrap (or the guest) printed before exiting: wait for the exit, then read the
         pipe to its end, so the message is never lost to a race with the socket."""
-        with contextlib.suppress(Exception):
-            self.process.popen.wait(timeout=2)
+        self.process.wait_exit(2)
         self._drain("stderr")
         head, tail, _ = self._stderr.text()
         return (head + tail).strip()[-500:] or "no message"
@@ -386,35 +373,25 @@ class Sandbox:
             or (outcome.interrupted and not interrupted_by_us(outcome.done))
         ):
             healthy = False
+        parked: Parked | None = None
         if healthy and self.process.isolated:
-            # Blocked in its read of the bridge: an honest guest. (Read before the stop: a
-            # task on its way to stopping shows no syscall.)
-            waiting = self._waits_for_frames()
-            if not meter.stop():
+            parked = self.process.facts.park()
+            if not parked.stopped:
                 outcome.left_running = "processes that kept starting new ones"
             else:
                 self._stopped = True
-                if not waiting:
+                if not parked.idle:
                     outcome.left_running = "code (it kept running after its own 'done')"
         if not healthy or outcome.left_running:
             self.kill()
             return dict(_NO_FILES), 0, None
-        try:
-            root = self.process.open_workspace()
-        except (OSError, SandboxError):
+        found = parked.files if parked is not None else self.process.facts.list_workspace()
+        if found is None:
             return dict(_NO_FILES), 0, None
-        try:
-            after, capped = scan(root)
-            usage = os.fstatvfs(root)
-        finally:
-            os.close(root)
-        files, left_out = diff(self.files, after)
-        self.files = after
+        files, left_out = diff(self.files, found.snapshot)
+        self.files = found.snapshot
         # -1: the scan stopped at its caps, so some changes may be missing from the list.
-        left = -1 if capped else left_out
-        if not self.process.isolated:
-            return files, left, None  # a directory of the host's disk, not a tmpfs of its own
-        return files, left, (usage.f_blocks - usage.f_bfree) * usage.f_frsize
+        return files, -1 if found.capped else left_out, found.used_bytes
 
     # --- cancellation ---------------------------------------------------------------------
 
@@ -423,7 +400,7 @@ class Sandbox:
         return check_cancel(self, cancel, outcome, now)
 
     def _unread_by_guest(self) -> int:
-        return unread_bytes(self.process.sock)
+        return self.process.facts.unread_bytes()
 
     def _dispatch(
         self, incoming: dict[str, Any] | MalformedFrame, host: BridgeHost, outcome: Outcome

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from codemode.bridge.host import NO_TOOLS, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.pool import SandboxPool
+from codemode.sandbox.process import SandboxProcess
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback, Sandbox
 from codemode.sandbox.workspace import CopyReport, copy_workspace, scan
@@ -26,12 +27,21 @@ __all__ = ["SandboxSession", "carry_workspace"]
 _SKIPPED_LISTED = 20
 
 
+def _local(sandbox: Sandbox) -> SandboxProcess:
+    if not isinstance(sandbox.process, SandboxProcess):
+        raise SandboxError(
+            "only sandboxes on this machine carry their files into a fresh interpreter",
+            fix="run without fresh=true",
+        )
+    return sandbox.process
+
+
 def carry_workspace(source: Sandbox, target: Sandbox) -> CopyReport:
     """Copy ``source``'s workspace into ``target``'s (a new sandbox that has run nothing).
     ``source`` is stopped between executions, so nothing changes under the copy."""
-    src = source.process.open_workspace()
+    src = _local(source).open_workspace()
     try:
-        dst = target.process.open_workspace()
+        dst = _local(target).open_workspace()
         try:
             report = copy_workspace(src, dst)
             target.files, _ = scan(dst)
