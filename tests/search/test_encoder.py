@@ -59,3 +59,37 @@ def test_the_forward_pass_runs_blas_on_one_thread_and_restores_it() -> None:
     with _blas_threads(1):
         assert blas_threads() == {1}
     assert blas_threads() == before
+
+
+def test_token_states_come_from_the_same_pass_as_the_pooled_vector(encoder, np):
+    text = "refund the last charge"
+    vector, tokens = encoder.encode_with_tokens(text)
+    assert np.allclose(vector, encoder.encode([text])[0], atol=1e-6)
+    assert np.allclose(tokens, encoder.encode_tokens([text])[0], atol=1e-6)
+    # one row per word piece, without [CLS] and [SEP], each a unit vector
+    assert tokens.shape == (len(encoder._tokenizer.encode(text).ids) - 2, 384)
+    assert np.allclose(np.linalg.norm(tokens, axis=1), 1.0, atol=1e-5)
+
+
+def test_token_states_do_not_depend_on_batch_padding(encoder, np):
+    texts = ["short", "a much longer sentence about refunds and charges and invoices"]
+    together = encoder.encode_tokens(texts, batch_size=2)
+    for text, rows in zip(texts, together, strict=True):
+        assert np.allclose(rows, encoder.encode_tokens([text])[0], atol=1e-5)
+
+
+def test_earlier_layers_are_less_contextual(encoder, np):
+    # "charge" is the second word of both texts: before any layer its state depends only on the
+    # word and its position; after all six it depends on the words around it too.
+    texts = ["refund charge now", "refund charge of the disputed invoice quickly"]
+    first, second = (encoder.encode_tokens([t], layers=0)[0] for t in texts)
+    assert np.allclose(first[1], second[1], atol=1e-5)
+    first, second = (encoder.encode_tokens([t])[0] for t in texts)
+    assert not np.allclose(first[1], second[1], atol=1e-3)
+
+
+def test_asking_for_more_layers_than_the_model_has_says_how_many_there_are(encoder):
+    from codemode.errors import UsageError
+
+    with pytest.raises(UsageError, match="6 layers"):
+        encoder.encode_tokens(["x"], layers=7)

@@ -266,7 +266,69 @@ class MiniLMEncoder:
                 progress(min(start + batch_size, len(order)), len(order))
         return out
 
+    def encode_tokens(
+        self, texts: Sequence[str], *, layers: int = _LAYERS, batch_size: int = 32
+    ) -> list[FloatArray]:
+        """Per text, its tokens' hidden states after ``layers`` layers (the last by default):
+        tokens x 384, each row L2-normalized, the ``[CLS]`` and ``[SEP]`` rows left out. What
+        late-interaction (MaxSim) scoring compares; ``encode`` pools the same states."""
+        if not 0 <= layers <= _LAYERS:
+            raise UsageError(
+                f"the model has {_LAYERS} layers, so layers={layers} cannot be read",
+                fix=f"pass layers between 0 and {_LAYERS}",
+            )
+        with _blas_threads(self.threads):
+            return self._encode_tokens(texts, batch_size, layers)
+
+    def encode_with_tokens(self, text: str) -> tuple[FloatArray, FloatArray]:
+        """``(vector, tokens)`` of one text from one forward pass: ``vector`` equals
+        ``encode([text])[0]`` and ``tokens`` equals ``encode_tokens([text])[0]``."""
+        import numpy as np
+
+        with _blas_threads(self.threads):
+            ids = self._tokenizer.encode(text).ids
+            token_ids = np.asarray([ids], dtype=np.int64)
+            mask = np.ones((1, len(ids)), dtype=np.float32)
+            hidden = self._hidden(token_ids, mask)
+            return self._pool(hidden, mask)[0], _unit_rows(hidden[0, 1 : len(ids) - 1])
+
+    def _encode_tokens(
+        self, texts: Sequence[str], batch_size: int, layers: int
+    ) -> list[FloatArray]:
+        import numpy as np
+
+        ids = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        out: list[Any] = [None] * len(ids)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            width = max(len(ids[i]) for i in chunk)
+            token_ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.float32)
+            for row, i in enumerate(chunk):
+                token_ids[row, : len(ids[i])] = ids[i]
+                mask[row, : len(ids[i])] = 1.0
+            hidden = self._hidden(token_ids, mask, layers)
+            for row, i in enumerate(chunk):
+                out[i] = _unit_rows(hidden[row, 1 : len(ids[i]) - 1])
+        return out
+
     def _forward(self, token_ids: Any, mask: FloatArray) -> FloatArray:
+        return self._pool(self._hidden(token_ids, mask), mask)
+
+    @staticmethod
+    def _pool(x: FloatArray, mask: FloatArray) -> FloatArray:
+        import numpy as np
+
+        summed = (x * mask[:, :, None]).sum(axis=1)
+        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: FloatArray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return result
+
+    def _hidden(self, token_ids: Any, mask: FloatArray, layers: int = _LAYERS) -> FloatArray:
+        """Hidden states after the first ``layers`` layers, batch x width x 384 (padding rows
+        included)."""
         import numpy as np
 
         batch, width = token_ids.shape
@@ -277,7 +339,7 @@ class MiniLMEncoder:
         x = _layer_norm(x, *self._emb_norm)
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         scale = np.float32(1.0 / math.sqrt(head_dim))
-        for layer in self._layers:
+        for layer in self._layers[:layers]:
             qkv = x @ layer["qkv_w"] + layer["qkv_b"]
             qkv = qkv.reshape(batch, width, 3, _HEADS, head_dim).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]
@@ -293,9 +355,13 @@ class MiniLMEncoder:
             )
             down = hidden @ layer["down_w"] + layer["down_b"]
             x = _layer_norm(down + x, layer["ln2_w"], layer["ln2_b"])
-        x = x.reshape(batch, width, dim)
-        summed = (x * mask[:, :, None]).sum(axis=1)
-        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: FloatArray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return result
+        states: FloatArray = x.reshape(batch, width, dim)
+        return states
+
+
+def _unit_rows(x: FloatArray) -> FloatArray:
+    import numpy as np
+
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    result: FloatArray = (x / np.maximum(norms, 1e-12)).astype(np.float32)
+    return result
