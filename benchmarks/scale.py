@@ -83,16 +83,21 @@ def _config(root: Path, name: str, cluster: LocalRayCluster, store: str, session
 
 
 @contextlib.contextmanager
-def replicas(root: Path, cluster: LocalRayCluster, store: str, sessions: int) -> Iterator[Any]:
+def replicas(
+    root: Path, cluster: LocalRayCluster, store: str, sessions: int, names: tuple[str, ...]
+) -> Iterator[list[HTTPGateway]]:
+    """Replicas started side by side (each takes seconds), stopped (SIGTERM: each frees its
+    sandboxes on the nodes) when done."""
+    root.mkdir()
     gateways = [
         HTTPGateway(
             _config(root, name, cluster, store, sessions),
             root / f"{name}.log",
             extra_args=("--insecure-allow-anonymous",),
         )
-        for name in ("a", "b")
+        for name in names
     ]
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(len(gateways)) as pool:
         try:
             list(pool.map(HTTPGateway.start, gateways))
             yield gateways
@@ -100,6 +105,23 @@ def replicas(root: Path, cluster: LocalRayCluster, store: str, sessions: int) ->
             for gateway in gateways:
                 with contextlib.suppress(Exception):
                     gateway.stop()
+
+
+def wait_until_nodes_are_free(cluster: LocalRayCluster, timeout_s: float = 60) -> None:
+    """Every node agent has given back every lease (a stopped replica's sandboxes)."""
+    import ray
+
+    from codemode.cluster.actor import agent_name
+
+    def leased() -> int:
+        agents = [ray.get_actor(agent_name(node)) for node in cluster.node_ids()]
+        return sum(load["leased"] for load in ray.get([a.load.remote() for a in agents]))
+
+    deadline = time.monotonic() + timeout_s
+    while (held := leased()) > 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{held} sandboxes still leased {timeout_s:g} s after a stop")
+        time.sleep(0.2)
 
 
 @contextlib.asynccontextmanager
@@ -197,6 +219,7 @@ async def continue_on(gateway: HTTPGateway, index: int, handle: str, out: dict[s
                 busy = result["is_error"] and "another gateway replica" in result["text"]
                 if not busy or time.perf_counter() > deadline:
                     break
+                out["busy_answers"] += 1
                 await anyio.sleep(0.25)
         if result.get("status") == "ok" and result.get("stdout") == f"{index}\n":
             out["continued"].append((time.perf_counter() - started) * 1000)
@@ -210,7 +233,7 @@ async def failover(gateways: list[HTTPGateway], load: Load) -> dict[str, Any]:
     a, b = gateways
     kill(a)
     moved = {index: handle for index, handle in load.handles.items() if index % 2 == 0}
-    out: dict[str, Any] = {"continued": [], "failed": []}
+    out: dict[str, Any] = {"continued": [], "failed": [], "busy_answers": 0}
     async with anyio.create_task_group() as group:
         for index, handle in moved.items():
             group.start_soon(continue_on, b, index, handle, out)
@@ -219,18 +242,44 @@ async def failover(gateways: list[HTTPGateway], load: Load) -> dict[str, Any]:
         "continued_on_other": len(out["continued"]),
         "failed": len(out["failed"]),
         "first_failures": out["failed"][:3],
+        "busy_answers_retried": out["busy_answers"],
         "time_to_continue": stats(out["continued"]),
     }
 
 
-async def measure(gateways: list[HTTPGateway], sessions: int, steps: int) -> dict[str, Any]:
+async def warm_up(gateways: list[HTTPGateway]) -> None:
     for gateway in gateways:  # each replica joins the cluster and its upstream starts
         async with client(gateway) as opened:
             warm = await call(opened, code="print(1)")
             if warm.get("stdout") != "1\n":
                 raise RuntimeError(f"replica did not answer: {warm['text'][:500]}")
+
+
+async def one_replica(gateways: list[HTTPGateway], sessions: int, steps: int) -> dict[str, Any]:
+    """The baseline: the same load through a single replica (the same store and nodes)."""
+    await warm_up(gateways)
+    _, report = await run_load(gateways * 2, sessions, steps)
+    return {**report, "replicas": 1}
+
+
+async def two_replicas(gateways: list[HTTPGateway], sessions: int, steps: int) -> dict[str, Any]:
+    await warm_up(gateways)
     load, report = await run_load(gateways, sessions, steps)
     return {"load": report, "failover": await failover(gateways, load)}
+
+
+def measure(cluster: LocalRayCluster, root: Path, store: str, sessions: int, steps: int) -> Any:
+    with replicas(root / "one", cluster, store, sessions, ("a",)) as gateways:
+        baseline = anyio.run(one_replica, gateways, sessions, steps)
+    wait_until_nodes_are_free(cluster)
+    with replicas(root / "two", cluster, store, sessions, ("a", "b")) as gateways:
+        numbers: dict[str, Any] = anyio.run(two_replicas, gateways, sessions, steps)
+    numbers["baseline_one_replica"] = baseline
+    numbers["ratio_throughput_two_to_one"] = round(
+        numbers["load"]["throughput_per_s"] / baseline["throughput_per_s"], 2
+    )
+    numbers["ratio_p95_two_to_one"] = round(numbers["load"]["p95_ms"] / baseline["p95_ms"], 2)
+    return numbers
 
 
 def main() -> None:
@@ -245,17 +294,19 @@ def main() -> None:
         store = RedisServer(root)
         store.start()
         try:
-            with (
-                running_cluster(slots={SLOT: slots}) as cluster,
-                replicas(root, cluster, store.url, args.sessions) as gateways,
-            ):
-                numbers = anyio.run(measure, gateways, args.sessions, args.steps)
+            with running_cluster(slots={SLOT: slots}) as cluster:
+                numbers = measure(cluster, root, store.url, args.sessions, args.steps)
         finally:
             store.stop()
     if args.json:
         print(json.dumps(numbers, indent=2))
         return
-    ld, fo = numbers["load"], numbers["failover"]
+    ld, fo, one = numbers["load"], numbers["failover"], numbers["baseline_one_replica"]
+    print(
+        f"baseline, one replica: {one['executions']} done in {one['seconds']} s, "
+        f"{one['errors']} errors, {one['crosstalk']} crosstalk, {one['throughput_per_s']}/s, "
+        f"p50 {one['p50_ms']} ms, p95 {one['p95_ms']} ms"
+    )
     print(
         f"load: {ld['sessions']} sessions over 2 replicas and 2 nodes x {args.steps} executions "
         f"with a tool call: {ld['executions']} done in {ld['seconds']} s, {ld['errors']} errors, "
@@ -263,9 +314,14 @@ def main() -> None:
         f"p95 {ld['p95_ms']} ms {ld['first_errors'] or ''}{ld['first_mismatches'] or ''}"
     )
     print(
+        f"two replicas / one: throughput x{numbers['ratio_throughput_two_to_one']}, "
+        f"p95 x{numbers['ratio_p95_two_to_one']}"
+    )
+    print(
         f"failover: replica A killed; {fo['continued_on_other']} of "
         f"{fo['sessions_on_killed_replica']} of its sessions continued on B with their kept "
-        f"variable ({fo['failed']} failed), time to continue p50 "
+        f"variable ({fo['failed']} failed, {fo['busy_answers_retried']} busy answers retried), "
+        "time to continue p50 "
         f"{fo['time_to_continue']['p50_ms']} ms, p95 {fo['time_to_continue']['p95_ms']} ms "
         f"{fo['first_failures'] or ''}"
     )
