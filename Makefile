@@ -83,6 +83,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/cold_cli.py
 	$(BIN)/python benchmarks/gateway.py
 	$(BIN)/python benchmarks/replicas.py
+	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/agent/run.py
 	$(BIN)/python benchmarks/agent/overhead.py
 	$(BIN)/python benchmarks/peers.py

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import fcntl
 import itertools
+import logging
 import os
 import socket
 import threading
@@ -43,6 +44,8 @@ from codemode.sandbox.settings import Limits
 from codemode.sandbox.workspace import Snapshot
 
 __all__ = ["RemoteGuest", "RemoteMeter", "StreamFacts", "StreamLink"]
+
+log = logging.getLogger(__name__)
 
 _F_SETPIPE_SZ = 1031
 _PIPE_BYTES = 1 << 20
@@ -239,8 +242,10 @@ class RemoteMeter(SandboxMeter):
     def usage(self) -> Usage:
         value = self.link.ask("usage")
         if isinstance(value, dict):
-            with contextlib.suppress(TypeError, ValueError):
+            try:
                 self._last = _usage(value)
+            except (KeyError, TypeError, ValueError) as error:  # limits would go unwatched
+                log.warning("a worker's usage answer did not parse (%r): %s", value, error)
         return self._last
 
     def cpu_seconds(self) -> float:
@@ -266,9 +271,10 @@ class RemoteMeter(SandboxMeter):
 
 def _usage(value: dict[str, Any]) -> Usage:
     memory = value.get("memory_bytes")
+    tasks = value.get("tasks")  # None where the worker's kernel caps the tasks itself
     return Usage(
         cpu_seconds=float(value["cpu_seconds"]),
-        tasks=int(value["tasks"]),
+        tasks=None if tasks is None else int(tasks),
         memory_bytes=None if memory is None else int(memory),
         processes_hit=value["processes_hit"] is True,
         memory_hit=value["memory_hit"] is True,
