@@ -71,8 +71,7 @@ def test_cpu_loop_times_out_on_the_worker(isolated_remote: RemoteSession):
 
 
 def test_fork_bomb_is_contained_on_the_worker(isolated_remote: RemoteSession):
-    # The wall bound is generous: on a loaded machine the bomb may take seconds to reach the cap.
-    result = isolated_remote.execute(payload("fork_bomb"), timeout_s=20)
+    result = isolated_remote.execute(payload("fork_bomb"), timeout_s=5)
     assert (result.status, result.limit) == ("limit", "processes"), result.to_dict()
     assert result.sandbox_reset
     next_execution_works(isolated_remote)

@@ -34,6 +34,7 @@ from codemode.engine.idle import upkeep
 from codemode.engine.invoker import CatalogInvoker
 from codemode.engine.output import OutputCallback
 from codemode.engine.progress import Progress, cancel_report, wait_reporting
+from codemode.engine.provision import open_sandboxes
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.searching import SearchAnswer, SearchMixin
 from codemode.engine.session import Session
@@ -49,9 +50,8 @@ from codemode.errors import (
 )
 from codemode.memory.fixes import FixMemory, SQLiteFixes
 from codemode.memory.learning import FixLearner
-from codemode.sandbox.backends import SandboxBackend, make_backend
-from codemode.sandbox.pool import SandboxPool
-from codemode.sandbox.provider import PooledSandboxes, SandboxProvider, SessionSandbox
+from codemode.sandbox.backends import SandboxBackend
+from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.sandbox.result import ExecutionResult
 from codemode.state.open import open_state_store
 from codemode.state.tiered import TieredStore
@@ -125,16 +125,8 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             raise
 
     async def _start(self) -> Codemode:
-        if self.sandboxes is None and self.backend is None and self.config.cluster.address:
-            from codemode.cluster.provider import RaySandboxes  # Ray only when configured
-
-            self.sandboxes = await anyio.to_thread.run_sync(
-                RaySandboxes, self.config.cluster, self.config.sandbox
-            )
         if self.sandboxes is None:
-            self.backend = backend = self.backend or make_backend(self.config.sandbox)
-            pool = SandboxPool.from_settings(backend, self.config.sandbox).start()
-            self.sandboxes = PooledSandboxes(pool)
+            self.sandboxes, self.backend = await open_sandboxes(self.config, self.backend)
         gateway = self.config.gateway
         self.registry = SessionRegistry(
             self._new_session,
