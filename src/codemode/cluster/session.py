@@ -12,6 +12,7 @@ from codemode.cluster.remote import RemoteGuest
 from codemode.errors import SandboxError
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback, Sandbox
+from codemode.sandbox.session import IdleRelease
 
 __all__ = ["RemoteSession", "remote_guest", "session_lost_result"]
 
@@ -48,7 +49,7 @@ def session_lost_result(
     )
 
 
-class RemoteSession:
+class RemoteSession(IdleRelease):
     """One session's remote sandbox, placed on first use and replaced after a loss."""
 
     def __init__(
@@ -116,22 +117,6 @@ class RemoteSession:
                 result.extra["files_not_carried"] = skipped
             result.session = self.id
             return result
-
-    def release(self, still_idle: Callable[[], bool] = lambda: True) -> bool:
-        """Give the node its slot back while the session is idle (the same contract as a local
-        session's ``release``): True when a sandbox was stopped."""
-        if not self._lock.acquire(blocking=False):
-            return False  # an execution is running
-        try:
-            sandbox = self._sandbox
-            if self._closed or sandbox is None or not still_idle():
-                return False
-            self._sandbox = None
-            sandbox.kill()
-            self.released = True
-            return True
-        finally:
-            self._lock.release()
 
     def live_counts(self) -> tuple[int, int]:
         sandbox = self._sandbox

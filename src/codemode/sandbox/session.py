@@ -22,7 +22,7 @@ from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback, Sandbox
 from codemode.sandbox.workspace import CopyReport, copy_workspace, scan
 
-__all__ = ["SandboxSession", "carry_workspace"]
+__all__ = ["IdleRelease", "SandboxSession", "carry_workspace"]
 
 _SKIPPED_LISTED = 20
 
@@ -52,7 +52,33 @@ def carry_workspace(source: Sandbox, target: Sandbox) -> CopyReport:
     return report
 
 
-class SandboxSession:
+class IdleRelease:
+    """``release`` for a session that holds one sandbox at a time (local or remote)."""
+
+    _sandbox: Sandbox | None
+    _lock: threading.Lock
+    _closed: bool
+    released: bool
+
+    def release(self, still_idle: Callable[[], bool] = lambda: True) -> bool:
+        """Stop the sandbox if no execution is running and ``still_idle()`` agrees (asked
+        once nothing can start meanwhile): True when a sandbox was stopped. Its files and
+        variables are gone; a wrapper that checkpoints restores them."""
+        if not self._lock.acquire(blocking=False):
+            return False  # an execution is running
+        try:
+            sandbox = self._sandbox
+            if self._closed or sandbox is None or not still_idle():
+                return False
+            self._sandbox = None
+            sandbox.kill()
+            self.released = True
+            return True
+        finally:
+            self._lock.release()
+
+
+class SandboxSession(IdleRelease):
     def __init__(self, pool: SandboxPool, session_id: str | None = None) -> None:
         self.pool = pool
         self.id = session_id
@@ -107,23 +133,6 @@ class SandboxSession:
     def live_counts(self) -> tuple[int, int]:
         sandbox = self._sandbox
         return sandbox.live_counts() if sandbox is not None else (0, 0)
-
-    def release(self, still_idle: Callable[[], bool] = lambda: True) -> bool:
-        """Stop the sandbox if no execution is running and ``still_idle()`` agrees (asked
-        once nothing can start meanwhile): True when a sandbox was stopped. Its files and
-        variables are gone; a wrapper that checkpoints restores them."""
-        if not self._lock.acquire(blocking=False):
-            return False  # an execution is running
-        try:
-            sandbox = self._sandbox
-            if self._closed or sandbox is None or not still_idle():
-                return False
-            self._sandbox = None
-            sandbox.kill()
-            self.released = True
-            return True
-        finally:
-            self._lock.release()
 
     def _fresh_from(self, old: Sandbox) -> tuple[Sandbox, CopyReport]:
         """A new interpreter from the pool holding ``old``'s files; ``old`` is stopped."""
