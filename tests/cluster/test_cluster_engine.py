@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -157,6 +158,11 @@ async def test_no_credential_or_upstream_config_reaches_a_worker_node(
     # The check finds the canary where it is: a process started with the gateway's environment.
     child = subprocess.Popen(["sleep", "30"], stdin=subprocess.DEVNULL)
     try:
+        # Until its exec, /proc shows the environment this process started with (no canary).
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{child.pid}/cmdline").read_bytes().startswith(b"sleep"):
+            assert time.monotonic() < deadline, "the control process never started"
+            time.sleep(0.01)
         assert _processes_holding(secret, [child.pid]) == [child.pid]
     finally:
         child.kill()
