@@ -12,7 +12,7 @@ from codemode.cluster.remote import RemoteGuest
 from codemode.errors import SandboxError
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback, Sandbox
-from codemode.sandbox.session import IdleRelease
+from codemode.sandbox.session import OneSandboxSession
 
 __all__ = ["RemoteSession", "remote_guest", "session_lost_result"]
 
@@ -49,7 +49,7 @@ def session_lost_result(
     )
 
 
-class RemoteSession(IdleRelease):
+class RemoteSession(OneSandboxSession):
     """One session's remote sandbox, placed on first use and replaced after a loss."""
 
     def __init__(
@@ -58,19 +58,10 @@ class RemoteSession(IdleRelease):
         session_id: str | None,
         fresh_from: Callable[[Sandbox], tuple[Sandbox, list[str]]],
     ) -> None:
+        super().__init__(session_id)
         self.place = place
         # A new sandbox on the same node holding the old one's files, and the names skipped.
         self.fresh_from = fresh_from
-        self.id = session_id
-        self._sandbox: Sandbox | None = None
-        self._lock = threading.Lock()
-        self._closed = False
-        self.executions = 0
-        self.released = False  # its sandbox was given back while idle (see ``release``)
-
-    @property
-    def sandbox(self) -> Sandbox | None:
-        return self._sandbox
 
     def execute(
         self,
@@ -117,14 +108,3 @@ class RemoteSession(IdleRelease):
                 result.extra["files_not_carried"] = skipped
             result.session = self.id
             return result
-
-    def live_counts(self) -> tuple[int, int]:
-        sandbox = self._sandbox
-        return sandbox.live_counts() if sandbox is not None else (0, 0)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            if self._sandbox is not None:
-                self._sandbox.kill()
-                self._sandbox = None

@@ -22,7 +22,7 @@ from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback, Sandbox
 from codemode.sandbox.workspace import CopyReport, copy_workspace, scan
 
-__all__ = ["IdleRelease", "SandboxSession", "carry_workspace"]
+__all__ = ["OneSandboxSession", "SandboxSession", "carry_workspace"]
 
 _SKIPPED_LISTED = 20
 
@@ -52,13 +52,34 @@ def carry_workspace(source: Sandbox, target: Sandbox) -> CopyReport:
     return report
 
 
-class IdleRelease:
-    """``release`` for a session that holds one sandbox at a time (local or remote)."""
+class OneSandboxSession:
+    """What a session that holds one sandbox at a time shares, wherever the sandbox runs (a
+    local pool here, a cluster node in ``codemode.cluster``): its state, ``release`` while
+    idle, its live counts and ``close``."""
 
-    _sandbox: Sandbox | None
-    _lock: threading.Lock
-    _closed: bool
-    released: bool
+    def __init__(self, session_id: str | None) -> None:
+        self.id = session_id
+        self._sandbox: Sandbox | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self.executions = 0
+        # Stopped by release() and not used since.
+        self.released = False
+
+    @property
+    def sandbox(self) -> Sandbox | None:
+        return self._sandbox
+
+    def live_counts(self) -> tuple[int, int]:
+        sandbox = self._sandbox
+        return sandbox.live_counts() if sandbox is not None else (0, 0)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._sandbox is not None:
+                self._sandbox.kill()
+                self._sandbox = None
 
     def release(self, still_idle: Callable[[], bool] = lambda: True) -> bool:
         """Stop the sandbox if no execution is running and ``still_idle()`` agrees (asked
@@ -78,20 +99,10 @@ class IdleRelease:
             self._lock.release()
 
 
-class SandboxSession(IdleRelease):
+class SandboxSession(OneSandboxSession):
     def __init__(self, pool: SandboxPool, session_id: str | None = None) -> None:
+        super().__init__(session_id)
         self.pool = pool
-        self.id = session_id
-        self._sandbox: Sandbox | None = None
-        self._lock = threading.Lock()
-        self._closed = False
-        self.executions = 0
-        # Stopped by release() and not used since.
-        self.released = False
-
-    @property
-    def sandbox(self) -> Sandbox | None:
-        return self._sandbox
 
     def execute(
         self,
@@ -130,10 +141,6 @@ class SandboxSession(IdleRelease):
             result.session = self.id
             return result
 
-    def live_counts(self) -> tuple[int, int]:
-        sandbox = self._sandbox
-        return sandbox.live_counts() if sandbox is not None else (0, 0)
-
     def _fresh_from(self, old: Sandbox) -> tuple[Sandbox, CopyReport]:
         """A new interpreter from the pool holding ``old``'s files; ``old`` is stopped."""
         new = self.pool.acquire()
@@ -150,10 +157,3 @@ class SandboxSession(IdleRelease):
             raise
         old.kill()
         return new, report
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            if self._sandbox is not None:
-                self._sandbox.kill()
-                self._sandbox = None
