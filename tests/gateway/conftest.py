@@ -421,6 +421,23 @@ async def execute_ok(client: Any, code: str, **arguments: Any) -> dict[str, Any]
 _THIS_MODULE = sys.modules[__name__]
 
 
+def process_named(tag: str) -> int:
+    """The host pid of the one process whose name (``comm``) is ``tag``: sandbox code renames
+    its interpreter to find it from the host."""
+    found = [
+        int(path.parent.name) for path in Path("/proc").glob("[0-9]*/comm") if _comm(path) == tag
+    ]
+    assert len(found) == 1, f"expected one process named {tag!r}, found {found}"
+    return found[0]
+
+
+def _comm(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
 @pytest.fixture(scope="session")
 def harness() -> Any:
     """This module's helpers for test files (conftest modules cannot be imported by name)."""

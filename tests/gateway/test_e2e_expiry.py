@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,22 +33,6 @@ async def gateway(
         yield opened
 
 
-def _tagged(tag: str) -> int:
-    """The host pid of the sandbox interpreter whose code renamed itself to ``tag``."""
-    found = [
-        int(path.parent.name) for path in Path("/proc").glob("[0-9]*/comm") if _read(path) == tag
-    ]
-    assert len(found) == 1, f"expected one process named {tag!r}, found {found}"
-    return found[0]
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return ""
-
-
 async def test_max_sessions_then_idle_expiry_reclaims_sandboxes(gateway: Any, harness: Any) -> None:
     # Runs first in this module: no session exists yet. Each session's interpreter renames
     # itself (/proc/self/comm) so the test can find its host process. One owner's handle-less
@@ -60,7 +43,7 @@ async def test_max_sessions_then_idle_expiry_reclaims_sandboxes(gateway: Any, ha
     for owner, tag in zip(("alice", "bob"), tags, strict=True):
         async with gateway.connect(headers=harness.bearer(owner)) as client:
             handles.append((await harness.execute_ok(client, rename.format(tag)))["session"])
-    pids = {_tagged(tag) for tag in tags}
+    pids = {harness.process_named(tag) for tag in tags}
     assert len(pids) == 2 and all(harness.alive(pid) for pid in pids)
 
     async with gateway.connect(headers=harness.bearer("carol")) as carol:

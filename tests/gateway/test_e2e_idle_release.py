@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,22 +31,6 @@ async def gateway(
         yield opened
 
 
-def _tagged(tag: str) -> int:
-    """The host pid of the sandbox interpreter whose code renamed itself to ``tag``."""
-    found = [
-        int(path.parent.name) for path in Path("/proc").glob("[0-9]*/comm") if _read(path) == tag
-    ]
-    assert len(found) == 1, f"expected one process named {tag!r}, found {found}"
-    return found[0]
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return ""
-
-
 async def test_a_gone_clients_session_holds_no_sandbox_and_comes_back_whole(
     gateway: Any, harness: Any
 ) -> None:
@@ -63,7 +46,7 @@ async def test_a_gone_clients_session_holds_no_sandbox_and_comes_back_whole(
     # A 2025-era client: its HTTP session ends when it disconnects.
     async with gateway.connect(mode="legacy", headers=alice) as client:
         handle = (await harness.execute_ok(client, code))["session"]
-        pid = _tagged(tag)
+        pid = harness.process_named(tag)
     left = harness.wait_until_gone({pid}, timeout_s=30)
     assert not left, f"the sandbox of a gone client's session still runs after 30 s: {left}"
 
