@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from codemode.search.encoder import MiniLMEncoder
@@ -93,3 +95,30 @@ def test_asking_for_more_layers_than_the_model_has_says_how_many_there_are(encod
 
     with pytest.raises(UsageError, match="6 layers"):
         encoder.encode_tokens(["x"], layers=7)
+
+
+def test_prepared_weights_are_one_mapped_file_shared_by_copies_of_the_model(tmp_path, np):
+    import shutil
+
+    from codemode.search.encoder import model_dir
+
+    cache = tmp_path / "cache"
+    legacy = cache / "models" / "all-MiniLM-L6-v2-90868376-1796135245703423574"
+    legacy.mkdir(parents=True)
+    (legacy / "0.qkv_w.npy").write_bytes(b"old layout")
+    first = MiniLMEncoder(cache_dir=cache)
+    prepared = [p for p in (cache / "models").iterdir() if p.is_dir()]
+    assert [p.name.split("-flat-")[0] for p in prepared] == ["all-MiniLM-L6-v2"]
+    assert sorted(f.name for f in prepared[0].iterdir()) == ["done", "layout.json", "weights.npy"]
+    assert not legacy.exists()  # the old layout's 90 MB are given back
+    # A copy of the model files (a reinstall, another directory) maps the same prepared file.
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("model.safetensors", "tokenizer.json"):
+        shutil.copy(model_dir() / name, copy / name)
+    second = MiniLMEncoder(copy, cache_dir=cache)
+    assert [p for p in (cache / "models").iterdir() if p.is_dir()] == prepared
+    assert str(prepared[0] / "weights.npy") in Path("/proc/self/maps").read_text()  # mapped
+    text = ["How do I cancel my subscription?"]
+    assert np.allclose(first.encode(text), second.encode(text), atol=1e-6)
+    assert np.allclose(first.encode(text), MiniLMEncoder().encode(text), atol=1e-6)

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from codemode.search.wordpiece import WordPiece
+
     FloatArray = npt.NDArray[np.float32]
 
 __all__ = [
@@ -40,6 +42,8 @@ _LAYERS = 6
 _HEADS = 12
 _EPS = 1e-12
 _SQRT_HALF = 0.7071067811865476
+# Up to this many texts, ASCII ones are tokenized in Python; more go to ``tokenizers`` in bulk.
+_FEW = 8
 
 
 SEMANTIC_MODULES = ("numpy", "tokenizers", "safetensors")
@@ -116,6 +120,26 @@ def _layer_norm(x: Any, weight: FloatArray, bias: FloatArray) -> FloatArray:
     return centered / (var + _EPS) ** 0.5 * weight + bias  # type: ignore[no-any-return]
 
 
+def _wordpiece(path: Path, cache_dir: Path | None) -> WordPiece | None:
+    """The plain-Python tokenizer for ASCII text, its vocabulary taken from ``tokenizer.json``
+    once and kept in ``cache_dir``; None without a cache (the ``tokenizers`` one is used)."""
+    from codemode.search.wordpiece import WordPiece, write_vocab
+
+    if cache_dir is None:
+        return None
+    try:
+        stamp = _content_stamp(path / "tokenizer.json")
+    except OSError:
+        return None
+    vocab = cache_dir / "models" / f"{MODEL_ID}-vocab-{stamp}.txt"
+    if not vocab.is_file():
+        with contextlib.suppress(OSError):
+            vocab.parent.mkdir(parents=True, exist_ok=True)
+        if not write_vocab(path / "tokenizer.json", vocab):
+            return None
+    return WordPiece.load(vocab)
+
+
 _LAYER_KEYS = (
     "qkv_w", "qkv_b", "out_w", "out_b", "ln1_w", "ln1_b",
     "up_w", "up_b", "down_w", "down_b", "ln2_w", "ln2_b",
@@ -124,32 +148,88 @@ _LAYER_KEYS = (
 
 def _prepared_weights(path: Path, cache_dir: Path | None) -> dict[str, FloatArray]:
     """The model's matrices laid out for ``_forward``, memory-mapped from ``cache_dir`` when a
-    prepared copy is there (a new process then loads in milliseconds), else read and stored."""
-    import numpy as np
+    prepared copy is there (one flat file and its layout: a new process maps it in a
+    millisecond), else read and stored."""
 
     source = path / "model.safetensors"
-    stat = source.stat()
-    key = f"{MODEL_ID}-{stat.st_size}-{stat.st_mtime_ns}"
-    prepared = cache_dir / "models" / key if cache_dir is not None else None
+    prepared = (
+        cache_dir / "models" / f"{MODEL_ID}-flat-{_content_stamp(source)}" if cache_dir else None
+    )
     if prepared is not None and (prepared / "done").is_file():
-        with contextlib.suppress(OSError, ValueError):
-            return {
-                file.stem: np.asarray(np.load(file, mmap_mode="r", allow_pickle=False))
-                for file in prepared.glob("*.npy")
-            }
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            return _mapped(prepared)
     weights = _read_weights(source)
     if prepared is not None:
         with contextlib.suppress(OSError):
-            partial = prepared.with_name(f"{key}.{os.getpid()}.tmp")
-            partial.mkdir(parents=True, exist_ok=True)
-            for name, array in weights.items():
-                np.save(partial / f"{name}.npy", array, allow_pickle=False)
-            (partial / "done").write_text("ok")
-            if prepared.exists():
-                shutil.rmtree(partial, ignore_errors=True)
-            else:
-                partial.rename(prepared)
+            _store_flat(weights, prepared)
+        _remove_old_layouts(prepared.parent)
     return weights
+
+
+def _content_stamp(source: Path) -> str:
+    """The file's size and a digest of its first and last MiB: copies of one model (a test's,
+    a reinstall's) share one prepared copy, where a modification time would make one each."""
+    import hashlib
+
+    size = source.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with source.open("rb") as handle:
+        digest.update(handle.read(1 << 20))
+        handle.seek(max(size - (1 << 20), 0))
+        digest.update(handle.read(1 << 20))
+    return f"{size}-{digest.hexdigest()[:16]}"
+
+
+def _remove_old_layouts(models: Path) -> None:
+    """Earlier versions prepared a directory of .npy files per model file and modification
+    time (``<model>-<size>-<mtime>``): 90 MB each, never read again."""
+    import re
+
+    legacy = re.compile(re.escape(MODEL_ID) + r"-\d+-\d+")
+    with contextlib.suppress(OSError):
+        for entry in models.iterdir():
+            if entry.is_dir() and legacy.fullmatch(entry.name):
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+def _mapped(prepared: Path) -> dict[str, FloatArray]:
+    import json
+
+    import numpy as np
+
+    flat = np.load(prepared / "weights.npy", mmap_mode="r", allow_pickle=False)
+    layout = json.loads((prepared / "layout.json").read_text())
+    out: dict[str, FloatArray] = {}
+    for name, (offset, shape) in layout.items():
+        size = math.prod(shape)
+        if offset + size > flat.shape[0]:
+            raise ValueError(f"prepared weights too short for {name}")
+        out[name] = np.asarray(flat[offset : offset + size]).reshape(shape)
+    return out
+
+
+def _store_flat(weights: dict[str, FloatArray], prepared: Path) -> None:
+    """Write ``weights`` as one float32 file plus its layout, then ``done``, under a temporary
+    name renamed into place (a concurrent reader sees all of it or nothing)."""
+    import json
+
+    import numpy as np
+
+    partial = prepared.with_name(f"{prepared.name}.{os.getpid()}.tmp")
+    partial.mkdir(parents=True, exist_ok=True)
+    layout: dict[str, tuple[int, list[int]]] = {}
+    offset = 0
+    for name, array in weights.items():
+        layout[name] = (offset, list(array.shape))
+        offset += array.size
+    flat = np.concatenate([array.reshape(-1) for array in weights.values()]).astype(np.float32)
+    np.save(partial / "weights.npy", flat, allow_pickle=False)
+    (partial / "layout.json").write_text(json.dumps(layout))
+    (partial / "done").write_text("ok")
+    if prepared.exists():
+        shutil.rmtree(partial, ignore_errors=True)
+    else:
+        partial.rename(prepared)
 
 
 def _read_weights(source: Path) -> dict[str, FloatArray]:
@@ -207,18 +287,35 @@ class MiniLMEncoder:
                 "semantic search needs numpy, tokenizers, safetensors and the model files",
                 fix=INSTALL_HINT,
             )
-        from tokenizers import Tokenizer
-
         self.max_length = max_length
         self.threads = threads
-        self._tokenizer: Any = Tokenizer.from_file(str(path / "tokenizer.json"))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=max_length)
+        self._path = path
+        self._loaded_tokenizer: Any = None
+        self._wordpiece = _wordpiece(path, cache_dir)
         w = _prepared_weights(path, cache_dir)
         self._word = w["word"]
         self._position = w["position"]
         self._emb_norm = (w["emb_ln_w"], w["emb_ln_b"])
         self._layers = [{name: w[f"{i}.{name}"] for name in _LAYER_KEYS} for i in range(_LAYERS)]
+
+    @property
+    def _tokenizer(self) -> Any:
+        """The ``tokenizers`` pipeline, loaded on first use (about 50 ms): a short ASCII query
+        is tokenized without it (``wordpiece``)."""
+        if self._loaded_tokenizer is None:
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self._path / "tokenizer.json"))
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length=self.max_length)
+            self._loaded_tokenizer = tokenizer
+        return self._loaded_tokenizer
+
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        wordpiece = self._wordpiece
+        if wordpiece is not None and len(texts) <= _FEW and all(map(wordpiece.handles, texts)):
+            return [wordpiece.ids(text, self.max_length) for text in texts]
+        return [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
 
     def blas_threads(self) -> contextlib.AbstractContextManager[None]:
         """A context in which BLAS uses this encoder's thread count (one by default). Products
@@ -249,8 +346,7 @@ class MiniLMEncoder:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = [e.ids for e in encodings]
+        ids = self._token_ids(texts)
         # Batches of similar length waste little on padding.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), batch_size):
@@ -286,7 +382,7 @@ class MiniLMEncoder:
         import numpy as np
 
         with _blas_threads(self.threads):
-            ids = self._tokenizer.encode(text).ids
+            ids = self._token_ids([text])[0]
             token_ids = np.asarray([ids], dtype=np.int64)
             mask = np.ones((1, len(ids)), dtype=np.float32)
             hidden = self._hidden(token_ids, mask)
@@ -297,7 +393,7 @@ class MiniLMEncoder:
     ) -> list[FloatArray]:
         import numpy as np
 
-        ids = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        ids = self._token_ids(texts)
         out: list[Any] = [None] * len(ids)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), batch_size):
