@@ -97,3 +97,23 @@ async def test_a_session_whose_vault_was_changed_fails_alone_and_clearly(
     for replica in (b, a):
         other = await replica.execute(CUSTOMER)
         assert other.status == "ok" and other.session != handle, other.render_text()
+
+
+@pytest.mark.parametrize("replicas", ["encrypted"], indirect=True)
+async def test_a_changed_checkpoint_is_said_plainly_in_the_result_never_restored(
+    replicas: tuple[Codemode, Codemode],
+) -> None:
+    a, b = replicas
+    wrote = await a.execute("open('notes.txt', 'w').write('buy pears')")
+    handle = wrote.session
+    assert handle is not None and a.shared is not None
+    redis = a.shared.redis
+    key = redis.key("ckpt", handle)
+    blob = bytearray(redis.client.get(key))
+    blob[30] ^= 0x01
+    redis.client.set(key, bytes(blob))
+    moved = await b.execute("import os\nprint(os.listdir('.'))", session=handle)
+    restored = moved.extra["restored"]
+    assert restored["files"] == [] and "integrity check" in restored["error"], restored
+    assert "could not be read" in moved.hint and "start empty" in moved.hint
+    assert moved.stdout == "[]\n", moved.render_text()
