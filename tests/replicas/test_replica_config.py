@@ -14,6 +14,8 @@ from codemode.cli.doctor_checks import check_shared_store, check_shared_store_ke
 from codemode.cli.main import main
 from codemode.config import GatewaySettings, load_config
 from codemode.errors import ConfigError
+from codemode.replicas.audit import shared_digest_key
+from codemode.replicas.connection import SharedRedis
 from codemode.replicas.keys import KEY_ENV, OLD_KEYS_ENV, parse_key, read_key_file, store_sealer
 from tests.replicas.conftest import key_file
 
@@ -132,20 +134,32 @@ def test_no_key_stores_values_as_they_are() -> None:
     assert sealer.seal(b"value", bound_to="k") == b"value"
 
 
-def test_doctor_says_whether_the_shared_store_is_encrypted(tmp_path: Path) -> None:
-    config = load_config(write(tmp_path, 'shared_store = "redis://h:6379/0"'))
-    no_key = check_shared_store_key(config)
+def test_doctor_says_whether_the_shared_store_is_encrypted_and_by_this_key(
+    tmp_path: Path, redis_server: Any
+) -> None:
+    store = f'shared_store = "{redis_server.url}"'
+    no_key = check_shared_store_key(load_config(write(tmp_path, store)))
     assert no_key.level == "warn" and "unencrypted" in no_key.detail
     assert "codemode replicas keygen" in no_key.fix
     path = key_file(tmp_path / "store.key", mode=0o640)
-    keyed = load_config(
-        write(tmp_path, f'shared_store = "redis://h:6379/0"\nshared_store_key_file = "{path}"')
-    )
+    keyed = load_config(write(tmp_path, f'{store}\nshared_store_key_file = "{path}"'))
     refused = check_shared_store_key(keyed)
     assert refused.level == "fail" and "chmod 600" in refused.fix
     path.chmod(0o600)
     found = check_shared_store_key(keyed)
     assert found.level == "ok" and found.detail.startswith("AES-256-GCM with key id")
+    # Once a replica sealed the store with this key, another key (or none) is a failure.
+    redis = SharedRedis(redis_server.url)
+    shared_digest_key(redis, store_sealer(keyed.gateway, environ={}))
+    redis.close()
+    assert check_shared_store_key(keyed).level == "ok"
+    other = key_file(tmp_path / "other.key")
+    wrong = check_shared_store_key(
+        load_config(write(tmp_path, f'{store}\nshared_store_key_file = "{other}"'))
+    )
+    assert wrong.level == "fail" and "key this replica does not have" in wrong.detail
+    unkeyed = check_shared_store_key(load_config(write(tmp_path, store)))
+    assert unkeyed.level == "fail" and "this replica has no key" in unkeyed.detail
 
 
 def test_keygen_writes_a_key_only_its_owner_reads_and_never_overwrites(

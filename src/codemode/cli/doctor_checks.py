@@ -235,13 +235,26 @@ def check_shared_store(url: str) -> Check:
 def check_shared_store_key(config: CodemodeConfig) -> Check:
     """``[gateway] shared_store_key_file`` (or ``CODEMODE_SHARED_STORE_KEY``): a usable key,
     or a warning that the shared store holds vault values unencrypted."""
-    from codemode.errors import ConfigError
+    from codemode.errors import ConfigError, SharedStoreDecryptError, StateStoreError
+    from codemode.replicas.audit import check_digest_key
+    from codemode.replicas.connection import SharedRedis
     from codemode.replicas.keys import KEY_ENV, store_sealer
 
     try:
         sealer = store_sealer(config.gateway)
     except ConfigError as error:
         return Check("shared store key", "fail", error.message, error.fix or "")
+    assert config.gateway.shared_store is not None
+    try:  # the store's own sealed value says whether this key is the replicas' key
+        redis = SharedRedis(config.gateway.shared_store)
+        try:
+            check_digest_key(redis, sealer)
+        finally:
+            redis.close()
+    except SharedStoreDecryptError as error:
+        return Check("shared store key", "fail", error.message, error.fix or "")
+    except StateStoreError:
+        pass  # the shared store check says it does not answer
     if not sealer.encrypted:
         return Check(
             "shared store key",

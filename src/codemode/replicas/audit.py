@@ -24,7 +24,7 @@ from codemode.errors import StateStoreError
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.sealing import Sealer
 
-__all__ = ["RedisAuditLog", "shared_audit_events", "shared_digest_key"]
+__all__ = ["RedisAuditLog", "check_digest_key", "shared_audit_events", "shared_digest_key"]
 
 log = logging.getLogger(__name__)
 _DIGEST_KEY_BYTES = 32
@@ -127,3 +127,15 @@ def shared_digest_key(redis: SharedRedis, sealer: Sealer) -> bytes:
         stored = bytes(swap(keys=[name], args=[stored, sealer.seal(plain, bound_to=name)]))
         plain = sealer.open(stored, bound_to=name)
     return plain
+
+
+def check_digest_key(redis: SharedRedis, sealer: Sealer) -> bool:
+    """Whether the store holds a digest key yet; ``SharedStoreDecryptError`` when ``sealer``
+    cannot open it (a replica with this key would refuse to start). Changes nothing."""
+    name = redis.key("audit", "key")
+    stored = redis.call(redis.client.get, name)
+    if stored is None:
+        return False
+    if len(stored) != _DIGEST_KEY_BYTES:  # a plain one is replaced when a keyed replica starts
+        sealer.open(bytes(stored), bound_to=name)
+    return True
