@@ -176,3 +176,17 @@ def test_keygen_writes_a_key_only_its_owner_reads_and_never_overwrites(
     assert main(["replicas", "keygen", "-"]) == 0
     printed = capsys.readouterr().out.strip()
     assert parse_key(printed, origin="stdout", key="k").material != key.material
+
+
+def test_a_key_file_reached_through_a_link_is_judged_by_the_files_own_mode(
+    tmp_path: Path,
+) -> None:
+    # How a Kubernetes secret volume presents a key: a link to the file holding it.
+    (tmp_path / "data").mkdir()
+    target = key_file(tmp_path / "data" / "store.key", mode=0o400)
+    link = tmp_path / "store.key"
+    link.symlink_to(target)
+    assert read_key_file(link, key="k").material == read_key_file(target, key="k").material
+    target.chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        read_key_file(link, key="k")

@@ -64,7 +64,8 @@ def parse_key(text: str, *, origin: str, key: str) -> StoreKey:
 def read_key_file(path: Path, *, key: str) -> StoreKey:
     """The key in ``path``; refused when anyone but its owner may read or change it."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # Links are followed (a Kubernetes secret is a link); the file's own mode is checked.
+        fd = os.open(path, os.O_RDONLY)
     except OSError as error:
         raise ConfigError(
             f"cannot read the key file {path}: {error.strerror}",
@@ -80,7 +81,8 @@ def read_key_file(path: Path, *, key: str) -> StoreKey:
                 f"the key file {path} may be read or changed by others "
                 f"(mode {stat.S_IMODE(mode):04o}), so its key is refused",
                 key=key,
-                fix=f"run `chmod 600 {path}` (a Kubernetes secret: defaultMode 0400)",
+                fix=f"run `chmod 600 {path}` (a Kubernetes secret: defaultMode 0400), or pass "
+                f"the key in {KEY_ENV} instead",
             )
         data = handle.read(4096)
     try:
