@@ -22,6 +22,8 @@
     │   │   ├── ReplicaLostError      the replica running a paused execution stopped
     │   │   └── WorkspaceFileError    a workspace file that cannot be served (missing, a link...)
     │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
+    │   │   └── SharedStoreDecryptError a value in the shared store cannot be decrypted (a wrong
+    │   │                             or missing key, changed or moved), or is unencrypted there
     │   ├── ModelInstallError         the embedding model could not be fetched, verified or unpacked
     │   ├── ModelError                a model provider failed (after retries) or answered nonsense
     │   │   └── ContextLengthError    the conversation does not fit the model's context window
@@ -62,6 +64,7 @@ __all__ = [
     "SessionBusyError",
     "SessionError",
     "SessionQuotaError",
+    "SharedStoreDecryptError",
     "SkillNotFoundError",
     "SkillRefusedError",
     "StateStoreError",
@@ -206,6 +209,14 @@ class StateStoreError(RuntimeFailure):
     """A state, memory or checkpoint store could not be reached or written."""
 
     code = "state_store_error"
+
+
+class SharedStoreDecryptError(StateStoreError):
+    """A value read from the shared store (``[gateway] shared_store``) failed its check: it was
+    sealed with a key this replica does not have, changed, copied from another key, or it is
+    unencrypted although a key is set (or encrypted although none is). Never returned as data."""
+
+    code = "shared_store_decrypt"
 
 
 class ModelInstallError(RuntimeFailure):

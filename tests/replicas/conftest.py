@@ -3,6 +3,8 @@ pools) sharing a real Redis-compatible server, over in-process tools that record
 
 from __future__ import annotations
 
+import base64
+import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,25 +54,72 @@ def crm() -> Crm:
     return Crm()
 
 
-def replica_config(tmp_path: Path, name: str, shared_store: str | None) -> CodemodeConfig:
+def replica_config(
+    tmp_path: Path, name: str, shared_store: str | None, key_file: Path | None = None
+) -> CodemodeConfig:
     return CodemodeConfig(
         servers={},
         sandbox=SandboxSettings(limits=Limits(wall_time_s=20, cpu_time_s=5), pool_size=1),
         gateway=GatewaySettings(
-            state_dir=tmp_path / name, shared_store=shared_store, session_lease_s=3.0
+            state_dir=tmp_path / name,
+            shared_store=shared_store,
+            session_lease_s=3.0,
+            shared_store_key_file=key_file,
         ),
         policy=PolicySettings.model_validate(ASK_ORDERS),
     )
 
 
+def key_file(path: Path, material: bytes | None = None, mode: int = 0o600) -> Path:
+    """A key file holding ``material`` (random when None) as base64, with ``mode``."""
+    path.write_text(base64.b64encode(material or os.urandom(32)).decode() + "\n")
+    path.chmod(mode)
+    return path
+
+
+def stored_bytes(url: str) -> bytes:
+    """Every key and value in the Redis-compatible server at ``url``, whatever its type, as
+    one blob: what its memory, dumps and replicas hold."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    found: list[bytes] = []
+    try:
+        for key in client.scan_iter(count=500):
+            found.append(key)
+            kind = client.type(key).decode()
+            if kind == "string":
+                found.append(client.get(key) or b"")
+            elif kind == "hash":
+                for field_name, value in client.hgetall(key).items():
+                    found += [field_name, value]
+            elif kind == "set":
+                found += list(client.smembers(key))
+            elif kind == "list":
+                found += client.lrange(key, 0, -1)
+            elif kind == "zset":
+                found += client.zrange(key, 0, -1)
+            elif kind == "stream":
+                for _, fields in client.xrange(key):
+                    for field_name, value in fields.items():
+                        found += [field_name, value]
+            else:
+                raise AssertionError(f"a key of type {kind} this scan does not read: {key!r}")
+    finally:
+        client.close()
+    return b"\n".join(found)
+
+
 @pytest.fixture
 async def replicas(
-    redis_server: Any, crm: Crm, tmp_path: Path
+    request: pytest.FixtureRequest, redis_server: Any, crm: Crm, tmp_path: Path
 ) -> AsyncIterator[tuple[Codemode, Codemode]]:
-    """Replicas A and B: the same tools, the same shared store, nothing else in common."""
+    """Replicas A and B: the same tools, the same shared store, nothing else in common.
+    Parametrized indirectly with "encrypted", both have the same key file."""
+    key = key_file(tmp_path / "store.key") if getattr(request, "param", "") == "encrypted" else None
     engines = [
         Codemode(
-            replica_config(tmp_path, name, redis_server.url),
+            replica_config(tmp_path, name, redis_server.url, key),
             catalog=Catalog([PythonConnector("crm", crm.functions())]),
             semantic=False,
         )

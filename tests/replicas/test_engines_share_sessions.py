@@ -21,7 +21,7 @@ from codemode.errors import (
     UnknownSessionError,
 )
 from codemode.gateway.handlers import Caller, GatewayHandlers
-from tests.replicas.conftest import Crm, replica_config
+from tests.replicas.conftest import Crm, replica_config, stored_bytes
 
 pytestmark = pytest.mark.anyio
 
@@ -37,13 +37,17 @@ READ = "print(open('notes/todo.txt').read(), totals['pears'])"
 ORDER = "from servers import crm\norder = crm.place_order(item='pear')\nprint(order['number'])"
 
 
+@pytest.mark.parametrize("replicas", ["plain", "encrypted"], indirect=True)
 async def test_a_session_started_on_one_replica_continues_on_the_other(
-    replicas: tuple[Codemode, Codemode],
+    replicas: tuple[Codemode, Codemode], redis_server: Any, request: pytest.FixtureRequest
 ) -> None:
     a, b = replicas
     wrote = await a.execute(WRITE)
     assert wrote.status == "ok", wrote.render_text()
     handle = wrote.session
+    # The checkpoint B continues from holds the file's text only where there is no key.
+    encrypted = request.node.callspec.params["replicas"] == "encrypted"
+    assert (b"buy pears" in stored_bytes(redis_server.url)) is not encrypted
     on_b = await b.execute(
         READ + "\ntotals['pears'] += 1\nopen('b.txt', 'w').write('b')", session=handle
     )
@@ -80,6 +84,7 @@ async def test_a_foreign_or_closed_session_is_unknown_on_every_replica(
     assert b.registry is not None and mine.session not in b.registry.handles("alice")
 
 
+@pytest.mark.parametrize("replicas", ["plain", "encrypted"], indirect=True)
 async def test_an_approval_paused_on_a_and_granted_on_b_runs_the_call_once(
     replicas: tuple[Codemode, Codemode], crm: Crm
 ) -> None:
@@ -135,14 +140,23 @@ async def test_a_denial_on_b_resumes_the_execution_on_a_without_the_call(
     assert crm.orders == []
 
 
+@pytest.mark.parametrize("replicas", ["plain", "encrypted"], indirect=True)
 async def test_tokens_minted_through_one_replica_resolve_through_the_other(
-    replicas: tuple[Codemode, Codemode], crm: Crm
+    replicas: tuple[Codemode, Codemode],
+    crm: Crm,
+    redis_server: Any,
+    request: pytest.FixtureRequest,
 ) -> None:
     a, b = replicas
     got = await a.execute("from servers import crm\nc = crm.customer()\nprint(c['email'])")
     assert got.status == "ok", got.render_text()
     token = got.stdout.strip()
     assert token.startswith("<EMAIL_") and "ada" not in got.stdout
+    # The value is in the shared store in plain text without a key, nowhere with one.
+    encrypted = request.node.callspec.params["replicas"] == "encrypted"
+    stored = stored_bytes(redis_server.url)
+    assert (b"ada.lovelace@example.com" in stored) is not encrypted
+    assert (b"lovelace" in stored) is not encrypted
     sent = await b.execute(
         f"from servers import crm\nprint(crm.send_mail(to={token!r}))", session=got.session
     )

@@ -232,6 +232,41 @@ def check_shared_store(url: str) -> Check:
     return Check("shared store", "ok", f"{url} answers; {alive} replica(s) alive on it")
 
 
+def check_shared_store_key(config: CodemodeConfig) -> Check:
+    """``[gateway] shared_store_key_file`` (or ``CODEMODE_SHARED_STORE_KEY``): a usable key,
+    or a warning that the shared store holds vault values unencrypted."""
+    from codemode.errors import ConfigError, SharedStoreDecryptError, StateStoreError
+    from codemode.replicas.audit import check_digest_key
+    from codemode.replicas.connection import SharedRedis
+    from codemode.replicas.keys import KEY_ENV, store_sealer
+
+    try:
+        sealer = store_sealer(config.gateway)
+    except ConfigError as error:
+        return Check("shared store key", "fail", error.message, error.fix or "")
+    assert config.gateway.shared_store is not None
+    try:  # the store's own sealed value says whether this key is the replicas' key
+        redis = SharedRedis(config.gateway.shared_store)
+        try:
+            check_digest_key(redis, sealer)
+        finally:
+            redis.close()
+    except SharedStoreDecryptError as error:
+        return Check("shared store key", "fail", error.message, error.fix or "")
+    except StateStoreError:
+        pass  # the shared store check says it does not answer
+    if not sealer.encrypted:
+        return Check(
+            "shared store key",
+            "warn",
+            "no key: vault values (the PII kept from the model), checkpoints and results "
+            "handed between replicas are stored unencrypted in the shared store",
+            "run `codemode replicas keygen PATH` and set [gateway] shared_store_key_file = "
+            f'"PATH" (or {KEY_ENV}) on every replica',
+        )
+    return Check("shared store key", "ok", sealer.describe())
+
+
 def check_python() -> Check:
     from codemode import __version__
 
@@ -250,4 +285,5 @@ def run_checks(config: CodemodeConfig) -> list[Check]:
     checks += [check_node(config), check_semantic(), check_state(config)]
     if config.gateway.shared_store:
         checks.append(check_shared_store(config.gateway.shared_store))
+        checks.append(check_shared_store_key(config))
     return checks

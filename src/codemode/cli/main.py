@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "run": "do a task with the codemode agent: a model writes code, the sandbox runs it",
     "model": "install, show or remove the embedding model for semantic search (no torch)",
     "index": "build the search index ahead of serve/search (stage and percentage on stderr)",
+    "replicas": "make the key that encrypts what gateway replicas keep in the shared store",
 }
 
 

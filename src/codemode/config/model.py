@@ -96,6 +96,18 @@ class GatewaySettings(ConfigModel):
     shared_store: Annotated[
         str | None, Hint(fix='write shared_store = "redis://127.0.0.1:6379/0", or leave it out')
     ] = None
+    # The key that encrypts what is sensitive in the shared store (vault entries, checkpoints,
+    # results handed between replicas, the audit digest key): a file with 32 random bytes,
+    # base64 or hex, that only its owner may read (``codemode replicas keygen PATH``). Or
+    # CODEMODE_SHARED_STORE_KEY. None and no variable: stored unencrypted (with a warning).
+    shared_store_key_file: Annotated[
+        Path | None, Hint(fix='write shared_store_key_file = "/etc/codemode/store.key"')
+    ] = None
+    # Previous keys, kept for reading what they sealed while a rotation runs (new writes use
+    # shared_store_key_file). Or CODEMODE_SHARED_STORE_OLD_KEYS (base64, comma-separated).
+    shared_store_old_key_files: Annotated[
+        list[Path], Hint(fix='write shared_store_old_key_files = ["/etc/codemode/old.key"]')
+    ] = Field(default_factory=list)
     # How long a replica's claim on a running session lasts unless renewed (a dead replica's
     # sessions move to another one after at most this long).
     session_lease_s: PositiveNumber = 10.0
@@ -117,12 +129,26 @@ class GatewaySettings(ConfigModel):
     @field_validator("state_dir", mode="after")
     @classmethod
     def _relative_to_the_file(cls, value: Path, info: ValidationInfo) -> Path:
-        # A relative state_dir in a file means relative to that file's directory.
-        value = value.expanduser()
-        base_dir = (info.context or {}).get("base_dir")
-        if value.is_absolute() or base_dir is None:
-            return value
-        return (Path(base_dir) / value).resolve()
+        return _beside_the_file(value, info)
+
+    @field_validator("shared_store_key_file", mode="after")
+    @classmethod
+    def _key_file_beside(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        return None if value is None else _beside_the_file(value, info)
+
+    @field_validator("shared_store_old_key_files", mode="after")
+    @classmethod
+    def _old_key_files_beside(cls, value: list[Path], info: ValidationInfo) -> list[Path]:
+        return [_beside_the_file(path, info) for path in value]
+
+
+def _beside_the_file(value: Path, info: ValidationInfo) -> Path:
+    """A relative path in a file means relative to that file's directory."""
+    value = value.expanduser()
+    base_dir = (info.context or {}).get("base_dir")
+    if value.is_absolute() or base_dir is None:
+        return value
+    return (Path(base_dir) / value).resolve()
 
 
 class Sections(ConfigModel):

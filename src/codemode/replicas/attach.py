@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import secrets
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codemode.engine.approvals import ApprovalBroker
 from codemode.engine.registry import SessionRegistry
 from codemode.replicas.approvals import ApprovalRecords, SharedApprovalBroker
-from codemode.replicas.audit import RedisAuditLog
+from codemode.replicas.audit import RedisAuditLog, shared_digest_key
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.defaults import SharedDefaultSessions
 from codemode.replicas.directory import SessionDirectory
+from codemode.replicas.keys import KEY_ENV, store_sealer
 from codemode.replicas.link import ReplicaLink
 from codemode.replicas.registry import Handover, SharedSessionRegistry
+from codemode.replicas.sealed_store import SealedStore
+from codemode.replicas.sealing import Sealer
 from codemode.replicas.stores import RedisSessionStores
 from codemode.skills.checkpoint import KVCheckpoints
 from codemode.state.redis import RedisStore
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
     from codemode.engine.sharing import SharingMixin
 
 __all__ = ["SharedState", "share_state"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -35,7 +40,7 @@ class SharedState:
     stores: RedisSessionStores
     audit_log: RedisAuditLog
     digest_key: bytes
-    checkpoints: RedisStore
+    checkpoints: SealedStore
     link: ReplicaLink
     # Each identified client's default session (its calls without a handle).
     default_sessions: SharedDefaultSessions
@@ -60,12 +65,46 @@ def share_state(
     audit log for ``engine`` (whose ``local`` registry is replaced; it holds no session)."""
     gateway = engine.config.gateway
     assert gateway.shared_store is not None
+    sealer = store_sealer(gateway)
     redis = SharedRedis(gateway.shared_store)
+    try:
+        return _share(engine, local, restoring, handover, redis, sealer)
+    except BaseException:
+        redis.close()
+        raise
+
+
+def _share(
+    engine: SharingMixin,
+    local: SessionRegistry,
+    restoring: set[str],
+    handover: Handover | None,
+    redis: SharedRedis,
+    sealer: Sealer,
+) -> SharedState:
+    gateway = engine.config.gateway
+    assert gateway.shared_store is not None
+    if not sealer.encrypted:
+        log.warning(
+            "SHARED STORE NOT ENCRYPTED: vault values (the PII kept from the model), session "
+            "checkpoints and results handed between replicas are stored in plain text in %s "
+            "(its memory, dumps and replicas). Make a key with `codemode replicas keygen "
+            'PATH` and set [gateway] shared_store_key_file = "PATH" (or %s) on every replica',
+            gateway.shared_store,
+            KEY_ENV,
+        )
+    else:
+        log.info("shared store values are sealed: %s", sealer.describe())
+    digest_key = shared_digest_key(redis, sealer)  # first: a wrong key fails the start
     replica = redis.new_id("r_")
     idle_s = gateway.session_idle_timeout_s
     directory = SessionDirectory(redis, replica, lease_s=gateway.session_lease_s, idle_s=idle_s)
-    stores = RedisSessionStores(redis, ttl_s=idle_s + gateway.session_lease_s)
-    checkpoints = RedisStore(gateway.shared_store, namespace=redis.namespace)
+    stores = RedisSessionStores(redis, ttl_s=idle_s + gateway.session_lease_s, sealer=sealer)
+    checkpoints = SealedStore(
+        RedisStore(gateway.shared_store, namespace=redis.namespace),
+        sealer,
+        namespace=redis.namespace,
+    )
 
     def forget(handle: str) -> None:
         directory.forget(handle, *stores.keys(handle))
@@ -92,11 +131,8 @@ def share_state(
         registry,
         lease_s=gateway.session_lease_s,
         wait_limit_s=engine.approvals.wait_limit_s,
+        sealer=sealer,
     )
-    # One key for argument digests in the audit log, the same on every replica.
-    key_name = redis.key("audit", "key")
-    redis.call(redis.client.set, key_name, secrets.token_bytes(32), nx=True)
-    digest_key = bytes(redis.call(redis.client.get, key_name))
     defaults = SharedDefaultSessions(redis, ttl_s=idle_s)
     return SharedState(
         redis,

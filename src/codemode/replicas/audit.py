@@ -4,19 +4,36 @@ Events go to the stream ``audit`` (``XADD``, acknowledged before ``append`` retu
 entry carries ``prev`` and ``hash`` = SHA-1(prev + event), computed in the same Lua script
 that appends it, so concurrent writers on any number of replicas still form one unbroken
 chain; ``verify`` walks it and names the first entry that was changed, removed or inserted.
+
+Events are not sealed: they hold no argument or result, only an HMAC digest of the arguments,
+names and a message scrubbed of PII, and ``codemode audit`` reads them without the key. The
+HMAC key (``audit:key``, one for every replica) is sealed: with it, anyone holding a copy of
+the store could confirm a guessed argument value against the digests.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import secrets
 from dataclasses import asdict
 
 from codemode.audit.events import AuditEvent, AuditFilter, event_matches
 from codemode.errors import StateStoreError
 from codemode.replicas.connection import SharedRedis
+from codemode.replicas.sealing import Sealer
 
-__all__ = ["RedisAuditLog", "shared_audit_events"]
+__all__ = ["RedisAuditLog", "check_digest_key", "shared_audit_events", "shared_digest_key"]
+
+log = logging.getLogger(__name__)
+_DIGEST_KEY_BYTES = 32
+
+# Replace KEYS[1] by ARGV[2] only if it still holds ARGV[1]; answer what it holds then.
+_SWAP = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) end
+return redis.call('GET', KEYS[1])
+"""
 
 _APPEND = """
 local prev = redis.call('GET', KEYS[2]) or ''
@@ -86,3 +103,39 @@ def shared_audit_events(url: str, filters: AuditFilter) -> list[AuditEvent]:
         return RedisAuditLog(redis).query(filters)
     finally:
         redis.close()
+
+
+def shared_digest_key(redis: SharedRedis, sealer: Sealer) -> bytes:
+    """The key of the argument digests, the same on every replica: made by the first one,
+    sealed when a key is set. A plain one found while a key is set is replaced (digests
+    before and after differ); one sealed with an old key is sealed again with the current."""
+    name = redis.key("audit", "key")
+    swap = redis.script(_SWAP)
+    fresh = secrets.token_bytes(_DIGEST_KEY_BYTES)
+    redis.call(redis.client.set, name, sealer.seal(fresh, bound_to=name), nx=True)
+    stored = bytes(redis.call(redis.client.get, name))
+    if len(stored) == _DIGEST_KEY_BYTES:  # plain: written without a key
+        if not sealer.encrypted:
+            return stored
+        log.warning(
+            "the shared audit log's digest key was stored unencrypted; it is replaced by a "
+            "new, encrypted one (argument digests before and after this differ)"
+        )
+        stored = bytes(swap(keys=[name], args=[stored, sealer.seal(fresh, bound_to=name)]))
+    plain = sealer.open(stored, bound_to=name)
+    if sealer.stale(stored):
+        stored = bytes(swap(keys=[name], args=[stored, sealer.seal(plain, bound_to=name)]))
+        plain = sealer.open(stored, bound_to=name)
+    return plain
+
+
+def check_digest_key(redis: SharedRedis, sealer: Sealer) -> bool:
+    """Whether the store holds a digest key yet; ``SharedStoreDecryptError`` when ``sealer``
+    cannot open it (a replica with this key would refuse to start). Changes nothing."""
+    name = redis.key("audit", "key")
+    stored = redis.call(redis.client.get, name)
+    if stored is None:
+        return False
+    if len(stored) != _DIGEST_KEY_BYTES:  # a plain one is replaced when a keyed replica starts
+        sealer.open(bytes(stored), bound_to=name)
+    return True

@@ -5,7 +5,9 @@ Replica B answers approval X (held by replica A): B records the decision (exactl
 ``approvals``), pushes it on A's queue ``replica:{A}:decisions`` and waits on
 ``approval:{X}:result``. A's listener resumes the paused execution (the call runs there, once),
 and pushes the result (or its next pause, or an error) back; B returns it. B's wait ends early
-with ``ReplicaLostError`` when A's heartbeat stops.
+with ``ReplicaLostError`` when A's heartbeat stops. The result (the execution's output) is
+sealed by the store's ``Sealer``, bound to its key; the decision itself (id, allow, owner) is
+not secret and is not.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from codemode.errors import (
 from codemode.replicas.approvals import ApprovalRecords
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.directory import SessionDirectory
+from codemode.replicas.sealing import PlainSealer, Sealer
 from codemode.replicas.wire import result_from_json, result_to_json
 from codemode.sandbox.result import ExecutionResult
 
@@ -60,8 +63,10 @@ class ReplicaLink:
         *,
         lease_s: float,
         wait_limit_s: float,
+        sealer: Sealer | None = None,
     ) -> None:
         self.engine = engine
+        self.sealer = sealer or PlainSealer()
         self.redis = redis
         self.directory = directory
         self.records = records
@@ -141,7 +146,7 @@ class ReplicaLink:
             payload = json.dumps({"error": f"resuming failed: {error}", "code": "error"}).encode()
         key = self._result_key(approval_id)
         pipe = self.redis.client.pipeline(transaction=True)
-        pipe.rpush(key, payload)
+        pipe.rpush(key, self.sealer.seal(payload, bound_to=key))
         pipe.pexpire(key, int(self.wait_limit_s * 1000))
         try:
             await anyio.to_thread.run_sync(self.redis.call, pipe.execute)
@@ -190,7 +195,7 @@ class ReplicaLink:
         while time.monotonic() < deadline and not self._stop.is_set():
             item = self.redis.call(self.redis.client.blpop, [key], timeout=_POLL_S)
             if item is not None:
-                data = json.loads(item[1])
+                data = json.loads(self.sealer.open(bytes(item[1]), bound_to=key))
                 if "result" in data:
                     return result_from_json(data["result"])
                 error = _ERRORS.get(str(data.get("code")), SessionError)

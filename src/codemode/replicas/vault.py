@@ -6,6 +6,12 @@ token name to ``vault:{session}:reserved``. A replica that takes the session ove
 so tokens minted through one replica resolve through any other. Only the lease holder writes
 (one replica runs a session at a time). ``wipe`` forgets the local copy only; the shared one is
 deleted when the session ends for good (``vault_keys``), or expires when unused for ``ttl_s``.
+
+Each entry (its value, kind, sources and token) is sealed by the store's ``Sealer``, bound to
+the session's key and the token (see ``sealing``); an entry that fails its check fails the
+session's load with ``SharedStoreDecryptError``, never a vault with a wrong value. Entries
+sealed with an old key are written again with the current one when loaded. The reserved
+token names are not sealed: they are only token-shaped text seen in tool data.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ import threading
 
 import msgpack
 
+from codemode.errors import SharedStoreDecryptError
 from codemode.privacy.vault import TokenSource, Vault, VaultEntry, VaultValue
 from codemode.replicas.connection import SharedRedis
+from codemode.replicas.sealing import PlainSealer, Sealer, binding
 
 __all__ = ["SharedVault", "vault_keys"]
 
@@ -28,9 +36,13 @@ def vault_keys(redis: SharedRedis, session: str) -> tuple[str, str]:
 
 
 class SharedVault(Vault):
-    def __init__(self, redis: SharedRedis, session: str, *, ttl_s: float) -> None:
+    def __init__(
+        self, redis: SharedRedis, session: str, *, ttl_s: float, sealer: Sealer | None = None
+    ) -> None:
         super().__init__()
         self.redis = redis
+        self.session = session
+        self.sealer = sealer or PlainSealer()
         self._ttl_ms = max(int(ttl_s * 1000), 1000)
         self._entries_key, self._reserved_key = vault_keys(redis, session)
         self._write_lock = threading.Lock()
@@ -43,9 +55,20 @@ class SharedVault(Vault):
         pipe.hgetall(self._entries_key)
         pipe.smembers(self._reserved_key)
         entries, reserved = self.redis.call(pipe.execute)
+        stale: list[str] = []
         with self._lock:
-            for raw in entries.values():
+            for field_name, sealed in entries.items():
+                name = field_name.decode()
+                try:
+                    raw = self.sealer.open(sealed, bound_to=binding(self._entries_key, name))
+                except SharedStoreDecryptError as error:
+                    raise SharedStoreDecryptError(
+                        f"session {self.session[:12]!r} cannot continue: {error.message}",
+                        fix=error.fix,
+                    ) from None
                 kind, value, origins, delivered, sources, token = msgpack.unpackb(raw, raw=False)
+                if self.sealer.stale(sealed):
+                    stale.append(token)
                 entry = VaultEntry(token, kind, value, set(origins), set(delivered))
                 entry.sources = [TokenSource(*source) for source in sources]
                 self._by_token[token] = entry
@@ -58,6 +81,9 @@ class SharedVault(Vault):
             self._reserved.update(item.decode() for item in reserved)
             if entries:
                 self._version += 1
+        for token in stale:  # sealed with an old key: now with the current one
+            self._saved.pop(token, None)
+            self._save(token)
 
     def token_for(self, kind: str, value: VaultValue, source: TokenSource) -> str:
         token = super().token_for(kind, value, source)
@@ -88,7 +114,7 @@ class SharedVault(Vault):
                 entry = self._by_token.get(token)
                 if entry is None or self._saved.get(token) == _counts(entry):
                     return
-                packed = _pack(entry)
+                packed = self.sealer.seal(_pack(entry), bound_to=binding(self._entries_key, token))
                 self._saved[token] = _counts(entry)
             pipe = self.redis.client.pipeline(transaction=False)
             pipe.hset(self._entries_key, token, packed)

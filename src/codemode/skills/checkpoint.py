@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import msgpack
 
-from codemode.errors import ToolError
+from codemode.errors import StateStoreError, ToolError
 from codemode.state.store import KeyValueStore
 from codemode.tools import ToolCall
 
@@ -120,10 +120,14 @@ class CheckpointTools:
         # What the last put or fetch did, for the result (set on this thread, read after).
         self.note: str | None = None
         self.fetched: Checkpoint | None = None
+        # Why the last fetch could not read the stored checkpoint (a store that failed, or a
+        # sealed value that failed its check), for the result.
+        self.unreadable: str | None = None
         self.restored_variables: list[str] = []
 
     def reset_restore(self) -> None:
         self.fetched = None
+        self.unreadable = None
         self.restored_variables = []
 
     def refresh(self) -> bool:
@@ -149,7 +153,11 @@ class CheckpointTools:
             self._put(args)
             return None
         if call.tool == "fetch":
-            found = self.store.get(self.handle)
+            try:
+                found = self.store.get(self.handle)
+            except StateStoreError as error:
+                self.unreadable = error.message
+                raise ToolError("checkpoint: the stored checkpoint could not be read") from None
             if found is None or found.owner != self.owner:
                 return {"archive": b"", "variables": {}}
             self.fetched = found

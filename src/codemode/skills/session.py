@@ -343,10 +343,16 @@ class KeepingSandbox:
         released, self._released = self._released, False
         fetched = tools.fetched
         if result.status != "ok":
+            failed: dict[str, Any] = {
+                "files": [],
+                "variables": [],
+                "reason": "idle" if released else "lost",
+            }
+            if tools.unreadable is not None:  # said plainly, whatever the reason for the restore
+                return {**failed, "error": f"its checkpoint could not be read: {tools.unreadable}"}
             if not released:
                 return None
             # Said plainly: the code must not go on as if its files were there.
-            failed = {"files": [], "variables": [], "reason": "idle"}
             return {**failed, "error": f"the checkpoint could not be restored ({result.status})"}
         if fetched is None and not released:
             return None
@@ -368,10 +374,12 @@ def describe_restore(restored: dict[str, Any]) -> str:
     if restored["variables"]:
         what += " and variables " + ", ".join(restored["variables"])
     if "error" in restored:
-        return (
-            f"This session was idle, so its sandbox was released, and {restored['error']}: "
-            "its files and variables start empty."
+        why = (
+            "This session was idle, so its sandbox was released"
+            if restored.get("reason") == "idle"
+            else "This session continues in a new sandbox"
         )
+        return f"{why}, and {restored['error']}: its files and variables start empty."
     if restored.get("reason") == "idle":
         return (
             f"This session was idle, so its sandbox was released; it resumed from its "
