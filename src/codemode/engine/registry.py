@@ -53,7 +53,8 @@ class SessionRegistry:
         self.idle_timeout_s = idle_timeout_s
         self.max_sessions = max_sessions
         self.max_per_client = max_per_client
-        self.max_stored = max(max_stored, max_sessions)  # the config checks it is
+        # Every session holding a sandbox is kept too (the config refuses a smaller value).
+        self.max_stored = max(max_stored, max_sessions)
         # Release the least recently used idle session when a session needs a sandbox and
         # ``max_sessions`` hold one (on when idle release is).
         self.evict_idle = evict_idle
