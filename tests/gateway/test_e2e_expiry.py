@@ -1,7 +1,8 @@
 """Session limits over HTTP: max_sessions, idle expiry that reclaims sandboxes, busy sessions kept.
 
-A gateway of its own with a 1.5 s idle timeout and room for two sessions; only our fake server
-upstream, so it starts fast.
+A gateway of its own with a 1.5 s idle timeout and room for two sandboxes, idle release off
+(idle sessions keep theirs, so a third session is refused); only our fake server upstream, so
+it starts fast.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ async def gateway(
         root,
         {"fake": fake_server_argv},
         pool_size=1,
-        gateway={"session_idle_timeout_s": IDLE_S, "max_sessions": 2},
+        gateway={"session_idle_timeout_s": IDLE_S, "max_sessions": 2, "idle_release_s": 0},
     )
     dirs = harness.GatewayDirs(root, config, root / "data", root, root / "memory.jsonl")
     async with harness.open_gateway("http", dirs) as opened:

@@ -17,6 +17,7 @@ from codemode.errors import (
     ReplicaLostError,
     SessionBusyError,
     SessionError,
+    SessionQuotaError,
     StateStoreError,
     UnknownSessionError,
 )
@@ -292,3 +293,39 @@ async def test_a_clients_default_session_is_the_same_on_every_replica(
     assert first.structured_content is not None and second.structured_content is not None
     assert second.structured_content.get("stdout") == "42\n", second.structured_content
     assert second.structured_content["session"] == first.structured_content["session"]
+
+
+async def test_a_full_replica_releases_its_least_recently_used_idle_session_for_room(
+    redis_server: Any, crm: Crm, tmp_path: Path
+) -> None:
+    """``max_sessions`` bounds the sandboxes one replica holds, as on a lone gateway; a session
+    released there for room continues on any replica from its checkpoint."""
+    config = replica_config(tmp_path, "a", redis_server.url)
+    small = config.gateway.model_copy(update={"max_sessions": 1, "max_stored_sessions": 2})
+    engines = [
+        Codemode(
+            made,
+            catalog=Catalog([PythonConnector("crm", crm.functions())]),
+            semantic=False,
+        )
+        for made in (
+            config.model_copy(update={"gateway": small}),
+            replica_config(tmp_path, "b", redis_server.url),
+        )
+    ]
+    async with engines[0] as a, engines[1] as b:
+        first = await a.execute(WRITE)
+        second = await a.execute("from state import keep\nx = 2\nkeep('x')")
+        assert second.status == "ok", second.render_text()
+        assert a.session_states(None) == {first.session: "released", second.session: "idle"}
+        on_b = await b.execute(READ, session=first.session)
+        assert on_b.stdout == "buy pears 3\n", on_b.render_text()
+        # Back on A (its copy is stale): restored there, pushing the second session out.
+        back = await a.execute(READ, session=first.session)
+        assert back.stdout == "buy pears 3\n" and back.extra["restored"]["variables"]
+        assert a.session_states(None) == {first.session: "idle", second.session: "released"}
+        kept = await a.execute("print(x)", session=second.session)
+        assert kept.stdout == "2\n", kept.render_text()
+        # Released copies still count against the replica's max_stored_sessions.
+        with pytest.raises(SessionQuotaError, match="this replica keeps 2 sessions"):
+            await a.execute("print('third')")

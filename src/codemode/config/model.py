@@ -21,7 +21,14 @@ from codemode.audit.settings import AuditSettings
 from codemode.cluster.settings import ClusterSettings
 from codemode.config.env import expand_references
 from codemode.config.servers import ServerConfig
-from codemode.config_model import ConfigModel, Hint, PositiveNumber, PositiveWholeNumber
+from codemode.config_model import (
+    ConfigModel,
+    Hint,
+    PositiveNumber,
+    PositiveWholeNumber,
+    WholeNumber,
+    invalid,
+)
 from codemode.policy.settings import PolicySettings
 from codemode.privacy.settings import PrivacySettings
 from codemode.sandbox.settings import SandboxSettings
@@ -73,7 +80,11 @@ class GatewaySettings(ConfigModel):
     # A session idle this long is checkpointed and its sandbox released (its memory freed);
     # the next execution restores it. 0: sandboxes stay until the session closes.
     idle_release_s: Annotated[StrictFloat, Field(ge=0)] = 50.0
+    # Sessions that hold a sandbox at once (running, paused or idle and not released yet);
+    # at the limit the least recently used idle one is released to make room.
     max_sessions: PositiveWholeNumber = 64
+    # Sessions kept at once, released ones included (their checkpoints take disk).
+    max_stored_sessions: Annotated[WholeNumber, Field(gt=0, validate_default=True)] = 1024
     # Images an execution made come back in its result as small MCP image content (the
     # files are also resources); off for clients that do not take images.
     result_images: StrictBool = True
@@ -118,6 +129,18 @@ class GatewaySettings(ConfigModel):
         expanded = expand_references(value, source="config", prefix="gateway.tokens")
         assert isinstance(expanded, dict)
         return {str(owner): str(token) for owner, token in expanded.items()}
+
+    @field_validator("max_stored_sessions", mode="after")
+    @classmethod
+    def _at_least_max_sessions(cls, value: int, info: ValidationInfo) -> int:
+        live = info.data.get("max_sessions")
+        if isinstance(live, int) and value < live:
+            raise invalid(
+                f"max_stored_sessions ({value}) is below max_sessions ({live}): every session "
+                "that holds a sandbox is also a stored session",
+                f"raise max_stored_sessions to at least {live}, or lower max_sessions",
+            )
+        return value
 
     @field_validator("shared_store", mode="after")
     @classmethod

@@ -96,8 +96,9 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         # The full index being built in the background, and a lexical one to answer meanwhile.
         self._index_job: asyncio.Task[SearchIndex] | None = None
         self._lexical: SearchIndex | None = None
-        # Executions block a thread each; at most one per session runs at once.
-        self._threads = WorkerThreads(config.gateway.max_sessions)
+        # Executions block a thread each (one per session holding a sandbox), and as many
+        # may wait for a sandbox at once (refused, or releasing an idle one: make_room).
+        self._threads = WorkerThreads(2 * config.gateway.max_sessions)
         self._expiry: asyncio.Task[None] | None = None
         self.approvals = ApprovalBroker()
         self.audit = audit
@@ -133,6 +134,8 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             idle_timeout_s=gateway.session_idle_timeout_s,
             max_sessions=gateway.max_sessions,
             max_per_client=gateway.max_sessions_per_client,
+            max_stored=gateway.max_stored_sessions,
+            evict_idle=gateway.idle_release_s > 0,
         )
         self.registry.on_close.append(self._session_closed)
         if gateway.shared_store:  # stateless replicas: see codemode.replicas
@@ -267,8 +270,10 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             return record.finish(rejected_result(problems))
 
         cancel = record.cancel = threading.Event()
+        registry = self.registry
 
         def run() -> ExecutionResult:
+            registry.make_room(record)  # may release an idle session's sandbox first
             return record.run(
                 code,
                 views,

@@ -5,7 +5,9 @@ approval is checkpointed (its workspace, and the variables the code named with `
 import keep``; skipped when nothing changed since the last checkpoint) and its sandbox is
 stopped. The session keeps its handle, vault, budgets and kv values; its next execution gets
 a new sandbox, restores the checkpoint first, and its result says so (``restored``). A session
-whose checkpoint cannot be saved (over its limits) keeps its sandbox.
+whose checkpoint cannot be saved (over its limits) keeps its sandbox. The registry releases
+idle sessions the same way (held, released, settled) when another session needs a sandbox
+and ``max_sessions`` hold one (``SessionRegistry.make_room``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,20 @@
 """Session handles: unguessable, bound to their owner, expired when idle, counted per client.
 
-A client (an owner's credential, or one connection) may hold ``max_per_client`` sessions, so
-one client cannot fill the gateway for the others; ``max_sessions`` bounds them all.
+Two limits bound what sessions cost the machine. ``max_sessions`` bounds the sessions that hold
+a sandbox (processes and memory): running code, paused for an approval, or idle with their
+sandbox still up. A session claims one of those places (``make_room``) just before its code
+runs; when all are taken and ``evict_idle`` is on, the least recently used idle session is
+checkpointed and its sandbox released to make room, exactly as idle release does
+(``codemode.engine.idle``), and it restores on its next execution. Released sessions hold no
+sandbox and do not count there. ``max_stored`` bounds every handle kept, released ones
+included (their checkpoints take disk). A client (an owner's credential, or one connection)
+may hold ``max_per_client`` sessions of any kind, so one client cannot fill the gateway for
+the others.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
@@ -21,9 +30,14 @@ __all__ = ["SessionFactory", "SessionRegistry", "SessionState"]
 SessionFactory = Callable[[str, str | None], Session]
 SessionState = Literal["running", "paused", "idle", "released"]
 
+log = logging.getLogger(__name__)
+
 
 class SessionRegistry:
     """Thread-safe map of session handles to sessions."""
+
+    # Where the limits apply, as the quota errors say it.
+    where = "the gateway"
 
     def __init__(
         self,
@@ -32,14 +46,25 @@ class SessionRegistry:
         idle_timeout_s: float,
         max_sessions: int,
         max_per_client: int | None = None,
+        max_stored: int = 1024,
+        evict_idle: bool = False,
     ) -> None:
         self.factory = factory
         self.idle_timeout_s = idle_timeout_s
         self.max_sessions = max_sessions
         self.max_per_client = max_per_client
+        # Every session holding a sandbox is kept too (the config refuses a smaller value).
+        self.max_stored = max(max_stored, max_sessions)
+        # Release the least recently used idle session when a session needs a sandbox and
+        # ``max_sessions`` hold one (on when idle release is).
+        self.evict_idle = evict_idle
         self._sessions: dict[str, Session] = {}
         # handle -> the client it counts against (absent: counted only in the total).
         self._clients: dict[str, str] = {}
+        # The sessions that hold (or are about to start) a sandbox: at most max_sessions.
+        self._live: set[str] = set()
+        # Opened here and never run: closed if refused a sandbox (nothing of them to keep).
+        self._unused: set[str] = set()
         self._lock = threading.Lock()
         # Called (on any thread) when a session closes or expires: wipe vaults, deny approvals.
         self.on_close: list[Callable[[Session], None]] = []
@@ -61,16 +86,11 @@ class SessionRegistry:
                         fix="pass the `session` handle from an earlier result to reuse one; "
                         f"sessions unused for {idle} are closed and free the quota",
                     )
-            if len(self._sessions) >= self.max_sessions:
-                raise SessionQuotaError(
-                    f"the gateway holds {len(self._sessions)} sessions, its limit "
-                    f"(gateway.max_sessions = {self.max_sessions})",
-                    fix="pass the `session` handle from an earlier result to reuse one; "
-                    f"sessions unused for {idle} are closed, or raise gateway.max_sessions",
-                )
+            self._check_stored()
             handle = "s_" + secrets.token_urlsafe(18)
             record = self.factory(handle, owner)
             self._sessions[handle] = record
+            self._unused.add(handle)
             if client is not None:
                 self._clients[handle] = client
             return record
@@ -80,12 +100,7 @@ class SessionRegistry:
         checkpoint survived a gateway restart); the caller has checked the owner."""
         with self._lock:
             if handle not in self._sessions:
-                if len(self._sessions) >= self.max_sessions:
-                    raise SessionQuotaError(
-                        f"the gateway holds {len(self._sessions)} sessions, its limit "
-                        f"(gateway.max_sessions = {self.max_sessions})",
-                        fix="close sessions you no longer need, or raise gateway.max_sessions",
-                    )
+                self._check_stored()
                 self._sessions[handle] = self.factory(handle, owner)
         return self.checkout(handle, owner)
 
@@ -101,6 +116,11 @@ class SessionRegistry:
                 )
             record.last_used = time.monotonic()
             return record
+
+    def sessions(self) -> list[Session]:
+        """Every session kept now, of every owner (a snapshot; nothing is touched)."""
+        with self._lock:
+            return list(self._sessions.values())
 
     def handles(self, owner: str | None, *, idle_only: bool = False) -> list[str]:
         """The handles of ``owner``'s sessions (exactly that owner: None lists anonymous ones);
@@ -160,15 +180,120 @@ class SessionRegistry:
                 and time.monotonic() - record.last_used >= idle_s
             )
 
-    def settle(self, record: Session) -> None:
-        """Let go of a session ``hold_idle`` held (it stays as idle as it was)."""
+    def settle(self, record: Session, heir: Session | None = None) -> None:
+        """Let go of a session ``hold_idle`` held (it stays as idle as it was). Released and
+        wanted by nobody meanwhile, it gives its place among the sessions that hold a sandbox
+        back, to ``heir`` when one waits for it (``make_room``)."""
         with self._lock:
+            if record.released and record.busy == 1:
+                self._live.discard(record.handle)
+                if heir is not None and self._sessions.get(heir.handle) is heir:
+                    self._admit(heir)  # the place it just gave back: nobody else takes it
             record.busy -= 1
+
+    def make_room(self, record: Session) -> None:
+        """Before ``record`` (checked out) runs code: give it a place among the
+        ``max_sessions`` sessions that hold a sandbox. When all are taken, release the least
+        recently used idle session (checkpoint, then stop its sandbox, as idle release does:
+        never one running code or paused) if ``evict_idle``; ``SessionQuotaError`` when none
+        can be released. Blocking (a checkpoint runs in that sandbox): call it from a worker
+        thread; the registry's lock is not held meanwhile."""
+        tried: list[Session] = []
+        while True:
+            with self._lock:
+                if self._sessions.get(record.handle) is not record or record.handle in self._live:
+                    return  # closed meanwhile (its sandbox says so), or holding a place
+                self._prune()
+                if len(self._live) < self.max_sessions:
+                    self._admit(record)
+                    return
+                victim = self._least_recent_idle(tried) if self.evict_idle else None
+                if victim is None:
+                    error, unused = self._live_full(tried), record.handle in self._unused
+                else:
+                    victim.busy += 1  # held as the idle releaser holds it: nothing closes it
+            if victim is None:
+                if unused:  # a new session that never ran: nothing of it is worth keeping
+                    self.close(record.handle)
+                raise error
+            tried.append(victim)
+            self._release_for(victim, record)
+
+    def _release_for(self, victim: Session, heir: Session) -> None:
+        """Release ``victim`` (held) so that ``heir`` gets its place."""
+        released = False
+        try:
+            released = victim.release(lambda: self.held_alone(victim, 0.0))
+        except Exception:
+            log.exception("could not release the idle session %s", victim.handle[:12])
+        finally:
+            self.settle(victim, heir if released else None)
+
+    def _admit(self, record: Session) -> None:
+        self._live.add(record.handle)
+        self._unused.discard(record.handle)
+
+    def _prune(self) -> None:
+        """Forget the places of sessions that hold no sandbox any more (released while a
+        file listing had them checked out) or are gone."""
+        for handle in list(self._live):
+            record = self._sessions.get(handle)
+            if record is None or (record.busy == 0 and record.released):
+                self._live.discard(handle)
+
+    def _least_recent_idle(self, tried: list[Session]) -> Session | None:
+        idle = [
+            record
+            for handle in self._live
+            if (record := self._sessions[handle]).busy == 0
+            and record.paused is None
+            and not record.released
+            and record not in tried
+        ]
+        return min(idle, key=lambda record: record.last_used, default=None)
+
+    def _live_full(self, tried: list[Session]) -> SessionQuotaError:
+        held = f"{len(self._live)} sessions hold a sandbox in {self.where}, the limit "
+        held += f"(gateway.max_sessions = {self.max_sessions})"
+        if not self.evict_idle:
+            return SessionQuotaError(
+                f"{held}, and idle sessions keep theirs (gateway.idle_release_s = 0)",
+                fix="pass the `session` handle from an earlier result to reuse a session, set "
+                "gateway.idle_release_s so idle sessions give their sandbox back, or raise "
+                "gateway.max_sessions",
+            )
+        why = "running code or waiting for an approval"
+        if tried:
+            why += f", or idle but not releasable now ({len(tried)} tried: a checkpoint too big "
+            why += "to save, or code that arrived meanwhile)"
+        return SessionQuotaError(
+            f"{held}, all {why}",
+            fix="retry when one of them finishes, pass the `session` handle from an earlier "
+            "result to reuse a session, or raise gateway.max_sessions",
+        )
+
+    def _check_stored(self) -> None:
+        if len(self._sessions) < self.max_stored:
+            return
+        raise SessionQuotaError(
+            f"{self.where} keeps {len(self._sessions)} sessions, its limit "
+            f"(gateway.max_stored_sessions = {self.max_stored}; released sessions count, "
+            "their checkpoints take disk)",
+            fix="pass the `session` handle from an earlier result to reuse one; sessions "
+            f"unused for {self.idle_timeout_s / 60:g} minutes are closed, or raise "
+            "gateway.max_stored_sessions",
+        )
+
+    def _forget(self, handle: str) -> Session | None:
+        """Take ``handle`` out of the registry (call with the lock held; not closed)."""
+        self._clients.pop(handle, None)
+        self._live.discard(handle)
+        self._unused.discard(handle)
+        return self._sessions.pop(handle, None)
 
     def close(self, handle: str) -> bool:
         with self._lock:
-            record = self._sessions.pop(handle, None)
-            self._clients.pop(handle, None)
+            record = self._forget(handle)
         if record is None:
             return False
         self._closed(record)
@@ -195,15 +320,14 @@ class SessionRegistry:
                 if record.busy == 0 and now - record.last_used > self.idle_timeout_s
             ]
             for record in expired:
-                del self._sessions[record.handle]
-                self._clients.pop(record.handle, None)
+                self._forget(record.handle)
         return expired
 
     def close_all(self) -> None:
         with self._lock:
             records = list(self._sessions.values())
-            self._sessions.clear()
-            self._clients.clear()
+            for record in records:
+                self._forget(record.handle)
         for record in records:
             self._closed(record)
 

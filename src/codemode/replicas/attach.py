@@ -119,6 +119,8 @@ def _share(
         idle_timeout_s=idle_s,
         max_sessions=local.max_sessions,
         max_per_client=local.max_per_client,
+        max_stored=local.max_stored,
+        evict_idle=local.evict_idle,
     )
     registry.on_close.extend(local.on_close)
     records = ApprovalRecords(redis, replica)

@@ -18,7 +18,6 @@ from codemode.engine.registry import SessionFactory, SessionRegistry
 from codemode.engine.session import Session
 from codemode.errors import (
     SessionBusyError,
-    SessionQuotaError,
     StateStoreError,
     UnknownSessionError,
 )
@@ -44,6 +43,11 @@ class RestoreFromCheckpoint:
 
 
 class SharedSessionRegistry(SessionRegistry):
+    """The limits count this replica's sessions: the sandboxes it runs (``max_sessions``) and
+    the copies it keeps (``max_stored``); a session released here restores on any replica."""
+
+    where = "this replica"
+
     def __init__(
         self,
         factory: SessionFactory,
@@ -55,12 +59,16 @@ class SharedSessionRegistry(SessionRegistry):
         idle_timeout_s: float,
         max_sessions: int,
         max_per_client: int | None = None,
+        max_stored: int = 1024,
+        evict_idle: bool = False,
     ) -> None:
         super().__init__(
             factory,
             idle_timeout_s=idle_timeout_s,
             max_sessions=max_sessions,
             max_per_client=max_per_client,
+            max_stored=max_stored,
+            evict_idle=evict_idle,
         )
         self.directory = directory
         # The engine's set of handles whose new session restores its checkpoint.
@@ -106,8 +114,7 @@ class SharedSessionRegistry(SessionRegistry):
         with self._lock:
             stale = self._sessions.get(handle)
             if stale is not None and stale.busy == 0:
-                del self._sessions[handle]
-                self._clients.pop(handle, None)
+                self._forget(handle)
             else:
                 stale = None
         if stale is not None:
@@ -122,8 +129,7 @@ class SharedSessionRegistry(SessionRegistry):
         with self._lock:
             local = self._sessions.get(handle)
             if local is not None and moved and local.busy == 0:
-                del self._sessions[handle]  # stale: the session ran elsewhere since
-                self._clients.pop(handle, None)
+                self._forget(handle)  # stale: the session ran elsewhere since
             elif local is not None:
                 local.busy += 1
                 return local
@@ -138,12 +144,7 @@ class SharedSessionRegistry(SessionRegistry):
     def _adopt(self, handle: str, owner: str | None, *, restore: bool) -> Session:
         """Build this replica's copy of a session that exists in the cluster."""
         with self._lock:
-            if len(self._sessions) >= self.max_sessions:
-                raise SessionQuotaError(
-                    f"this replica holds {len(self._sessions)} sessions, its limit "
-                    f"(gateway.max_sessions = {self.max_sessions})",
-                    fix="retry on another replica, or raise gateway.max_sessions",
-                )
+            self._check_stored()  # a sandbox it gets (max_sessions) only when its code runs
         if restore:
             self.restoring.add(handle)
         try:
