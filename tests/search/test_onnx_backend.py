@@ -12,6 +12,7 @@ import pytest
 
 from codemode.errors import UsageError
 from codemode.search import encoder as encoder_module
+from codemode.search import onnx_backend
 from codemode.search.encoder import MiniLMEncoder
 from codemode.search.onnx_backend import GRAPH_FILE
 from codemode.search.semantic import model_key
@@ -76,6 +77,22 @@ def test_onnx_vectors_match_numpy_vectors(numpy_encoder, onnx_encoder, np):
     # one batch with padding (mixed lengths, one truncated at 96 tokens), and one text alone
     assert_same_vectors(np, onnx_encoder.encode(TEXTS), numpy_encoder.encode(TEXTS))
     assert_same_vectors(np, onnx_encoder.encode(TEXTS[:1]), numpy_encoder.encode(TEXTS[:1]))
+
+
+def test_an_index_build_sized_call_matches_numpy_too(numpy_encoder, onnx_encoder, monkeypatch, np):
+    # more than one batch: ONNX Runtime runs it on a session of its own, with batch_threads
+    created = []
+
+    class CountingForward(onnx_backend.OnnxForward):
+        def __init__(self, path, *, threads):
+            created.append(threads)
+            super().__init__(path, threads=threads)
+
+    monkeypatch.setattr(onnx_backend, "OnnxForward", CountingForward)
+    texts = [f"{text} number {n}" for n in range(12) for text in TEXTS]
+    assert len(texts) > 32
+    assert_same_vectors(np, onnx_encoder.encode(texts), numpy_encoder.encode(texts))
+    assert created == [onnx_encoder.batch_threads] == [2]
 
 
 def test_auto_picks_onnx_runtime_and_keeps_the_cache_key(cache, numpy_encoder):
@@ -145,3 +162,39 @@ def test_onnx_needs_a_cache_directory_for_its_graph(fresh_warning):
 def test_an_unknown_backend_is_refused():
     with pytest.raises(UsageError, match="unknown encoder backend 'torch'"):
         MiniLMEncoder(backend="torch")  # type: ignore[arg-type]
+
+
+def test_a_stored_index_opens_on_either_backend_with_the_same_answers(tiny_specs):
+    from codemode.search.semantic import HybridIndex, build_index, open_stored_index
+    from codemode.search.store import catalog_fingerprint
+
+    built = build_index(tiny_specs, semantic=True)
+    assert isinstance(built, HybridIndex) and built.encoder.backend == "onnx"
+    fingerprint = catalog_fingerprint(tiny_specs)
+    on_numpy = open_stored_index(fingerprint, semantic=True, backend="numpy")
+    on_onnx = open_stored_index(fingerprint, semantic=True)
+    assert isinstance(on_numpy, HybridIndex) and isinstance(on_onnx, HybridIndex)
+    assert (on_numpy.encoder.backend, on_onnx.encoder.backend) == ("numpy", "onnx")
+    for query in ("give a customer their money back", "remove a client"):
+        numpy_hits, onnx_hits = on_numpy.search(query, 5), on_onnx.search(query, 5)
+        assert [h.tool for h in numpy_hits] == [h.tool for h in onnx_hits]
+        assert [h.score for h in numpy_hits] == pytest.approx(
+            [h.score for h in onnx_hits], abs=1e-5
+        )
+
+
+def test_the_cli_searches_a_stored_index_in_process_on_numpy(monkeypatch):
+    # One query: importing ONNX Runtime and starting a session cost more than it saves.
+    from codemode.cli import search_command
+    from codemode.search import semantic
+    from codemode.search.store import IndexStore
+
+    asked = []
+
+    def open_stored(fingerprint, **kwargs):
+        asked.append(kwargs)
+
+    monkeypatch.setattr(IndexStore, "lookup_inputs", lambda self, key: "f" * 32)
+    monkeypatch.setattr(semantic, "open_stored_index", open_stored)
+    assert search_command._search_stored("key", "q", 5, semantic=True, daemon=False) is None
+    assert asked == [{"semantic": True, "backend": "numpy"}]

@@ -46,9 +46,13 @@ class OnnxForward:
     def __init__(self, path: Path, *, threads: int | None) -> None:
         import onnxruntime
 
+        self.path = path
         options = onnxruntime.SessionOptions()
         # One thread per query by default, as for numpy's BLAS (``encoder._blas_threads``).
         options.intra_op_num_threads = threads or 0
+        if threads != 1:
+            # Waiting workers sleep instead of spinning: the machine is shared (same speed here).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3  # its notes about unused initializers are not for users
