@@ -254,12 +254,20 @@ class MiniLMEncoder:
         self._position = w["position"]
         self._emb_norm = (w["emb_ln_w"], w["emb_ln_b"])
         self._layers = [{name: w[f"{i}.{name}"] for name in _LAYER_KEYS} for i in range(_LAYERS)]
+        self._prepared = prepared
         self._onnx = None if backend == "numpy" else _start_onnx(prepared, threads, backend)
 
     @property
     def backend(self) -> Literal["numpy", "onnx"]:
         """What ``encode`` runs on."""
         return "numpy" if self._onnx is None else "onnx"
+
+    def start_onnx(self) -> bool:
+        """Move ``encode`` to ONNX Runtime now, as ``backend="auto"`` would have (for a process
+        that started on numpy to answer its first query sooner); False when it stays on numpy."""
+        if self._onnx is None:
+            self._onnx = _start_onnx(self._prepared, self.threads, "auto")
+        return self._onnx is not None
 
     def blas_threads(self) -> contextlib.AbstractContextManager[None]:
         """A context in which BLAS uses this encoder's thread count (one by default). Products
@@ -377,9 +385,10 @@ class MiniLMEncoder:
         return forward
 
     def _forward(self, token_ids: Any, mask: FloatArray) -> FloatArray:
-        if self._onnx is not None:
+        onnx = self._onnx
+        if onnx is not None:
             try:
-                return self._onnx(token_ids, mask)
+                return onnx(token_ids, mask)
             except Exception as error:  # noqa: BLE001 - numpy gives the same vectors
                 _warn_numpy("ONNX Runtime failed while embedding", error)
                 self._onnx = None
