@@ -198,3 +198,14 @@ def test_the_cli_searches_a_stored_index_in_process_on_numpy(monkeypatch):
     monkeypatch.setattr(semantic, "open_stored_index", open_stored)
     assert search_command._search_stored("key", "q", 5, semantic=True, daemon=False) is None
     assert asked == [{"semantic": True, "backend": "numpy"}]
+
+
+def test_doctor_says_which_runtime_embeds(monkeypatch):
+    from codemode.cli.doctor_checks import check_semantic
+
+    check = check_semantic()
+    assert (check.level, check.fix) == ("ok", "") and "on ONNX Runtime" in check.detail
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    check = check_semantic()
+    assert check.level == "ok" and "on numpy" in check.detail
+    assert check.fix == "pip install onnxruntime onnx"

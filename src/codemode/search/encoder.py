@@ -40,6 +40,7 @@ __all__ = [
     "MiniLMEncoder",
     "missing_modules",
     "model_dir",
+    "onnxruntime_installed",
     "semantic_available",
 ]
 
@@ -72,6 +73,14 @@ def model_dir() -> Path | None:
 def missing_modules() -> list[str]:
     """The ``[semantic]`` extra's modules that cannot be imported here."""
     return [name for name in SEMANTIC_MODULES if importlib.util.find_spec(name) is None]
+
+
+def onnxruntime_installed() -> bool:
+    """Whether ``onnxruntime`` can be imported (found without importing it)."""
+    try:
+        return importlib.util.find_spec("onnxruntime") is not None
+    except ValueError:  # sys.modules holds None for it: importing it fails
+        return False
 
 
 def semantic_available() -> bool:
