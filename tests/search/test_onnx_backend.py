@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from codemode.errors import UsageError
-from codemode.search import encoder as encoder_module
 from codemode.search import onnx_backend
 from codemode.search.encoder import MiniLMEncoder
 from codemode.search.onnx_backend import GRAPH_FILE
@@ -58,7 +57,7 @@ def onnx_encoder(cache):
 
 @pytest.fixture
 def fresh_warning(monkeypatch):
-    monkeypatch.setattr(encoder_module, "_warned", [])
+    monkeypatch.setattr(onnx_backend, "_warned", [])
 
 
 def graph_file(cache):

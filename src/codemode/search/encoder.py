@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import logging
 import math
 import os
 import shutil
@@ -57,9 +56,6 @@ SEMANTIC_MODULES = ("numpy", "tokenizers", "safetensors")
 # "auto": ONNX Runtime when it is installed and its graph loads, else numpy (said once).
 Backend = Literal["auto", "numpy", "onnx"]
 BACKENDS: tuple[Backend, ...] = ("auto", "numpy", "onnx")
-
-log = logging.getLogger("codemode.search")
-_warned: list[bool] = []
 
 
 def model_dir() -> Path | None:
@@ -264,7 +260,7 @@ class MiniLMEncoder:
         self._emb_norm = (w["emb_ln_w"], w["emb_ln_b"])
         self._layers = [{name: w[f"{i}.{name}"] for name in _LAYER_KEYS} for i in range(_LAYERS)]
         self._prepared = prepared
-        self._onnx = None if backend == "numpy" else _start_onnx(prepared, threads, backend)
+        self._onnx = None if backend == "numpy" else self._start_onnx(backend)
 
     @property
     def backend(self) -> Literal["numpy", "onnx"]:
@@ -275,8 +271,13 @@ class MiniLMEncoder:
         """Move ``encode`` to ONNX Runtime now, as ``backend="auto"`` would have (for a process
         that started on numpy to answer its first query sooner); False when it stays on numpy."""
         if self._onnx is None:
-            self._onnx = _start_onnx(self._prepared, self.threads, "auto")
+            self._onnx = self._start_onnx("auto")
         return self._onnx is not None
+
+    def _start_onnx(self, backend: Backend) -> OnnxForward | None:
+        from codemode.search.onnx_backend import start_onnx
+
+        return start_onnx(self._prepared, self.threads, backend, layers=_LAYERS, heads=_HEADS)
 
     def blas_threads(self) -> contextlib.AbstractContextManager[None]:
         """A context in which BLAS uses this encoder's thread count (one by default). Products
@@ -377,11 +378,11 @@ class MiniLMEncoder:
         only, so it holds no memory after a build), else ``_forward``."""
         if self._onnx is None or self.batch_threads == self.threads:
             return self._forward
-        try:
-            from codemode.search.onnx_backend import OnnxForward
+        from codemode.search.onnx_backend import OnnxForward, log
 
+        try:
             session = OnnxForward(self._onnx.path, threads=self.batch_threads)
-        except Exception:  # the query session still works
+        except Exception:  # noqa: BLE001 - the query session still works
             log.debug("no %s-thread ONNX Runtime session", self.batch_threads, exc_info=True)
             return self._forward
 
@@ -399,7 +400,9 @@ class MiniLMEncoder:
             try:
                 return onnx(token_ids, mask)
             except Exception as error:  # noqa: BLE001 - numpy gives the same vectors
-                _warn_numpy("ONNX Runtime failed while embedding", error)
+                from codemode.search.onnx_backend import warn_numpy
+
+                warn_numpy("ONNX Runtime failed while embedding", error)
                 self._onnx = None
         return self._pool(self._hidden(token_ids, mask), mask)
 
@@ -444,45 +447,6 @@ class MiniLMEncoder:
             x = _layer_norm(down + x, layer["ln2_w"], layer["ln2_b"])
         states: FloatArray = x.reshape(batch, width, dim)
         return states
-
-
-def _start_onnx(prepared: Path | None, threads: int | None, backend: Backend) -> OnnxForward | None:
-    """The ONNX Runtime pass over the prepared weights, or None: numpy then runs (``auto``)."""
-    try:
-        import onnxruntime  # noqa: F401 - the one optional part whose absence is not a failure
-    except ImportError as error:
-        if backend == "onnx":
-            raise UsageError(
-                f"the onnx encoder backend needs onnxruntime ({error})",
-                fix="pip install 'codemode[semantic]', or pass backend='numpy'",
-            ) from error
-        return None
-    if prepared is None:  # the graph points at the prepared weights: no cache, no graph
-        if backend == "onnx":
-            raise UsageError(
-                "the onnx encoder backend needs a cache directory (none given, or not writable)",
-                fix="pass a writable cache_dir, or pass backend='numpy'",
-            )
-        return None
-    try:
-        from codemode.search.onnx_backend import OnnxForward, graph_path
-
-        return OnnxForward(graph_path(prepared, _LAYERS, _HEADS), threads=threads)
-    except Exception as error:  # a broken optional backend must not stop search
-        if backend == "onnx":
-            raise UsageError(
-                f"the onnx encoder backend could not start: {error}",
-                fix="pip install 'codemode[semantic]' (it brings onnx, which builds the graph), "
-                "or pass backend='numpy'",
-            ) from error
-        _warn_numpy("ONNX Runtime could not start", error)
-        return None
-
-
-def _warn_numpy(what: str, error: Exception) -> None:
-    if not _warned:
-        _warned.append(True)
-        log.warning("%s (%s: %s); embedding with numpy instead", what, type(error).__name__, error)
 
 
 def _unit_rows(x: FloatArray) -> FloatArray:

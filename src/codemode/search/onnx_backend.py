@@ -9,14 +9,20 @@ Measured on this project's 2-core machines, one thread: 4.6 ms against 9.0 ms fo
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from codemode.search.encoder import FloatArray
+from codemode.errors import UsageError
 
-__all__ = ["GRAPH_FILE", "OnnxForward", "graph_path"]
+if TYPE_CHECKING:
+    from codemode.search.encoder import Backend, FloatArray
+
+__all__ = ["GRAPH_FILE", "OnnxForward", "graph_path", "start_onnx", "warn_numpy"]
+
+log = logging.getLogger("codemode.search")
+_warned: list[bool] = []
 
 # Bump the number whenever ``build_model`` changes: a graph file of an older build is then ignored.
 GRAPH_FILE = "minilm-v1.onnx"
@@ -66,3 +72,45 @@ class OnnxForward:
         feed = {"input_ids": token_ids, "attention_mask": mask}
         result: FloatArray = np.asarray(self._session.run(["embeddings"], feed)[0], np.float32)
         return result
+
+
+def start_onnx(
+    prepared: Path | None, threads: int | None, backend: Backend, *, layers: int, heads: int
+) -> OnnxForward | None:
+    """The ONNX Runtime pass over the weights prepared in ``prepared``, or None (numpy then runs;
+    for ``backend="auto"``: a failure other than a missing onnxruntime is logged once). With
+    ``backend="onnx"`` every failure raises ``UsageError``."""
+    try:
+        import onnxruntime  # noqa: F401 - the one optional part whose absence is not a failure
+    except ImportError as error:
+        if backend == "onnx":
+            raise UsageError(
+                f"the onnx encoder backend needs onnxruntime ({error})",
+                fix="pip install 'codemode[semantic]', or pass backend='numpy'",
+            ) from error
+        return None
+    if prepared is None:  # the graph points at the prepared weights: no cache, no graph
+        if backend == "onnx":
+            raise UsageError(
+                "the onnx encoder backend needs a cache directory (none given, or not writable)",
+                fix="pass a writable cache_dir, or pass backend='numpy'",
+            )
+        return None
+    try:
+        return OnnxForward(graph_path(prepared, layers, heads), threads=threads)
+    except Exception as error:  # a broken optional backend must not stop search
+        if backend == "onnx":
+            raise UsageError(
+                f"the onnx encoder backend could not start: {error}",
+                fix="pip install 'codemode[semantic]' (it brings onnx, which builds the graph), "
+                "or pass backend='numpy'",
+            ) from error
+        warn_numpy("ONNX Runtime could not start", error)
+        return None
+
+
+def warn_numpy(what: str, error: Exception) -> None:
+    """Log, once per process, that numpy embeds because ONNX Runtime failed."""
+    if not _warned:
+        _warned.append(True)
+        log.warning("%s (%s: %s); embedding with numpy instead", what, type(error).__name__, error)
