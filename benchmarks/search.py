@@ -164,6 +164,7 @@ def semantic_stages(
     hybrid.search("warm up", 5)
     report["stored_open_s"] = round(time.perf_counter() - start, 3)
     report["index_memory_mb"] = round(rss_mb() - before, 1)
+    report["encoder_backend"] = hybrid.encoder.backend
 
     report["results"]["lexical+semantic"] = evaluate(hybrid.search, tasks, servers)
 
@@ -299,7 +300,13 @@ def print_report(report: dict[str, Any]) -> None:
     )
     for key, row in report["specs"].items():
         print(f"  {key:<11} {row['operations']:>5} ops  load {row['load_s']:.2f} s")
-    for key in ("lexical_build_s", "fingerprint_s", "hybrid_build_or_open_s", "stored_open_s"):
+    for key in (
+        "lexical_build_s",
+        "fingerprint_s",
+        "hybrid_build_or_open_s",
+        "stored_open_s",
+        "encoder_backend",
+    ):
         if key in report:
             print(f"{key}: {report[key]}")
     if "index_memory_mb" in report:

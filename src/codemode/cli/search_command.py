@@ -109,7 +109,8 @@ def _search_stored(
             return hits
     from codemode.search.semantic import open_stored_index
 
-    index = open_stored_index(fingerprint, semantic=wanted)
+    # One query: numpy's pass is cheaper than importing ONNX Runtime and starting a session.
+    index = open_stored_index(fingerprint, semantic=wanted, backend="numpy")
     return index.search(query, limit) if index is not None else None
 
 

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from codemode.search.base import DEFAULT_LIMIT, Hit, SearchIndex
 from codemode.search.documents import ToolDocument, tool_documents
-from codemode.search.encoder import INSTALL_HINT, MODEL_ID, MiniLMEncoder, semantic_available
+from codemode.search.encoder import (
+    INSTALL_HINT,
+    MODEL_ID,
+    Backend,
+    MiniLMEncoder,
+    semantic_available,
+)
 from codemode.search.fts import FtsIndex
 from codemode.search.store import IndexStore, catalog_fingerprint, default_cache_dir
 from codemode.tools import ToolSpec
@@ -267,9 +273,12 @@ def open_stored_index(
     semantic: bool,
     cache_dir: Path | None = None,
     encoder: MiniLMEncoder | None = None,
+    backend: Backend = "auto",
 ) -> SearchIndex | None:
     """The index stored for ``fingerprint``, or None (nothing stored, or no vectors for a
-    semantic index)."""
+    semantic index). ``backend`` is the encoder's when none is given: a process that answers
+    one query should pass "numpy" (importing ONNX Runtime and starting its session cost more
+    than the faster pass saves once)."""
     cache_dir = cache_dir or default_cache_dir()
     store = IndexStore(cache_dir)
     entries = store.load_entries(fingerprint)
@@ -281,7 +290,9 @@ def open_stored_index(
     vectors = store.load_vectors(fingerprint, key, len(entries))
     if vectors is None:
         return None
-    encoder = encoder or MiniLMEncoder(max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir)
+    encoder = encoder or MiniLMEncoder(
+        max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir, backend=backend
+    )
     lexical = FtsIndex.open(store.lexical_path(fingerprint), entries)
     return HybridIndex(encoder=encoder, lexical=lexical, cache_dir=cache_dir, vectors=vectors)
 

@@ -3,10 +3,12 @@
 Started by ``client.start`` with a pipe on ``--ready-fd``: it detaches (a fork whose parent exits
 at once, so the starter reaps it, then a new session), opens the stored index, runs one search
 to load what a query needs, binds ``search-<key>.sock`` (0600) in the runtime directory, writes
-``ready`` and answers requests one at a time. One JSON line in, one out:
+``ready`` and answers requests one at a time. It embeds queries with numpy until it has answered
+the first (its starter waits for that answer), then moves to ONNX Runtime, whose import and
+session cost more than one query saves. One JSON line in, one out:
 
     {"op": "search", "query": "...", "limit": 5}  ->  {"hits": [{...hit, "score": 0.7}, ...]}
-    {"op": "ping"}                                ->  {"pid": 123, "key": "..."}
+    {"op": "ping"}                                ->  {"pid": 123, "key": "...", "encoder": "onnx"}
     {"op": "stop"}                                ->  {"stopped": true}
 
 Connections from another uid are closed unanswered (``SO_PEERCRED``). It exits when no request
@@ -21,6 +23,7 @@ import json
 import os
 import socket
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +53,15 @@ def _read_line(connection: socket.socket) -> bytes | None:
 
 def _answer(index: Any, request: Any, key: str) -> tuple[dict[str, Any], bool]:
     """The reply, and whether to stop."""
+    from codemode.search.semantic import HybridIndex
     from codemode.search.store import hit_to_json
 
     if not isinstance(request, dict):
         return {"error": "a request is a JSON object"}, False
     op = request.get("op")
     if op == "ping":
-        return {"pid": os.getpid(), "key": key}, False
+        encoder = index.encoder.backend if isinstance(index, HybridIndex) else None
+        return {"pid": os.getpid(), "key": key, "encoder": encoder}, False
     if op == "stop":
         return {"stopped": True}, True
     query, limit = request.get("query"), request.get("limit", 5)
@@ -66,7 +71,14 @@ def _answer(index: Any, request: Any, key: str) -> tuple[dict[str, Any], bool]:
     return {"hits": [hit_to_json(hit) | {"score": hit.score} for hit in hits]}, False
 
 
-def _serve(listener: socket.socket, path: Path, identity: int, index: Any, key: str) -> None:
+def _serve(
+    listener: socket.socket,
+    path: Path,
+    identity: int,
+    index: Any,
+    key: str,
+    after_first: Callable[[], object] | None = None,
+) -> None:
     listener.settimeout(idle_seconds())
     while True:
         try:
@@ -89,6 +101,9 @@ def _serve(listener: socket.socket, path: Path, identity: int, index: Any, key: 
                 connection.sendall(json.dumps(reply).encode() + b"\n")
             if stop:
                 return
+        if after_first is not None:
+            after_first()
+            after_first = None
         try:
             if path.stat().st_ino != identity:
                 return  # another daemon took the name over
@@ -110,9 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     directory = runtime_dir()
     if directory is None:
         return 1
-    from codemode.search.semantic import open_stored_index
+    from codemode.search.semantic import HybridIndex, open_stored_index
 
-    index = open_stored_index(args.fingerprint, semantic=args.mode == "semantic")
+    index = open_stored_index(args.fingerprint, semantic=args.mode == "semantic", backend="numpy")
     if index is None:
         return 1
     index.search("warm up the query path", 1)
@@ -130,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         with ready:
             ready.write("ready\n")
         try:
-            _serve(listener, path, identity, index, args.key)
+            upgrade = index.encoder.start_onnx if isinstance(index, HybridIndex) else None
+            _serve(listener, path, identity, index, args.key, upgrade)
         finally:
             with contextlib.suppress(OSError):
                 if path.stat().st_ino == identity:

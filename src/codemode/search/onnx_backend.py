@@ -1,0 +1,116 @@
+"""The encoder's pooled forward pass on ONNX Runtime: the numpy pass's vectors, about twice as fast.
+
+The graph (``onnx_graph.build_model``) is written once into the directory of the prepared weights
+(``encoder._prepared_weights``), beside the ``.npy`` files it points at, and loaded from there by
+every later process: building it needs the ``onnx`` package, running it ``onnxruntime`` only.
+Measured on this project's 2-core machines, one thread: 4.6 ms against 9.0 ms for a short query,
+8.7 against 14.4 ms for a 27-token one, and 1.6 times the numpy pass's throughput on documents.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codemode.errors import UsageError
+
+if TYPE_CHECKING:
+    from codemode.search.encoder import Backend, FloatArray
+
+__all__ = ["GRAPH_FILE", "OnnxForward", "graph_path", "start_onnx", "warn_numpy"]
+
+log = logging.getLogger("codemode.search")
+_warned: list[bool] = []
+
+# Bump the number whenever ``build_model`` changes: a graph file of an older build is then ignored.
+GRAPH_FILE = "minilm-v2.onnx"
+
+
+def graph_path(prepared: Path, layers: int, heads: int) -> Path:
+    """The graph file in ``prepared``, written there first when it is missing (atomically)."""
+    path = prepared / GRAPH_FILE
+    if path.is_file():
+        return path
+    from codemode.search.onnx_graph import build_model, flat_npy_data
+
+    weights = flat_npy_data(prepared / "weights.npy", prepared / "layout.json")
+    model = build_model(weights, layers, heads)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        partial.write_bytes(model.SerializeToString())
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
+
+
+class OnnxForward:
+    """``(token_ids, mask) -> unit vectors`` (batch x 384) by an ONNX Runtime session."""
+
+    def __init__(self, path: Path, *, threads: int | None) -> None:
+        import onnxruntime
+
+        self.path = path
+        options = onnxruntime.SessionOptions()
+        # One thread per query by default, as for numpy's BLAS (``encoder._blas_threads``).
+        options.intra_op_num_threads = threads or 0
+        if threads != 1:
+            # Waiting workers sleep instead of spinning: the machine is shared (same speed here).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3  # its notes about unused initializers are not for users
+        self._session: Any = onnxruntime.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"]
+        )
+
+    def __call__(self, token_ids: Any, mask: FloatArray) -> FloatArray:
+        import numpy as np
+
+        feed = {"input_ids": token_ids, "attention_mask": mask}
+        result: FloatArray = np.asarray(self._session.run(["embeddings"], feed)[0], np.float32)
+        return result
+
+
+def start_onnx(
+    prepared: Path | None, threads: int | None, backend: Backend, *, layers: int, heads: int
+) -> OnnxForward | None:
+    """The ONNX Runtime pass over the weights prepared in ``prepared``, or None (numpy then runs;
+    for ``backend="auto"``: a failure other than a missing onnxruntime is logged once). With
+    ``backend="onnx"`` every failure raises ``UsageError``."""
+    try:
+        import onnxruntime  # noqa: F401 - the one optional part whose absence is not a failure
+    except ImportError as error:
+        if backend == "onnx":
+            raise UsageError(
+                f"the onnx encoder backend needs onnxruntime ({error})",
+                fix="pip install 'codemode[semantic]', or pass backend='numpy'",
+            ) from error
+        return None
+    if prepared is None:  # the graph points at the prepared weights: no cache, no graph
+        if backend == "onnx":
+            raise UsageError(
+                "the onnx encoder backend needs a cache directory (none given, or not writable)",
+                fix="pass a writable cache_dir, or pass backend='numpy'",
+            )
+        return None
+    try:
+        return OnnxForward(graph_path(prepared, layers, heads), threads=threads)
+    except Exception as error:  # a broken optional backend must not stop search
+        if backend == "onnx":
+            raise UsageError(
+                f"the onnx encoder backend could not start: {error}",
+                fix="pip install 'codemode[semantic]' (it brings onnx, which builds the graph), "
+                "or pass backend='numpy'",
+            ) from error
+        warn_numpy("ONNX Runtime could not start", error)
+        return None
+
+
+def warn_numpy(what: str, error: Exception) -> None:
+    """Log, once per process, that numpy embeds because ONNX Runtime failed."""
+    if not _warned:
+        _warned.append(True)
+        log.warning("%s (%s: %s); embedding with numpy instead", what, type(error).__name__, error)
