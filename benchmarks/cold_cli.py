@@ -13,13 +13,16 @@ embedding on a first run):
 - ``search, in process``: ``--no-daemon``: imports numpy and the tokenizer, loads the model;
 - ``search, daemon running``: the per-user search daemon answers (what every search after the
   first in 10 minutes costs);
-- ``search, starts the daemon``: no daemon yet: this call starts it and waits for its answer
-  (measured once per round after stopping it).
+- ``search, starts the daemon``: no daemon yet: this call starts it in the background and
+  answers in its own process without waiting for it, so it costs about what ``--no-daemon``
+  does, plus starting a process, while the daemon loads beside it (measured once per round after
+  the previous start finished and the daemon was stopped).
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import socket
@@ -53,7 +56,25 @@ def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]
     return wall, (usage.ru_utime + usage.ru_stime) * 1000
 
 
+def starting(run_dir: Path) -> bool:
+    """Whether a daemon start is under way (its starter's lock, held until it listens)."""
+    for path in run_dir.glob("s-*.lock"):
+        with path.open("rb") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+    return False
+
+
+def wait_for_starts(run_dir: Path) -> None:
+    deadline = time.monotonic() + 120
+    while starting(run_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def stop_daemons(run_dir: Path) -> None:
+    wait_for_starts(run_dir)
     for path in run_dir.glob("s-*.sock"):
         try:
             with socket.socket(socket.AF_UNIX) as connection:
@@ -101,7 +122,8 @@ def main() -> None:
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
         samples["search, starts the daemon"] = []
         try:
-            timed(search, env, work)  # the daemon is up for the rows above
+            timed(search, env, work)  # starts the daemon for the rows above
+            wait_for_starts(run_dir)
             for _ in range(args.runs):
                 for name, argv in rows.items():
                     samples[name].append(timed(argv, env, work))

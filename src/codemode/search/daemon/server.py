@@ -1,9 +1,11 @@
 """The search daemon: ``python -m codemode.search.daemon.server KEY FINGERPRINT semantic|lexical``.
 
-Started by ``client.start`` with a pipe on ``--ready-fd``: it detaches (a fork whose parent exits
-at once, so the starter reaps it, then a new session), opens the stored index, runs one search
-to load what a query needs, binds ``search-<key>.sock`` (0600) in the runtime directory, writes
-``ready`` and answers requests one at a time. One JSON line in, one out:
+Started by ``client.start_in_background``, which passes the key's lock file, locked, on
+``--lock-fd``: it detaches (a fork whose parent exits at once, so the starter reaps it, then a new
+session), opens the stored index, runs one search to load what a query needs, binds
+``s-<key>.sock`` (0600) in the runtime directory, listens, and only then closes the lock fd,
+releasing the lock: until then, searches that find the lock held know a start is under way and
+start no other daemon. It answers requests one at a time. One JSON line in, one out:
 
     {"op": "search", "query": "...", "limit": 5}  ->  {"hits": [{...hit, "score": 0.7}, ...]}
     {"op": "ping"}                                ->  {"pid": 123, "key": "..."}
@@ -101,12 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("key")
     parser.add_argument("fingerprint")
     parser.add_argument("mode", choices=("semantic", "lexical"))
-    parser.add_argument("--ready-fd", type=int, required=True)
+    parser.add_argument("--lock-fd", type=int, required=True)
     args = parser.parse_args(argv)
     if os.fork():
         os._exit(0)  # the starter reaps this parent; the child lives on detached
     os.setsid()
-    ready = os.fdopen(args.ready_fd, "w")
     directory = runtime_dir()
     if directory is None:
         return 1
@@ -119,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     path = socket_path(directory, args.key)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()  # a stale socket (the starter holds the lock: no live daemon has it)
+            # Stale: this process holds the key's lock, taken by its starter when no daemon
+            # answered under it, and a daemon releases that lock only once it listens.
+            path.unlink()
         old_mask = os.umask(0o177)
         try:
             listener.bind(str(path))
@@ -127,8 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             os.umask(old_mask)
         identity = path.stat().st_ino
         listener.listen(64)
-        with ready:
-            ready.write("ready\n")
+        os.close(args.lock_fd)  # from now on searches find this daemon
         try:
             _serve(listener, path, identity, index, args.key)
         finally:
