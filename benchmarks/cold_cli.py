@@ -14,9 +14,9 @@ embedding on a first run):
 - ``search, daemon running``: the per-user search daemon answers (what every search after the
   first in 10 minutes costs);
 - ``search, starts the daemon``: no daemon yet: this call starts it in the background and
-  answers in its own process without waiting for it, so it costs about what ``--no-daemon``
-  does, plus starting a process, while the daemon loads beside it (measured once per round after
-  the previous start finished and the daemon was stopped).
+  answers in its own process without waiting for it (the daemon loads once this answer is out),
+  so it costs what ``--no-daemon`` does plus starting a process (measured once per round, after
+  the previous start finished and its daemon was stopped).
 """
 
 from __future__ import annotations

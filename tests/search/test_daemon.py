@@ -243,7 +243,9 @@ def test_a_search_while_the_daemon_starts_starts_no_other(run_dir, tiny_spec_fil
         os.close(lock)
     started = client.start_in_background(daemon_key, fingerprint, "lexical")
     assert started is not None
-    started.reap()
+    # It loads only once released (the starter's own search answered), holding the lock.
+    assert _starting(run_dir) and not _daemons(run_dir)
+    started.release()
     _wait_for_the_daemon(run_dir)
     # Under the lock it asks first: a daemon that answers is not started again.
     assert client.start_in_background(daemon_key, fingerprint, "lexical") is None

@@ -95,7 +95,8 @@ def _search_stored(
     """Hits from the index stored for these inputs, or None when there is none yet.
 
     Through the search daemon when one answers; else here, after starting the daemon in the
-    background for the searches that follow (this one never waits for it)."""
+    background for the searches that follow (this one never waits for it; it lets the daemon
+    load once its own answer is found)."""
     import logging
 
     from codemode.search.store import IndexStore
@@ -120,7 +121,7 @@ def _search_stored(
         return index.search(query, limit) if index is not None else None
     finally:
         if starting is not None:
-            starting.reap()
+            starting.release()
 
 
 def _semantic_on() -> bool:

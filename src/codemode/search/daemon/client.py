@@ -6,8 +6,9 @@ its own process, so a daemon is only ever a shortcut and no search waits for one
 without blocking (held by someone else: a start is under way, so it starts none), asks again
 under the lock (a daemon may have become ready meanwhile), and hands the lock to the daemon,
 which releases it once it listens. So concurrent first searches start one daemon, and later
-searches find it running. The returned ``DaemonStart`` reaps the daemon's first process, which
-exits as soon as it has forked the daemon: call ``reap`` after the search answered here.
+searches find it running. The daemon waits to load its index until the starter calls
+``DaemonStart.release()`` after answering its own search (or exits): loading beside that search
+slowed it by half on a loaded two-core machine.
 """
 
 from __future__ import annotations
@@ -59,22 +60,27 @@ def lock_path(directory: Path, key: str) -> Path:
 
 
 class DaemonStart:
-    """A daemon being started in the background."""
+    """A daemon started in the background, waiting for this process's own search to finish."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], go: int) -> None:
         self._process = process
+        self._go = go
 
-    def reap(self) -> None:
-        """Collect the daemon's first process (it exits as soon as it has forked the daemon)."""
+    def release(self) -> None:
+        """Let the daemon load its index (not before: on two cores its loading slowed this
+        process's search down), and reap its first process, which exited once it forked."""
         import subprocess
 
+        if self._go >= 0:
+            os.close(self._go)
+            self._go = -1
         try:
             self._process.wait(timeout=_REAP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return  # collected by init once this process exits
 
 
-def _server_command(key: str, fingerprint: str, mode: str, lock_fd: int) -> list[str]:
+def _server_command(key: str, fingerprint: str, mode: str, lock_fd: int, go_fd: int) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -84,11 +90,14 @@ def _server_command(key: str, fingerprint: str, mode: str, lock_fd: int) -> list
         mode,
         "--lock-fd",
         str(lock_fd),
+        "--go-fd",
+        str(go_fd),
     ]
 
 
 def start_in_background(key: str, fingerprint: str, mode: str) -> DaemonStart | None:
-    """Start the daemon for ``key`` without waiting for it to load its index.
+    """Start the daemon for ``key`` without waiting for it; ``release()`` the result once this
+    process's own search has answered.
 
     None when no start was made: another process is starting it (it holds the key's lock), one
     answers already, or it cannot be started here (no private runtime directory, no process).
@@ -110,16 +119,23 @@ def start_in_background(key: str, fingerprint: str, mode: str) -> DaemonStart | 
             return None  # a start is under way
         if ask(key, {"op": "ping"}) is not None:
             return None  # a daemon became ready since the caller asked
-        with (directory / f"s-{key}.log").open("ab") as log:
-            process = subprocess.Popen(
-                _server_command(key, fingerprint, mode, lock),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                pass_fds=(lock,),
-                close_fds=True,
-            )
-        return DaemonStart(process)
+        go_read, go_write = os.pipe()
+        try:
+            with (directory / f"s-{key}.log").open("ab") as log:
+                process = subprocess.Popen(
+                    _server_command(key, fingerprint, mode, lock, go_read),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    pass_fds=(lock, go_read),
+                    close_fds=True,
+                )
+        except BaseException:
+            os.close(go_write)
+            raise
+        finally:
+            os.close(go_read)
+        return DaemonStart(process, go_write)
     except (OSError, subprocess.SubprocessError):
         return None
     finally:
