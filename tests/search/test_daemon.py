@@ -164,12 +164,10 @@ def test_concurrent_first_searches_start_one_daemon(run_dir, tiny_spec_file, cap
     assert len(list(run_dir.glob("s-*.sock"))) == 1
 
 
-# Stands in front of the daemon: forks and exits like it (so the starter reaps it at once),
-# then blocks until the test opens the FIFO for writing, then becomes the daemon.
+# Stands in front of the daemon: blocks until the test opens the FIFO for writing (at most the
+# alarm's seconds), then becomes the daemon.
 GATE = """
 import os, signal, sys
-if os.fork():
-    os._exit(0)
 signal.alarm(int(sys.argv[1]))
 with open(sys.argv[2], "rb") as gate:
     gate.read()

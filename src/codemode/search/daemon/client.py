@@ -80,7 +80,7 @@ class DaemonStart:
             return  # collected by init once this process exits
 
 
-def _server_command(key: str, fingerprint: str, mode: str, lock_fd: int, go_fd: int) -> list[str]:
+def _server_command(key: str, fingerprint: str, mode: str, lock_fd: int) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -90,9 +90,12 @@ def _server_command(key: str, fingerprint: str, mode: str, lock_fd: int, go_fd: 
         mode,
         "--lock-fd",
         str(lock_fd),
-        "--go-fd",
-        str(go_fd),
     ]
+
+
+def _detached(go_fd: int, command: list[str]) -> list[str]:
+    detach = Path(__file__).with_name("detach.py")
+    return [sys.executable, "-I", "-S", str(detach), str(go_fd), *command]
 
 
 def start_in_background(key: str, fingerprint: str, mode: str) -> DaemonStart | None:
@@ -123,7 +126,7 @@ def start_in_background(key: str, fingerprint: str, mode: str) -> DaemonStart | 
         try:
             with (directory / f"s-{key}.log").open("ab") as log:
                 process = subprocess.Popen(
-                    _server_command(key, fingerprint, mode, lock, go_read),
+                    _detached(go_read, _server_command(key, fingerprint, mode, lock)),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=log,

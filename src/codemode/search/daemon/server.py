@@ -1,13 +1,11 @@
 """The search daemon: ``python -m codemode.search.daemon.server KEY FINGERPRINT semantic|lexical``.
 
-Started by ``client.start_in_background``, which passes the key's lock file, locked, on
-``--lock-fd`` and the read end of a pipe on ``--go-fd``. It detaches (a fork whose parent exits
-at once, so the starter reaps it, then a new session), waits until the starter closes the pipe
-(it has answered its own search, which the daemon's loading would slow down), opens the stored
-index, runs one search to load what a query needs, binds ``s-<key>.sock`` (0600) in the runtime
-directory, listens, and only then closes the lock fd, releasing the lock: until then, searches
-that find the lock held know a start is under way and start no other daemon. It answers
-requests one at a time. One JSON line in, one out:
+Started by ``client.start_in_background`` through ``detach.py`` (a new session, not a child of
+the search that started it, which has answered before this loads), holding the key's lock file
+on ``--lock-fd``. It opens the stored index, runs one search to load what a query needs, binds
+``s-<key>.sock`` (0600) in the runtime directory, listens, and only then closes the lock fd,
+releasing the lock: until then, searches that find the lock held know a start is under way and
+start no other daemon. It answers requests one at a time. One JSON line in, one out:
 
     {"op": "search", "query": "...", "limit": 5}  ->  {"hits": [{...hit, "score": 0.7}, ...]}
     {"op": "ping"}                                ->  {"pid": 123, "key": "..."}
@@ -34,7 +32,6 @@ __all__ = ["MAX_REQUEST_BYTES", "main"]
 
 MAX_REQUEST_BYTES = 64 * 1024
 _REQUEST_TIMEOUT_S = 10.0
-_GO_TIMEOUT_S = 60.0
 
 
 def _peer_uid(connection: socket.socket) -> int:
@@ -101,27 +98,13 @@ def _serve(listener: socket.socket, path: Path, identity: int, index: Any, key: 
             return
 
 
-def _wait_for_go(fd: int) -> None:
-    """Until the starter closes the pipe's other end (it answered its own search, or exited)."""
-    import select
-
-    with contextlib.suppress(OSError):
-        select.select([fd], [], [], _GO_TIMEOUT_S)
-    os.close(fd)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="codemode-search-daemon")
     parser.add_argument("key")
     parser.add_argument("fingerprint")
     parser.add_argument("mode", choices=("semantic", "lexical"))
     parser.add_argument("--lock-fd", type=int, required=True)
-    parser.add_argument("--go-fd", type=int, required=True)
     args = parser.parse_args(argv)
-    if os.fork():
-        os._exit(0)  # the starter reaps this parent; the child lives on detached
-    os.setsid()
-    _wait_for_go(args.go_fd)
     directory = runtime_dir()
     if directory is None:
         return 1
