@@ -15,8 +15,8 @@ embedding on a first run):
   first in 10 minutes costs);
 - ``search, starts the daemon``: no daemon yet: this call starts it in the background and
   answers in its own process without waiting for it (the daemon loads once this answer is out),
-  so it costs what ``--no-daemon`` does plus starting a process (measured once per round, after
-  the previous start finished and its daemon was stopped).
+  so it costs what ``--no-daemon`` does plus starting a process (last in each round, after
+  stopping the daemon; the daemon it starts answers the next round).
 """
 
 from __future__ import annotations
@@ -122,14 +122,14 @@ def main() -> None:
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
         samples["search, starts the daemon"] = []
         try:
-            timed(search, env, work)  # starts the daemon for the rows above
+            timed(search, env, work)  # starts the daemon for the first round
             wait_for_starts(run_dir)
             for _ in range(args.runs):
                 for name, argv in rows.items():
                     samples[name].append(timed(argv, env, work))
-            for _ in range(max(3, args.runs // 3)):
                 stop_daemons(run_dir)
                 samples["search, starts the daemon"].append(timed(search, env, work))
+                wait_for_starts(run_dir)  # its daemon answers in the next round
         finally:
             stop_daemons(run_dir)
     base_wall = statistics.median(w for w, _ in samples["python -c pass"])
