@@ -73,20 +73,35 @@ def wait_for_starts(run_dir: Path) -> None:
         time.sleep(0.05)
 
 
+def ask(path: Path, request: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX) as connection:
+        connection.settimeout(10)
+        connection.connect(str(path))
+        connection.sendall(request + b"\n")
+        return connection.recv(1000)
+
+
+def running(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
 def stop_daemons(run_dir: Path) -> None:
+    """Stop the daemons in ``run_dir`` and wait until their processes are gone (one still exiting
+    would slow the next row down)."""
     wait_for_starts(run_dir)
+    pids = []
     for path in run_dir.glob("s-*.sock"):
         try:
-            with socket.socket(socket.AF_UNIX) as connection:
-                connection.settimeout(10)
-                connection.connect(str(path))
-                connection.sendall(b'{"op": "stop"}\n')
-                connection.recv(100)
-        except OSError:
+            pids.append(int(json.loads(ask(path, b'{"op": "ping"}'))["pid"]))
+            ask(path, b'{"op": "stop"}')
+        except (OSError, ValueError, KeyError):
             continue
     deadline = time.monotonic() + 30
-    while any(run_dir.glob("s-*.sock")) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while any(map(running, pids)) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def main() -> None:
