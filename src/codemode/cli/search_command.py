@@ -92,8 +92,11 @@ def run(args: argparse.Namespace) -> int:
 def _search_stored(
     key: str, query: str, limit: int, *, semantic: bool, daemon: bool
 ) -> list[Hit] | None:
-    """Hits from the index stored for these inputs (through the search daemon when it can),
-    or None when there is none yet."""
+    """Hits from the index stored for these inputs, or None when there is none yet.
+
+    Through the search daemon when one answers; else here, after starting the daemon in the
+    background for the searches that follow (this one never waits for it; it lets the daemon
+    load once its own answer is found)."""
     import logging
 
     from codemode.search.store import IndexStore
@@ -103,15 +106,23 @@ def _search_stored(
         return None
     logging.basicConfig(format="codemode: %(message)s", level=logging.WARNING)
     wanted = semantic and _semantic_on()
-    if daemon:
-        hits = _search_by_daemon(fingerprint, wanted, query, limit)
+    starting = None
+    if daemon and (found := _daemon_key(fingerprint, wanted)) is not None:
+        hits = _search_by_daemon(found, query, limit)
         if hits is not None:
             return hits
-    from codemode.search.semantic import open_stored_index
+        from codemode.search.daemon.client import start_in_background
 
-    # One query: numpy's pass is cheaper than importing ONNX Runtime and starting a session.
-    index = open_stored_index(fingerprint, semantic=wanted, backend="numpy")
-    return index.search(query, limit) if index is not None else None
+        starting = start_in_background(found, fingerprint, "semantic" if wanted else "lexical")
+    try:
+        from codemode.search.semantic import open_stored_index
+
+        # One query: numpy's pass is cheaper than importing ONNX Runtime and starting a session.
+        index = open_stored_index(fingerprint, semantic=wanted, backend="numpy")
+        return index.search(query, limit) if index is not None else None
+    finally:
+        if starting is not None:
+            starting.release()
 
 
 def _semantic_on() -> bool:
@@ -125,19 +136,22 @@ def _semantic_on() -> bool:
     return resolve_semantic(None)  # off, said once with the fix
 
 
-def _search_by_daemon(fingerprint: str, semantic: bool, query: str, limit: int) -> list[Hit] | None:
-    """Hits from this user's daemon for the stored index (started if none runs), or None."""
+def _daemon_key(fingerprint: str, semantic: bool) -> str | None:
+    """The key of this user's daemon for the stored index, or None when daemons are off."""
+    from codemode.search.daemon.runtime import daemon_enabled, daemon_key
+    from codemode.search.store import default_cache_dir
+
+    return daemon_key(fingerprint, semantic, default_cache_dir()) if daemon_enabled() else None
+
+
+def _search_by_daemon(key: str, query: str, limit: int) -> list[Hit] | None:
+    """Hits from the running daemon ``key``, or None when none answers (or it answers wrong)."""
     from dataclasses import replace
 
-    from codemode.search.daemon.client import ask_or_start
-    from codemode.search.daemon.runtime import daemon_enabled, daemon_key
-    from codemode.search.store import default_cache_dir, hit_from_json
+    from codemode.search.daemon.client import ask
+    from codemode.search.store import hit_from_json
 
-    if not daemon_enabled():
-        return None
-    key = daemon_key(fingerprint, semantic, default_cache_dir())
-    mode = "semantic" if semantic else "lexical"
-    reply = ask_or_start(key, fingerprint, mode, {"op": "search", "query": query, "limit": limit})
+    reply = ask(key, {"op": "search", "query": query, "limit": limit})
     try:
         return [replace(hit_from_json(hit), score=float(hit["score"])) for hit in reply["hits"]]
     except (TypeError, KeyError, ValueError):

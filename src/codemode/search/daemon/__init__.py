@@ -2,7 +2,8 @@
 milliseconds instead of importing numpy and the tokenizer and loading the model each time.
 
     runtime.py  the per-user runtime directory (0700, owned by the user) and each daemon's key
-    client.py   ask the daemon for hits; start it (once, under a lock) when none answers
+    client.py   ask the daemon for hits; when none answers, start it in the background (once,
+                under a lock) while the search answers in its own process
     server.py   the daemon: one stored index, answers one request at a time, exits when idle
 
 A daemon serves one stored index (catalog fingerprint, semantic or lexical, cache directory,

@@ -1,28 +1,35 @@
-"""Ask this user's search daemon for hits, starting it when none answers.
+"""Ask this user's search daemon for hits, and start it in the background when none answers.
 
 ``ask`` answers or returns None (no daemon, a refusal, a timeout): the caller then searches in
-its own process, so a daemon is only ever a shortcut. ``start`` runs under an exclusive lock per
-daemon key, so concurrent first searches start one daemon, not several.
+its own process, so a daemon is only ever a shortcut and no search waits for one to start.
+``start_in_background`` starts the daemon without waiting for it: it takes the key's lock file
+without blocking (held by someone else: a start is under way, so it starts none), asks again
+under the lock (a daemon may have become ready meanwhile), and hands the lock to the daemon,
+which releases it once it listens. So concurrent first searches start one daemon, and later
+searches find it running. The daemon waits to load its index until the starter calls
+``DaemonStart.release()`` after answering its own search (or exits): loading beside that search
+slowed it by half on a loaded two-core machine.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemode.search.daemon.runtime import runtime_dir, socket_path
 
-__all__ = ["ask", "ask_or_start", "start", "stop"]
+if TYPE_CHECKING:
+    import subprocess
+
+__all__ = ["DaemonStart", "ask", "lock_path", "start_in_background", "stop"]
 
 _ANSWER_TIMEOUT_S = 30.0
-# Opening a semantic index loads the model: seconds on a loaded machine, more the first time.
-_START_TIMEOUT_S = 120.0
+# The daemon's first process forks and exits before it loads anything.
+_REAP_TIMEOUT_S = 30.0
 
 
 def ask(key: str, request: dict[str, Any], *, timeout: float = _ANSWER_TIMEOUT_S) -> Any:
@@ -47,84 +54,97 @@ def ask(key: str, request: dict[str, Any], *, timeout: float = _ANSWER_TIMEOUT_S
         return None
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    import fcntl
+def lock_path(directory: Path, key: str) -> Path:
+    """The lock file held while the daemon for ``key`` is being started."""
+    return directory / f"s-{key}.lock"
 
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+
+class DaemonStart:
+    """A daemon started in the background, waiting for this process's own search to finish."""
+
+    def __init__(self, process: subprocess.Popen[bytes], go: int) -> None:
+        self._process = process
+        self._go = go
+
+    def release(self) -> None:
+        """Let the daemon load its index (not before: on two cores its loading slowed this
+        process's search down), and reap its first process, which exited once it forked."""
+        import subprocess
+
+        if self._go >= 0:
+            os.close(self._go)
+            self._go = -1
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            self._process.wait(timeout=_REAP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return  # collected by init once this process exits
 
 
-def start(key: str, fingerprint: str, mode: str) -> bool:
-    """Start the daemon for ``key`` (call under the key's lock); True once it is ready."""
-    import select
+def _server_command(key: str, fingerprint: str, mode: str, lock_fd: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "codemode.search.daemon.server",
+        key,
+        fingerprint,
+        mode,
+        "--lock-fd",
+        str(lock_fd),
+    ]
+
+
+def _detached(go_fd: int, command: list[str]) -> list[str]:
+    detach = Path(__file__).with_name("detach.py")
+    return [sys.executable, "-I", "-S", str(detach), str(go_fd), *command]
+
+
+def start_in_background(key: str, fingerprint: str, mode: str) -> DaemonStart | None:
+    """Start the daemon for ``key`` without waiting for it; ``release()`` the result once this
+    process's own search has answered.
+
+    None when no start was made: another process is starting it (it holds the key's lock), one
+    answers already, or it cannot be started here (no private runtime directory, no process).
+    """
+    import fcntl
     import subprocess
-    import time
 
-    directory = runtime_dir()
-    if directory is None:
-        return False
-    read_end, write_end = os.pipe()
-    try:
-        with (directory / f"s-{key}.log").open("ab") as log:
-            starter = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "codemode.search.daemon.server",
-                    key,
-                    fingerprint,
-                    mode,
-                    "--ready-fd",
-                    str(write_end),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                pass_fds=(write_end,),
-                close_fds=True,
-            )
-        os.close(write_end)
-        write_end = -1
-        starter.wait(timeout=_START_TIMEOUT_S)  # the daemon forks at once; its parent exits
-        deadline = time.monotonic() + _START_TIMEOUT_S
-        data = b""
-        while b"\n" not in data and (left := deadline - time.monotonic()) > 0:
-            readable, _, _ = select.select([read_end], [], [], left)
-            if not readable:
-                break
-            chunk = os.read(read_end, 64)
-            if not chunk:
-                break  # it exited without becoming ready
-            data += chunk
-        return data.startswith(b"ready")
-    except (OSError, subprocess.SubprocessError):
-        return False
-    finally:
-        os.close(read_end)
-        if write_end >= 0:
-            os.close(write_end)
-
-
-def ask_or_start(key: str, fingerprint: str, mode: str, request: dict[str, Any]) -> Any:
-    """``ask``; when no daemon answers, start one (once, under a lock) and ask it."""
-    reply = ask(key, request)
-    if reply is not None:
-        return reply
     directory = runtime_dir()
     if directory is None:
         return None
-    with _locked(directory / f"s-{key}.lock"):
-        reply = ask(key, request)  # another search may have started it meanwhile
-        if reply is not None:
-            return reply
-        if not start(key, fingerprint, mode):
-            return None
-    return ask(key, request)
+    try:
+        lock = os.open(lock_path(directory, key), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return None  # a start is under way
+        if ask(key, {"op": "ping"}) is not None:
+            return None  # a daemon became ready since the caller asked
+        go_read, go_write = os.pipe()
+        try:
+            with (directory / f"s-{key}.log").open("ab") as log:
+                process = subprocess.Popen(
+                    _detached(go_read, _server_command(key, fingerprint, mode, lock)),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    pass_fds=(lock, go_read),
+                    close_fds=True,
+                )
+        except BaseException:
+            os.close(go_write)
+            raise
+        finally:
+            os.close(go_read)
+        return DaemonStart(process, go_write)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        # Only this copy: the daemon's copy keeps the lock (an flock belongs to the open file,
+        # so no LOCK_UN here, which would release it for the daemon too).
+        os.close(lock)
 
 
 def stop(key: str) -> bool:

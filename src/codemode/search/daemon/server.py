@@ -1,11 +1,13 @@
 """The search daemon: ``python -m codemode.search.daemon.server KEY FINGERPRINT semantic|lexical``.
 
-Started by ``client.start`` with a pipe on ``--ready-fd``: it detaches (a fork whose parent exits
-at once, so the starter reaps it, then a new session), opens the stored index, runs one search
-to load what a query needs, binds ``search-<key>.sock`` (0600) in the runtime directory, writes
-``ready`` and answers requests one at a time. It embeds queries with numpy until it has answered
-the first (its starter waits for that answer), then moves to ONNX Runtime, whose import and
-session cost more than one query saves. One JSON line in, one out:
+Started by ``client.start_in_background`` through ``detach.py`` (a new session, not a child of
+the search that started it, which has answered before this loads), holding the key's lock file
+on ``--lock-fd``. It opens the stored index, runs one search to load what a query needs, binds
+``s-<key>.sock`` (0600) in the runtime directory, listens, and only then closes the lock fd,
+releasing the lock: until then, searches that find the lock held know a start is under way and
+start no other daemon. It embeds queries on ONNX Runtime when it is installed (``ping`` says
+which runtime): nobody waits for its start, and each answer is then about 5 ms shorter. It
+answers requests one at a time. One JSON line in, one out:
 
     {"op": "search", "query": "...", "limit": 5}  ->  {"hits": [{...hit, "score": 0.7}, ...]}
     {"op": "ping"}                                ->  {"pid": 123, "key": "...", "encoder": "onnx"}
@@ -23,7 +25,6 @@ import json
 import os
 import socket
 import struct
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,6 @@ def _serve(
     identity: int,
     index: Any,
     key: str,
-    after_first: Callable[[], object] | None = None,
 ) -> None:
     listener.settimeout(idle_seconds())
     while True:
@@ -101,9 +101,6 @@ def _serve(
                 connection.sendall(json.dumps(reply).encode() + b"\n")
             if stop:
                 return
-        if after_first is not None:
-            after_first()
-            after_first = None
         try:
             if path.stat().st_ino != identity:
                 return  # another daemon took the name over
@@ -116,25 +113,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("key")
     parser.add_argument("fingerprint")
     parser.add_argument("mode", choices=("semantic", "lexical"))
-    parser.add_argument("--ready-fd", type=int, required=True)
+    parser.add_argument("--lock-fd", type=int, required=True)
     args = parser.parse_args(argv)
-    if os.fork():
-        os._exit(0)  # the starter reaps this parent; the child lives on detached
-    os.setsid()
-    ready = os.fdopen(args.ready_fd, "w")
     directory = runtime_dir()
     if directory is None:
         return 1
-    from codemode.search.semantic import HybridIndex, open_stored_index
+    from codemode.search.semantic import open_stored_index
 
-    index = open_stored_index(args.fingerprint, semantic=args.mode == "semantic", backend="numpy")
+    index = open_stored_index(args.fingerprint, semantic=args.mode == "semantic")
     if index is None:
         return 1
     index.search("warm up the query path", 1)
     path = socket_path(directory, args.key)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()  # a stale socket (the starter holds the lock: no live daemon has it)
+            # Stale: this process holds the key's lock, taken by its starter when no daemon
+            # answered under it, and a daemon releases that lock only once it listens.
+            path.unlink()
         old_mask = os.umask(0o177)
         try:
             listener.bind(str(path))
@@ -142,11 +137,9 @@ def main(argv: list[str] | None = None) -> int:
             os.umask(old_mask)
         identity = path.stat().st_ino
         listener.listen(64)
-        with ready:
-            ready.write("ready\n")
+        os.close(args.lock_fd)  # from now on searches find this daemon
         try:
-            upgrade = index.encoder.start_onnx if isinstance(index, HybridIndex) else None
-            _serve(listener, path, identity, index, args.key, upgrade)
+            _serve(listener, path, identity, index, args.key)
         finally:
             with contextlib.suppress(OSError):
                 if path.stat().st_ino == identity:
