@@ -1,3 +1,5 @@
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,24 @@ def test_prepared_weights_are_one_mapped_file_shared_by_copies_of_the_model(tmp_
     text = ["How do I cancel my subscription?"]
     assert np.allclose(first.encode(text), second.encode(text), atol=1e-6)
     assert np.allclose(first.encode(text), MiniLMEncoder().encode(text), atol=1e-6)
+
+
+def test_numpy_imported_for_one_query_starts_one_blas_thread_and_leaves_the_environment() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import os, json\n"
+        "from codemode.search.encoder import import_numpy_single_threaded\n"
+        "import_numpy_single_threaded()\n"
+        "from threadpoolctl import threadpool_info\n"
+        "blas = [p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas']\n"
+        "print(json.dumps([blas, os.environ.get('OPENBLAS_NUM_THREADS')]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    blas, variable = json.loads(out)
+    assert blas == [1]  # without the helper numpy's OpenBLAS starts one thread per core
+    assert variable is None  # set for the import only

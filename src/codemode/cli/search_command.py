@@ -115,8 +115,11 @@ def _search_stored(
 
         starting = start_in_background(found, fingerprint, "semantic" if wanted else "lexical")
     try:
+        from codemode.search.encoder import import_numpy_single_threaded
         from codemode.search.semantic import open_stored_index
 
+        if wanted:
+            import_numpy_single_threaded()
         # One query: numpy's pass is cheaper than importing ONNX Runtime and starting a session.
         index = open_stored_index(fingerprint, semantic=wanted, backend="numpy")
         return index.search(query, limit) if index is not None else None
