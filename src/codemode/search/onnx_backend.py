@@ -1,8 +1,9 @@
 """The encoder's pooled forward pass on ONNX Runtime: the numpy pass's vectors, about twice as fast.
 
-The graph (``onnx_graph.build_model``) is written once into the directory of the prepared weights
-(``encoder._prepared_weights``), beside the ``.npy`` files it points at, and loaded from there by
-every later process: building it needs the ``onnx`` package, running it ``onnxruntime`` only.
+The graph (``onnx_graph.build_model``) is written once into the directory of the prepared
+weights (``weights.prepared_weights``), beside the flat ``.npy`` file it points into, and loaded
+from there by every later process: building it needs the ``onnx`` package, running it
+``onnxruntime`` only.
 Measured on this project's 2-core machines, one thread: 4.6 ms against 9.0 ms for a short query,
 8.7 against 14.4 ms for a 27-token one, and 1.6 times the numpy pass's throughput on documents.
 """

@@ -60,7 +60,7 @@ def npy_data(path: Path) -> NpyData:
 
 def flat_npy_data(path: Path, layout_path: Path) -> dict[str, NpyData]:
     """Where each matrix lies in the one flat ``.npy`` file of the prepared weights
-    (``encoder._store_flat``): ``layout_path`` maps names to (element offset, shape)."""
+    (``weights._store_flat``): ``layout_path`` maps names to (element offset, shape)."""
     import json
 
     whole = npy_data(path)
@@ -113,7 +113,7 @@ class _Graph:
 
 def build_model(weights: Mapping[str, NpyData], layers: int, heads: int) -> Any:
     """The ``onnx.ModelProto`` of the encoder over ``weights``, the prepared files by array name
-    (``encoder._read_weights``); save it in the directory that holds them."""
+    (``weights._read_weights``); save it in the directory that holds them."""
     import numpy as np
     from onnx import TensorProto, helper
 
