@@ -24,7 +24,7 @@ from typing import Literal
 from codemode.engine.session import Session
 from codemode.errors import SessionQuotaError, UnknownSessionError
 
-__all__ = ["SessionFactory", "SessionRegistry", "SessionState"]
+__all__ = ["SessionFactory", "SessionRegistry", "SessionState", "new_handle"]
 
 # Builds the session for a new handle (its sandbox and chain of wrappers).
 SessionFactory = Callable[[str, str | None], Session]
@@ -76,24 +76,29 @@ class SessionRegistry:
     def open(self, owner: str | None, client: str | None = None) -> Session:
         self.expire_idle()
         with self._lock:
-            idle = f"{self.idle_timeout_s / 60:g} minutes"
             if client is not None and self.max_per_client is not None:
                 held = sum(1 for key in self._clients.values() if key == client)
                 if held >= self.max_per_client:
-                    raise SessionQuotaError(
-                        f"this client already holds {held} sessions, its quota "
-                        f"(gateway.max_sessions_per_client = {self.max_per_client})",
-                        fix="pass the `session` handle from an earlier result to reuse one; "
-                        f"sessions unused for {idle} are closed and free the quota",
-                    )
+                    raise self._client_full(held)
             self._check_stored()
-            handle = "s_" + secrets.token_urlsafe(18)
-            record = self.factory(handle, owner)
-            self._sessions[handle] = record
-            self._unused.add(handle)
-            if client is not None:
-                self._clients[handle] = client
-            return record
+            return self._add(new_handle(), owner, client)
+
+    def _add(self, handle: str, owner: str | None, client: str | None) -> Session:
+        """Build and keep a new session (call with the lock held)."""
+        record = self.factory(handle, owner)
+        self._sessions[handle] = record
+        self._unused.add(handle)
+        if client is not None:
+            self._clients[handle] = client
+        return record
+
+    def _client_full(self, held: int) -> SessionQuotaError:
+        return SessionQuotaError(
+            f"this client already holds {held} sessions, its quota "
+            f"(gateway.max_sessions_per_client = {self.max_per_client})",
+            fix="pass the `session` handle from an earlier result to reuse one; sessions "
+            f"unused for {self.idle_timeout_s / 60:g} minutes are closed and free the quota",
+        )
 
     def resume(self, handle: str, owner: str | None) -> Session:
         """Check out a session under an earlier handle that is not open here any more (its
@@ -330,6 +335,11 @@ class SessionRegistry:
                 self._forget(record.handle)
         for record in records:
             self._closed(record)
+
+
+def new_handle() -> str:
+    """A new session handle: unguessable, so it is its own credential within its owner."""
+    return "s_" + secrets.token_urlsafe(18)
 
 
 def _state(record: Session) -> SessionState:

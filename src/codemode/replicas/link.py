@@ -107,7 +107,8 @@ class ReplicaLink:
         while not self._stop.wait(self.lease_s / 3):
             try:
                 self.directory.beat(self.lease_s)
-                lost = self.directory.renew(self.registry.leased())
+                leased = self.registry.leased()
+                lost = self.directory.renew(leased, self.registry.clients(leased))
                 for handle in lost:
                     log.warning("lost the lease of session %s (the store was unreachable?)", handle)
             except Exception:

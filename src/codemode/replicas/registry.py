@@ -14,10 +14,11 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from codemode.engine.registry import SessionFactory, SessionRegistry
+from codemode.engine.registry import SessionFactory, SessionRegistry, new_handle
 from codemode.engine.session import Session
 from codemode.errors import (
     SessionBusyError,
+    SessionQuotaError,
     StateStoreError,
     UnknownSessionError,
 )
@@ -43,8 +44,9 @@ class RestoreFromCheckpoint:
 
 
 class SharedSessionRegistry(SessionRegistry):
-    """The limits count this replica's sessions: the sandboxes it runs (``max_sessions``) and
-    the copies it keeps (``max_stored``); a session released here restores on any replica."""
+    """``max_sessions`` and ``max_stored`` count this replica's sessions: the sandboxes it runs
+    and the copies it keeps (a session released here restores on any replica). A client's
+    quota (``max_per_client``) counts its sessions on every replica, in the directory."""
 
     where = "this replica"
 
@@ -81,10 +83,41 @@ class SharedSessionRegistry(SessionRegistry):
         return self.directory.replica
 
     def open(self, owner: str | None, client: str | None = None) -> Session:
-        # A new handle: no other replica can hold it.
-        record = super().open(owner, client)
-        self.directory.create(record.handle, owner)
-        return record
+        self.expire_idle()
+        with self._lock:
+            self._check_stored()
+        # A new handle: no other replica can hold it. The client's count is checked and the
+        # handle added to it in one step, so two replicas never both take its last place.
+        handle = new_handle()
+        quota = self.max_per_client if client is not None else None
+        opened = self.directory.create(handle, owner, client, quota)
+        if opened.status == "full":
+            raise self._client_full(opened.held)
+        try:
+            with self._lock:
+                self._check_stored()  # again: another open may have taken the last place
+                return self._add(handle, owner, client)
+        except BaseException:
+            self._unregister(handle)
+            raise
+
+    def _unregister(self, handle: str) -> None:
+        """A session registered in the directory that could not be built here: forget it."""
+        try:
+            self.forget(handle)
+        except StateStoreError:  # its entry and its place in the count then expire alone
+            log.warning("could not forget the session %s", handle[:12], exc_info=True)
+
+    def _client_full(self, held: int) -> SessionQuotaError:
+        idle = f"{self.idle_timeout_s / 60:g} minutes"
+        return SessionQuotaError(
+            f"this client already holds {held} sessions across all gateway replicas (counted "
+            f"in the shared store), its quota (gateway.max_sessions_per_client = "
+            f"{self.max_per_client})",
+            fix="pass the `session` handle from an earlier result to reuse one (any replica "
+            f"continues it); a session closed on any replica, or unused for {idle}, frees "
+            "its place; or raise gateway.max_sessions_per_client on every replica",
+        )
 
     def checkout(self, handle: str | None, owner: str | None, client: str | None = None) -> Session:
         if handle is None:
@@ -97,7 +130,7 @@ class SharedSessionRegistry(SessionRegistry):
         if claim.status == "unknown":
             # Not in the directory (expired there, or a checkpoint being resumed): local only.
             record = super().checkout(handle, owner, client)
-            registered = self.directory.create(handle, owner)
+            registered = self.directory.create(handle, owner, self.client_of(handle))
             if registered.status != "ok":
                 super().release(record)
                 if registered.status == "busy":
@@ -105,10 +138,25 @@ class SharedSessionRegistry(SessionRegistry):
                 raise UnknownSessionError(f"unknown or expired session {handle[:12]!r}")
             return record
         try:
-            return self._checkout_claimed(handle, owner, claim.replica)
+            record = self._checkout_claimed(handle, owner, claim.replica)
         except BaseException:
             self.directory.release(handle)
             raise
+        if claim.client:  # counted against it here too (its place is kept fresh from here)
+            with self._lock:
+                if self._sessions.get(handle) is record:
+                    self._clients[handle] = claim.client
+        return record
+
+    def client_of(self, handle: str) -> str | None:
+        """The client ``handle`` counts against, when this replica knows it."""
+        with self._lock:
+            return self._clients.get(handle)
+
+    def clients(self, handles: list[str]) -> dict[str, str]:
+        """The clients of those of ``handles`` that count against one (for ``renew``)."""
+        with self._lock:
+            return {h: self._clients[h] for h in handles if h in self._clients}
 
     def _drop_closed(self, handle: str) -> None:
         with self._lock:
@@ -159,7 +207,7 @@ class SharedSessionRegistry(SessionRegistry):
         super().release(record)
         if record.busy == 0:
             try:
-                self.directory.release(record.handle)
+                self.directory.release(record.handle, self.client_of(record.handle))
             except Exception:  # the lease then expires by itself
                 log.warning("could not release the lease of %s", record.handle, exc_info=True)
 
