@@ -64,6 +64,8 @@ _GUEST_ENV = {
 _CA_CERTIFICATES = "/etc/ssl/certs"
 # Host variables that are safe and sometimes needed (old OpenBLAS builds crash without them).
 _PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# Signals queued and not yet handled, for the whole sandbox.
+_SIGNALS_PENDING = 256
 
 
 def find_bwrap() -> str:
@@ -145,6 +147,9 @@ def _child_setup(
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        # Queued signals count against the host user's quota (about 96,000 here): unbounded,
+        # one sandbox could use it all and make every sigqueue() of that user fail with EAGAIN.
+        resource.setrlimit(resource.RLIMIT_SIGPENDING, (_SIGNALS_PENDING, _SIGNALS_PENDING))
 
     return setup
 

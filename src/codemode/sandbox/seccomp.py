@@ -2,7 +2,9 @@
 
 Default allow, with a deny list: the sandbox already has no network, no host filesystem and no
 privileges; the filter removes the kernel surface that namespaces do not cover (other socket
-families, tracing, mounting, new namespaces, keyrings, eBPF, io_uring, userfaultfd, perf...).
+families, tracing, mounting, new namespaces, keyrings, eBPF, io_uring, userfaultfd, perf...),
+kernel objects counted against the host user's quotas (inotify, message queues) and memory the
+host cannot measure without cgroups (memfd, SysV shared memory and messages).
 Syscalls from a foreign architecture (32-bit ABIs on x86_64) kill the process.
 """
 
@@ -90,6 +92,19 @@ DENIED_SYSCALLS = (
     # message-queue notification could deliver SIGCONT to code stopped between executions.
     "timer_create",
     "mq_notify",
+    # Kernel objects charged to the host user's own quotas (every sandbox runs as that user
+    # outside its namespaces): one sandbox holding all 128 inotify instances or the user's
+    # 800 KiB of POSIX message queues stops the host and every other session using them.
+    "inotify_init",
+    "inotify_init1",
+    "mq_open",
+    # Memory no per-process measure sees: pages written to a memfd or a SysV segment (then
+    # unmapped) or queued SysV messages are in no RSS and under no RLIMIT_AS, so without
+    # cgroups they would pass the memory limit unseen. /tmp and /dev/shm files are measured.
+    "memfd_create",
+    "memfd_secret",
+    "shmget",
+    "msgget",
 )
 
 _AF_UNIX = 1
