@@ -64,6 +64,24 @@ _GUEST_ENV = {
 _CA_CERTIFICATES = "/etc/ssl/certs"
 # Host variables that are safe and sometimes needed (old OpenBLAS builds crash without them).
 _PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# Kernel files of /proc shown empty. Started as root, the sandbox's uid is the host's kuid 0,
+# so files only root may read would be readable: the kernel heap's layout (slabinfo,
+# vmallocinfo), physical pages (kpage*), timers, and the host's keyrings (keys, key-users).
+_MASKED_PROC = (
+    "keys",
+    "key-users",
+    "timer_list",
+    "sched_debug",
+    "latency_stats",
+    "slabinfo",
+    "vmallocinfo",
+    "pagetypeinfo",
+    "kpageflags",
+    "kpagecount",
+    "kpagecgroup",
+    "kcore",
+    "sysrq-trigger",
+)
 # Signals queued and not yet handled, for the whole sandbox.
 _SIGNALS_PENDING = 256
 
@@ -311,8 +329,11 @@ class BwrapBackend:
             # Started as root, the sandbox's uid is the host's kuid 0; sysctl files check only
             # that uid, so global ones (kernel.core_pattern...) would be writable. Read-only.
             "--ro-bind", "/proc/sys", "/proc/sys",
-            "--dev", "/dev",
         ]  # fmt: skip
+        for name in _MASKED_PROC:
+            if os.path.lexists(f"/proc/{name}"):  # the sandbox's /proc has the same files
+                args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
+        args += ["--dev", "/dev"]
         for mount, size in self.tmpfs_sizes().items():
             args += ["--size", str(size), "--tmpfs", mount]
         if self.workspace is not None:
