@@ -218,3 +218,20 @@ print(list(values))
     result = isolated_session.execute(code, timeout_s=10)
     assert (result.status, result.stdout) == ("ok", "[1, 2, 3, 4, 5]\n"), result.to_dict()
     host.next_execution_works(isolated_session)
+
+
+EMPTY_FILES = """
+import os
+os.mkdir("/tmp/many")
+for n in range(400_000):
+    os.close(os.open(f"/tmp/many/{n}", os.O_CREAT | os.O_WRONLY, 0o600))
+print("RESULT: ESCAPED", n + 1)
+"""
+
+
+def test_empty_files_count_as_memory(low_memory_session: SandboxSession, host) -> None:
+    """Empty files hold no pages of their tmpfs but about 1 KiB of kernel memory each: 400,000
+    of them (about 400 MiB) are past a 192 MiB limit, held by the kernel or the host's watch."""
+    result = low_memory_session.execute(EMPTY_FILES, timeout_s=30)
+    assert (result.status, result.limit) == ("limit", "memory"), result.to_dict()
+    host.next_execution_works(low_memory_session)
