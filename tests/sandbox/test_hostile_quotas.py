@@ -235,3 +235,58 @@ def test_empty_files_count_as_memory(low_memory_session: SandboxSession, host) -
     result = low_memory_session.execute(EMPTY_FILES, timeout_s=30)
     assert (result.status, result.limit) == ("limit", "memory"), result.to_dict()
     host.next_execution_works(low_memory_session)
+
+
+SOCKET_BUFFERS = """
+import os, socket, time
+def hold():
+    held = []
+    for _ in range(120):
+        pair = socket.socketpair()
+        for end in pair:
+            end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+            end.setblocking(False)
+            try:
+                while True:
+                    end.send(b"x" * 65536)
+            except BlockingIOError:
+                pass
+        held.append(pair)
+    return held
+ready, tell = os.pipe()
+for _ in range(6):
+    if os.fork() == 0:
+        held = hold()
+        os.write(tell, b"x")
+        time.sleep(60)
+        os._exit(0)
+got = 0
+while got < 6:
+    got += len(os.read(ready, 6))
+time.sleep(60)
+"""
+
+
+def test_socket_buffers_count_as_memory(low_memory_session: SandboxSession, host) -> None:
+    """1,440 sockets, each with its send buffer full, in six processes: kernel memory in no
+    process's RSS; past a 192 MiB limit, held by the kernel or the host's watch."""
+    result = low_memory_session.execute(SOCKET_BUFFERS, timeout_s=30)
+    assert (result.status, result.limit) == ("limit", "memory"), result.to_dict()
+    host.next_execution_works(low_memory_session)
+
+
+def test_socket_buffers_keep_their_default_size(isolated_session: SandboxSession, host) -> None:
+    """Raising a socket's buffer succeeds and changes nothing (it would hold memory the host's
+    count of default buffers does not see)."""
+    code = """
+import socket
+left, right = socket.socketpair()
+before = left.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+    left.setsockopt(socket.SOL_SOCKET, option, 64 << 20)
+after = left.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+print("RESULT:", "BLOCKED" if after == before else f"ESCAPED {before} -> {after}")
+"""
+    result = isolated_session.execute(code, timeout_s=10)
+    assert result.stdout == "RESULT: BLOCKED\n", result.to_dict()
+    host.next_execution_works(isolated_session)

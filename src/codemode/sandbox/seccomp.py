@@ -108,6 +108,9 @@ DENIED_SYSCALLS = (
 )
 
 _AF_UNIX = 1
+_SOL_SOCKET = 1
+# SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE (the same numbers on x86_64 and aarch64).
+_SOCKET_BUFFER_OPTIONS = (7, 8, 32, 33)
 _CLONE_NAMESPACE_FLAGS = (
     0x00020000,  # CLONE_NEWNS
     0x02000000,  # CLONE_NEWCGROUP
@@ -154,6 +157,16 @@ def build_filter_bpf() -> bytes:
     no_family = seccomp.ERRNO(errno.EAFNOSUPPORT)
     flt.add_rule(no_family, "socket", seccomp.Arg(0, seccomp.NE, _AF_UNIX))
     flt.add_rule(no_family, "socketpair", seccomp.Arg(0, seccomp.NE, _AF_UNIX))
+    # Socket buffers stay at the kernel's default size: a sandbox without cgroups is charged a
+    # default buffer for each socket it holds (ProcMeter), and a raised one (4 MiB here) would
+    # hold memory beyond that count. The call succeeds and changes nothing (a size is a hint).
+    for option in _SOCKET_BUFFER_OPTIONS:
+        flt.add_rule(
+            seccomp.ERRNO(0),
+            "setsockopt",
+            seccomp.Arg(1, seccomp.EQ, _SOL_SOCKET),
+            seccomp.Arg(2, seccomp.EQ, option),
+        )
     for flag in _CLONE_NAMESPACE_FLAGS:
         flt.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     # clone3 passes flags in memory, which seccomp cannot inspect: make libc fall back to clone.
