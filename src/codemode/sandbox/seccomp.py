@@ -108,6 +108,22 @@ DENIED_SYSCALLS = (
 )
 
 _AF_UNIX = 1
+_S_ISUID = 0o4000
+_S_ISGID = 0o2000
+# Where each call that sets a file's mode takes it.
+_MODE_ARGUMENT = {
+    "chmod": 1,
+    "fchmod": 1,
+    "fchmodat": 2,
+    "fchmodat2": 2,
+    "open": 2,
+    "openat": 3,
+    "creat": 1,
+    "mknod": 1,
+    "mknodat": 2,
+    "mkdir": 1,
+    "mkdirat": 2,
+}
 _SOL_SOCKET = 1
 # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE (the same numbers on x86_64 and aarch64).
 _SOCKET_BUFFER_OPTIONS = (7, 8, 32, 33)
@@ -174,6 +190,7 @@ def build_filter_bpf() -> bytes:
     for request in (_TIOCSTI, _TIOCLINUX):
         flt.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, request))
     _deny_sigcont(flt, deny, seccomp)
+    _deny_set_id_bits(flt, deny, seccomp)
     with tempfile.TemporaryFile() as handle:
         flt.export_bpf(handle)
         handle.flush()
@@ -203,3 +220,17 @@ def _deny_sigcont(flt: Any, deny: Any, seccomp: Any) -> None:
         seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCSIG),
         seccomp.Arg(2, seccomp.EQ, _SIGCONT),
     )
+
+
+def _deny_set_id_bits(flt: Any, deny: Any, seccomp: Any) -> None:
+    """No file gets a setuid or setgid bit. With a host directory as the workspace, a file the
+    code made is the host user's file there (root's, when the host runs as root): setuid, it
+    would run as that user for anyone on the host who can reach the directory."""
+    for name, argument in _MODE_ARGUMENT.items():
+        for bit in (_S_ISUID, _S_ISGID):
+            try:
+                flt.add_rule(deny, name, seccomp.Arg(argument, seccomp.MASKED_EQ, bit, bit))
+            except (OSError, ValueError, RuntimeError):
+                continue  # not a syscall on this architecture
+    # openat2 passes its mode in memory, which seccomp cannot read: callers fall back to openat.
+    flt.add_rule(seccomp.ERRNO(errno.ENOSYS), "openat2")
