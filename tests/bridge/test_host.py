@@ -95,3 +95,37 @@ def test_imports_are_served_from_the_module_provider():
     missing = host.handle({"op": "import", "id": 2, "exec": 7, "name": "servers.nope"})
     assert ok["value"] == {"source": "X = 1\n", "package": True, "filename": "servers/__init__.py"}
     assert missing["error"]["code"] == "module_not_found"
+
+
+def test_distinct_names_counted_are_bounded() -> None:
+    from codemode.bridge.host import OTHER_TOOLS, TRACKED_NAMES, BridgeHost, ToolAccess
+
+    bridge = BridgeHost(1, ToolAccess(grant=lambda server, tool: False), deadline=float("inf"))
+    for n in range(TRACKED_NAMES + 100):
+        reply = bridge.handle(
+            {"op": "call", "id": n, "exec": 1, "server": "s", "tool": f"t{n}", "args": {}}
+        )
+        assert reply["error"]["code"] == "tool_not_granted"
+    assert len(bridge.stats.by_tool) == TRACKED_NAMES + 1
+    assert bridge.stats.by_tool[OTHER_TOOLS] == 100
+    assert bridge.stats.failed_by_tool[OTHER_TOOLS] == 100
+    assert bridge.stats.by_tool["s.t0"] == 1  # a name seen early keeps its own count
+
+
+def test_overlong_names_are_refused_before_counting() -> None:
+    from codemode.bridge.host import MAX_NAME_CHARS, BridgeHost, ToolAccess
+
+    bridge = BridgeHost(1, ToolAccess(), deadline=float("inf"))
+    reply = bridge.handle(
+        {
+            "op": "call",
+            "id": 1,
+            "exec": 1,
+            "server": "s" * (MAX_NAME_CHARS + 1),
+            "tool": "t",
+            "args": {},
+        }
+    )
+    assert reply["error"]["code"] == "bad_frame"
+    assert "at most 200 characters" in reply["error"]["message"]
+    assert bridge.stats.count == 0 and not bridge.stats.by_tool

@@ -206,6 +206,22 @@ def canary_session(
     _assert_host_clean(pool)
 
 
+LOW_MEMORY_BYTES = 192 << 20
+
+
+@pytest.fixture
+def low_memory_session(backend: BwrapBackend, pool: SandboxPool) -> Iterator[SandboxSession]:
+    """A verified session from a dedicated pool whose memory limit is ``LOW_MEMORY_BYTES``."""
+    settings = backend.settings.model_copy(
+        update={"limits": backend.limits.model_copy(update={"memory_bytes": LOW_MEMORY_BYTES})}
+    )
+    with SandboxPool(BwrapBackend(settings), size=1) as own_pool:
+        session = _verified(own_pool, "low-memory")
+        yield session
+        session.close()
+    _assert_host_clean(pool)
+
+
 class HostChecks:
     """Host-side checks the hostile tests share (they never run payload code on the host)."""
 

@@ -353,3 +353,30 @@ def test_a_flood_of_awaitable_calls_is_answered_once_each(
     assert result.stdout == "RESULT: True\n", result.to_dict()
     assert len(tools.calls) == 3000
     host.next_execution_works(isolated_session)
+
+
+# Each distinct tool name a call carries is counted on the host until the execution ends: the
+# code chooses them. Names past 200 characters are refused unread (the bound on how many
+# distinct names are counted is tested in tests/bridge/test_host.py).
+LONG_NAMES = """
+seen = set()
+for n in range(300):
+    name = "s" * (1 << 20) + str(n)
+    reply = frame({'op': 'call', 'id': 10**6 + n, 'exec': EXEC, 'server': name, 'tool': 't',
+                   'args': {}})
+    seen.add(reply['error']['code'])
+print("RESULT:", sorted(seen))
+"""
+
+
+def test_megabyte_tool_names_are_refused_unread(isolated_session: SandboxSession, host) -> None:
+    """300 calls naming a different 1 MiB server each: without the cap the host kept 300 MiB
+    of names (a longer execution: gigabytes) until the execution ended."""
+    tools = Recorder()
+    result = isolated_session.execute(
+        RAW + LONG_NAMES, tools=ToolAccess(tools, grant=lambda s, t: True), timeout_s=30
+    )
+    assert result.stdout == "RESULT: ['bad_frame']\n", result.to_dict()
+    assert tools.calls == []
+    assert result.tool_calls["count"] == 0, result.tool_calls
+    host.next_execution_works(isolated_session)

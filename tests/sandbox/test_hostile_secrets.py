@@ -241,3 +241,50 @@ def test_host_environment_canary_is_unreachable(
     )
     assert planted.stdout.splitlines()[-1] == "RESULT: ESCAPED ['/tmp/plant']"
     host.next_execution_works(canary_session)
+
+
+# Files of the kernel only the host's root may read. Started as root, the sandbox's uid is the
+# host's kuid 0, so their mode alone would let the code read them: the kernel heap's layout,
+# physical page flags, timers, and the host's keyrings (their names show the host's uid).
+ROOT_ONLY_PROC = [
+    "keys",
+    "key-users",
+    "timer_list",
+    "slabinfo",
+    "vmallocinfo",
+    "pagetypeinfo",
+    "kpageflags",
+    "kpagecount",
+    "kpagecgroup",
+    "kcore",
+]
+
+ROOT_ONLY_PROBE = """
+names = {names!r}
+leaks, present = {{}}, 0
+for name in names:
+    try:
+        with open("/proc/" + name, "rb") as handle:
+            present += 1
+            data = handle.read(200)
+    except FileNotFoundError:
+        continue
+    except OSError:
+        present += 1
+        continue
+    if data:
+        leaks[name] = data[:60]
+print("present", present)
+print("RESULT:", "ESCAPED " + repr(leaks) if leaks else "BLOCKED")
+"""
+
+
+def test_root_only_kernel_files_are_empty(isolated_session: SandboxSession, host) -> None:
+    import os
+
+    result = isolated_session.execute(ROOT_ONLY_PROBE.format(names=ROOT_ONLY_PROC), timeout_s=5)
+    assert result.stdout.splitlines()[-1] == "RESULT: BLOCKED", result.stdout
+    # The probe looked at real files: the host's kernel has them, so the sandbox's /proc too.
+    on_host = sum(os.path.lexists(f"/proc/{name}") for name in ROOT_ONLY_PROC)
+    assert int(result.stdout.split()[1]) == on_host > 0, result.stdout
+    host.next_execution_works(isolated_session)

@@ -11,11 +11,13 @@ import os
 import sys
 import sysconfig
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from codemode.sandbox import SandboxSession
+from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession
+from codemode.sandbox.isolation import require_isolation
 
 pytestmark = pytest.mark.hostile
 
@@ -237,3 +239,76 @@ except OSError as error:
     else:
         assert result.stdout == "RESULT: BLOCKED 28 True\n", result.to_dict()
     host.next_execution_works(isolated_session)
+
+
+# A host directory as the workspace (``codemode run --workspace DIR``): what the code makes there
+# is the host user's file on the host (root's, when codemode runs as root). With a setuid or
+# setgid bit it would run as that user for anyone who can reach the directory.
+SET_ID_PAYLOADS = {
+    "chmod": "shutil.copy('/bin/true', 'f'); os.chmod('f', 0o4755)",
+    "chmod setgid": "shutil.copy('/bin/true', 'f'); os.chmod('f', 0o2755)",
+    "fchmod": "fd = os.open('f', os.O_CREAT | os.O_WRONLY, 0o755); os.fchmod(fd, 0o6755)",
+    "created setuid": "os.close(os.open('f', os.O_CREAT | os.O_WRONLY, 0o4755))",
+    "created through a dir fd": (
+        "d = os.open('.', os.O_RDONLY); os.close(os.open('f', os.O_CREAT | os.O_WRONLY, 0o4755, "
+        "dir_fd=d))"
+    ),
+    "mknod regular file": "os.mknod('f', 0o104755)",
+    "setgid directory": "os.mkdir('f', 0o2777); os.chmod('f', 0o2777)",
+    "copy of a setuid binary keeps its mode": "shutil.copy2('/usr/bin/su', 'f')",
+    "fchmodat2 by number": (
+        "open('f', 'w').close(); libc = ctypes.CDLL(None, use_errno=True); "
+        "rc = libc.syscall(452, -100, b'f', 0o4755, 0); "
+        "rc == 0 or (_ for _ in ()).throw(OSError(ctypes.get_errno(), 'fchmodat2'))"
+    ),
+    "openat2 by number": (
+        "how = (ctypes.c_uint64 * 3)(os.O_CREAT | os.O_WRONLY, 0o4755, 0); "
+        "libc = ctypes.CDLL(None, use_errno=True); "
+        "fd = libc.syscall(437, -100, b'f', ctypes.byref(how), 24); "
+        "fd >= 0 or (_ for _ in ()).throw(OSError(ctypes.get_errno(), 'openat2'))"
+    ),
+}
+
+SET_ID_PROBE = """
+import ctypes, os, shutil
+try:
+    {body}
+except OSError as error:
+    print("refused", error.errno)
+print("RESULT:", oct(os.lstat("f").st_mode) if os.path.lexists("f") else "none")
+"""
+
+
+@pytest.fixture(scope="module")
+def host_dir_session(
+    backend: BwrapBackend, pool: SandboxPool, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[SandboxSession, Path]]:
+    """A verified session whose workspace is a directory of the host."""
+    directory = tmp_path_factory.mktemp("host-workspace")
+    with SandboxPool(BwrapBackend(backend.settings, workspace=directory), size=1) as own_pool:
+        session = SandboxSession(own_pool, "host-workspace")
+        started = session.execute("pass")
+        assert session.sandbox is not None, started.to_dict()
+        require_isolation(session.sandbox)  # raises (the test fails) rather than run unisolated
+        yield session, directory
+        session.close()
+
+
+@pytest.mark.parametrize("body", SET_ID_PAYLOADS.values(), ids=SET_ID_PAYLOADS.keys())
+def test_no_setuid_or_setgid_file_reaches_the_host(
+    host_dir_session: tuple[SandboxSession, Path], host, body: str
+) -> None:
+    import stat
+
+    session, directory = host_dir_session
+    session.execute(
+        "import os, shutil\nos.path.isdir('f') and shutil.rmtree('f')\n"
+        "os.path.lexists('f') and os.unlink('f')"
+    )
+    result = session.execute(SET_ID_PROBE.format(body=body), timeout_s=10)
+    assert result.status == "ok", result.to_dict()
+    target = directory / "f"
+    if target.exists():
+        mode = target.lstat().st_mode
+        assert not mode & (stat.S_ISUID | stat.S_ISGID), f"{oct(mode)} on the host: {result.stdout}"
+    host.next_execution_works(session)

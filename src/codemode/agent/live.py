@@ -7,6 +7,7 @@ from typing import TextIO
 
 from codemode.agent.loop import RunObserver
 from codemode.agent.record import Round, RunRecord, Step
+from codemode.terminal_text import text_for_terminal
 
 __all__ = ["LivePrinter"]
 
@@ -33,9 +34,15 @@ def ledger_line(record: RunRecord) -> str:
 class LivePrinter(RunObserver):
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        # The code's output, the model's words and file names reach a terminal shown, never
+        # obeyed (``codemode.terminal_text``); a pipe or file gets them as they are.
+        try:
+            self.terminal = out.isatty()
+        except (AttributeError, ValueError, OSError):
+            self.terminal = False
 
     def _print(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        print(text_for_terminal(text) if self.terminal else text, file=self.out, flush=True)
 
     def run_started(self, record: RunRecord) -> None:
         self._print(f"task: {record.task}\nmodel: {record.model} ({record.output_format})")

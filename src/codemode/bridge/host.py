@@ -119,6 +119,14 @@ class ToolAccess:
 NO_TOOLS = ToolAccess()
 
 
+# A server's or a tool's name longer than this is refused unread: the code chooses the names,
+# and each distinct one is kept (counted) on the host until the execution ends.
+MAX_NAME_CHARS = 200
+# Distinct tool names counted one by one; calls of any more are counted under OTHER_TOOLS.
+TRACKED_NAMES = 500
+OTHER_TOOLS = "(other tools)"
+
+
 @dataclass
 class CallStats:
     count: int = 0
@@ -126,6 +134,12 @@ class CallStats:
     by_tool: Counter[str] = field(default_factory=Counter)
     failed_by_tool: Counter[str] = field(default_factory=Counter)
     refused: int = 0
+
+    def key(self, name: str) -> str:
+        """The name a call is counted under: bounded however many names the code makes up."""
+        if name in self.by_tool or len(self.by_tool) < TRACKED_NAMES:
+            return name
+        return OTHER_TOOLS
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -182,11 +196,18 @@ class BridgeHost:
         server, tool, args = frame.get("server"), frame.get("tool"), frame.get("args")
         if not isinstance(server, str) or not isinstance(tool, str) or not isinstance(args, dict):
             return _error(request_id, "bad_frame", "a call needs 'server', 'tool' and 'args'")
+        if len(server) > MAX_NAME_CHARS or len(tool) > MAX_NAME_CHARS:
+            return _error(
+                request_id,
+                "bad_frame",
+                f"a server's or tool's name is at most {MAX_NAME_CHARS} characters "
+                f"(got {len(server):,} and {len(tool):,}); call a tool the servers list",
+            )
         name = f"{server}.{tool}"
         stats = self.stats
         with self._stats_lock:
             stats.count += 1
-            stats.by_tool[name] += 1
+            stats.by_tool[stats.key(name)] += 1
         refused_here = True  # until the call is handed to the invoker
         try:
             if not self.grant(server, tool):
@@ -248,7 +269,7 @@ class BridgeHost:
     def _failed(self, name: str) -> None:
         with self._stats_lock:
             self.stats.failures += 1
-            self.stats.failed_by_tool[name] += 1
+            self.stats.failed_by_tool[self.stats.key(name)] += 1
 
     def _import(self, request_id: int, frame: dict[str, Any]) -> dict[str, Any]:
         name = frame.get("name")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from codemode.cli.exit_codes import ExitCode
 from codemode.cli.options import add_catalog_arguments
 from codemode.cli.status_line import StatusLine
+from codemode.terminal_text import for_terminal, text_for_terminal
 
 if TYPE_CHECKING:
     from codemode.engine import Codemode
@@ -85,6 +86,7 @@ class OutputSink:
         self.stdout_total = 0
         self.stderr_total = 0
         self._closed: set[str] = set()
+        self._terminals: dict[str, bool] = {}  # stream name -> it is a terminal
 
     def __call__(self, stream: str, data: bytes) -> None:
         if stream == "stderr":
@@ -100,6 +102,8 @@ class OutputSink:
             return
         if self.before_write is not None:
             self.before_write()
+        if self._is_terminal(name, target):
+            data = for_terminal(data)
         try:
             raw = getattr(target, "buffer", None)
             if raw is not None:
@@ -111,6 +115,14 @@ class OutputSink:
                 target.flush()
         except (BrokenPipeError, ValueError, OSError):
             self._closed.add(name)  # the reader went away (e.g. `| head`): stop writing there
+
+    def _is_terminal(self, name: str, target: Any) -> bool:
+        if name not in self._terminals:
+            try:
+                self._terminals[name] = bool(target.isatty())
+            except (AttributeError, ValueError, OSError):
+                self._terminals[name] = False
+        return self._terminals[name]
 
     def stdout_text(self) -> str:
         text = self.stdout.decode("utf-8", "replace")
@@ -298,8 +310,9 @@ def _report(result: ExecutionResult, *, error_shown: bool) -> None:
     saved = result.extra.get("saved_files") or {}
     if saved:
         print("codemode: files the code made:", file=sys.stderr)
+        shown = text_for_terminal if sys.stderr.isatty() else str
         for path, where in saved.items():
-            print(f"  {path} -> {where}", file=sys.stderr)
+            print(f"  {shown(path)} -> {shown(str(where))}", file=sys.stderr)
 
     if result.status in ("timeout", "limit"):
         what = "timed out" if result.status == "timeout" else f"hit the {result.limit} limit"

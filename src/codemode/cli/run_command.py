@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from codemode.terminal_text import text_for_terminal
+
 if TYPE_CHECKING:
     from codemode.agent.loop import Approval, Approver
     from codemode.agent.record import RunRecord
@@ -87,9 +89,11 @@ async def _tell_where_the_files_are(
         return
     if saved:
         print(f"files: copied out of the sandbox into {destination}", file=out)
+        shown = text_for_terminal if out.isatty() else str
         for path, where in saved.items():
             print(
-                f"  {path}" + ("" if isinstance(where, Path) else f": not copied: {where}"),
+                f"  {shown(path)}"
+                + ("" if isinstance(where, Path) else f": not copied: {shown(where)}"),
                 file=out,
             )
 

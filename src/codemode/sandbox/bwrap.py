@@ -64,6 +64,26 @@ _GUEST_ENV = {
 _CA_CERTIFICATES = "/etc/ssl/certs"
 # Host variables that are safe and sometimes needed (old OpenBLAS builds crash without them).
 _PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# Kernel files of /proc shown empty. Started as root, the sandbox's uid is the host's kuid 0,
+# so files only root may read would be readable: the kernel heap's layout (slabinfo,
+# vmallocinfo), physical pages (kpage*), timers, and the host's keyrings (keys, key-users).
+_MASKED_PROC = (
+    "keys",
+    "key-users",
+    "timer_list",
+    "sched_debug",
+    "latency_stats",
+    "slabinfo",
+    "vmallocinfo",
+    "pagetypeinfo",
+    "kpageflags",
+    "kpagecount",
+    "kpagecgroup",
+    "kcore",
+    "sysrq-trigger",
+)
+# Signals queued and not yet handled, for the whole sandbox.
+_SIGNALS_PENDING = 256
 
 
 def find_bwrap() -> str:
@@ -145,6 +165,9 @@ def _child_setup(
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        # Queued signals count against the host user's quota (about 96,000 here): unbounded,
+        # one sandbox could use it all and make every sigqueue() of that user fail with EAGAIN.
+        resource.setrlimit(resource.RLIMIT_SIGPENDING, (_SIGNALS_PENDING, _SIGNALS_PENDING))
 
     return setup
 
@@ -306,8 +329,11 @@ class BwrapBackend:
             # Started as root, the sandbox's uid is the host's kuid 0; sysctl files check only
             # that uid, so global ones (kernel.core_pattern...) would be writable. Read-only.
             "--ro-bind", "/proc/sys", "/proc/sys",
-            "--dev", "/dev",
         ]  # fmt: skip
+        for name in _MASKED_PROC:
+            if os.path.lexists(f"/proc/{name}"):  # the sandbox's /proc has the same files
+                args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
+        args += ["--dev", "/dev"]
         for mount, size in self.tmpfs_sizes().items():
             args += ["--size", str(size), "--tmpfs", mount]
         if self.workspace is not None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from codemode.bridge.host import OTHER_TOOLS
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.result import ExecutionResult, clip_head_tail, clip_tail, make_hint
 from codemode.sandbox.settings import Limits
@@ -104,12 +105,12 @@ def bounded_tool_calls(stats: dict[str, Any]) -> dict[str, Any]:
     listed: dict[str, Any] = {}
     other = {"calls": 0, "failures": 0}
     for name, counts in by_tool.items():
-        if len(listed) < _TOOLS_LISTED and len(name) <= _TOOL_NAME_CHARS:
+        if name != OTHER_TOOLS and len(listed) < _TOOLS_LISTED and len(name) <= _TOOL_NAME_CHARS:
             listed[name] = counts
         else:
             other["calls"] += counts["calls"]
             other["failures"] += counts["failures"]
-    listed["(other tools)"] = other
+    listed[OTHER_TOOLS] = other
     return {**stats, "by_tool": listed}
 
 

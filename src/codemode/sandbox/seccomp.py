@@ -2,7 +2,9 @@
 
 Default allow, with a deny list: the sandbox already has no network, no host filesystem and no
 privileges; the filter removes the kernel surface that namespaces do not cover (other socket
-families, tracing, mounting, new namespaces, keyrings, eBPF, io_uring, userfaultfd, perf...).
+families, tracing, mounting, new namespaces, keyrings, eBPF, io_uring, userfaultfd, perf...),
+kernel objects counted against the host user's quotas (inotify, message queues) and memory the
+host cannot measure without cgroups (memfd, SysV shared memory and messages).
 Syscalls from a foreign architecture (32-bit ABIs on x86_64) kill the process.
 """
 
@@ -90,9 +92,41 @@ DENIED_SYSCALLS = (
     # message-queue notification could deliver SIGCONT to code stopped between executions.
     "timer_create",
     "mq_notify",
+    # Kernel objects charged to the host user's own quotas (every sandbox runs as that user
+    # outside its namespaces): one sandbox holding all 128 inotify instances or the user's
+    # 800 KiB of POSIX message queues stops the host and every other session using them.
+    "inotify_init",
+    "inotify_init1",
+    "mq_open",
+    # Memory no per-process measure sees: pages written to a memfd or a SysV segment (then
+    # unmapped) or queued SysV messages are in no RSS and under no RLIMIT_AS, so without
+    # cgroups they would pass the memory limit unseen. /tmp and /dev/shm files are measured.
+    "memfd_create",
+    "memfd_secret",
+    "shmget",
+    "msgget",
 )
 
 _AF_UNIX = 1
+_S_ISUID = 0o4000
+_S_ISGID = 0o2000
+# Where each call that sets a file's mode takes it.
+_MODE_ARGUMENT = {
+    "chmod": 1,
+    "fchmod": 1,
+    "fchmodat": 2,
+    "fchmodat2": 2,
+    "open": 2,
+    "openat": 3,
+    "creat": 1,
+    "mknod": 1,
+    "mknodat": 2,
+    "mkdir": 1,
+    "mkdirat": 2,
+}
+_SOL_SOCKET = 1
+# SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE (the same numbers on x86_64 and aarch64).
+_SOCKET_BUFFER_OPTIONS = (7, 8, 32, 33)
 _CLONE_NAMESPACE_FLAGS = (
     0x00020000,  # CLONE_NEWNS
     0x02000000,  # CLONE_NEWCGROUP
@@ -139,6 +173,16 @@ def build_filter_bpf() -> bytes:
     no_family = seccomp.ERRNO(errno.EAFNOSUPPORT)
     flt.add_rule(no_family, "socket", seccomp.Arg(0, seccomp.NE, _AF_UNIX))
     flt.add_rule(no_family, "socketpair", seccomp.Arg(0, seccomp.NE, _AF_UNIX))
+    # Socket buffers stay at the kernel's default size: a sandbox without cgroups is charged a
+    # default buffer for each socket it holds (ProcMeter), and a raised one (4 MiB here) would
+    # hold memory beyond that count. The call succeeds and changes nothing (a size is a hint).
+    for option in _SOCKET_BUFFER_OPTIONS:
+        flt.add_rule(
+            seccomp.ERRNO(0),
+            "setsockopt",
+            seccomp.Arg(1, seccomp.EQ, _SOL_SOCKET),
+            seccomp.Arg(2, seccomp.EQ, option),
+        )
     for flag in _CLONE_NAMESPACE_FLAGS:
         flt.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     # clone3 passes flags in memory, which seccomp cannot inspect: make libc fall back to clone.
@@ -146,6 +190,7 @@ def build_filter_bpf() -> bytes:
     for request in (_TIOCSTI, _TIOCLINUX):
         flt.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, request))
     _deny_sigcont(flt, deny, seccomp)
+    _deny_set_id_bits(flt, deny, seccomp)
     with tempfile.TemporaryFile() as handle:
         flt.export_bpf(handle)
         handle.flush()
@@ -175,3 +220,17 @@ def _deny_sigcont(flt: Any, deny: Any, seccomp: Any) -> None:
         seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCSIG),
         seccomp.Arg(2, seccomp.EQ, _SIGCONT),
     )
+
+
+def _deny_set_id_bits(flt: Any, deny: Any, seccomp: Any) -> None:
+    """No file gets a setuid or setgid bit. With a host directory as the workspace, a file the
+    code made is the host user's file there (root's, when the host runs as root): setuid, it
+    would run as that user for anyone on the host who can reach the directory."""
+    for name, argument in _MODE_ARGUMENT.items():
+        for bit in (_S_ISUID, _S_ISGID):
+            try:
+                flt.add_rule(deny, name, seccomp.Arg(argument, seccomp.MASKED_EQ, bit, bit))
+            except (OSError, ValueError, RuntimeError):
+                continue  # not a syscall on this architecture
+    # openat2 passes its mode in memory, which seccomp cannot read: callers fall back to openat.
+    flt.add_rule(seccomp.ERRNO(errno.ENOSYS), "openat2")
