@@ -251,12 +251,18 @@ def test_tokenizing_300_contacts_is_fast() -> None:
     invoker, _upstream, _vault = make({"fields": {"crm": ["contacts[].name"]}})
     page = contact_page()
     tokenizer = invoker._tokenizer
-    started = time.perf_counter()
-    out = tokenizer.tokenize(page, Vault(), server="crm", tool="list_contacts")
-    elapsed = time.perf_counter() - started
-    assert find_pii(json.dumps(out)) == []
-    # ~5-10 ms on an idle machine (see the report); the bound leaves room for a loaded one.
-    assert elapsed < 0.25
+    costs = []
+    for _ in range(3):
+        # This thread's CPU time, the best of three: other processes on a loaded machine and
+        # one garbage collection do not count (a wall-clock bound failed once at 0.28 s in CI
+        # while another test suite ran beside it).
+        started = time.thread_time()
+        out = tokenizer.tokenize(page, Vault(), server="crm", tool="list_contacts")
+        costs.append(time.thread_time() - started)
+        assert find_pii(json.dumps(out)) == []
+    # ~5-10 ms on an idle machine (see the report); a slow path (a regex per value) takes
+    # seconds.
+    assert min(costs) < 0.25
 
 
 def test_assert_no_pii() -> None:
