@@ -202,6 +202,7 @@ def test_fresh_runs_a_new_interpreter_with_the_files_on_the_same_node(
         session.close()
 
 
+@pytest.mark.timeout(300)
 def test_codemode_exec_reaches_the_cluster_over_ray_client(
     ray_cluster: LocalRayCluster, tmp_path: Path
 ):
@@ -210,15 +211,19 @@ def test_codemode_exec_reaches_the_cluster_over_ray_client(
         f'[cluster]\naddress = "{ray_cluster.client_address}"\nstream_host = "127.0.0.1"\n'
         '[sandbox]\npool_size = 0\n[gateway]\nstate_dir = "state"\n'
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "codemode", "exec", "--no-tools", "--json", "-"],
-        input=b"import socket\nprint(socket.gethostname(), 6 * 7)",
-        check=False,
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=180,
-        env={**os.environ, "PYTHONPATH": str(Path(codemode_pkg.__file__).parents[1])},
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "codemode", "exec", "-v", "--no-tools", "--json", "-"],
+            input=b"import socket\nprint(socket.gethostname(), 6 * 7)",
+            check=False,
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=240,  # under the test's own timeout: a hang then shows what the CLI said
+            env={**os.environ, "PYTHONPATH": str(Path(codemode_pkg.__file__).parents[1])},
+        )
+    except subprocess.TimeoutExpired as hung:
+        said = (hung.stderr or b"").decode(errors="replace")[-4000:]
+        pytest.fail(f"codemode exec over Ray Client did not finish in 240 s; it said:\n{said}")
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert json.loads(done.stdout)["stdout"] == "sandbox 42\n"
 

@@ -151,3 +151,17 @@ def test_several_starters_serve_simultaneous_requests(settings):
             thread.join(60)
         assert len(got) == 6 and len({id(s) for s in got}) == 6
     assert not [t for t in starters if t.is_alive()]
+
+
+def test_a_sandbox_stopped_while_its_starter_waits_says_so(settings):
+    """Closing the pool kills the sandboxes its starter threads are waiting for, and with them
+    their selectors: the waiting thread then gets a SandboxError it handles (once an OSError
+    escaped from it and ended the thread with an unhandled exception)."""
+    from codemode.errors import SandboxError
+    from codemode.sandbox.runner import Sandbox
+
+    backend = make_backend(settings)
+    sandbox = Sandbox(backend.spawn(), backend.limits)
+    sandbox.kill()  # what close() does from another thread
+    with pytest.raises(SandboxError, match="stopped while it started"):
+        sandbox.wait_ready(10)

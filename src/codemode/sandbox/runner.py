@@ -100,7 +100,15 @@ class Sandbox:
             if remaining <= 0:
                 self.kill()
                 raise SandboxError(f"the sandbox did not start within {timeout_s:g} s")
-            for key, _ in self.selector.select(remaining):
+            try:
+                events = self.selector.select(remaining)
+            except (OSError, ValueError) as error:  # closed under us: the pool was closed
+                self.kill()
+                raise SandboxError(
+                    "the sandbox was stopped while it started",
+                    fix="nothing to do when the gateway is shutting down; otherwise retry",
+                ) from error
+            for key, _ in events:
                 if key.data == "sock":
                     for frame in self._read_frames():
                         if isinstance(frame, dict) and frame.get("op") == "ready":
