@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.policy import PolicySettings
+from codemode.replicas.connection import SharedRedis
 from codemode.sandbox import Limits, SandboxSettings
 
 ASK_ORDERS = {
@@ -127,3 +129,21 @@ async def replicas(
     ]
     async with engines[0] as a, engines[1] as b:
         yield a, b
+
+
+@pytest.fixture
+def redis(redis_server: Any) -> Iterator[SharedRedis]:
+    """A connection to the test's shared store, closed after it."""
+    connection = SharedRedis(redis_server.url)
+    yield connection
+    connection.close()
+
+
+def wait_until(condition: Callable[[], object], timeout_s: float = 10.0) -> bool:
+    """Poll ``condition`` until it holds (True) or ``timeout_s`` passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,25 +19,9 @@ from codemode.engine import Codemode
 from codemode.errors import SessionQuotaError, StateStoreError
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.directory import Claim, SessionDirectory
-from tests.replicas.conftest import Crm, replica_config
+from tests.replicas.conftest import Crm, replica_config, wait_until
 
 ACROSS = "already holds 2 sessions across all gateway replicas"
-
-
-@pytest.fixture
-def redis(redis_server: Any) -> Iterator[SharedRedis]:
-    connection = SharedRedis(redis_server.url)
-    yield connection
-    connection.close()
-
-
-def _wait_for(condition: Any, timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)  # polling a condition with a bound
-    return False
 
 
 # --- the directory alone ------------------------------------------------------------------
@@ -106,7 +89,7 @@ def test_a_running_session_stays_counted_and_a_dead_replicas_sessions_lapse(
     # x dies (nothing renews s_1, nothing closes anything): every place lapses by itself,
     # and the client's count leaves nothing behind in the store.
     key = redis.key("client", "alice", "sessions")
-    assert _wait_for(lambda: not redis.client.exists(key), timeout_s=10)
+    assert wait_until(lambda: not redis.client.exists(key), timeout_s=10)
     assert y.create("s_5", "alice", "alice", 2).status == "ok"
 
 

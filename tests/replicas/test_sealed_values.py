@@ -5,7 +5,6 @@ key, and readable across a key rotation."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import msgpack
@@ -32,13 +31,6 @@ def sealer(*keys: StoreKey) -> KeySealer:
 
 def new_key(origin: str) -> StoreKey:
     return StoreKey(os.urandom(32), origin)
-
-
-@pytest.fixture
-def redis(redis_server: Any) -> Iterator[SharedRedis]:
-    connection = SharedRedis(redis_server.url)
-    yield connection
-    connection.close()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import argparse
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,22 +23,7 @@ from codemode.replicas.budget import SharedBudget
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.directory import SessionDirectory
 from codemode.replicas.vault import SharedVault
-
-
-@pytest.fixture
-def redis(redis_server: Any) -> Iterator[SharedRedis]:
-    connection = SharedRedis(redis_server.url)
-    yield connection
-    connection.close()
-
-
-def _wait_for(condition: Any, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)  # polling a condition with a bound
-    return False
+from tests.replicas.conftest import wait_until
 
 
 def test_a_lease_keeps_other_replicas_out_until_released_or_expired(redis: SharedRedis) -> None:
@@ -53,7 +37,7 @@ def test_a_lease_keeps_other_replicas_out_until_released_or_expired(redis: Share
     taken = y.claim("s_1", "alice")
     assert (taken.status, taken.replica) == ("ok", "rx")  # rx ran it last
     # y stops renewing (it "died"): the lease lapses by itself and x takes the session back.
-    assert _wait_for(lambda: x.claim("s_1", "alice").status == "ok")
+    assert wait_until(lambda: x.claim("s_1", "alice").status == "ok")
     assert y.renew(["s_1"]) == ["s_1"]  # y learns it lost the lease
     assert x.holder("s_1") == "rx"
 
