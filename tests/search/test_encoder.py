@@ -108,19 +108,25 @@ def test_prepared_weights_are_one_mapped_file_shared_by_copies_of_the_model(tmp_
     legacy = cache / "models" / "all-MiniLM-L6-v2-90868376-1796135245703423574"
     legacy.mkdir(parents=True)
     (legacy / "0.qkv_w.npy").write_bytes(b"old layout")
+    flat = cache / "models" / "all-MiniLM-L6-v2-flat-90868376-d480bd19774e5ade"
+    flat.mkdir()
+    (flat / "weights.npy").write_bytes(b"keyed by a partial digest")
+    vocab = cache / "models" / "all-MiniLM-L6-v2-vocab-466247-02911b329637ec99.txt"
+    vocab.write_text("[PAD]\n")
     first = MiniLMEncoder(cache_dir=cache)
-    prepared = [p for p in (cache / "models").iterdir() if p.is_dir()]
-    assert [p.name.split("-flat-")[0] for p in prepared] == ["all-MiniLM-L6-v2"]
+    prepared = list((cache / "models").glob("all-MiniLM-L6-v2-weights-*"))
+    assert [p.name.split("-weights-")[0] for p in prepared] == ["all-MiniLM-L6-v2"]
     files = {f.name for f in prepared[0].iterdir()} - {"minilm-v2.onnx"}  # the ONNX graph
     assert sorted(files) == ["done", "layout.json", "weights.npy"]
-    assert not legacy.exists()  # the old layout's 90 MB are given back
+    # The old layouts' 90 MB are given back.
+    assert not legacy.exists() and not flat.exists() and not vocab.exists()
     # A copy of the model files (a reinstall, another directory) maps the same prepared file.
     copy = tmp_path / "copy"
     copy.mkdir()
     for name in ("model.safetensors", "tokenizer.json"):
         shutil.copy(model_dir() / name, copy / name)
     second = MiniLMEncoder(copy, cache_dir=cache)
-    assert [p for p in (cache / "models").iterdir() if p.is_dir()] == prepared
+    assert list((cache / "models").glob("all-MiniLM-L6-v2-weights-*")) == prepared
     assert str(prepared[0] / "weights.npy") in Path("/proc/self/maps").read_text()  # mapped
     text = ["How do I cancel my subscription?"]
     assert np.allclose(first.encode(text), second.encode(text), atol=1e-6)

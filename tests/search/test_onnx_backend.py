@@ -61,7 +61,7 @@ def fresh_warning(monkeypatch):
 
 
 def graph_file(cache):
-    (prepared,) = (path for path in (cache / "models").iterdir() if path.is_dir())
+    (prepared,) = (cache / "models").glob("all-MiniLM-L6-v2-weights-*")
     return prepared / GRAPH_FILE
 
 

@@ -15,6 +15,7 @@ class CountingEncoder:
     def __init__(self, inner):
         self.inner = inner
         self.max_length = inner.max_length
+        self.variant = inner.variant
         self.dimension = inner.dimension
         self.texts = 0
 

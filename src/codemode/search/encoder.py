@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from codemode.errors import UsageError
 from codemode.search.weights import LAYERS as _LAYERS
-from codemode.search.weights import MODEL_ID, prepared_weights, wordpiece
+from codemode.search.weights import MODEL_ID, model_variant, prepared_weights, wordpiece
 
 if TYPE_CHECKING:
     import numpy as np
@@ -203,6 +203,8 @@ class MiniLMEncoder:
         self.threads = threads
         self.batch_threads = batch_threads
         self._path = path
+        # "" for the pinned model; else names these weights in every cache of their vectors.
+        self.variant = model_variant(path, cache_dir)
         self._loaded_tokenizer: Any = None
         self._wordpiece = wordpiece(path, cache_dir)
         w, prepared = prepared_weights(path, cache_dir)

@@ -27,10 +27,12 @@ from codemode.search.encoder import (
     MODEL_ID,
     Backend,
     MiniLMEncoder,
+    model_dir,
     semantic_available,
 )
 from codemode.search.fts import FtsIndex
 from codemode.search.store import IndexStore, catalog_fingerprint, default_cache_dir
+from codemode.search.weights import model_variant
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -60,7 +62,24 @@ QUERY_CACHE_SIZE = 256
 
 
 def model_key(encoder: MiniLMEncoder) -> str:
-    return f"{MODEL_ID}-{encoder.max_length}"
+    """What vectors made by ``encoder`` are stored under: the model, its variant when it is not
+    the pinned one, and the token limit."""
+    return _model_key(encoder.max_length, encoder.variant)
+
+
+def _model_key(max_length: int, variant: str) -> str:
+    return f"{MODEL_ID}-{max_length}" + (f"-{variant}" if variant else "")
+
+
+def _stored_model_key(cache_dir: Path) -> str | None:
+    """``model_key`` of the encoder ``open_stored_index`` would make, without making it."""
+    path = model_dir()
+    if path is None:
+        return None
+    try:
+        return _model_key(DOCUMENT_MAX_TOKENS, model_variant(path, cache_dir))
+    except OSError:
+        return None
 
 
 class EmbeddingCache:
@@ -286,7 +305,9 @@ def open_stored_index(
         return None
     if not semantic:
         return FtsIndex.open(store.lexical_path(fingerprint), entries)
-    key = model_key(encoder) if encoder is not None else f"{MODEL_ID}-{DOCUMENT_MAX_TOKENS}"
+    key = model_key(encoder) if encoder is not None else _stored_model_key(cache_dir)
+    if key is None:
+        return None
     vectors = store.load_vectors(fingerprint, key, len(entries))
     if vectors is None:
         return None

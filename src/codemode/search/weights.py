@@ -4,7 +4,13 @@
 ``x @ w``) into one flat ``.npy`` file with a JSON layout, memory-mapped by every later process
 (a millisecond, where 77 files took 30 ms), keyed by the model file's content so copies of one
 model (a reinstall, a test's copy) share it. ``wordpiece``: the vocabulary for the plain-Python
-tokenizer of ASCII queries (``search/wordpiece.py``), kept beside it.
+tokenizer of ASCII queries (``search/wordpiece.py``), kept beside it. ``model_variant``: names
+weights other than the pinned ones, for every cache of vectors they make.
+
+Content is the whole file's sha256, remembered per copy (path, size, inode and times) under
+``<cache>/models/digests/``: hashing 90 MB once per copy costs about 0.1 s, finding it again one
+``stat``. (A digest of the first and last MiB, used before, named a fine-tuned copy of the same
+size like the original, whose prepared weights it would then have run.)
 """
 
 from __future__ import annotations
@@ -20,7 +26,15 @@ if TYPE_CHECKING:
     from codemode.search.encoder import FloatArray
     from codemode.search.wordpiece import WordPiece
 
-__all__ = ["LAYERS", "MODEL_ID", "content_stamp", "prepared_weights", "wordpiece"]
+__all__ = [
+    "LAYERS",
+    "MODEL_ID",
+    "content_stamp",
+    "file_digest",
+    "model_variant",
+    "prepared_weights",
+    "wordpiece",
+]
 
 MODEL_ID = "all-MiniLM-L6-v2"
 LAYERS = 6
@@ -34,10 +48,10 @@ def wordpiece(path: Path, cache_dir: Path | None) -> WordPiece | None:
     if cache_dir is None:
         return None
     try:
-        stamp = content_stamp(path / "tokenizer.json")
+        stamp = content_stamp(path / "tokenizer.json", cache_dir)
     except OSError:
         return None
-    vocab = cache_dir / "models" / f"{MODEL_ID}-vocab-{stamp}.txt"
+    vocab = cache_dir / "models" / f"{MODEL_ID}-wordpiece-{stamp}.txt"
     if not vocab.is_file():
         with contextlib.suppress(OSError):
             vocab.parent.mkdir(parents=True, exist_ok=True)
@@ -56,7 +70,9 @@ def prepared_weights(
 
     source = path / "model.safetensors"
     prepared = (
-        cache_dir / "models" / f"{MODEL_ID}-flat-{content_stamp(source)}" if cache_dir else None
+        cache_dir / "models" / f"{MODEL_ID}-weights-{content_stamp(source, cache_dir)}"
+        if cache_dir
+        else None
     )
     if prepared is not None and (prepared / "done").is_file():
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
@@ -70,30 +86,77 @@ def prepared_weights(
     return weights, prepared if (prepared / "done").is_file() else None
 
 
-def content_stamp(source: Path) -> str:
-    """The file's size and a digest of its first and last MiB: copies of one model (a test's,
-    a reinstall's) share one prepared copy, where a modification time would make one each."""
+def content_stamp(source: Path, cache_dir: Path | None) -> str:
+    """The file's size and content digest, for names of what is made from it."""
+    return f"{source.stat().st_size}-{file_digest(source, cache_dir)[:16]}"
+
+
+def file_digest(source: Path, cache_dir: Path | None) -> str:
+    """The sha256 of ``source``'s content, remembered in ``cache_dir`` for this copy of it: a
+    copy written again (new size, inode or times) is hashed again."""
     import hashlib
 
-    size = source.stat().st_size
-    digest = hashlib.sha256(str(size).encode())
+    info = source.stat()
+    memo: Path | None = None
+    if cache_dir is not None:
+        identity = "\0".join(
+            str(part)
+            for part in (
+                source.resolve(),
+                info.st_size,
+                info.st_dev,
+                info.st_ino,
+                info.st_mtime_ns,
+                info.st_ctime_ns,
+            )
+        )
+        memo = cache_dir / "models" / "digests" / hashlib.sha256(identity.encode()).hexdigest()[:32]
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            known = memo.read_text().strip()
+            if len(known) == 64 and all(c in "0123456789abcdef" for c in known):
+                return known
     with source.open("rb") as handle:
-        digest.update(handle.read(1 << 20))
-        handle.seek(max(size - (1 << 20), 0))
-        digest.update(handle.read(1 << 20))
-    return f"{size}-{digest.hexdigest()[:16]}"
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    if memo is not None:
+        with contextlib.suppress(OSError):
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            partial = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+            partial.write_text(digest)
+            partial.replace(memo)
+    return digest
+
+
+def model_variant(path: Path, cache_dir: Path | None) -> str:
+    """ "" for the pinned model files; else a short digest of the weights and vocabulary in
+    ``path`` (e.g. a ``$CODEMODE_MODEL_DIR`` holding another or a fine-tuned model), which
+    every cache of vectors made with them names, so no vector is compared with another
+    model's."""
+    import hashlib
+
+    from codemode.search.model.package import MINILM
+
+    names = ("model.safetensors", "tokenizer.json")
+    digests = [file_digest(path / name, cache_dir) for name in names]
+    if digests == [MINILM.files[name] for name in names]:
+        return ""
+    return hashlib.sha256("\0".join(digests).encode()).hexdigest()[:16]
 
 
 def _remove_old_layouts(models: Path) -> None:
     """Earlier versions prepared a directory of .npy files per model file and modification
-    time (``<model>-<size>-<mtime>``): 90 MB each, never read again."""
+    time (``<model>-<size>-<mtime>``), then one flat file keyed by a partial digest
+    (``<model>-flat-...``, ``<model>-vocab-....txt``): 90 MB each, never read again."""
     import re
 
-    legacy = re.compile(re.escape(MODEL_ID) + r"-\d+-\d+")
+    legacy = re.compile(re.escape(MODEL_ID) + r"-(\d+-\d+|flat-.+|vocab-.+\.txt)")
     with contextlib.suppress(OSError):
         for entry in models.iterdir():
-            if entry.is_dir() and legacy.fullmatch(entry.name):
+            if not legacy.fullmatch(entry.name):
+                continue
+            if entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
 
 
 def _mapped(prepared: Path) -> dict[str, FloatArray]:

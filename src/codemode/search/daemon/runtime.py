@@ -79,6 +79,23 @@ def code_stamp() -> str:
 
 
 def daemon_key(fingerprint: str, semantic: bool, cache_dir: Path) -> str:
-    """One daemon per stored index, interpreter and installation of codemode."""
-    parts = (fingerprint, str(semantic), str(cache_dir), code_stamp(), sys.executable)
+    """One daemon per stored index, interpreter, installation of codemode and model files (a
+    daemon holding one model never answers for another: ``$CODEMODE_MODEL_DIR`` changed)."""
+    parts = [fingerprint, str(semantic), str(cache_dir), code_stamp(), sys.executable]
+    if semantic:
+        parts.append(_model_stamp(cache_dir))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+
+def _model_stamp(cache_dir: Path) -> str:
+    """Where the model is and which variant of it (found with a few ``stat`` calls)."""
+    from codemode.search.model.locations import find_model
+    from codemode.search.weights import model_variant
+
+    path = find_model()
+    if path is None:
+        return "no model"
+    try:
+        return f"{path}|{model_variant(path, cache_dir)}"
+    except OSError:
+        return f"{path}|unreadable"
