@@ -11,7 +11,6 @@ The MCP gateway, the CLI and the agent loop are all clients of this class::
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -65,7 +64,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Codemode", "SearchAnswer"]
 
-log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
@@ -151,9 +149,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         self.shapes = await anyio.to_thread.run_sync(ShapeBook, state_dir / SHAPES_FILE)
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
         self.skills = await anyio.to_thread.run_sync(self._open_skills)
-        failures = await self.catalog.load()
-        for server, message in failures.items():
-            log.warning("server %s is unavailable: %s", server, message)
+        await self.catalog.load()  # each failure is logged once, by the catalog
         await anyio.to_thread.run_sync(self._current_views)
         self._expiry = asyncio.create_task(upkeep(self.registry, gateway.idle_release_s))
         return self
@@ -164,9 +160,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         """Load the catalog (and the observed result shapes) for ``search`` alone: no sandbox
         pool, sessions or audit log.
         Returns the servers that failed to load (name -> reason). ``aclose()`` when done."""
-        failures = await self.catalog.load()
-        for server, message in failures.items():
-            log.warning("server %s is unavailable: %s", server, message)
+        failures = await self.catalog.load()  # each failure is logged once, by the catalog
         shapes_file = self.config.gateway.state_dir / SHAPES_FILE  # shown at detail "full"
         self.shapes = await anyio.to_thread.run_sync(ShapeBook, shapes_file)
         await anyio.to_thread.run_sync(self._current_views)
