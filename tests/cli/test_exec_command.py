@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -213,3 +214,22 @@ def test_exec_copies_the_files_out_and_says_where(tmp_path, capsys):
     assert "link.txt -> not copied: " in printed.err  # named, with why
     assert (saved / "out" / "report.md").read_text() == "# done\n"
     assert not (saved / "link.txt").exists()
+
+
+def test_a_server_that_did_not_load_is_reported_once(tmp_path):
+    import subprocess
+
+    missing = tmp_path / "missing-spec.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "codemode", "search", "--openapi", str(missing), "refund"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CODEMODE_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert result.returncode == ExitCode.SERVERS_NOT_LOADED
+    lines = [line for line in result.stderr.splitlines() if "missing-spec" in line]
+    # One warning when it fails to load, one error when the command refuses to go on.
+    assert len(lines) == 2, result.stderr
+    assert "did not load" in lines[0] and lines[1].startswith("codemode: error:")
