@@ -80,6 +80,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/packages.py
 	$(BIN)/python benchmarks/egress.py
 	$(BIN)/python benchmarks/search.py
+	$(BIN)/python benchmarks/search_int8.py
 	$(BIN)/python benchmarks/cold_cli.py
 	$(BIN)/python benchmarks/gateway.py
 	$(BIN)/python benchmarks/replicas.py

@@ -9,6 +9,10 @@ search of a fresh ``LiveIndex`` (a gateway after restart), and a cold ``codemode
 
     .venv/bin/python benchmarks/search.py [--json] [--no-semantic] [--no-cli] [--rounds N]
         [--cache-dir DIR]  # default: the user cache; an empty one measures the uncached build
+        [--query-precision int8|float32]  # the queries' weights on ONNX Runtime (default int8)
+
+With 8-bit queries (the default) the latency table also times the float32 query pass and a new
+query's hybrid search on it, taking turns with the others.
 """
 
 from __future__ import annotations
@@ -86,6 +90,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="latency rounds over all queries")
     parser.add_argument("--cli-runs", type=int, default=7)
     parser.add_argument("--cache-dir", type=Path, help="embedding and index cache directory")
+    parser.add_argument(
+        "--query-precision",
+        choices=("int8", "float32"),
+        default="int8",
+        help="weights of the query pass on ONNX Runtime (tool vectors are float32 either way)",
+    )
     args = parser.parse_args(argv)
 
     specfiles, tasks = load_tasks([DEV, HELDOUT])
@@ -141,8 +151,14 @@ def semantic_stages(
 ) -> None:
     import numpy as np
 
+    from codemode.search.encoder import MiniLMEncoder
     from codemode.search.live import LiveIndex
-    from codemode.search.semantic import HybridIndex, build_index, open_stored_index
+    from codemode.search.semantic import (
+        DOCUMENT_MAX_TOKENS,
+        HybridIndex,
+        build_index,
+        open_stored_index,
+    )
     from codemode.search.store import catalog_fingerprint, default_cache_dir
 
     cache_dir = args.cache_dir or default_cache_dir()
@@ -159,12 +175,16 @@ def semantic_stages(
 
     before = rss_mb()
     start = time.perf_counter()
-    hybrid = open_stored_index(fingerprint, semantic=True, cache_dir=cache_dir)
+    encoder = MiniLMEncoder(
+        max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir, query_precision=args.query_precision
+    )
+    hybrid = open_stored_index(fingerprint, semantic=True, cache_dir=cache_dir, encoder=encoder)
     assert isinstance(hybrid, HybridIndex)
     hybrid.search("warm up", 5)
     report["stored_open_s"] = round(time.perf_counter() - start, 3)
     report["index_memory_mb"] = round(rss_mb() - before, 1)
     report["encoder_backend"] = hybrid.encoder.backend
+    report["query_precision"] = hybrid.encoder.query_precision
 
     report["results"]["lexical+semantic"] = evaluate(hybrid.search, tasks, servers)
 
@@ -185,6 +205,8 @@ def semantic_stages(
     from codemode.search.usage import UsageLog
 
     learning = LiveIndex(all_specs, cache_dir=cache_dir, usage=UsageLog()).start()
+    if learning._hybrid is not None:
+        learning._hybrid.encoder = hybrid.encoder  # the same query precision
     by_operation = {(e.server, e.operation_id): e.tool for e in hybrid.entries}
     for task in tasks:
         if task["split"] != "dev":
@@ -198,7 +220,7 @@ def semantic_stages(
     report["results"]["+ usage (dev uses)"] = evaluate(learning.search, heldout, servers)
 
     encoder = hybrid.encoder
-    vector = encoder.encode(["refund a charge"])[0]
+    vector = encoder.encode_query("refund a charge")
 
     def cosine(query: str) -> None:
         with encoder.blas_threads():
@@ -215,13 +237,28 @@ def semantic_stages(
     stages: dict[str, Callable[[str], object]] = {
         "lexical search (total)": lambda q: hybrid.lexical.search(q, 5),
         "lexical ranking (stage)": lambda q: hybrid.lexical.ranked(q, hybrid.candidates),
-        "query embedding (stage)": lambda q: encoder.encode([q]),
+        "query embedding (stage)": encoder.encode_query,
         "cosine + top-k (stage)": cosine,
         "hybrid search, new query (total)": new_query,
         # right after new_query: the query's embedding is cached
         "hybrid search, repeated query (total)": lambda q: hybrid.search(q, 5),
         "hybrid + usage re-rank, new query (total)": with_usage,
     }
+    if encoder.query_precision == "int8":  # the float32 query pass, taking turns with it
+        float32 = MiniLMEncoder(
+            max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir, query_precision="float32"
+        )
+        on_float32 = open_stored_index(
+            fingerprint, semantic=True, cache_dir=cache_dir, encoder=float32
+        )
+        assert isinstance(on_float32, HybridIndex)
+
+        def new_float32_query(query: str) -> None:
+            on_float32.forget_queries()
+            on_float32.search(query, 5)
+
+        stages["query embedding, float32 weights (stage)"] = float32.encode_query
+        stages["hybrid search, new query, float32 weights (total)"] = new_float32_query
     latency = report["latency"]
     latency.update(measure(stages, queries, args.rounds))
 
@@ -306,6 +343,7 @@ def print_report(report: dict[str, Any]) -> None:
         "hybrid_build_or_open_s",
         "stored_open_s",
         "encoder_backend",
+        "query_precision",
     ):
         if key in report:
             print(f"{key}: {report[key]}")

@@ -139,3 +139,16 @@ def cache_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("CODEMODE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("CODEMODE_STATE_DIR", str(tmp_path / "state"))
     return tmp_path / "cache"
+
+
+@pytest.fixture
+def require_onnxruntime():
+    """Skip without onnxruntime, or fail where ``make test`` expects it (the semantic extra)."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        if os.environ.get("CODEMODE_EXPECT_MODEL") == "1":
+            pytest.fail(
+                "CODEMODE_EXPECT_MODEL=1 but onnxruntime is missing: pip install -e '.[semantic]'"
+            )
+        pytest.skip("onnxruntime not installed (pip install -e '.[semantic]')")

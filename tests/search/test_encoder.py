@@ -116,7 +116,9 @@ def test_prepared_weights_are_one_mapped_file_shared_by_copies_of_the_model(tmp_
     first = MiniLMEncoder(cache_dir=cache)
     prepared = list((cache / "models").glob("all-MiniLM-L6-v2-weights-*"))
     assert [p.name.split("-weights-")[0] for p in prepared] == ["all-MiniLM-L6-v2"]
-    files = {f.name for f in prepared[0].iterdir()} - {"minilm-v2.onnx"}  # the ONNX graph
+    # less the ONNX graphs (float32, and the queries' one with its 8-bit weights)
+    graphs = {"minilm-v2.onnx", "minilm-int8-v1.onnx", "weights-int8-v1.bin"}
+    files = {f.name for f in prepared[0].iterdir()} - graphs
     assert sorted(files) == ["done", "layout.json", "weights.npy"]
     # The old layouts' 90 MB are given back.
     assert not legacy.exists() and not flat.exists() and not vocab.exists()

@@ -246,13 +246,13 @@ class HybridIndex:
         """The query's embedding; the last ``QUERY_CACHE_SIZE`` queries are kept."""
         vector = self._queries.get(query)
         if vector is None:
-            vector = self.encoder.encode([query])[0]
+            vector = self.encoder.encode_query(query)
             self._queries[query] = vector
             if len(self._queries) > QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)
         else:
             self._queries.move_to_end(query)
-        return vector  # type: ignore[no-any-return]
+        return vector
 
     def forget_queries(self) -> None:
         """Empty the query-embedding cache (benchmarks measure the uncached path with it)."""

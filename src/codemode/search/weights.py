@@ -76,7 +76,7 @@ def prepared_weights(
     )
     if prepared is not None and (prepared / "done").is_file():
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            return _mapped(prepared), prepared
+            return mapped(prepared), prepared
     weights = _read_weights(source)
     if prepared is None:
         return weights, None
@@ -159,7 +159,7 @@ def _remove_old_layouts(models: Path) -> None:
                 entry.unlink(missing_ok=True)
 
 
-def _mapped(prepared: Path) -> dict[str, FloatArray]:
+def mapped(prepared: Path) -> dict[str, FloatArray]:
     import json
 
     import numpy as np
