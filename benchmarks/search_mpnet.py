@@ -42,8 +42,9 @@ from search import SPECS_DIR, load_specs
 from search_eval import DEV, HELDOUT, evaluate, load_tasks
 
 from codemode.search.base import Hit
+from codemode.search.blas import blas_threads as _blas_threads
 from codemode.search.documents import ToolDocument, tool_documents
-from codemode.search.encoder import _blas_threads, _erf
+from codemode.search.encoder import _erf
 from codemode.search.semantic import EmbeddingCache, HybridIndex
 from codemode.search.store import default_cache_dir
 

@@ -53,7 +53,7 @@ def test_the_forward_pass_runs_blas_on_one_thread_and_restores_it() -> None:
     import numpy  # noqa: F401 - loads the BLAS to look at
     from threadpoolctl import threadpool_info
 
-    from codemode.search.encoder import _blas_threads
+    from codemode.search.blas import blas_threads as _blas_threads
 
     def blas_threads() -> set[int]:
         return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}

@@ -65,7 +65,7 @@ class OnnxForward:
 
         self.path = path
         options = onnxruntime.SessionOptions()
-        # One thread per query by default, as for numpy's BLAS (``encoder._blas_threads``).
+        # One thread per query by default, as for numpy's BLAS (``blas.blas_threads``).
         options.intra_op_num_threads = threads or 0
         if threads != 1:
             # Waiting workers sleep instead of spinning: the machine is shared (same speed here).
