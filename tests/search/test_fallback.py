@@ -73,8 +73,11 @@ def test_cli_answers_without_the_model_installed(tiny_spec_file, tmp_path):
 def test_modules_without_the_model_files_say_to_install_the_model(tmp_path, monkeypatch, caplog):
     """The [semantic] extra installed but no model: the first use says the one command."""
     from codemode.cli.doctor_checks import check_semantic
+    from codemode.search import encoder
     from codemode.search.model import locations
 
+    # The extra's modules count as installed, so this runs where they are not installed too.
+    monkeypatch.setattr(encoder, "missing_modules", list)
     monkeypatch.delenv("CODEMODE_MODEL_DIR", raising=False)
     monkeypatch.setattr(locations, "environment_models_dir", lambda: tmp_path / "nowhere")
     monkeypatch.setattr(locations, "_package_dir", lambda package: None)
