@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from codemode.demo import MEETING_DOCUMENT_ID
+from codemode.search.encoder import semantic_available
 
 pytestmark = [pytest.mark.anyio, pytest.mark.thirdparty]
 
@@ -46,8 +47,11 @@ async def test_search_finds_a_demo_tool_and_a_third_party_tool(gateway: Any, har
         gateway.client, {"query": "read a meeting transcript document"}
     )
     assert not result.is_error
-    hits = harness.structured(result)["hits"]
-    assert hits[0]["python_name"] == "docs.get_document"
+    names = [hit["python_name"] for hit in harness.structured(result)["hits"]]
+    if semantic_available():
+        assert names[0] == "docs.get_document"
+    else:  # lexical only (no [semantic] extra): "document" matches list_documents as well
+        assert "docs.get_document" in names[:3]
     assert "docs.get_document(document_id: str)" in harness.text_of(result)
 
     result = await gateway.client.call_tool(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from typing import Any
 
 from codemode.cluster.actor import node_agent
@@ -29,8 +30,15 @@ __all__ = ["RaySandboxes", "connect"]
 log = logging.getLogger(__name__)
 
 
+# Ray Client's proxier starts a server per driver; on a loaded head that start can time out
+# (seen in the test suite beside other work) while a second try succeeds.
+_TRANSIENT = ("Starting Ray client server failed", "Initialization failure from server")
+_ATTEMPTS = 3
+
+
 def connect(settings: ClusterSettings) -> None:
-    """Join the cluster at ``settings.address`` as a driver (idempotent)."""
+    """Join the cluster at ``settings.address`` as a driver (idempotent). A Ray Client address
+    whose server fails to start is tried again, up to three times in all."""
     import ray
 
     if ray.is_initialized():
@@ -41,19 +49,34 @@ def connect(settings: ClusterSettings) -> None:
             "no cluster address is configured",
             fix='set [cluster] address = "ray://HOST:10001" or pass --cluster ray://HOST:PORT',
         )
-    try:
-        ray.init(
-            address=address,
-            namespace=settings.namespace,
-            logging_level=logging.WARNING,
-            log_to_driver=False,
-        )
-    except Exception as error:  # Ray raises many kinds; all mean "cannot join"
-        raise ClusterError(
-            f"could not join the Ray cluster at {address}: {error}",
-            fix="check that the head runs (`ray start --head`) and the address and port are "
-            "right (ray://HOST:10001 for Ray Client, HOST:6379 from a machine in the cluster)",
-        ) from error
+    for attempt in range(1, _ATTEMPTS + 1):
+        try:
+            ray.init(
+                address=address,
+                namespace=settings.namespace,
+                logging_level=logging.WARNING,
+                log_to_driver=False,
+            )
+            return
+        except Exception as error:  # Ray raises many kinds; all mean "cannot join"
+            transient = address.startswith("ray://") and any(m in str(error) for m in _TRANSIENT)
+            if not transient or attempt == _ATTEMPTS:
+                raise ClusterError(
+                    f"could not join the Ray cluster at {address}: {error}",
+                    fix="check that the head runs (`ray start --head`) and the address and port "
+                    "are right (ray://HOST:10001 for Ray Client, HOST:6379 from a machine in "
+                    "the cluster)",
+                ) from error
+            log.warning(
+                "the Ray cluster at %s did not start a client server for us (try %d of %d); "
+                "trying again",
+                address,
+                attempt,
+                _ATTEMPTS,
+            )
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            time.sleep(attempt)
 
 
 class RaySandboxes:
