@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,14 @@ def require_onnxruntime():
                 "CODEMODE_EXPECT_MODEL=1 but onnxruntime is missing: pip install -e '.[semantic]'"
             )
         pytest.skip("onnxruntime not installed (pip install -e '.[semantic]')")
+
+
+@pytest.fixture
+def prepared_dir() -> Callable[[Path], Path]:
+    """Finds the one prepared-weights directory the encoder made under a cache directory."""
+
+    def find(cache: Path) -> Path:
+        (prepared,) = (cache / "models").glob("all-MiniLM-L6-v2-weights-*")
+        return prepared
+
+    return find

@@ -52,11 +52,6 @@ def fresh_warnings(monkeypatch):
     monkeypatch.setattr(onnx_backend, "_warned_int8", [])
 
 
-def prepared_dir(cache):
-    (prepared,) = (cache / "models").glob("all-MiniLM-L6-v2-weights-*")
-    return prepared
-
-
 def queries():
     tasks = json.loads(DEV.read_text())["tasks"]
     return [task["query"] for task in tasks[:40]] + TEXTS[:3]
@@ -88,7 +83,9 @@ def test_float32_queries_and_all_tool_texts_are_the_float32_pass(
     assert np.abs(numpy_encoder.encode_query(TEXTS[0]) - expected[0]).max() < 1e-6
 
 
-def test_the_int8_files_are_small_written_once_and_point_into_the_weights(cache, int8_encoder):
+def test_the_int8_files_are_small_written_once_and_point_into_the_weights(
+    cache, int8_encoder, prepared_dir
+):
     import onnx
 
     prepared = prepared_dir(cache)
@@ -133,7 +130,7 @@ def test_a_process_that_only_embeds_queries_never_starts_the_float32_session(
 
 
 def test_an_int8_graph_that_does_not_load_means_float32_queries_with_one_warning(
-    tmp_path, float32_encoder, fresh_warnings, caplog, np
+    tmp_path, float32_encoder, fresh_warnings, caplog, np, prepared_dir
 ):
     MiniLMEncoder(max_length=96, cache_dir=tmp_path)  # prepares both graphs
     (prepared_dir(tmp_path) / INT8_GRAPH_FILE).write_bytes(b"not an onnx model")
@@ -166,7 +163,7 @@ def test_a_failing_int8_run_answers_in_float32(cache, float32_encoder, fresh_war
 
 
 def test_a_float32_graph_that_fails_later_leaves_tool_texts_to_numpy(
-    tmp_path, fresh_warnings, caplog, np
+    tmp_path, fresh_warnings, caplog, np, prepared_dir
 ):
     MiniLMEncoder(max_length=96, cache_dir=tmp_path)
     (prepared_dir(tmp_path) / "minilm-v2.onnx").write_bytes(b"not an onnx model")

@@ -47,11 +47,6 @@ def fresh_warning(monkeypatch):
     monkeypatch.setattr(onnx_backend, "_warned", [])
 
 
-def graph_file(cache):
-    (prepared,) = (cache / "models").glob("all-MiniLM-L6-v2-weights-*")
-    return prepared / GRAPH_FILE
-
-
 def assert_same_vectors(np, a, b):
     assert a.shape == b.shape
     assert np.abs(a - b).max() < 1e-5
@@ -88,8 +83,10 @@ def test_auto_picks_onnx_runtime_and_keeps_the_cache_key(cache, numpy_encoder):
     assert model_key(auto) == model_key(numpy_encoder)
 
 
-def test_the_graph_is_written_once_beside_the_weights_and_not_copying_them(cache, onnx_encoder):
-    path = graph_file(cache)
+def test_the_graph_is_written_once_beside_the_weights_and_not_copying_them(
+    cache, onnx_encoder, prepared_dir
+):
+    path = prepared_dir(cache) / GRAPH_FILE
     stamp = path.stat().st_mtime_ns
     assert MiniLMEncoder(max_length=96, cache_dir=cache, backend="onnx").backend == "onnx"
     assert path.stat().st_mtime_ns == stamp
@@ -109,10 +106,10 @@ def test_without_onnxruntime_auto_embeds_with_numpy(cache, onnx_encoder, monkeyp
 
 
 def test_a_graph_that_does_not_load_falls_back_to_numpy_with_one_warning(
-    tmp_path, numpy_encoder, fresh_warning, caplog, np
+    tmp_path, numpy_encoder, fresh_warning, caplog, np, prepared_dir
 ):
     MiniLMEncoder(max_length=96, cache_dir=tmp_path, backend="onnx")  # prepares the weights
-    graph_file(tmp_path).write_bytes(b"not an onnx model")
+    (prepared_dir(tmp_path) / GRAPH_FILE).write_bytes(b"not an onnx model")
     with caplog.at_level(logging.WARNING, logger="codemode.search"):
         # float32 queries: the float32 session starts at once (with int8 queries it waits for
         # the first tool texts: tests/search/test_int8_query.py)
