@@ -13,8 +13,9 @@ as all-MiniLM-L6-v2's, so MiniLM's ``tokenizer.json`` tokenizes for it.
 Each operation's two views (``ToolDocument.semantic_texts``, at most 96 tokens, as for MiniLM)
 are embedded once (cached under ``<cache>/embeddings/``), averaged and mixed with their product
 area's mean like MiniLM's, and the dev tasks are scored with the default index, with each
-model's cosine alone (no BM25), with L3 in place of MiniLM, and with the two cosines mixed (``--weights``: L3's share) in the same blend. It
-also times one query embedding of each model, in the same process, taking turns.
+model's cosine alone (no BM25), with L3 in place of MiniLM, and with the two cosines mixed
+(``--weights``: L3's share) in the same blend. It also times one query embedding of each model,
+in the same process, taking turns.
 
     .venv/bin/python benchmarks/search_paraphrase_l3.py [--cache-dir DIR] [--weights 0.1,0.2,0.35,0.5]
 
