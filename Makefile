@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 TP_STAMP := .third_party/.installed-stamp
 BENCH_STAMP := $(VENV)/.bench-stamp
 
-.PHONY: setup third-party setup-local-model demo test test-unprivileged test-fast lint bench bench-mpnet bench-maxsim clean
+.PHONY: setup third-party setup-local-model demo test test-unprivileged test-without-model test-fast lint bench bench-mpnet bench-maxsim clean
 
 setup: $(STAMP)
 
@@ -43,6 +43,7 @@ demo: setup
 test: setup third-party setup-local-model
 	CODEMODE_EXPECT_MODEL=1 $(BIN)/python -m pytest -q
 	$(MAKE) test-unprivileged
+	$(MAKE) test-without-model
 
 # The sandbox's limit and hostile suites again, as an ordinary user: no cgroups there, so the
 # host's watch and RLIMIT_NPROC hold the limits. Run as root (CI), it creates the user
@@ -55,6 +56,22 @@ test-unprivileged: setup
 	    --need "$(CURDIR)" --need "$$($(BIN)/python -c 'import sys; print(sys.base_prefix)')" \
 	    -- $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider -m "hostile or limits" tests/sandbox tests/egress; \
 	fi
+
+# The search-facing suites again in a second virtualenv without the optional [semantic] extra
+# (no tokenizers, safetensors, onnxruntime, no model): search is lexical there and says so once,
+# and the tests that need the model are reported as skipped, each with the install command.
+LEXICAL_VENV := .venv-lexical
+LEXICAL_STAMP := $(LEXICAL_VENV)/.installed-stamp
+
+$(LEXICAL_STAMP): pyproject.toml Makefile
+	test -x $(LEXICAL_VENV)/bin/python || $(PYTHON) -m venv $(LEXICAL_VENV)
+	$(LEXICAL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LEXICAL_VENV)/bin/python -m pip install -q -e '.[dev,data]'
+	touch $@
+
+test-without-model: $(LEXICAL_STAMP) third-party
+	$(LEXICAL_VENV)/bin/python scripts/check_no_semantic_extra.py
+	$(LEXICAL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/search tests/gateway tests/cli tests/demo
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not thirdparty and not slow"
@@ -102,4 +119,4 @@ bench-maxsim: setup
 	$(BIN)/python benchmarks/search_maxsim.py --layer 4 --center --z --candidates 30 --weights 0.01,0.02,0.04
 
 clean:
-	rm -rf $(VENV) .third_party .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LEXICAL_VENV) .third_party .pytest_cache .mypy_cache .ruff_cache
