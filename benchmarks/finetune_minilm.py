@@ -123,17 +123,12 @@ def split_dev(
 
 
 def load_catalog() -> tuple[dict[str, str], list[Any], list[dict[str, Any]]]:
-    from search import SPECS_DIR, load_specs
+    from search import load_catalog
     from search_eval import DEV, load_tasks
 
     specfiles, tasks = load_tasks([DEV])
-    servers: dict[str, str] = {}
-    all_specs: list[Any] = []
-    for key, filename in specfiles.items():
-        server, specs, _ = load_specs(SPECS_DIR / filename)
-        servers[key] = server
-        all_specs += specs
-    return servers, all_specs, tasks
+    servers, tools = load_catalog(specfiles)
+    return servers, [spec for specs in tools.values() for spec in specs], tasks
 
 
 def cmd_data(args: argparse.Namespace) -> int:

@@ -52,6 +52,18 @@ def load_specs(path: Path) -> tuple[str, list[ToolSpec], float]:
     return server, specs, time.perf_counter() - start
 
 
+def load_catalog(
+    specfiles: dict[str, str], specs_dir: Path = SPECS_DIR
+) -> tuple[dict[str, str], dict[str, list[ToolSpec]]]:
+    """The tasks' specs (``load_tasks``'s first value) as ``(server by spec key, tools by spec
+    key)``: each server's tools stay together, as ``tool_documents`` names them per server."""
+    servers: dict[str, str] = {}
+    tools: dict[str, list[ToolSpec]] = {}
+    for key, filename in specfiles.items():
+        servers[key], tools[key], _ = load_specs(specs_dir / filename)
+    return servers, tools
+
+
 def measure(
     functions: dict[str, Callable[[str], object]], queries: Sequence[str], rounds: int
 ) -> dict[str, dict[str, float]]:

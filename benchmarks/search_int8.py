@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search import SPECS_DIR, load_specs
+from search import load_catalog
 from search_eval import DEV, HELDOUT, evaluate, load_tasks
 
 SHORT = "give a customer their money back"
@@ -86,12 +86,8 @@ def main() -> int:
         )
 
     if not args.no_recall:
-        servers: dict[str, str] = {}
-        specs = []
-        for key, filename in specfiles.items():
-            server, loaded, _ = load_specs(SPECS_DIR / filename)
-            servers[key] = server
-            specs += loaded
+        servers, tools = load_catalog(specfiles)
+        specs = [spec for loaded in tools.values() for spec in loaded]
         build_index(specs, semantic=True, cache_dir=cache_dir)  # stores it once
         for precision, encoder in encoders.items():
             index = open_stored_index(

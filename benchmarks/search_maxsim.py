@@ -25,13 +25,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search import SPECS_DIR, load_specs, rss_mb
+from search import load_catalog, rss_mb
 from search_eval import DEV, load_tasks, summarize, task_rank
 
 from codemode.search.documents import tool_documents
 from codemode.search.semantic import HybridIndex, build_index
 from codemode.search.store import default_cache_dir
-from codemode.tools import ToolSpec
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,12 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import numpy as np
 
     specfiles, tasks = load_tasks([DEV])
-    servers: dict[str, str] = {}
-    all_specs: list[ToolSpec] = []
-    for key, filename in specfiles.items():
-        server, specs, _ = load_specs(SPECS_DIR / filename)
-        servers[key] = server
-        all_specs += specs
+    servers, tools = load_catalog(specfiles)
+    all_specs = [spec for specs in tools.values() for spec in specs]
     hybrid = build_index(all_specs, semantic=True, cache_dir=args.cache_dir or default_cache_dir())
     assert isinstance(hybrid, HybridIndex)
     encoder = hybrid.encoder

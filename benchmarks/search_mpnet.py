@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search import SPECS_DIR, load_specs
+from search import load_catalog
 from search_eval import DEV, HELDOUT, evaluate, load_tasks
 
 from codemode.search.base import Hit
@@ -238,11 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache_dir = args.cache_dir or default_cache_dir()
 
     specfiles, tasks = load_tasks([DEV, HELDOUT])
-    servers, documents = {}, []
-    for key, filename in specfiles.items():
-        server, specs, _ = load_specs(SPECS_DIR / filename)
-        servers[key] = server
-        documents += tool_documents(specs)
+    servers, tools = load_catalog(specfiles)
+    documents = [document for specs in tools.values() for document in tool_documents(specs)]
     minilm = HybridIndex(cache_dir=cache_dir)
     minilm.add_documents(documents)
 

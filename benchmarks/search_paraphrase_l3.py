@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search import SPECS_DIR, load_specs
+from search import load_catalog
 from search_eval import DEV, HELDOUT, evaluate, load_tasks
 from search_mpnet import blended, with_groups
 
@@ -173,11 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     splits = [DEV] if args.heldout is None else [HELDOUT]
     specfiles, tasks = load_tasks(splits)
-    servers, documents = {}, []
-    for key, filename in specfiles.items():
-        server, specs, _ = load_specs(SPECS_DIR / filename)
-        servers[key] = server
-        documents += tool_documents(specs)
+    servers, tools = load_catalog(specfiles)
+    documents = [document for specs in tools.values() for document in tool_documents(specs)]
     minilm = HybridIndex(cache_dir=cache_dir)
     minilm.add_documents(documents)
 

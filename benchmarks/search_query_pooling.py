@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search import SPECS_DIR, load_specs
+from search import load_catalog
 from search_eval import DEV, HELDOUT, load_tasks, summarize, task_rank
 
 from codemode.search.documents import tool_documents
@@ -158,12 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     specfiles, tasks = load_tasks([HELDOUT if args.heldout else DEV])
-    servers: dict[str, str] = {}
-    all_specs: list[ToolSpec] = []
-    for key, filename in specfiles.items():
-        server, specs, _ = load_specs(SPECS_DIR / filename)
-        servers[key] = server
-        all_specs += specs
+    servers, tools = load_catalog(specfiles)
+    all_specs = [spec for specs in tools.values() for spec in specs]
     stored = build_index(all_specs, semantic=True, cache_dir=args.cache_dir or default_cache_dir())
     assert isinstance(stored, HybridIndex)
     hybrid = GivenQueries(encoder=stored.encoder, lexical=stored.lexical, vectors=stored.vectors)
