@@ -118,6 +118,12 @@ async def _open(engine: Codemode, client: str = "alice") -> str:
     return result.session
 
 
+async def _assert_refused(engine: Codemode, client: str = "alice") -> None:
+    """A new session of ``client`` on ``engine`` is refused: its quota is used up elsewhere too."""
+    with pytest.raises(SessionQuotaError, match=ACROSS):
+        await engine.execute("print('one more')", client=client)
+
+
 @pytest.mark.anyio
 async def test_a_client_at_its_quota_on_a_is_refused_on_b_until_it_closes_one(
     redis_server: Any, crm: Crm, tmp_path: Path
@@ -132,8 +138,7 @@ async def test_a_client_at_its_quota_on_a_is_refused_on_b_until_it_closes_one(
         await _open(b, client="bob")  # the quota is per client
         assert await a.close_session(first)
         third = await _open(b)
-        with pytest.raises(SessionQuotaError, match=ACROSS):
-            await a.execute("print('fourth')", client="alice")
+        await _assert_refused(a)
         assert b.registry is not None and third in b.registry.handles(None)
 
 
@@ -149,8 +154,7 @@ async def test_a_session_moving_between_replicas_counts_once(
             assert ran.stdout == "here\n", ran.render_text()
         await _open(b)
         for replica in (a, b):
-            with pytest.raises(SessionQuotaError, match=ACROSS):
-                await replica.execute("print('third')", client="alice")
+            await _assert_refused(replica)
 
 
 @pytest.mark.anyio
@@ -165,8 +169,7 @@ async def test_a_session_adopted_after_its_replica_stopped_counts_once(
         continued = await b.execute("print('on b')", session=adopted, client="alice")
         assert continued.stdout == "on b\n", continued.render_text()
         await _open(b)
-        with pytest.raises(SessionQuotaError, match=ACROSS):
-            await b.execute("print('third')", client="alice")
+        await _assert_refused(b)
         assert b.shared is not None
         assert b.shared.registry.directory.client_sessions("alice") == 2
 
@@ -187,8 +190,7 @@ async def test_the_sessions_of_a_stopped_replica_free_their_places_when_they_exp
         a = await a_runs.enter_async_context(engines[0])
         await _open(a)
         await _open(a)
-        with pytest.raises(SessionQuotaError, match=ACROSS):
-            await b.execute("print('third')", client="alice")
+        await _assert_refused(b)
         await a_runs.aclose()  # nobody will close A's sessions: they lapse in the store
         assert b.shared is not None
         directory = b.shared.registry.directory
@@ -225,8 +227,7 @@ async def test_a_session_paused_for_longer_than_its_idle_time_keeps_its_place(
         # with its lease. One place is left.
         assert directory.client_sessions("alice") == 1
         await _open(b)
-        with pytest.raises(SessionQuotaError, match=ACROSS):
-            await b.execute("print('third')", client="alice")
+        await _assert_refused(b)
 
 
 @pytest.mark.anyio
