@@ -164,3 +164,18 @@ def prepared_dir() -> Callable[[Path], Path]:
         return prepared
 
     return find
+
+
+@pytest.fixture(scope="module")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache directory per test module for the encoders it builds (prepared weights, graphs)."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture
+def fresh_onnx_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ONNX Runtime backend warns once per process; each test starts with none said."""
+    from codemode.search import onnx_backend
+
+    monkeypatch.setattr(onnx_backend, "_warned", [])
+    monkeypatch.setattr(onnx_backend, "_warned_int8", [])

@@ -32,24 +32,13 @@ MIN_COSINE = 0.995
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
+def int8_encoder(model_cache):
+    return MiniLMEncoder(max_length=96, cache_dir=model_cache)
 
 
 @pytest.fixture(scope="module")
-def int8_encoder(cache):
-    return MiniLMEncoder(max_length=96, cache_dir=cache)
-
-
-@pytest.fixture(scope="module")
-def float32_encoder(cache):
-    return MiniLMEncoder(max_length=96, cache_dir=cache, query_precision="float32")
-
-
-@pytest.fixture
-def fresh_warnings(monkeypatch):
-    monkeypatch.setattr(onnx_backend, "_warned", [])
-    monkeypatch.setattr(onnx_backend, "_warned_int8", [])
+def float32_encoder(model_cache):
+    return MiniLMEncoder(max_length=96, cache_dir=model_cache, query_precision="float32")
 
 
 def queries():
@@ -71,9 +60,9 @@ def test_int8_query_vectors_are_close_to_the_float32_ones(int8_encoder, float32_
 
 
 def test_float32_queries_and_all_tool_texts_are_the_float32_pass(
-    cache, int8_encoder, float32_encoder, np
+    model_cache, int8_encoder, float32_encoder, np
 ):
-    numpy_encoder = MiniLMEncoder(max_length=96, cache_dir=cache, backend="numpy")
+    numpy_encoder = MiniLMEncoder(max_length=96, cache_dir=model_cache, backend="numpy")
     expected = numpy_encoder.encode(TEXTS)
     # tool texts: encode stays float32 whatever the query precision, so stored vectors stay valid
     assert np.abs(int8_encoder.encode(TEXTS) - expected).max() < 1e-5
@@ -84,14 +73,14 @@ def test_float32_queries_and_all_tool_texts_are_the_float32_pass(
 
 
 def test_the_int8_files_are_small_written_once_and_point_into_the_weights(
-    cache, int8_encoder, prepared_dir
+    model_cache, int8_encoder, prepared_dir
 ):
     import onnx
 
-    prepared = prepared_dir(cache)
+    prepared = prepared_dir(model_cache)
     graph, weights = prepared / INT8_GRAPH_FILE, prepared / INT8_FILE
     stamps = (graph.stat().st_mtime_ns, weights.stat().st_mtime_ns)
-    assert MiniLMEncoder(max_length=96, cache_dir=cache).query_precision == "int8"
+    assert MiniLMEncoder(max_length=96, cache_dir=model_cache).query_precision == "int8"
     assert (graph.stat().st_mtime_ns, weights.stat().st_mtime_ns) == stamps
     assert not list(prepared.glob("*.tmp"))
     # 11 MB of 8-bit weights and a graph of kilobytes; nothing else was written there
@@ -111,7 +100,7 @@ def test_the_int8_files_are_small_written_once_and_point_into_the_weights(
 
 
 def test_a_process_that_only_embeds_queries_never_starts_the_float32_session(
-    cache, int8_encoder, monkeypatch
+    model_cache, int8_encoder, monkeypatch
 ):
     started = []
 
@@ -121,7 +110,7 @@ def test_a_process_that_only_embeds_queries_never_starts_the_float32_session(
             super().__init__(path, threads=threads)
 
     monkeypatch.setattr(onnx_backend, "OnnxForward", RecordingForward)
-    encoder = MiniLMEncoder(max_length=96, cache_dir=cache)
+    encoder = MiniLMEncoder(max_length=96, cache_dir=model_cache)
     encoder.encode_query("give a customer their money back")
     assert started == [INT8_GRAPH_FILE]
     assert encoder.backend == "onnx"
@@ -130,7 +119,7 @@ def test_a_process_that_only_embeds_queries_never_starts_the_float32_session(
 
 
 def test_an_int8_graph_that_does_not_load_means_float32_queries_with_one_warning(
-    tmp_path, float32_encoder, fresh_warnings, caplog, np, prepared_dir
+    tmp_path, float32_encoder, fresh_onnx_warnings, caplog, np, prepared_dir
 ):
     MiniLMEncoder(max_length=96, cache_dir=tmp_path)  # prepares both graphs
     (prepared_dir(tmp_path) / INT8_GRAPH_FILE).write_bytes(b"not an onnx model")
@@ -147,8 +136,10 @@ def test_an_int8_graph_that_does_not_load_means_float32_queries_with_one_warning
     assert np.abs(first.encode_query(query) - float32_encoder.encode_query(query)).max() < 1e-5
 
 
-def test_a_failing_int8_run_answers_in_float32(cache, float32_encoder, fresh_warnings, caplog, np):
-    broken = MiniLMEncoder(max_length=96, cache_dir=cache)
+def test_a_failing_int8_run_answers_in_float32(
+    model_cache, float32_encoder, fresh_onnx_warnings, caplog, np
+):
+    broken = MiniLMEncoder(max_length=96, cache_dir=model_cache)
 
     def fail(token_ids, mask):
         raise RuntimeError("session lost")
@@ -163,7 +154,7 @@ def test_a_failing_int8_run_answers_in_float32(cache, float32_encoder, fresh_war
 
 
 def test_a_float32_graph_that_fails_later_leaves_tool_texts_to_numpy(
-    tmp_path, fresh_warnings, caplog, np, prepared_dir
+    tmp_path, fresh_onnx_warnings, caplog, np, prepared_dir
 ):
     MiniLMEncoder(max_length=96, cache_dir=tmp_path)
     (prepared_dir(tmp_path) / "minilm-v2.onnx").write_bytes(b"not an onnx model")
@@ -180,7 +171,9 @@ def test_a_float32_graph_that_fails_later_leaves_tool_texts_to_numpy(
         MiniLMEncoder(max_length=96, cache_dir=tmp_path, backend="onnx")
 
 
-def test_without_a_cache_queries_are_float32_on_numpy_and_nothing_is_said(fresh_warnings, caplog):
+def test_without_a_cache_queries_are_float32_on_numpy_and_nothing_is_said(
+    fresh_onnx_warnings, caplog
+):
     with caplog.at_level(logging.WARNING, logger="codemode.search"):
         encoder = MiniLMEncoder(max_length=96)
     assert (encoder.backend, encoder.query_precision) == ("numpy", "float32")

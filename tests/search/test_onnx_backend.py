@@ -28,23 +28,13 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
+def numpy_encoder(model_cache):
+    return MiniLMEncoder(max_length=96, cache_dir=model_cache, backend="numpy")
 
 
 @pytest.fixture(scope="module")
-def numpy_encoder(cache):
-    return MiniLMEncoder(max_length=96, cache_dir=cache, backend="numpy")
-
-
-@pytest.fixture(scope="module")
-def onnx_encoder(cache):
-    return MiniLMEncoder(max_length=96, cache_dir=cache, backend="onnx")
-
-
-@pytest.fixture
-def fresh_warning(monkeypatch):
-    monkeypatch.setattr(onnx_backend, "_warned", [])
+def onnx_encoder(model_cache):
+    return MiniLMEncoder(max_length=96, cache_dir=model_cache, backend="onnx")
 
 
 def assert_same_vectors(np, a, b):
@@ -76,37 +66,37 @@ def test_an_index_build_sized_call_matches_numpy_too(numpy_encoder, onnx_encoder
     assert created == [onnx_encoder.batch_threads] == [2]
 
 
-def test_auto_picks_onnx_runtime_and_keeps_the_cache_key(cache, numpy_encoder):
-    auto = MiniLMEncoder(max_length=96, cache_dir=cache)
+def test_auto_picks_onnx_runtime_and_keeps_the_cache_key(model_cache, numpy_encoder):
+    auto = MiniLMEncoder(max_length=96, cache_dir=model_cache)
     assert auto.backend == "onnx"
     # stored vectors stay valid across backends: the key names the model, not the backend
     assert model_key(auto) == model_key(numpy_encoder)
 
 
 def test_the_graph_is_written_once_beside_the_weights_and_not_copying_them(
-    cache, onnx_encoder, prepared_dir
+    model_cache, onnx_encoder, prepared_dir
 ):
-    path = prepared_dir(cache) / GRAPH_FILE
+    path = prepared_dir(model_cache) / GRAPH_FILE
     stamp = path.stat().st_mtime_ns
-    assert MiniLMEncoder(max_length=96, cache_dir=cache, backend="onnx").backend == "onnx"
+    assert MiniLMEncoder(max_length=96, cache_dir=model_cache, backend="onnx").backend == "onnx"
     assert path.stat().st_mtime_ns == stamp
     # the weights stay in the flat .npy file the graph points at (90 MB): the graph is small
     assert path.stat().st_size < 1_000_000
     assert not list(path.parent.glob("*.tmp"))
 
 
-def test_without_onnxruntime_auto_embeds_with_numpy(cache, onnx_encoder, monkeypatch, np):
+def test_without_onnxruntime_auto_embeds_with_numpy(model_cache, onnx_encoder, monkeypatch, np):
     expected = onnx_encoder.encode(TEXTS)
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails
-    auto = MiniLMEncoder(max_length=96, cache_dir=cache)
+    auto = MiniLMEncoder(max_length=96, cache_dir=model_cache)
     assert auto.backend == "numpy"
     assert_same_vectors(np, auto.encode(TEXTS), expected)
     with pytest.raises(UsageError, match="needs onnxruntime"):
-        MiniLMEncoder(max_length=96, cache_dir=cache, backend="onnx")
+        MiniLMEncoder(max_length=96, cache_dir=model_cache, backend="onnx")
 
 
 def test_a_graph_that_does_not_load_falls_back_to_numpy_with_one_warning(
-    tmp_path, numpy_encoder, fresh_warning, caplog, np, prepared_dir
+    tmp_path, numpy_encoder, fresh_onnx_warnings, caplog, np, prepared_dir
 ):
     MiniLMEncoder(max_length=96, cache_dir=tmp_path, backend="onnx")  # prepares the weights
     (prepared_dir(tmp_path) / GRAPH_FILE).write_bytes(b"not an onnx model")
@@ -124,8 +114,10 @@ def test_a_graph_that_does_not_load_falls_back_to_numpy_with_one_warning(
         MiniLMEncoder(max_length=96, cache_dir=tmp_path, backend="onnx")
 
 
-def test_a_failing_onnx_run_answers_with_numpy(cache, numpy_encoder, fresh_warning, caplog, np):
-    broken = MiniLMEncoder(max_length=96, cache_dir=cache, backend="onnx")
+def test_a_failing_onnx_run_answers_with_numpy(
+    model_cache, numpy_encoder, fresh_onnx_warnings, caplog, np
+):
+    broken = MiniLMEncoder(max_length=96, cache_dir=model_cache, backend="onnx")
 
     def fail(token_ids, mask):
         raise RuntimeError("session lost")
@@ -138,7 +130,7 @@ def test_a_failing_onnx_run_answers_with_numpy(cache, numpy_encoder, fresh_warni
     assert_same_vectors(np, vectors, numpy_encoder.encode(TEXTS))
 
 
-def test_onnx_needs_a_cache_directory_for_its_graph(fresh_warning):
+def test_onnx_needs_a_cache_directory_for_its_graph(fresh_onnx_warnings):
     assert MiniLMEncoder(max_length=96).backend == "numpy"
     with pytest.raises(UsageError, match="cache directory"):
         MiniLMEncoder(max_length=96, backend="onnx")
