@@ -89,27 +89,24 @@ def cmd_assemble(args: argparse.Namespace) -> int:
 # 1. data (project environment)
 
 
-def load_catalog(splits: Sequence[Path]) -> tuple[dict[str, str], list[Any], list[Any]]:
+def load_documents(splits: Sequence[Path]) -> tuple[dict[str, str], list[Any], list[Any]]:
     """(servers by spec key, ToolDocuments in a fixed order, tasks of ``splits``)."""
-    from search import SPECS_DIR, load_specs
+    from search import load_catalog
     from search_eval import load_tasks
 
     from codemode.search.documents import tool_documents
 
     specfiles, tasks = load_tasks(splits)
-    servers: dict[str, str] = {}
-    documents: list[Any] = []
-    for key, filename in sorted(specfiles.items()):
-        server, specs, _ = load_specs(SPECS_DIR / filename)
-        servers[key] = server
-        documents += tool_documents(specs)
+    # sorted by spec key: the stored vectors follow this order
+    servers, tools = load_catalog(dict(sorted(specfiles.items())))
+    documents = [document for specs in tools.values() for document in tool_documents(specs)]
     return servers, documents, tasks
 
 
 def cmd_data(args: argparse.Namespace) -> int:
     from search_eval import DEV, HELDOUT
 
-    _, documents, dev = load_catalog([DEV])
+    _, documents, dev = load_documents([DEV])
     heldout = load_tasks_only(HELDOUT)
     out = {
         "tools": [
@@ -250,7 +247,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     grid = len(floats(args.weights)) * len(floats(args.alphas)) * len(floats(args.group_weights))
     if args.heldout and grid != 1:
         sys.exit("--heldout scores one setting: give one --weights, --alphas and --group-weights")
-    servers, documents, tasks = load_catalog([HELDOUT if args.heldout else DEV])
+    servers, documents, tasks = load_documents([HELDOUT if args.heldout else DEV])
     data = json.loads(args.data.read_text())
     keys = [f"{d.spec.server}/{d.spec.operation_id}" for d in documents]
     if keys != [tool["key"] for tool in data["tools"]]:
