@@ -45,7 +45,6 @@ import sys
 import time
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -206,31 +205,6 @@ def cmd_embed(args: argparse.Namespace) -> int:
 # 3. eval (project environment)
 
 
-def blend(
-    index: Any, cosine: Callable[[str], Any], alpha: float
-) -> Callable[[str, int], list[Any]]:
-    """``HybridIndex``'s blend (BM25 over its best, and a cosine, on the union of both top
-    lists) with another cosine and BM25 weight ``alpha``."""
-    import numpy as np
-
-    def search(query: str, limit: int) -> list[Any]:
-        lexical = index.lexical.ranked(query, index.candidates)
-        scores = cosine(query)
-        top = np.argpartition(-scores, index.candidates - 1)[: index.candidates]
-        best = lexical[0][1] if lexical else 1.0
-        norm = {p: s / best for p, s in lexical}
-        ranked = sorted(
-            (
-                (p, alpha * norm.get(p, 0.0) + (1 - alpha) * float(scores[p]))
-                for p in set(norm) | set(top.tolist())
-            ),
-            key=lambda item: (-item[1], item[0]),
-        )
-        return [replace(index.entries[p], score=s) for p, s in ranked[:limit]]
-
-    return search
-
-
 def floats(text: str) -> list[float]:
     return [float(part) for part in text.split(",")]
 
@@ -238,7 +212,7 @@ def floats(text: str) -> list[float]:
 def cmd_eval(args: argparse.Namespace) -> int:
     import numpy as np
     from search_eval import DEV, HELDOUT, evaluate
-    from search_mpnet import with_groups
+    from search_mpnet import blended, with_groups
     from search_paraphrase_l3 import cosine_only
 
     from codemode.search.semantic import HybridIndex
@@ -287,7 +261,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for group_weight in by_group:
             for alpha in floats(args.alphas):
                 name = "Gemma" if weight >= 1 else f"MiniLM + Gemma at {weight:g}"
-                methods[f"{name}, a{alpha:g} g{group_weight:g}"] = blend(
+                methods[f"{name}, a{alpha:g} g{group_weight:g}"] = blended(
                     minilm, mixed(weight, group_weight), alpha
                 )
     print(f"Gemma views {args.views}; {split}, {len(tasks)} tasks")

@@ -199,8 +199,12 @@ def with_groups(documents: Sequence[ToolDocument], vectors: Any, weight: float) 
     return ((vectors + weight * centroids) / (1 + weight)).astype(np.float32)
 
 
-def blended(index: HybridIndex, cosine: Callable[[str], Any]) -> Callable[[str, int], list[Hit]]:
-    """``index``'s blend (normalized BM25 and a cosine over both top lists) with another cosine."""
+def blended(
+    index: HybridIndex, cosine: Callable[[str], Any], alpha: float | None = None
+) -> Callable[[str, int], list[Hit]]:
+    """``index``'s blend (normalized BM25 and a cosine over both top lists) with another cosine,
+    BM25 weighing ``alpha`` (the index's own by default)."""
+    weight = index.alpha if alpha is None else alpha
 
     def search(query: str, limit: int) -> list[Hit]:
         lexical = index.lexical.ranked(query, index.candidates)
@@ -210,7 +214,7 @@ def blended(index: HybridIndex, cosine: Callable[[str], Any]) -> Callable[[str, 
         norm = {p: s / best for p, s in lexical}
         ranked = sorted(
             (
-                (p, index.alpha * norm.get(p, 0.0) + (1 - index.alpha) * float(scores[p]))
+                (p, weight * norm.get(p, 0.0) + (1 - weight) * float(scores[p]))
                 for p in set(norm) | set(top.tolist())
             ),
             key=lambda item: (-item[1], item[0]),
