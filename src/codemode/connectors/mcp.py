@@ -23,11 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from codemode.connectors.base import BaseConnector, ToolsChangedCallback
-from codemode.connectors.mcp_results import (
-    sdk_wrapped_schema,
-    tool_result_from_mcp,
-    tool_spec_from_mcp,
-)
+from codemode.connectors.mcp_results import tool_result_from_mcp, tool_spec_from_mcp, wrapped_tools
 from codemode.connectors.mcp_transport import (
     HTTPTarget,
     StdioTarget,
@@ -115,11 +111,7 @@ class MCPConnector(BaseConnector):
                 async with asyncio.timeout(self.call_timeout_s):
                     page = await connection.client.list_tools(cursor=cursor)
                 specs.extend(self._spec(tool) for tool in page.tools)
-                wrapped.update(
-                    tool.name
-                    for tool in page.tools
-                    if sdk_wrapped_schema(tool.output_schema) is not None
-                )
+                wrapped.update(wrapped_tools(page.tools))
                 cursor = page.next_cursor
                 if cursor is None:
                     break

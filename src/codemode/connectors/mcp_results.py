@@ -23,6 +23,7 @@ destructive.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from codemode.tools import AnnotationsDefault, ToolResult, ToolSpec
@@ -30,7 +31,12 @@ from codemode.tools import AnnotationsDefault, ToolResult, ToolSpec
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["sdk_wrapped_schema", "tool_result_from_mcp", "tool_spec_from_mcp"]
+__all__ = [
+    "sdk_wrapped_schema",
+    "tool_result_from_mcp",
+    "tool_spec_from_mcp",
+    "wrapped_tools",
+]
 
 _WRAPPER_KEY = "result"
 
@@ -88,6 +94,11 @@ def sdk_wrapped_schema(schema: Any) -> dict[str, Any] | None:
         if key in schema and key not in unwrapped:
             unwrapped[key] = schema[key]
     return unwrapped
+
+
+def wrapped_tools(tools: Iterable[mcp_types.Tool]) -> set[str]:
+    """The names of the tools whose results the SDKs wrap (see ``sdk_wrapped_schema``)."""
+    return {tool.name for tool in tools if sdk_wrapped_schema(tool.output_schema) is not None}
 
 
 def _output_schema(schema: Any) -> dict[str, Any] | None:
