@@ -267,24 +267,28 @@ class _Checker:
             return
         if any(keyword.arg is None for keyword in node.keywords):
             return  # **kwargs: cannot know statically
-        given = set()
+        given = {keyword.arg for keyword in node.keywords if keyword.arg is not None}
+        unfilled = [param for param in signature.required if param not in given]
         for keyword in node.keywords:
             assert keyword.arg is not None
-            given.add(keyword.arg)
             param = signature.params.get(keyword.arg)
             if param is None:
                 options = sorted(signature.params)
+                suggestion = _suggest(keyword.arg, options)
+                if not suggestion and len(unfilled) == 1:
+                    # Not a misspelling but another word for it ('sql' for 'query'): the one
+                    # required argument left unfilled is what it was meant to be.
+                    suggestion = f"; did you mean {unfilled[0]!r}?"
                 self._problem(
                     node.lineno,
-                    f"{name}() has no argument {keyword.arg!r}{_suggest(keyword.arg, options)}"
+                    f"{name}() has no argument {keyword.arg!r}{suggestion}"
                     + ("" if options else "; it takes no arguments"),
                 )
                 continue
             self._check_literal(node.lineno, name, keyword.arg, keyword.value, param.types)
-        missing = [param for param in signature.required if param not in given]
-        if missing:
+        if unfilled:
             self._problem(
-                node.lineno, f"{name}() is missing required argument(s): {', '.join(missing)}"
+                node.lineno, f"{name}() is missing required argument(s): {', '.join(unfilled)}"
             )
 
     def _check_literal(

@@ -207,9 +207,13 @@ class Session:
         privacy = self.chain.privacy
         view = privacy.scan_value if privacy is not None else None
         described = pending.describe(view, spill_dir=spill_dir)
+        printed = self.sandbox.live_stdout()
         if privacy is not None:
             described["reason"] = privacy.scan_output(described["reason"])
-        return ExecutionResult.approval_required(described, self.handle, duration_ms)
+            printed = privacy.scan_output(printed)
+        return ExecutionResult.approval_required(
+            described, self.handle, duration_ms, printed=printed
+        )
 
     def close(self) -> None:
         """Stop the sandbox, write the audit log's counts, forget every value the vault held."""

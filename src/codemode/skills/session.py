@@ -268,6 +268,9 @@ class KeepingSandbox:
     def live_counts(self) -> tuple[int, int]:
         return self.inner.live_counts()
 
+    def live_stdout(self) -> str:
+        return self.inner.live_stdout()
+
     def _access(self, tools: ToolAccess, imported: dict[str, Skill]) -> ToolAccess:
         builtins: dict[str, ToolInvoker] = {}
         modules = tools.modules
