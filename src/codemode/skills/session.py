@@ -92,7 +92,7 @@ class SkillTester:
         sandbox = self.provider.open("t_" + secrets.token_urlsafe(12))
         try:
             result = sandbox.execute(
-                test_program(skill.tests),
+                test_program(skill.tests, skill.name),
                 tools=replace(base, modules=modules),
                 timeout_s=min(self.timeout_s, timeout_s or self.timeout_s),
             )
