@@ -216,3 +216,19 @@ def test_the_text_of_a_rejected_execution_lists_every_problem() -> None:
     for problem in found:
         assert str(problem) in text  # each with its "did you mean", not only the first
     assert "did you mean 'lead_id'?" in text and "did you mean 'list_leads'?" in text
+
+
+def test_a_standard_library_import_rebinding_a_server_name_is_not_checked() -> None:
+    table = SignatureTable.from_specs(
+        [ToolSpec("time", "get_current_time", input_schema={"type": "object", "properties": {}})]
+    )
+    code = (
+        "from servers import time\n"
+        "time.get_current_time()\n"
+        "import time\n"
+        "time.sleep(0)\n"
+        "from servers import time as time_server\n"
+        "from time import monotonic as time_server\n"
+        "time_server()\n"
+    )
+    assert check_calls(code, table) == []

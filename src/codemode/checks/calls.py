@@ -127,6 +127,8 @@ class _Checker:
         for alias in node.names:
             parts = alias.name.split(".")
             if parts[0] != "servers":
+                # `import time` after `from servers import time`: the name is not ours now.
+                self.names.pop(alias.asname or parts[0], None)
                 continue
             if alias.asname is None:
                 self.names["servers"] = ("root", "")
@@ -139,6 +141,8 @@ class _Checker:
         module = node.module or ""
         parts = module.split(".")
         if node.level or parts[0] != "servers":
+            for alias in node.names:
+                self.names.pop(alias.asname or alias.name, None)
             return
         for alias in node.names:
             local = alias.asname or alias.name

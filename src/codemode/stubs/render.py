@@ -12,7 +12,13 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from codemode.stubs.naming import identifier, parameter_names, server_names, tool_names
+from codemode.stubs.naming import (
+    identifier,
+    import_line,
+    parameter_names,
+    server_names,
+    tool_names,
+)
 from codemode.stubs.schema import TypeBuilder, quote, schema_notes
 from codemode.tools import ToolSpec
 
@@ -211,6 +217,11 @@ def render_server_init(server: str, tools: Sequence[ToolSpec]) -> str:
     by_python = sorted((names[spec.name], spec) for spec in tools)
     package = identifier(server, fallback="server")
     doc = [f"{package}: {len(tools)} tool{'s' if len(tools) != 1 else ''} of server {server!r}."]
+    if import_line(package) != f"from servers import {package}":
+        doc.append(
+            f"The standard library has a module {package!r} too: `{import_line(package)}` "
+            f"keeps both usable (`import {package}` is the standard library's)."
+        )
     if by_python:
         shown = by_python[:INIT_LISTED_TOOLS]
         more = len(by_python) - len(shown)
@@ -272,7 +283,12 @@ def render_root_init(
     doc.append("")
     for upstream in sorted(servers, key=lambda s: names[s]):
         count = len(servers[upstream])
-        doc.append(f"    {names[upstream]}: {count} tool{'s' if count != 1 else ''}")
+        line = f"    {names[upstream]}: {count} tool{'s' if count != 1 else ''}"
+        if import_line(names[upstream]) != f"from servers import {names[upstream]}":
+            line += (
+                f" ({import_line(names[upstream])}: the standard library has a {names[upstream]})"
+            )
+        doc.append(line)
     if down:
         doc.append("")
         doc.append("Unavailable now (importing one says why):")
