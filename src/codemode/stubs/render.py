@@ -206,8 +206,9 @@ def _returns_doc(spec: ToolSpec) -> str:
             "server's decode_json setting); other text as a str."
         )
     return (
-        "Its text, as a str: JSON in it is not decoded (use json.loads). Images and other "
-        "content come as dicts, several parts as a list."
+        "Its text, as a str, never decoded: it may hold JSON (json.loads), a Python literal "
+        "(ast.literal_eval) or plain text; the observed shape, once results were seen, says "
+        "which. Images and other content come as dicts, several parts as a list."
     )
 
 
