@@ -232,3 +232,26 @@ def test_a_standard_library_import_rebinding_a_server_name_is_not_checked() -> N
         "time_server()\n"
     )
     assert check_calls(code, table) == []
+
+
+@pytest.mark.anyio
+async def test_a_keyword_the_check_could_not_follow_still_gets_its_did_you_mean(
+    shop: Any,
+) -> None:
+    from codemode.config import CodemodeConfig
+    from codemode.sandbox.inprocess import InProcessSandboxes
+
+    catalog = Catalog([PythonConnector("shop", shop.functions())])
+    async with Codemode(
+        CodemodeConfig(servers={}),
+        catalog=catalog,
+        sandboxes=InProcessSandboxes(),
+        semantic=False,
+        audit=False,
+    ) as engine:
+        # Through a dict the check does not follow: Python raises the TypeError itself.
+        code = "from servers import shop\nfns = {'o': shop.place_order}\nfns['o'](item='x', quantiy=1)\n"
+        result = await engine.execute(code)
+    assert result.error is not None and result.error["type"] == "TypeError", result.render_text()
+    assert "did you mean 'quantity'? (place_order() takes item, quantity)" in result.render_text()
+    assert shop.orders == []

@@ -25,6 +25,7 @@ from codemode.catalog.loading import catalog_from_config
 from codemode.catalog.observed import SHAPES_FILE, ShapeBook
 from codemode.checks.calls import check_calls
 from codemode.checks.result import rejected_result
+from codemode.checks.runtime import explain_call_error
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
@@ -279,7 +280,9 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             )
 
         job = asyncio.create_task(self._threads.run(run))
-        return await self._follow(record, job, progress)
+        result = await self._follow(record, job, progress)
+        explain_call_error(result, views.signatures)
+        return result
 
     async def _checkout(
         self, handle: str | None, owner: str | None, client: str | None = None
