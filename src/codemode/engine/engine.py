@@ -309,16 +309,21 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         owner: str | None = None,
         digest: str | None = None,
         progress: Progress | None = None,
+        remember: str = "call",
     ) -> ExecutionResult:
         """Answer a pending approval and wait for the resumed execution (or its next pause).
 
         An approval runs the call only if its arguments are still exactly those shown (and
-        match ``digest``, the one from the approval_required result, when given)."""
+        match ``digest``, the one from the approval_required result, when given).
+        ``remember``: "call" (this call only), "tool" (this tool, for the rest of the
+        session) or "server" (this server's calls of the same kind, read-only or not)."""
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         # With a shared store: decided once cluster-wide, resumed where it is paused.
         answer = self.shared.link.approve if self.shared is not None else self.resume_approved
-        return await answer(approval_id, allow, owner=owner, digest=digest, progress=progress)
+        return await answer(
+            approval_id, allow, owner=owner, digest=digest, progress=progress, remember=remember
+        )
 
     async def _follow(
         self,

@@ -115,7 +115,8 @@ class ExecutionResult:
             truncated={},
             hint=(
                 f"Paused before {approval['tool']}: ask the user, then call approve with "
-                f"approval={approval['id']!r} and allow=true or false to resume."
+                f"approval={approval['id']!r} and allow=true or false to resume "
+                '(remember="tool" or "server" if the user allows such calls for this session).'
             ),
             session=session,
             extra={"approval": approval},
@@ -132,6 +133,10 @@ class ExecutionResult:
                 f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])})",
                 f"digest: {approval.get('digest', '')}",
                 *([f"full arguments: {approval['file']}"] if approval.get("file") else []),
+                *(
+                    f"sends values from {origin}: {', '.join(tokens)}"
+                    for origin, tokens in approval.get("values", {}).get("from", {}).items()
+                ),
                 f"reason: {approval['reason']}",
                 f"approval: {approval['id']}",
                 f"session: {self.session}",
