@@ -82,6 +82,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
     ) -> None:
         self.config = config
         self.catalog = catalog or catalog_from_config(config, openapi_specs)
+        self.catalog.policy = self.catalog.policy or config.policy  # its startup warning's
         self.backend = backend
         self.semantic = semantic
         # Where sessions get their sandbox; by default a warm pool of isolated ones.
@@ -198,9 +199,9 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             views = self._views
             if views is None or views.version != self.catalog.version:
                 version = self.catalog.version
-                views = self._views = CatalogViews.build(
-                    self.catalog.specs(), version, self.catalog.unavailable(), self.shapes
-                )
+                specs, down = self.catalog.specs(), self.catalog.unavailable()
+                views = CatalogViews.build(specs, version, down, self.shapes, self.config.policy)
+                self._views = views
                 # Built on the first search or by build_search_index: execute never needs it.
                 self._index = self._lexical = None
             return views
