@@ -195,3 +195,36 @@ def test_plain_approvers_still_answer_one_call() -> None:
     invoker.invoke(update("a"), timeout_s=5)
     invoker.invoke(update("b"), timeout_s=5)
     assert plain.count == 2
+
+
+def test_approval_and_refusal_messages_stay_short_in_the_worst_case() -> None:
+    from codemode.privacy import PrivacySettings
+    from codemode.privacy.flows import decide_flows
+    from codemode.privacy.vault import VaultEntry
+    from codemode.tokens import count_tokens
+
+    # An unannotated tool (asks by policy) that would get 29 addresses and a phone number from
+    # two servers (asks by flow): one approval, both reasons.
+    entries = [VaultEntry(f"<EMAIL_{i}>", "EMAIL", "x", {"sqlite"}) for i in range(1, 30)]
+    entries.append(VaultEntry("<PHONE_1>", "PHONE", "x", {"crm-prod"}))
+    flows = decide_flows(PrivacySettings(), entries, "filesystem", "write_file", closed_world=False)
+    assert isinstance(flows, FlowAsk)
+    approver = ScopedFake("call", allow=False)
+    spec = ToolSpec("filesystem", "write_file")
+    policy = Policy(PolicySettings(), lambda s, t: spec)
+    invoker = PolicyInvoker(
+        SeesApproved(), policy, approver=approver, budget=Budget(), flows=lambda call: flows
+    )
+    with pytest.raises(ApprovalDeniedError) as denied:
+        invoker.invoke(ToolCall("filesystem", "write_file", {}), timeout_s=5)
+    [(_call, reason, _flows)] = approver.asked
+    assert "\n" not in reason and count_tokens(reason) < 120
+    assert '[privacy.flows] sqlite = ["sqlite", "filesystem"]' in reason
+    assert count_tokens(str(denied.value)) < 120
+    assert "ask the user how to proceed" in str(denied.value)
+    nobody = PolicyInvoker(
+        SeesApproved(), policy, approver=None, budget=Budget(), flows=lambda c: flows
+    )
+    with pytest.raises(ApprovalDeniedError) as unasked:
+        nobody.invoke(ToolCall("filesystem", "write_file", {}), timeout_s=5)
+    assert count_tokens(str(unasked.value)) < 120

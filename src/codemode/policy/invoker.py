@@ -106,14 +106,20 @@ class PolicyInvoker:
         if flow is not None:
             reasons.append(flow.reason)
         reason = "; ".join(reasons)
+        # The approval showed the whole reason; a refusal names it in a few words.
+        short = [decision.rule or "destructive by policy"] if decision.action == "ask" else []
+        if flow is not None:
+            short.append(f"hidden values from {', '.join(sorted(flow.origins))} going out")
+        why = "; ".join(short)
         # Noted first so that an approver that raises leaves "ask-denied", not "allow".
         note_verdict("ask-denied", rule)
         if self.approver is None:
             self.budget.refund(name)
             raise ApprovalDeniedError(
-                f"{name} was not run: it needs a human's approval ({reason}), and "
+                f"{name} was not run: it needs a human's approval ({why}), and "
                 "this session has no way to ask one. Run it from a client that supports "
-                'approvals, or ask the user to add a rule with action "allow" for it',
+                'approvals, or ask the user to add a rule with action "allow" for it'
+                + (" and the [privacy.flows] line for its values" if flow is not None else ""),
                 rule=rule,
             )
         try:
@@ -126,7 +132,7 @@ class PolicyInvoker:
             self.budget.refund(name)
             raise ApprovalDeniedError(
                 f"{name} was not run: the user denied the approval it needs "
-                f"({reason}). Do not retry it unchanged; ask the user how to proceed",
+                f"({why}). Do not retry it unchanged; ask the user how to proceed",
                 rule=rule,
             )
         granted = self.grants.remember(answer.remember, call, kind, origins)

@@ -27,6 +27,7 @@ __all__ = ["FlowAction", "FlowRefusal", "allowing_line", "decide_flows", "flow_a
 FlowAction = Literal["allow", "ask", "deny"]
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _LISTED_TOKENS = 3
+_LINES = 2
 
 
 def flow_action(
@@ -80,10 +81,12 @@ def decide_flows(
         shown = ", ".join(tokens[:_LISTED_TOKENS])
         more = f" and {len(tokens) - _LISTED_TOKENS} more" if len(tokens) > _LISTED_TOKENS else ""
         parts.append(f"{shown}{more} from {origin}")
-    lines = " and ".join(allowing_line(settings, origin, destination) for origin in asks)
+    origins = list(asks)
+    lines = " and ".join(allowing_line(settings, o, destination) for o in origins[:_LINES])
+    if len(origins) > _LINES:
+        lines += f" and a line for each of {', '.join(origins[_LINES:])}"
     reason = (
-        f"it sends hidden values ({'; '.join(parts)}) to {destination}.{tool}, which may reach "
-        f"the outside world (openWorldHint true or no annotations); to allow such flows "
-        f"always: {lines}"
+        f"it sends {'; '.join(parts)} to {destination}.{tool}, which may reach the outside "
+        f"world; always allowed with {lines}"
     )
     return FlowAsk(reason, {origin: tuple(tokens) for origin, tokens in asks.items()})
