@@ -47,8 +47,10 @@ class Catalog:
         concurrency: Mapping[str, int] | None = None,
         policy: PolicySettings | None = None,
     ) -> None:
-        # The policy the startup warning about unannotated tools speaks for.
+        # The policy the startup warning about unannotated tools speaks for; the warning is
+        # logged once, on the first load, unless ``announce_unannotated`` is turned off.
         self.policy = policy
+        self.announce_unannotated = True
         self._connectors: dict[str, Connector] = {}
         for connector in connectors:
             if connector.name in self._connectors:
@@ -127,7 +129,7 @@ class Catalog:
     async def load(self) -> dict[str, str]:
         """List every server's tools concurrently. Returns the failures (server -> message)."""
         await asyncio.gather(*(self._load_one(name) for name in self._connectors))
-        if not self._announced:
+        if not self._announced and self.announce_unannotated:
             self._announced = True
             _announce_destructive_defaults(self.specs(), self.policy)
         return dict(self.failures)
