@@ -166,7 +166,13 @@ class Agent(RoundLoop):
                 tool=str(raw["tool"]),
                 arguments=raw.get("arguments"),
                 reason=str(raw.get("reason", "")),
+                view=dict(raw),
             )
-            allowed = await self.decide(approval, round_, step)
-            result = await self.engine.approve(approval.id, allowed)
+            answer = await self.decide(approval, round_, step)
+            result = await self.engine.approve(
+                approval.id,
+                answer.allow,
+                digest=raw.get("digest") if answer.allow else None,
+                remember=answer.remember,
+            )
         return result

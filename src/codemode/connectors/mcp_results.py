@@ -65,6 +65,7 @@ def tool_spec_from_mcp(
         source="mcp",
         read_only=read_only,
         destructive=destructive,
+        open_world=annotations.open_world_hint if annotations else None,
         title=tool.title or (annotations.title if annotations else None),
         decode_json=decode_json,
     )

@@ -177,6 +177,8 @@ class Session:
         second privacy net over every field the code could fill (output, hint, every field
         of the error, file names, tool-call names, the limit and any extra field)."""
         result.session = self.handle
+        if len(self.chain.grants):  # the approvals this session remembers, for the client
+            result.extra["grants"] = self.chain.grants.snapshot()
         if self.fixes is not None:
             earlier = self.fixes.observe(self.code, result)
             if earlier:

@@ -19,6 +19,7 @@ from codemode.engine.progress import Progress
 from codemode.errors import CodemodeError, UnknownSessionError
 from codemode.gateway.resources import WorkspaceResources
 from codemode.gateway.structured import search_structured
+from codemode.policy.grants import REMEMBER_CHOICES
 from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["Caller", "GatewayHandlers", "TOOL_NAMES"]
@@ -174,12 +175,18 @@ class GatewayHandlers:
         if not isinstance(approval, str) or not isinstance(allow, bool):
             return _argument_error("`approval` (the id from the result) and `allow` (true/false)")
         digest = arguments.get("digest")  # optional: the digest shown with the approval
+        remember = arguments.get("remember", "call")
+        if remember not in REMEMBER_CHOICES:
+            return _argument_error(
+                '`remember` must be "call" (default), "tool" or "server", e.g. remember="tool"'
+            )
         result = await self.engine.approve(
             approval,
             allow,
             owner=caller.owner,
             digest=digest if isinstance(digest, str) else None,
             progress=caller.progress,
+            remember=remember,
         )
         return execution_result(result)
 

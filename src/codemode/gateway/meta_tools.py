@@ -64,7 +64,11 @@ APPROVE: dict[str, Any] = {
     ),
     "input_schema": {
         "type": "object",
-        "properties": {"approval": {"type": "string"}, "allow": {"type": "boolean"}},
+        "properties": {
+            "approval": {"type": "string"},
+            "allow": {"type": "boolean"},
+            "remember": {"enum": ["call", "tool", "server"]},
+        },
         "required": ["approval", "allow"],
     },
 }

@@ -136,6 +136,10 @@ class ExecutionResult:
                 f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])})",
                 f"digest: {approval.get('digest', '')}",
                 *([f"full arguments: {approval['file']}"] if approval.get("file") else []),
+                *(
+                    f"sends values from {origin}: {', '.join(tokens)}"
+                    for origin, tokens in approval.get("values", {}).get("from", {}).items()
+                ),
                 f"reason: {approval['reason']}",
                 f"approval: {approval['id']}",
                 f"session: {self.session}",

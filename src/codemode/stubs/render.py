@@ -41,7 +41,11 @@ OUTPUT_MAX_CLASSES = 12
 
 
 def render_tool_module(
-    spec: ToolSpec, *, function_name: str | None = None, observed: str | None = None
+    spec: ToolSpec,
+    *,
+    function_name: str | None = None,
+    observed: str | None = None,
+    policy_note: str | None = None,
 ) -> str:
     """One tool as a module holding one typed function that calls the tool through the bridge.
 
@@ -112,7 +116,7 @@ def render_tool_module(
     parts += [
         "",
         signature,
-        _docstring(_function_doc(spec, params, observed), indent="    "),
+        _docstring(_function_doc(spec, params, observed, policy_note), indent="    "),
         *body,
         "",
         "",
@@ -133,7 +137,10 @@ def _module_doc(spec: ToolSpec, function: str) -> str:
 
 
 def _function_doc(
-    spec: ToolSpec, params: list[tuple[str, str, str, bool, Any]], observed: str | None = None
+    spec: ToolSpec,
+    params: list[tuple[str, str, str, bool, Any]],
+    observed: str | None = None,
+    policy_note: str | None = None,
 ) -> str:
     sections: list[str] = []
     description = spec.description.strip() or (spec.title or "").strip()
@@ -183,7 +190,9 @@ def _function_doc(
         for flag, label in ((spec.read_only, "read-only"), (spec.destructive, "destructive"))
         if flag
     ]
-    if spec.source == "mcp" and spec.destructive is None and not spec.read_only:
+    if policy_note is not None:  # what the policy will do says more than the hints
+        flags = [policy_note]
+    elif spec.source == "mcp" and spec.destructive is None and not spec.read_only:
         flags.append("destructive by default (it declares no annotations)")
     if flags:
         origin += f"; {', '.join(flags)}"
