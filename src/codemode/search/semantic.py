@@ -281,6 +281,8 @@ class HybridIndex:
         }
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+        if (named := self.lexical.named(query)) is not None:
+            return [replace(hit, score=1.0) for hit in named[:limit]]
         ranked = sorted(self.scores(query).items(), key=lambda item: (-item[1], item[0]))
         entries = self.entries
         return [replace(entries[p], score=score) for p, score in ranked[:limit]]
