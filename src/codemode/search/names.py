@@ -37,8 +37,8 @@ class NameLookup:
         if self._seen != len(entries):
             if self._seen > len(entries):
                 self._by_name, self._seen = {}, 0
-            for hit in entries[self._seen :]:
-                self._by_name.setdefault(hit.python_name, hit)
+            for entry in entries[self._seen :]:
+                self._by_name.setdefault(entry.python_name, entry)
             self._seen = len(entries)
         found: list[Hit] = []
         for word in words:
