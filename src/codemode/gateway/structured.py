@@ -12,10 +12,13 @@ from typing import Any
 __all__ = ["search_structured"]
 
 
-def search_structured(hits: Sequence[Mapping[str, Any]], detail: str) -> dict[str, Any]:
+def search_structured(
+    hits: Sequence[Mapping[str, Any]], detail: str, *, more: Sequence[str] = ()
+) -> dict[str, Any]:
     """A search answer as data: each hit's ``python_name``, and at the ``summary`` and
     ``full`` levels its ``signature`` and ``summary`` (scores, HTTP routes and upstream
-    names stay out: the text does not show them)."""
+    names stay out: the text does not show them); ``more``: the further candidates the text
+    names by Python name only."""
     lean: list[dict[str, Any]] = []
     for hit in hits:
         item: dict[str, Any] = {"python_name": hit["python_name"]}
@@ -28,4 +31,4 @@ def search_structured(hits: Sequence[Mapping[str, Any]], detail: str) -> dict[st
             if hit.get("summary"):
                 item["summary"] = hit["summary"]
         lean.append(item)
-    return {"hits": lean}
+    return {"hits": lean, "more": list(more)} if more else {"hits": lean}
