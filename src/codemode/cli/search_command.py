@@ -134,8 +134,10 @@ def _search_stored(
 
         if wanted:
             import_numpy_single_threaded()
-        # One query: numpy's pass is cheaper than importing ONNX Runtime and starting a session.
-        index = open_stored_index(fingerprint, semantic=wanted, backend="numpy")
+        # The gateway's and the daemon's encoder (8-bit query weights on ONNX Runtime when it is
+        # installed), though numpy's pass would be cheaper for one query: with float32 weights
+        # near ties in the 31 names swap, and the answer would not be the search tool's.
+        index = open_stored_index(fingerprint, semantic=wanted)
         return index.search(query, limit) if index is not None else None
     finally:
         if starting is not None:
