@@ -405,7 +405,7 @@ class Sandbox:
 
     def _check_cancel(self, cancel: threading.Event, outcome: Outcome, now: float) -> bool:
         """See ``codemode.sandbox.cancel.check_cancel``."""
-        return check_cancel(self, cancel, outcome, now)
+        return check_cancel(self.process.facts, self.resume, cancel, outcome, now)
 
     def _unread_by_guest(self) -> int:
         return self.process.facts.unread_bytes()
