@@ -8,6 +8,7 @@ process (``LocalSessionStores`` and the engine's own registry and broker). With 
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
@@ -23,8 +24,8 @@ from codemode.sandbox.result import ExecutionResult
 
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
+    from codemode.engine.handover import Handover
     from codemode.replicas.attach import SharedState
-    from codemode.replicas.registry import Handover
 
 __all__ = ["SharingMixin"]
 
@@ -45,7 +46,7 @@ class SharingMixin:
     shared: SharedState | None = None
     # What a replica does with a session another replica ran last: None restores it from its
     # checkpoint; a sandbox provider that every replica reaches by name sets one that
-    # reattaches (``codemode.replicas.registry.Handover``), before ``start()``.
+    # reattaches (``codemode.engine.handover.Handover``), before ``start()``.
     handover: Handover | None = None
 
     async def _follow(
@@ -57,11 +58,20 @@ class SharingMixin:
         raise NotImplementedError  # the engine's
 
     async def _share_state(self) -> None:
-        from codemode.replicas import share_state
+        # The one import up the layers: the shared implementation of the engine's parts.
+        from codemode.replicas.attach import share_state
 
         assert self.registry is not None
         shared = await anyio.to_thread.run_sync(
-            share_state, self, self.registry, self._resuming, self.handover
+            partial(
+                share_state,
+                self.config.gateway,
+                self.registry,
+                self._resuming,
+                wait_limit_s=self.approvals.wait_limit_s,
+                resume=self.resume_approved,
+                handover=self.handover,
+            )
         )
         self.shared, self.registry, self.approvals = shared, shared.registry, shared.approvals
         self.session_stores = shared.stores

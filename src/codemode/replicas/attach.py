@@ -15,7 +15,7 @@ from codemode.replicas.defaults import SharedDefaultSessions
 from codemode.replicas.directory import SessionDirectory
 from codemode.replicas.keys import KEY_ENV, store_sealer
 from codemode.replicas.link import ReplicaLink
-from codemode.replicas.registry import Handover, SharedSessionRegistry
+from codemode.replicas.registry import SharedSessionRegistry
 from codemode.replicas.sealed_store import SealedStore
 from codemode.replicas.sealing import Sealer
 from codemode.replicas.stores import RedisSessionStores
@@ -23,7 +23,8 @@ from codemode.skills.checkpoint import KVCheckpoints
 from codemode.state.redis import RedisStore
 
 if TYPE_CHECKING:
-    from codemode.engine.sharing import SharingMixin
+    from codemode.config.model import GatewaySettings
+    from codemode.engine.handover import Handover, ResumeApproved
 
 __all__ = ["SharedState", "share_state"]
 
@@ -56,33 +57,37 @@ class SharedState:
 
 
 def share_state(
-    engine: SharingMixin,
+    gateway: GatewaySettings,
     local: SessionRegistry,
     restoring: set[str],
+    *,
+    wait_limit_s: float,
+    resume: ResumeApproved,
     handover: Handover | None = None,
 ) -> SharedState:
     """Connect to the shared store and build the shared registry, approvals, stores and
-    audit log for ``engine`` (whose ``local`` registry is replaced; it holds no session)."""
-    gateway = engine.config.gateway
+    audit log of an engine (whose ``local`` registry is replaced; it holds no session).
+    ``resume`` is the engine's: it runs an approval pending on this replica."""
     assert gateway.shared_store is not None
     sealer = store_sealer(gateway)
     redis = SharedRedis(gateway.shared_store)
     try:
-        return _share(engine, local, restoring, handover, redis, sealer)
+        return _share(gateway, local, restoring, handover, redis, sealer, wait_limit_s, resume)
     except BaseException:
         redis.close()
         raise
 
 
 def _share(
-    engine: SharingMixin,
+    gateway: GatewaySettings,
     local: SessionRegistry,
     restoring: set[str],
     handover: Handover | None,
     redis: SharedRedis,
     sealer: Sealer,
+    wait_limit_s: float,
+    resume: ResumeApproved,
 ) -> SharedState:
-    gateway = engine.config.gateway
     assert gateway.shared_store is not None
     if not sealer.encrypted:
         log.warning(
@@ -124,15 +129,15 @@ def _share(
     )
     registry.on_close.extend(local.on_close)
     records = ApprovalRecords(redis, replica)
-    approvals = SharedApprovalBroker(records, wait_limit_s=engine.approvals.wait_limit_s)
+    approvals = SharedApprovalBroker(records, wait_limit_s=wait_limit_s)
     link = ReplicaLink(
-        engine,
+        resume,
         redis,
         directory,
         records,
         registry,
         lease_s=gateway.session_lease_s,
-        wait_limit_s=engine.approvals.wait_limit_s,
+        wait_limit_s=wait_limit_s,
         sealer=sealer,
     )
     defaults = SharedDefaultSessions(redis, ttl_s=idle_s)
