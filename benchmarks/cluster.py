@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from codemode.bridge.host import ToolAccess
 from codemode.cluster.provider import RaySandboxes
 from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession, SandboxSettings
-from codemode.sandbox.settings import Limits
+from codemode.settings.sandbox import Limits
 from codemode.tools import ToolCall
 from tests.cluster.conftest import SLOT, running_cluster
 

@@ -34,8 +34,8 @@ from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.sandbox import SandboxSettings
+from codemode.settings.state import StateSettings
 from codemode.skills.guest_code import test_program
-from codemode.state.settings import StateSettings
 
 OPS = 400
 

@@ -14,10 +14,10 @@ import pytest
 from codemode.audit import AuditFilter, AuditInvoker, MemoryAuditLog, SQLiteAuditLog
 from codemode.audit.events import AuditEvent
 from codemode.audit.rotation import rotated_files
-from codemode.audit.settings import AuditSettings
 from codemode.bridge.host import BridgeHost, ToolAccess
 from codemode.errors import ConfigError
 from codemode.policy import Budget, BudgetExhaustedError, Policy, PolicyInvoker, PolicySettings
+from codemode.settings.audit import AuditSettings
 from codemode.tools import ToolCall
 
 

@@ -31,9 +31,9 @@ from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import GuestProcess
 from codemode.sandbox.result import ExecutionResult
-from codemode.sandbox.settings import Limits
 from codemode.sandbox.watchdog import WATCHDOG, Watched
 from codemode.sandbox.workspace import Snapshot, diff
+from codemode.settings.sandbox import Limits
 
 __all__ = ["CANCEL_GRACE_S", "OutputCallback", "Sandbox"]
 
