@@ -59,7 +59,10 @@ class InstantSandbox:
 
 
 class InstantSandboxes:
+    """A ``SandboxProvider`` of instant sandboxes."""
+
     has_workspace = False
+    isolated = False
 
     def open(self, session_id: str) -> InstantSandbox:
         return InstantSandbox()
