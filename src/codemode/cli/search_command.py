@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemode.cli.options import add_catalog_arguments
+from codemode.search.base import DEFAULT_LIMIT
 
 if TYPE_CHECKING:
     from codemode.config import CodemodeConfig
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", help="what you want to do, in words")
     add_catalog_arguments(parser)
     parser.add_argument("--detail", choices=("name", "summary", "full"), default="summary")
-    parser.add_argument("--limit", type=int, default=5, metavar="K")
+    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="K")
     parser.add_argument("--json", action="store_true", help="print hits as JSON, best first")
     parser.add_argument(
         "--no-semantic", action="store_true", help="lexical search only (no embedding model)"
@@ -77,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
     from codemode.errors import UsageError
 
     if args.limit < 1:
-        raise UsageError(f"--limit must be at least 1, got {args.limit}", fix="pass --limit 5")
+        raise UsageError(
+            f"--limit must be at least 1, got {args.limit}", fix=f"pass --limit {DEFAULT_LIMIT}"
+        )
     key = input_key(args.config, args.openapi)
     if key is not None and args.detail != "full":
         hits = _search_stored(

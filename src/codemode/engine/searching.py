@@ -16,6 +16,7 @@ from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig
 from codemode.engine.progress import Progress, wait_reporting
 from codemode.engine.views import CatalogViews
+from codemode.search.base import DEFAULT_LIMIT
 
 if TYPE_CHECKING:
     from codemode.search.base import SearchIndex
@@ -91,7 +92,7 @@ class SearchMixin:
         query: str,
         *,
         detail: str = "summary",
-        limit: int = 5,
+        limit: int = DEFAULT_LIMIT,
         owner: str | None = None,
         progress: Progress | None = None,
     ) -> SearchAnswer:

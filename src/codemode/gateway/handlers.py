@@ -20,6 +20,7 @@ from codemode.errors import CodemodeError, UnknownSessionError
 from codemode.gateway.resources import WorkspaceResources
 from codemode.gateway.structured import search_structured
 from codemode.sandbox.result import ExecutionResult
+from codemode.search.base import DEFAULT_LIMIT
 
 __all__ = ["Caller", "GatewayHandlers", "TOOL_NAMES"]
 
@@ -106,7 +107,7 @@ class GatewayHandlers:
         if not isinstance(query, str) or not query.strip():
             return _argument_error("`query` must be a non-empty string, e.g. 'create an issue'")
         detail = arguments.get("detail", "summary")
-        limit = arguments.get("limit", 5)
+        limit = arguments.get("limit", DEFAULT_LIMIT)
         if not isinstance(detail, str):
             return _argument_error("`detail` must be one of: name, summary, full")
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
