@@ -194,7 +194,9 @@ def run(repeat: int, size: int = SIZE) -> dict[str, dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--smoke", action="store_true", help="16 KiB texts, once: does it still run")
+    parser.add_argument(
+        "--smoke", action="store_true", help="16 KiB texts, once: does it still run"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rows = run(1, 16 << 10) if args.smoke else run(args.repeat)
