@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from codemode.engine.progress import Progress
     from codemode.sandbox.result import ExecutionResult
+    from codemode.state.store import KeyValueStore
 
-__all__ = ["Handover", "ResumeApproved"]
+__all__ = ["ApproveAnywhere", "Handover", "ResumeApproved", "SharedStore"]
 
 
 class Handover(Protocol):
@@ -34,3 +36,37 @@ class ResumeApproved(Protocol):
         digest: str | None = None,
         progress: Progress | None = None,
     ) -> ExecutionResult: ...
+
+
+class ApproveAnywhere(Protocol):
+    """Answers an approval held by any replica: decided once, resumed where it is paused."""
+
+    async def approve(
+        self,
+        approval_id: str,
+        allow: bool,
+        *,
+        owner: str | None,
+        digest: str | None,
+        progress: Progress | None = None,
+    ) -> ExecutionResult: ...
+
+
+class SharedStore(Protocol):
+    """What the engine and the gateway use of the store replicas share
+    (``codemode.replicas.attach.SharedState``)."""
+
+    @property
+    def link(self) -> ApproveAnywhere: ...
+
+    @property
+    def checkpoints(self) -> KeyValueStore:
+        """Where session checkpoints live, for every replica."""
+        ...
+
+    @property
+    def default_sessions(self) -> MutableMapping[str, str]:
+        """Each identified client's default session (its calls without a handle)."""
+        ...
+
+    def close(self) -> None: ...

@@ -7,12 +7,14 @@ built-in servers that need no grant from the catalog.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from codemode.bridge.host import ModuleSource, ToolAccess, ToolInvoker
+from codemode.catalog.catalog import Catalog
+from codemode.errors import CodemodeError
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -87,3 +89,15 @@ class CatalogViews:
     def access(self, invoker: ToolInvoker) -> ToolAccess:
         """What one execution may reach: these modules, these tools, through ``invoker``."""
         return ToolAccess(invoker, self.modules, self.granted)
+
+
+def spec_lookup(catalog: Catalog) -> Callable[[str, str], ToolSpec | None]:
+    """``(server, tool) -> spec``, None for a tool the catalog does not hold (now)."""
+
+    def lookup(server: str, tool: str) -> ToolSpec | None:
+        try:
+            return catalog.get(server, tool)
+        except CodemodeError:
+            return None
+
+    return lookup
