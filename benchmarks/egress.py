@@ -217,8 +217,11 @@ LABELS = {
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--smoke", action="store_true", help="a few requests: does it still run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.smoke:
+        args.requests = 5
     numbers = measure(args.requests)
     if args.json:
         print(json.dumps(numbers))

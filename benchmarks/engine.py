@@ -59,7 +59,10 @@ class InstantSandbox:
 
 
 class InstantSandboxes:
+    """A ``SandboxProvider`` of instant sandboxes."""
+
     has_workspace = False
+    isolated = False
 
     def open(self, session_id: str) -> InstantSandbox:
         return InstantSandbox()
@@ -68,7 +71,9 @@ class InstantSandboxes:
         return None
 
 
-async def engine_overhead_us(config: CodemodeConfig, rounds: int) -> tuple[float, float]:
+async def engine_overhead_us(
+    config: CodemodeConfig, rounds: int, per_round: int
+) -> tuple[float, float]:
     """(p50 wall, CPU) in microseconds of one warm execute around an instant sandbox."""
     walls, cpus = [], []
     async with Codemode(
@@ -78,11 +83,11 @@ async def engine_overhead_us(config: CodemodeConfig, rounds: int) -> tuple[float
         for _ in range(rounds):
             samples = []
             cpu_started = time.process_time()
-            for _ in range(PER_ROUND * 5):
+            for _ in range(per_round * 5):
                 started = time.perf_counter()
                 await engine.execute("print(1+1)", session=handle)
                 samples.append(time.perf_counter() - started)
-            cpus.append((time.process_time() - cpu_started) * 1e6 / (PER_ROUND * 5))
+            cpus.append((time.process_time() - cpu_started) * 1e6 / (per_round * 5))
             walls.append(statistics.median(samples) * 1e6)
     return statistics.median(walls), statistics.median(cpus)
 
@@ -101,7 +106,7 @@ async def per_call_ms(run: Any, n: int, cpu: list[float] | None = None) -> float
     return (time.perf_counter() - started) * 1000 / n
 
 
-async def measure(rounds: int) -> dict[str, Any]:
+async def measure(rounds: int, per_round: int = PER_ROUND) -> dict[str, Any]:
     state = Path(tempfile.mkdtemp(prefix="codemode-bench-"))
     config = CodemodeConfig(
         servers={},
@@ -133,15 +138,17 @@ async def measure(rounds: int) -> dict[str, Any]:
         samples: dict[str, list[float]] = {"engine": [], "sandbox": [], "engine_tool_call": []}
         cpu: dict[str, list[float]] = {"engine_cpu": [], "sandbox_cpu": []}
         for _ in range(rounds):  # interleaved, so drift hits all three alike
-            samples["engine"].append(await per_call_ms(engine_print, PER_ROUND, cpu["engine_cpu"]))
+            samples["engine"].append(await per_call_ms(engine_print, per_round, cpu["engine_cpu"]))
             samples["sandbox"].append(
-                await per_call_ms(sandbox_print, PER_ROUND, cpu["sandbox_cpu"])
+                await per_call_ms(sandbox_print, per_round, cpu["sandbox_cpu"])
             )
-            samples["engine_tool_call"].append(await per_call_ms(engine_call, PER_ROUND // 4))
+            samples["engine_tool_call"].append(
+                await per_call_ms(engine_call, max(per_round // 4, 1))
+            )
     medians = {
         name: round(statistics.median(values), 3) for name, values in (samples | cpu).items()
     }
-    overhead_wall, overhead_cpu = await engine_overhead_us(config, rounds)
+    overhead_wall, overhead_cpu = await engine_overhead_us(config, rounds, per_round)
     medians["engine_overhead_us"] = round(overhead_wall, 1)
     medians["engine_overhead_cpu_us"] = round(overhead_cpu, 1)
     medians["engine_over_sandbox"] = round(medians["engine"] / medians["sandbox"], 2)
@@ -152,9 +159,10 @@ async def measure(rounds: int) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--smoke", action="store_true", help="one tiny round: does it still run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    numbers = asyncio.run(measure(args.rounds))
+    numbers = asyncio.run(measure(1, 2) if args.smoke else measure(args.rounds))
     if args.json:
         print(json.dumps(numbers))
         return 0

@@ -1,6 +1,6 @@
 """Gateway benchmarks over streamable HTTP, beside baselines measured in the same run.
 
-    .venv/bin/python benchmarks/gateway.py [--quick] [--json]
+    .venv/bin/python benchmarks/gateway.py [--quick] [--smoke] [--json]
 
 G1  `execute` of print(1) in a warm session, end to end through the official MCP client
     (p50/p95). Baseline: a one-line tool of an official-SDK MCPServer over streamable HTTP
@@ -336,8 +336,9 @@ async def g3_concurrent(url: str, sessions: int) -> dict[str, Any]:
 # --- main ----------------------------------------------------------------------------------------
 
 
-async def run(quick: bool) -> dict[str, Any]:
-    rounds, n = (3, 50) if quick else (7, 200)
+async def run(quick: bool, smoke: bool = False) -> dict[str, Any]:
+    rounds, n = (1, 2) if smoke else (3, 50) if quick else (7, 200)
+    concurrent = 2 if smoke else 20
     with tempfile.TemporaryDirectory(prefix="codemode-bench-gateway-") as tmp:
         directory = Path(tmp)
         config = write_config(directory)
@@ -356,7 +357,7 @@ async def run(quick: bool) -> dict[str, Any]:
             numbers["g1"] = await g1_execute(url, rounds, n)
             numbers["g1_raw"] = await g1_raw(url, "execute", {"code": "print(1)"}, rounds, n)
             numbers["g2"] = await g2_inside(url, rounds, n * 2)
-            g3 = [await g3_concurrent(url, 20) for _ in range(1 if quick else 3)]
+            g3 = [await g3_concurrent(url, concurrent) for _ in range(1 if quick or smoke else 3)]
         with http_process(
             [sys.executable, str(baseline_script), str(baseline_port)],
             baseline_port,
@@ -368,7 +369,7 @@ async def run(quick: bool) -> dict[str, Any]:
         numbers["g2_direct"] = await g2_direct(directory / "data", rounds, n)
         numbers["g3"] = {
             "rounds": len(g3),
-            "sessions": 20,
+            "sessions": concurrent,
             "errors": sum(len(r["errors"]) for r in g3),
             "crosstalk": sum(len(r["crosstalk"]) for r in g3),
             "wall_s": statistics.median(r["wall_s"] for r in g3),
@@ -435,12 +436,13 @@ def table(numbers: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--smoke", action="store_true", help="one tiny round: does it still run")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     args = parser.parse_args()
     if not os.access(EVERYTHING, os.X_OK):
         print(f"{EVERYTHING} is missing: run `make third-party` first", file=sys.stderr)
         return 2
-    numbers = anyio.run(run, args.quick)
+    numbers = anyio.run(run, args.quick, args.smoke)
     print(json.dumps(numbers, indent=2) if args.json else table(numbers))
     g3 = numbers["g3"]
     return 1 if g3["errors"] or g3["crosstalk"] else 0

@@ -98,8 +98,11 @@ async def measure(rounds: int) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--smoke", action="store_true", help="one round: does it still run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 1
     numbers = asyncio.run(measure(args.rounds))
     if args.json:
         print(json.dumps(numbers))

@@ -30,7 +30,7 @@ from package_index import Index, build_wheel
 from codemode.bridge.host import ToolAccess
 from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession, SandboxSettings
 from codemode.sandbox.packages import PackageInstaller, SandboxPackages
-from codemode.sandbox.settings import PackageSettings
+from codemode.settings.sandbox import PackageSettings
 
 INSTALL = "packages.install(['tinylib'], quiet=True)\nimport tinylib"
 
@@ -85,8 +85,11 @@ def measure(rounds: int) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--smoke", action="store_true", help="one round: does it still run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 1
     numbers = measure(args.rounds)
     if args.json:
         print(json.dumps(numbers))

@@ -53,13 +53,13 @@ started = time.perf_counter()
 {body}
 print((time.perf_counter() - started) * 1000)
 """
-PARALLEL = TIMED.format(
-    body=f"await asyncio.gather(*(crm.get_lead.aio(lead_id=i) for i in range({CALLS})))"
-)
-SERIAL = TIMED.format(body=f"for i in range({CALLS}):\n    crm.get_lead(lead_id=i)")
 
 
-async def measure(rounds: int) -> dict[str, Any]:
+async def measure(rounds: int, calls: int = CALLS) -> dict[str, Any]:
+    parallel = TIMED.format(
+        body=f"await asyncio.gather(*(crm.get_lead.aio(lead_id=i) for i in range({calls})))"
+    )
+    serial = TIMED.format(body=f"for i in range({calls}):\n    crm.get_lead(lead_id=i)")
     state = Path(tempfile.mkdtemp(prefix="codemode-bench-"))
     script = state / "crm_server.py"
     script.write_text(SERVER)
@@ -86,15 +86,15 @@ async def measure(rounds: int) -> dict[str, Any]:
         async def direct() -> float:
             started = time.perf_counter()
             await asyncio.gather(
-                *(catalog.call("crm", "get_lead", {"lead_id": i}) for i in range(CALLS))
+                *(catalog.call("crm", "get_lead", {"lead_id": i}) for i in range(calls))
             )
             return (time.perf_counter() - started) * 1000
 
-        await inside(PARALLEL)  # warm: the tool's module is imported, the upstream started
+        await inside(parallel)  # warm: the tool's module is imported, the upstream started
         samples: dict[str, list[float]] = {"parallel": [], "serial": [], "direct": []}
         for _ in range(rounds):
-            samples["parallel"].append(await inside(PARALLEL))
-            samples["serial"].append(await inside(SERIAL))
+            samples["parallel"].append(await inside(parallel))
+            samples["serial"].append(await inside(serial))
             samples["direct"].append(await direct())
     numbers: dict[str, Any] = {name: round(statistics.median(v), 1) for name, v in samples.items()}
     numbers["serial_over_parallel"] = round(numbers["serial"] / numbers["parallel"], 1)
@@ -104,9 +104,10 @@ async def measure(rounds: int) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--smoke", action="store_true", help="one round: does it still run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    numbers = asyncio.run(measure(args.rounds))
+    numbers = asyncio.run(measure(1, calls=3) if args.smoke else measure(args.rounds))
     if args.json:
         print(json.dumps(numbers))
         return 0

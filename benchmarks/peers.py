@@ -1,6 +1,6 @@
 """codemode beside FastMCP's CodeMode, through the same official MCP client, rounds interleaved.
 
-    .venv/bin/python benchmarks/peers.py [--quick] [--json] [--only P2,P3,...]
+    .venv/bin/python benchmarks/peers.py [--quick] [--smoke] [--json] [--only P2,P3,...]
 
 Needs the `bench` extra (`pip install -e '.[bench]'`: fastmcp with pydantic-monty). Both
 systems run as streamable-HTTP servers in subprocesses over the same upstream stdio MCP server
@@ -349,8 +349,8 @@ MEASURES = ("rss", "pss", "uss")
 # --- the run --------------------------------------------------------------------------------
 
 
-async def run(quick: bool, only: set[str]) -> dict[str, Any]:
-    rounds, n = (3, 30) if quick else (7, 100)
+async def run(quick: bool, only: set[str], smoke: bool = False) -> dict[str, Any]:
+    rounds, n = (1, 2) if smoke else (3, 30) if quick else (7, 100)
     wanted = (lambda key: key in only) if only else (lambda key: True)
     with tempfile.TemporaryDirectory(prefix="codemode-peers-") as temporary:
         return await measure(Path(temporary), rounds, n, wanted, only)
@@ -423,7 +423,12 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--only", default="", help="comma-separated metrics, e.g. P2,P3")
+    parser.add_argument(
+        "--smoke", action="store_true", help="P1 to P3, one tiny round: does it still run"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.only = args.only or "P1,P2,P3"
     try:
         import fastmcp  # noqa: F401
         import pydantic_monty  # noqa: F401
@@ -431,7 +436,7 @@ def main() -> int:
         print("needs the bench extra: pip install -e '.[bench]'", file=sys.stderr)
         return 2
     only = {part.strip().upper() for part in args.only.split(",") if part.strip()}
-    numbers = anyio.run(run, args.quick, only)
+    numbers = anyio.run(run, args.quick, only, args.smoke)
     if args.json:
         print(json.dumps(numbers))
         return 0

@@ -141,12 +141,12 @@ def median_ms(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
     return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
 
 
-def run(repeat: int) -> dict[str, dict[str, float]]:
+def run(repeat: int, size: int = SIZE) -> dict[str, dict[str, float]]:
     texts = {
-        "prose": mixed_text(),
-        "numeric": mixed_text(numbers=0.5, seed=8),
-        "clean": mixed_text(pii=False, seed=9),
-        "orders": ORDERS[:SIZE],
+        "prose": mixed_text(size),
+        "numeric": mixed_text(size, numbers=0.5, seed=8),
+        "clean": mixed_text(size, pii=False, seed=9),
+        "orders": ORDERS[:size],
     }
     rows: dict[str, dict[str, float]] = {}
     for name, text in texts.items():
@@ -194,9 +194,12 @@ def run(repeat: int) -> dict[str, dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--smoke", action="store_true", help="16 KiB texts, once: does it still run"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    rows = run(args.repeat)
+    rows = run(1, 16 << 10) if args.smoke else run(args.repeat)
     if args.json:
         print(json.dumps(rows, indent=2))
         return

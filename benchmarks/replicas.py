@@ -155,8 +155,11 @@ async def _measure(root: Path, rounds: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--smoke", action="store_true", help="three rounds: does it still run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 3
     numbers = asyncio.run(measure(args.rounds))
     if args.json:
         print(json.dumps(numbers, indent=2))

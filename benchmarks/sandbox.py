@@ -104,9 +104,14 @@ def guest_rss_kib(pid: int) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--smoke", action="store_true", help="one of each: does it still run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     scale = 0.2 if args.quick else 1.0
+
+    def reps(full: int, least: int) -> int:
+        return 1 if args.smoke else max(int(full * scale), least)
+
     rows: list[tuple[str, str, str, str]] = []
     numbers: dict[str, float] = {}
 
@@ -119,12 +124,12 @@ def main() -> int:
     tools = HostTools()
 
     # --- W1 -------------------------------------------------------------------------------
-    for _ in range(50):
+    for _ in range(reps(50, 50)):
         session.execute("print(1+1)")
     # CPU per execution beside the wall time: on a loaded machine the wall time follows the
     # scheduler; the host's and the guest's CPU much less.
     host_cpu, guest_cpu = time.process_time(), cpu_of(session)
-    warm = timed(lambda: session.execute("print(1+1)"), int(1000 * scale))
+    warm = timed(lambda: session.execute("print(1+1)"), reps(1000, 1))
     host_cpu = (time.process_time() - host_cpu) / len(warm)
     guest_cpu = (cpu_of(session) - guest_cpu) / len(warm)
     inproc_code = compile("x = 1+1", "<bench>", "exec")
@@ -133,10 +138,10 @@ def main() -> int:
         lambda: subprocess.run(
             [sys.executable, "-I", "-S", "-c", "print(1+1)"], check=True, capture_output=True
         ),
-        max(int(30 * scale), 5),
+        reps(30, 5),
     )
     new_from_pool = []
-    for _ in range(max(int(30 * scale), 5)):
+    for _ in range(reps(30, 5)):
         pool.wait_full(30)
         start = time.perf_counter()
         fresh = SandboxSession(pool, "new")
@@ -145,7 +150,7 @@ def main() -> int:
         fresh.close()
     cold_pool = SandboxPool(backend, size=0)
     cold = []
-    for _ in range(max(int(20 * scale), 5)):
+    for _ in range(reps(20, 5)):
         start = time.perf_counter()
         sandbox = cold_pool.spawn()
         sandbox.execute("print(1+1)")
@@ -205,8 +210,7 @@ def main() -> int:
         "lat.sort(); print(lat[500] * 1e6, lat[950] * 1e6, sum(lat) * 1e3)\n"
     )
     runs = [
-        session.execute(code, tools=ToolAccess(tools)).stdout.split()
-        for _ in range(max(int(5 * scale), 3))
+        session.execute(code, tools=ToolAccess(tools)).stdout.split() for _ in range(reps(5, 3))
     ]
     p50s = [float(r[0]) for r in runs]
     p95s = [float(r[1]) for r in runs]
@@ -242,7 +246,7 @@ def main() -> int:
     )
     w3 = [
         float(session.execute(code, tools=ToolAccess(tools)).stdout.split()[0])
-        for _ in range(max(int(9 * scale), 3))
+        for _ in range(reps(9, 3))
     ]
     blob_local = timed(
         lambda: len(tools.invoke(ToolCall("f", "blob", {"n": 10_000_000}), timeout_s=1)), 5
@@ -262,7 +266,7 @@ def main() -> int:
 
     # --- W4 -------------------------------------------------------------------------------
     work = "t = time.perf_counter()\ns = 0\nfor i in range(5_000_000):\n    s += i * i\nelapsed = time.perf_counter() - t\n"
-    repeats = max(int(5 * scale), 3)
+    repeats = reps(5, 3)
     inside = [
         float(session.execute("import time\n" + work + "print(elapsed)").stdout)
         for _ in range(repeats)

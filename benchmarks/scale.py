@@ -286,8 +286,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200, help="concurrent sessions")
     parser.add_argument("--steps", type=int, default=10, help="executions per session")
+    parser.add_argument("--smoke", action="store_true", help="two sessions: does it still run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.smoke:
+        args.sessions, args.steps = 2, 1
     slots = args.sessions // 2 + 8
     with tempfile.TemporaryDirectory(prefix="codemode-bench-scale-") as folder:
         root = Path(folder)

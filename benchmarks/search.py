@@ -108,9 +108,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="int8",
         help="weights of the query pass on ONNX Runtime (tool vectors are float32 either way)",
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="lexical, one spec, one round: does it still run"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.no_semantic, args.no_cli, args.rounds = True, True, 1
 
     specfiles, tasks = load_tasks([DEV, HELDOUT])
+    if args.smoke:  # the smallest spec and ten of its tasks
+        specfiles = {"stripe": specfiles["stripe"]}
+        tasks = [task for task in tasks if task["spec"] == "stripe"][:10]
     queries = [task["query"] for task in tasks]
     report: dict[str, Any] = {"tasks": len(tasks), "specs": {}, "latency": {}, "results": {}}
     report["load_average_at_start"] = [round(x, 2) for x in os.getloadavg()]

@@ -39,7 +39,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--no-recall", action="store_true")
+    parser.add_argument(
+        "--smoke", action="store_true", help="one run, 4 queries, no recall: does it still run"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.no_recall = 1, True
 
     import numpy as np
 
@@ -71,6 +76,10 @@ def main() -> int:
         print(f"query pass, {tokens} tokens, median of {args.runs}: {cells}")
 
     specfiles, tasks = load_tasks([DEV, HELDOUT])
+    if args.smoke:
+        tasks = [t for split in ("dev", "heldout") for t in tasks if t["split"] == split][:2] + [
+            t for t in tasks if t["split"] == "heldout"
+        ][:2]
     for split in ("dev", "heldout"):
         cosines = [
             float(

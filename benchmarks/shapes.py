@@ -1,6 +1,6 @@
 """The cost of recording observed result shapes (tools with no output schema).
 
-    .venv/bin/python benchmarks/shapes.py
+    .venv/bin/python benchmarks/shapes.py [--smoke]
 
 Prints, for a typical JSON result (a list of 20 records as MCP text): the median cost of one
 recorded observation (inferring and merging the shape), and the median cost per call of the
@@ -11,6 +11,7 @@ trip through the sandbox costs about 26 us, so the steady-state overhead is what
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import time
@@ -53,6 +54,9 @@ def per_call_us(invoker: Any) -> float:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="one round: does it still run")
+    rounds = 1 if parser.parse_args().smoke else ROUNDS
     book = ShapeBook()
     samples = []
     for _ in range(200):
@@ -68,7 +72,7 @@ def main() -> int:
     for _ in range(WARM_UP):  # past the first results and the widening gaps: steady state
         wrapped.invoke(CALL, timeout_s=1.0)
     without, with_recorder = [], []
-    for _ in range(ROUNDS):  # alternate, so load on the machine hits both alike
+    for _ in range(rounds):  # alternate, so load on the machine hits both alike
         without.append(per_call_us(bare))
         with_recorder.append(per_call_us(wrapped))
     base, recorded = statistics.median(without), statistics.median(with_recorder)

@@ -34,8 +34,8 @@ from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.sandbox import SandboxSettings
+from codemode.settings.state import StateSettings
 from codemode.skills.guest_code import test_program
-from codemode.state.settings import StateSettings
 
 OPS = 400
 
@@ -188,8 +188,11 @@ async def measure(rounds: int) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="one round: does it still run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 1
     n = asyncio.run(measure(args.rounds))
     if args.json:
         print(json.dumps(n))

@@ -39,9 +39,10 @@ def _medians_ms(session: SandboxSession, code: str, runs: int) -> tuple[float, f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--smoke", action="store_true", help="one run each: does it still run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    quiet_runs, line_runs = (50, 3) if args.quick else (300, 7)
+    quiet_runs, line_runs = (1, 1) if args.smoke else (50, 3) if args.quick else (300, 7)
     with SandboxPool(BwrapBackend(SandboxSettings(pool_size=1)), 1) as pool:
         session = SandboxSession(pool)
         session.execute("pass")  # warm

@@ -11,8 +11,9 @@ from typing import Any
 
 from codemode.checks.calls import CallProblem
 from codemode.checks.result import rejected_result
+from codemode.ledger import execute_tokens
 from codemode.sandbox.result import ExecutionResult, make_hint
-from codemode.tokens import count_tokens, execute_tokens
+from codemode.tokens import count_tokens
 
 SESSION = "s_" + "x" * 24
 

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from codemode.tokens import build_ledger, count_tokens, mcp_tool_definition, surface_tokens
+from codemode.ledger import build_ledger, mcp_tool_definition, surface_tokens
+from codemode.tokens import count_tokens
 from codemode.tools import ToolSpec
 
 ADD = ToolSpec(

@@ -82,7 +82,10 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--smoke", action="store_true", help="two runs: does it still run")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 2
     values = anyio.run(measure, args.runs)
     median = statistics.median(values)
     print(

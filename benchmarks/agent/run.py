@@ -33,8 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paradigm", choices=[*bench_suite.PARADIGMS, "both"], default="both")
     parser.add_argument("--task", action="append", default=[], help="run only these task ids")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--smoke", action="store_true", help="the first task only: does the suite still run"
+    )
     args = parser.parse_args(argv)
     tasks = [t for t in bench_suite.TASKS if not args.task or t.id in args.task]
+    if args.smoke:
+        tasks = tasks[:1]
     if not tasks:
         parser.error(f"no such task; ids: {', '.join(t.id for t in bench_suite.TASKS)}")
     model_for = bench_suite.reference_model

@@ -20,11 +20,11 @@ from local_model_server import LocalModelServer, LocalModelServerError
 
 from codemode.agent import Agent
 from codemode.agent.providers.openai import OpenAIProvider
-from codemode.agent.settings import ModelSettings
 from codemode.cli.main import main
 from codemode.config import CodemodeConfig
 from codemode.engine import Codemode
 from codemode.sandbox import SandboxSettings
+from codemode.settings.agent import ModelSettings
 
 # Slow: a real model on the CPU (about 10 to 30 s per test on a loaded 2-core machine).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

@@ -14,8 +14,8 @@ from codemode.agent.providers import make_provider
 from codemode.agent.providers.anthropic import AnthropicProvider
 from codemode.agent.providers.base import Message, ModelRequest, ToolCallRequest
 from codemode.agent.providers.openai import OpenAIProvider
-from codemode.agent.settings import ModelSettings
 from codemode.errors import ContextLengthError, ModelConfigError, ModelError
+from codemode.settings.agent import ModelSettings
 
 pytestmark = pytest.mark.anyio
 

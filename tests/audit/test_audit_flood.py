@@ -14,20 +14,16 @@ import pytest
 from codemode.audit import AuditFilter, AuditInvoker, MemoryAuditLog, SQLiteAuditLog
 from codemode.audit.events import AuditEvent
 from codemode.audit.rotation import rotated_files
-from codemode.audit.settings import AuditSettings
 from codemode.bridge.host import BridgeHost, ToolAccess
 from codemode.errors import ConfigError
 from codemode.policy import Budget, BudgetExhaustedError, Policy, PolicyInvoker, PolicySettings
+from codemode.settings.audit import AuditSettings
+from codemode.testing import RecordingInvoker
 from codemode.tools import ToolCall
 
 
-class Tools:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        self.calls += 1
-        return {"ok": True}
+def ok_tools() -> RecordingInvoker:
+    return RecordingInvoker(default={"ok": True})
 
 
 def frame(request_id: int, tool: str = "search", execution: int = 1) -> dict[str, Any]:
@@ -37,7 +33,7 @@ def frame(request_id: int, tool: str = "search", execution: int = 1) -> dict[str
 
 def audited(log: MemoryAuditLog, inner: Any = None, **settings: Any) -> AuditInvoker:
     return AuditInvoker(
-        inner or Tools(), log, "s1", settings=AuditSettings(**settings), clock=lambda: 1000.0
+        inner or ok_tools(), log, "s1", settings=AuditSettings(**settings), clock=lambda: 1000.0
     )
 
 
@@ -59,13 +55,13 @@ def test_a_call_refused_at_the_grant_check_is_audited() -> None:
 def test_a_late_frame_is_audited() -> None:
     log = MemoryAuditLog()
     audit = audited(log)
-    tools = Tools()
+    tools = ok_tools()
     access = ToolAccess(audit, on_refused=audit.record_refused)
     host = BridgeHost(1, access, deadline=time.monotonic() + 30)
     host.close()
     assert host.handle(frame(1))["error"]["code"] == "late_frame"
     assert host.handle(frame(2, execution=7))["error"]["code"] == "late_frame"
-    assert tools.calls == 0
+    assert tools.calls == []
     rows = log.query()
     assert [(r.tool, r.error_code) for r in rows] == [("search", "late_frame")]
     audit.flush()
@@ -75,7 +71,9 @@ def test_a_late_frame_is_audited() -> None:
 def test_identical_denials_become_one_counted_row() -> None:
     log = MemoryAuditLog()
     deny = PolicySettings.from_mapping({"rules": [{"tools": ["crm.*"], "action": "deny"}]}, "t")
-    policy = PolicyInvoker(Tools(), Policy(deny, lambda s, t: None), approver=None, budget=Budget())
+    policy = PolicyInvoker(
+        ok_tools(), Policy(deny, lambda s, t: None), approver=None, budget=Budget()
+    )
     audit = audited(log, policy)
     for index in range(2000):
         with pytest.raises(Exception, match="denied by policy"):
@@ -91,7 +89,7 @@ def test_repeats_are_written_once_per_window() -> None:
     log = MemoryAuditLog()
     now = [0.0]
     audit = AuditInvoker(
-        Tools(), log, "s1", settings=AuditSettings(repeat_window_s=60), clock=lambda: now[0]
+        ok_tools(), log, "s1", settings=AuditSettings(repeat_window_s=60), clock=lambda: now[0]
     )
     for second in range(0, 300, 3):  # a refusal every 3 s for 5 minutes
         now[0] = float(second)
@@ -115,7 +113,7 @@ def test_many_kinds_of_refusal_share_rows_past_a_bound() -> None:
 
 def test_a_session_past_its_write_budget_is_refused_and_counted() -> None:
     log = MemoryAuditLog()
-    tools = Tools()
+    tools = ok_tools()
     audit = audited(log, tools, events_per_session=5)
     for index in range(12):
         if index < 5:
@@ -123,7 +121,7 @@ def test_a_session_past_its_write_budget_is_refused_and_counted() -> None:
         else:
             with pytest.raises(BudgetExhaustedError, match="audit budget"):
                 audit.invoke(ToolCall("crm", "get", {"id": index}), timeout_s=5)
-    assert tools.calls == 5  # nothing ran unaudited
+    assert len(tools.calls) == 5  # nothing ran unaudited
     assert len(log.query()) == 5
     audit.flush()
     rows = log.query()

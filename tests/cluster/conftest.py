@@ -30,8 +30,8 @@ import ray
 import codemode
 from codemode.cluster.provider import RaySandboxes
 from codemode.cluster.session import RemoteSession
-from codemode.cluster.settings import ClusterSettings
-from codemode.sandbox.settings import Limits, SandboxSettings
+from codemode.settings.cluster import ClusterSettings
+from codemode.settings.sandbox import Limits, SandboxSettings
 
 SRC = Path(codemode.__file__).resolve().parents[1]
 RAY = str(Path(sys.executable).with_name("ray"))

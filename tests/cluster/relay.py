@@ -6,7 +6,7 @@ from __future__ import annotations
 from codemode.cluster.agent import NodeAgent
 from codemode.cluster.remote import RemoteGuest, StreamLink
 from codemode.sandbox.runner import Sandbox
-from codemode.sandbox.settings import Limits, SandboxSettings
+from codemode.settings.sandbox import Limits, SandboxSettings
 
 SETTINGS = SandboxSettings(limits=Limits(wall_time_s=10, memory_bytes=512 << 20), pool_size=0)
 

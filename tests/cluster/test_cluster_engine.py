@@ -25,7 +25,7 @@ from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.sandbox.isolation import require_isolation
 from codemode.sandbox.runner import Sandbox
-from codemode.sandbox.settings import SandboxSettings
+from codemode.settings.sandbox import SandboxSettings
 from tests.cluster.conftest import Borrowed, LocalRayCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]

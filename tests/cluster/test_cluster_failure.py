@@ -15,7 +15,7 @@ from codemode.cluster.provider import RaySandboxes
 from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.engine import Codemode
 from codemode.errors import ClusterBusyError
-from codemode.sandbox.settings import SandboxSettings
+from codemode.settings.sandbox import SandboxSettings
 from tests.cluster.conftest import Borrowed, LocalRayCluster, Node
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]

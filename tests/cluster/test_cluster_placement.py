@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from codemode.cluster.placement import NodeLoad, choose_node
-from codemode.cluster.settings import ClusterSettings
 from codemode.config import CodemodeConfig
 from codemode.errors import ClusterBusyError
+from codemode.settings.cluster import ClusterSettings
 
 
 def node(name: str, slots: int, used: int) -> NodeLoad:

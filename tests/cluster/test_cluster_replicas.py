@@ -17,7 +17,7 @@ from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.errors import ApprovalDecidedError, SessionBusyError
 from codemode.policy import PolicySettings
-from codemode.sandbox.settings import SandboxSettings
+from codemode.settings.sandbox import SandboxSettings
 from tests.cluster.conftest import LocalRayCluster
 from tests.replicas.conftest import ASK_ORDERS, Crm
 

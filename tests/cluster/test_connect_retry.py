@@ -10,8 +10,8 @@ import pytest
 import ray
 
 from codemode.cluster import provider
-from codemode.cluster.settings import ClusterSettings
 from codemode.errors import ClusterError
+from codemode.settings.cluster import ClusterSettings
 
 SERVER_DID_NOT_START = (
     "Initialization failure from server:\nRuntimeError: Starting Ray client server failed. "

@@ -19,9 +19,9 @@ from egress_servers import Servers, exchange
 from codemode.audit import MemoryAuditLog
 from codemode.audit.events import AuditFilter
 from codemode.egress import ConnectionRecord, EgressHub, NetworkSettings, StaticResolver
-from codemode.egress.names import IPAddress
 from codemode.egress.proxy import sweep_orphans
 from codemode.engine.egress import EgressAudit
+from codemode.hostnames import IPAddress
 
 
 class Recorder:

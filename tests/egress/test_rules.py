@@ -17,8 +17,8 @@ from codemode.egress.heads import (
     request_target,
     rewrite_response_head,
 )
-from codemode.egress.names import is_public, split_destination
 from codemode.errors import ConfigError
+from codemode.hostnames import is_public, split_destination
 from codemode.sandbox import SandboxSettings
 
 

@@ -194,7 +194,7 @@ class _SlowBuild:
     """Stands in for a long index build (embedding a large catalog): it ends when released."""
 
     def __init__(self, engine: Codemode) -> None:
-        self.build = engine._search_index
+        self.build = engine.searcher._search_index
         self.release = threading.Event()
 
     def __call__(self) -> Any:
@@ -206,7 +206,7 @@ async def test_a_search_during_the_index_build_answers_lexically_at_once(
     engine: Codemode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slow = _SlowBuild(engine)
-    monkeypatch.setattr(engine, "_search_index", slow)
+    monkeypatch.setattr(engine.searcher, "_search_index", slow)
     job = engine.build_search_index()
     with anyio.fail_after(WAIT_S):
         early = await engine.search("place an order")
@@ -223,7 +223,7 @@ async def test_a_search_that_waits_for_the_index_reports_progress(
     engine: Codemode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slow = _SlowBuild(engine)
-    monkeypatch.setattr(engine, "_search_index", slow)
+    monkeypatch.setattr(engine.searcher, "_search_index", slow)
     messages: list[str] = []
 
     async def progress(value: float, total: float | None, message: str) -> None:
@@ -243,7 +243,7 @@ async def test_index_build_progress_carries_stage_and_percentage(
     """What a client sees while its search waits: the build's stage and percentage, as a
     growing value out of 100."""
     slow = _SlowBuild(engine)
-    monkeypatch.setattr(engine, "_search_index", slow)
+    monkeypatch.setattr(engine.searcher, "_search_index", slow)
     heard: list[tuple[str, float]] = []
     engine.index_progress = lambda stage, percent: heard.append((stage, percent))
     reports: list[tuple[float, float | None, str]] = []

@@ -1,7 +1,8 @@
 import json
 
 from codemode.gateway.meta_tools import EXECUTE, SEARCH, mcp_tools, tool_definitions
-from codemode.tokens import count_tokens, surface_tokens
+from codemode.ledger import surface_tokens
+from codemode.tokens import count_tokens
 
 
 def test_surface_is_small_whatever_the_catalog():

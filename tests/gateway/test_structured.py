@@ -6,10 +6,11 @@ import json
 
 from codemode.gateway.handlers import execution_result
 from codemode.gateway.structured import search_structured
+from codemode.ledger import build_ledger, execute_tokens
 from codemode.sandbox.result import ExecutionResult
 from codemode.search.base import Hit
 from codemode.search.render import render_answer
-from codemode.tokens import build_ledger, count_tokens, execute_tokens
+from codemode.tokens import count_tokens
 from codemode.tools import ToolSpec
 
 

@@ -12,7 +12,7 @@ from package_index import Index, build_sdist, build_wheel
 
 from codemode.errors import PackageError, PackageNotAllowedError
 from codemode.sandbox.packages import InstallReport, PackageInstaller, parse_requirement
-from codemode.sandbox.settings import PackageSettings
+from codemode.settings.sandbox import PackageSettings
 
 
 def installer(index: Index, tmp_path: Path, **settings: object) -> tuple[PackageInstaller, list]:

@@ -12,7 +12,7 @@ from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.engine import Codemode
 from codemode.sandbox import SandboxSettings
-from codemode.sandbox.settings import PackageSettings
+from codemode.settings.sandbox import PackageSettings
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ from package_index import Index, build_sdist, build_wheel
 from codemode.bridge.host import ToolAccess
 from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession, SandboxSettings
 from codemode.sandbox.packages import PackageInstaller, SandboxPackages
-from codemode.sandbox.settings import PackageSettings
+from codemode.settings.sandbox import PackageSettings
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from codemode.engine.chain import InvokerChain
 from codemode.engine.session import Session
 from codemode.errors import ToolError
 from codemode.policy import Budget
-from codemode.policy.settings import BudgetSettings
 from codemode.privacy import (
     DataFlowDeniedError,
     PrivacyInvoker,
@@ -23,6 +22,7 @@ from codemode.privacy import (
 )
 from codemode.privacy.recall import skeleton
 from codemode.sandbox.result import ExecutionResult
+from codemode.settings.policy import BudgetSettings
 from codemode.tools import ToolCall
 
 EMAIL = "maria.lopez@globex.example.com"

@@ -16,13 +16,13 @@ from codemode.audit.events import AuditEvent
 from codemode.cli import audit_command
 from codemode.errors import StateStoreError
 from codemode.policy.budget import BudgetExceededError
-from codemode.policy.settings import BudgetSettings
 from codemode.privacy.vault import TokenSource
 from codemode.replicas.audit import RedisAuditLog
 from codemode.replicas.budget import SharedBudget
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.directory import SessionDirectory
 from codemode.replicas.vault import SharedVault
+from codemode.settings.policy import BudgetSettings
 from tests.replicas.conftest import wait_until
 
 

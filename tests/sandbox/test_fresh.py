@@ -6,24 +6,18 @@ namespace and the imported modules of the same interpreter).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from codemode.bridge.host import ToolAccess
 from codemode.sandbox import SandboxSession
-from codemode.tools import ToolCall
+from codemode.testing import RecordingInvoker
 
 pytestmark = pytest.mark.limits
 
 
-class Echo:
-    def __init__(self) -> None:
-        self.calls: list[ToolCall] = []
-
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        self.calls.append(call)
-        return {"echo": call.arguments}
+def echo() -> RecordingInvoker:
+    """Every tool answers ``{"echo": <its arguments>}``; every call is recorded."""
+    return RecordingInvoker(default=lambda call: {"echo": call.arguments})
 
 
 PATCH_EVERYTHING = """
@@ -65,7 +59,7 @@ print(os.path.getsize("big.bin"))
 
 
 def test_fresh_starts_from_an_unpatched_interpreter(isolated_session: SandboxSession, host) -> None:
-    tools = Echo()
+    tools = echo()
     assert isolated_session.execute(FILES, timeout_s=10).status == "ok"
     assert isolated_session.execute(PATCH_EVERYTHING, timeout_s=10).status == "ok"
     patched = isolated_session.sandbox

@@ -7,30 +7,26 @@ Raw frames go through the guest's own socket: ``sys.modules["servers._runtime"].
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
 
 from codemode.bridge.host import ToolAccess
 from codemode.sandbox import SandboxSession
+from codemode.testing import RecordingInvoker
 from codemode.tools import ToolCall
 
 pytestmark = pytest.mark.hostile
 
 
-class Recorder:
-    """Host tools: ``t.echo`` returns its arguments' sizes; records every call it runs."""
+def _sizes(call: ToolCall) -> dict[str, Any]:
+    data = call.arguments.get("data")
+    return {"len": len(data) if isinstance(data, str | bytes) else None}
 
-    def __init__(self) -> None:
-        self.calls: list[ToolCall] = []
-        self.lock = threading.Lock()
 
-    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        with self.lock:
-            self.calls.append(call)
-        data = call.arguments.get("data")
-        return {"len": len(data) if isinstance(data, str | bytes) else None}
+def recorder() -> RecordingInvoker:
+    """Host tools: every tool returns its ``data`` argument's size; every call is recorded."""
+    return RecordingInvoker(default=_sizes)
 
 
 RAW = """
@@ -95,7 +91,7 @@ MALFORMED = {
 def test_malformed_and_forged_frames_get_an_error_reply(
     isolated_session: SandboxSession, host, attack: str, code: str
 ) -> None:
-    tools = Recorder()
+    tools = recorder()
     payload = RAW + f"reply = {attack}\nprint('RESULT:', reply.get('ok'), reply['error']['code'])"
     result = isolated_session.execute(payload, tools=ToolAccess(tools), timeout_s=5)
     assert result.stdout == f"RESULT: False {code}\n", result.to_dict()
@@ -124,7 +120,7 @@ def test_oversized_length_prefix(isolated_session: SandboxSession, host) -> None
 def test_frame_over_the_size_cap_is_refused_and_stream_stays_in_sync(
     isolated_session: SandboxSession, host
 ) -> None:
-    tools = Recorder()
+    tools = recorder()
     code = """
 from servers._runtime import call_tool, ToolError
 try:
@@ -143,7 +139,7 @@ print(call_tool("t", "echo", {"data": "after"}))
 
 
 def test_huge_tool_argument_passes_intact(isolated_session: SandboxSession, host) -> None:
-    tools = Recorder()
+    tools = recorder()
     code = "from servers._runtime import call_tool\nprint(call_tool('t', 'echo', {'data': 'y' * (20 << 20)}))"
     result = isolated_session.execute(code, tools=ToolAccess(tools), timeout_s=10)
     assert result.stdout == f"{{'len': {20 << 20}}}\n", result.to_dict()
@@ -152,7 +148,7 @@ def test_huge_tool_argument_passes_intact(isolated_session: SandboxSession, host
 
 @pytest.mark.parametrize("depth", [70, 1000, 100_000])
 def test_deeply_nested_arguments(isolated_session: SandboxSession, host, depth: int) -> None:
-    tools = Recorder()
+    tools = recorder()
     code = f"""
 from servers._runtime import call_tool, ToolError
 value = []
@@ -173,7 +169,7 @@ except RecursionError:
 
 
 def test_tools_not_granted_are_refused(isolated_session: SandboxSession, host) -> None:
-    tools = Recorder()
+    tools = recorder()
     code = """
 from servers._runtime import call_tool, ToolError
 print(call_tool("public", "echo", {"data": "a"}))
@@ -196,7 +192,7 @@ for server, tool in (("secret", "read"), ("public", "delete"), ("public", "echo 
 
 
 def test_raw_frame_cannot_bypass_the_grant(isolated_session: SandboxSession, host) -> None:
-    tools = Recorder()
+    tools = recorder()
     payload = RAW + (
         "reply = frame({'op': 'call', 'id': 99, 'exec': EXEC, 'server': 'secret', "
         "'tool': 'read', 'args': {}})\nprint(reply['ok'], reply['error']['code'])"
@@ -210,7 +206,7 @@ def test_raw_frame_cannot_bypass_the_grant(isolated_session: SandboxSession, hos
 
 
 def test_replayed_call_frames_are_each_answered(isolated_session: SandboxSession, host) -> None:
-    tools = Recorder()
+    tools = recorder()
     payload = (
         RAW
         + """
@@ -230,7 +226,7 @@ print([(r["id"], r["ok"]) for r in replies])
 def test_replayed_frame_in_a_later_execution_is_refused(
     isolated_session: SandboxSession, host
 ) -> None:
-    tools = Recorder()
+    tools = recorder()
     first = isolated_session.execute(
         RAW + "saved = {'op': 'call', 'id': 5, 'exec': EXEC, 'server': 't', 'tool': 'echo', "
         "'args': {}}\nprint(frame(dict(saved))['ok'])",
@@ -248,7 +244,7 @@ def test_replayed_frame_in_a_later_execution_is_refused(
 def test_call_carrying_an_ended_execution_id_is_refused(
     isolated_session: SandboxSession, host
 ) -> None:
-    tools = Recorder()
+    tools = recorder()
     result = isolated_session.execute(
         RAW
         + """
@@ -348,7 +344,7 @@ def test_a_flood_of_awaitable_calls_is_answered_once_each(
 ) -> None:
     """More awaitable calls than the workers take at once: the rest are answered in turn,
     every one exactly once, and the bridge stays in sync."""
-    tools = Recorder()
+    tools = recorder()
     result = isolated_session.execute(RAW + FLOOD, tools=ToolAccess(tools), timeout_s=30)
     assert result.stdout == "RESULT: True\n", result.to_dict()
     assert len(tools.calls) == 3000
@@ -372,7 +368,7 @@ print("RESULT:", sorted(seen))
 def test_megabyte_tool_names_are_refused_unread(isolated_session: SandboxSession, host) -> None:
     """300 calls naming a different 1 MiB server each: without the cap the host kept 300 MiB
     of names (a longer execution: gigabytes) until the execution ended."""
-    tools = Recorder()
+    tools = recorder()
     result = isolated_session.execute(
         RAW + LONG_NAMES, tools=ToolAccess(tools, grant=lambda s, t: True), timeout_s=30
     )

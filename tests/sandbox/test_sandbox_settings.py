@@ -6,7 +6,7 @@ import pytest
 
 from codemode.errors import ConfigError
 from codemode.sandbox import Limits, SandboxSettings
-from codemode.sandbox.settings import GiB
+from codemode.settings.sandbox import GiB
 
 
 def test_defaults() -> None:

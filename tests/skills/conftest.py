@@ -16,7 +16,7 @@ from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.gateway.server import build_server
 from codemode.sandbox import Limits, SandboxSettings
-from codemode.state.settings import StateSettings
+from codemode.settings.state import StateSettings
 
 
 @pytest.fixture(params=["embedded", "redis"])

@@ -182,8 +182,8 @@ def test_counting_survives_a_redis_that_went_away(redis_server: Any) -> None:
 
 def test_the_approval_gate_is_a_setting() -> None:
     from codemode.errors import SkillRefusedError
+    from codemode.settings.skills import SkillsSettings
     from codemode.skills.library import SkillLibrary
-    from codemode.skills.settings import SkillsSettings
 
     store = MemorySkills()
     store.put(SKILL.with_changes(shared=True))

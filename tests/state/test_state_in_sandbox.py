@@ -10,8 +10,8 @@ from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.engine import Codemode
 from codemode.sandbox import Limits, SandboxSettings
+from codemode.settings.state import StateSettings
 from codemode.skills import SkillsSettings
-from codemode.state.settings import StateSettings
 
 pytestmark = pytest.mark.anyio
 

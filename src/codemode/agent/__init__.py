@@ -23,7 +23,7 @@ from codemode.agent.providers import (
     make_provider,
 )
 from codemode.agent.record import ApprovalDecision, Round, RunRecord, RunStatus, Step
-from codemode.agent.settings import AgentSettings, ModelSettings, parse_model_ref
+from codemode.settings.agent import AgentSettings, ModelSettings, parse_model_ref
 
 __all__ = [
     "Agent",

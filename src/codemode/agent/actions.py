@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from codemode.search.render import DEFAULT_HEAD as DEFAULT_LIMIT
+
 __all__ = ["Action", "Call", "Execute", "Finish", "Malformed", "Search"]
 
 
@@ -13,7 +15,7 @@ __all__ = ["Action", "Call", "Execute", "Finish", "Malformed", "Search"]
 class Search:
     query: str
     detail: str = "summary"
-    limit: int = 5
+    limit: int = DEFAULT_LIMIT
     call_id: str | None = None
 
 

@@ -22,8 +22,8 @@ from codemode.agent.formats import OutputFormat, make_format
 from codemode.agent.loop import DEFAULT_MAX_ROUNDS, Approval, Approver, RoundLoop, RunObserver
 from codemode.agent.providers.base import ModelProvider
 from codemode.agent.record import Round, RunRecord, Step
-from codemode.agent.settings import OutputFormatName
 from codemode.errors import CodemodeError, UnknownSessionError
+from codemode.settings.agent import OutputFormatName
 
 if TYPE_CHECKING:
     from codemode.engine import Codemode

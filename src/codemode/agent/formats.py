@@ -15,7 +15,7 @@ from codemode.agent.actions import Action, Execute, Finish, Malformed, Search
 from codemode.agent.parsing import MAX_REPLY_CHARS, parse_envelope, parse_fenced
 from codemode.agent.parsing import parse_search_arguments as _search_action
 from codemode.agent.providers.base import Message, MessageKind, ModelReply, ToolDefinition
-from codemode.agent.settings import OutputFormatName
+from codemode.settings.agent import OutputFormatName
 
 __all__ = [
     "EXECUTE_TOOL",

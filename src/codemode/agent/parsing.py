@@ -15,6 +15,7 @@ import textwrap
 from typing import Any
 
 from codemode.agent.actions import Action, Execute, Finish, Malformed, Search
+from codemode.search.render import DEFAULT_HEAD as DEFAULT_LIMIT
 
 __all__ = [
     "MAX_REPLY_CHARS",
@@ -249,10 +250,12 @@ def parse_search_arguments(arguments: dict[str, Any], call_id: str | None) -> Ac
     if not isinstance(query, str) or not query.strip():
         return Malformed('search needs a "query" string', call_id)
     detail = arguments.get("detail", "summary")
-    limit = arguments.get("limit", 5)
+    limit = arguments.get("limit", DEFAULT_LIMIT)
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        limit = DEFAULT_LIMIT
     return Search(
         query.strip(),
         detail if detail in _DETAILS else "summary",
-        max(1, min(limit, 20)) if isinstance(limit, int) and not isinstance(limit, bool) else 5,
+        max(1, min(limit, 20)),
         call_id,
     )

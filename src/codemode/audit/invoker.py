@@ -25,10 +25,10 @@ from typing import Any
 from codemode.audit.events import AuditEvent, Outcome, argument_digest
 from codemode.audit.log import AuditLog
 from codemode.audit.redaction import MAX_MESSAGE_CHARS, scrub
-from codemode.audit.settings import AuditSettings
 from codemode.bridge.host import ToolInvoker
 from codemode.errors import CodemodeError
 from codemode.policy.outcome import BudgetExhaustedError, PolicyRefusedError, Verdict, verdict_scope
+from codemode.settings.audit import AuditSettings
 from codemode.tools import ToolCall
 
 __all__ = ["AuditInvoker"]

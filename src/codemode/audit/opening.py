@@ -6,8 +6,8 @@ import os
 import secrets
 from pathlib import Path
 
-from codemode.audit.settings import AuditSettings
 from codemode.audit.sqlite import SQLiteAuditLog
+from codemode.settings.audit import AuditSettings
 
 __all__ = ["open_audit_log"]
 

@@ -15,7 +15,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from codemode.audit.settings import AuditSettings
+from codemode.settings.audit import AuditSettings
 
 __all__ = ["needs_rotation", "prune", "rotate", "rotated_files"]
 

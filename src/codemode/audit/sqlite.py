@@ -23,8 +23,8 @@ from typing import Any, TypeVar, cast
 
 from codemode.audit.events import AuditEvent, AuditFilter, Outcome
 from codemode.audit.rotation import needs_rotation, prune, rotate
-from codemode.audit.settings import AuditSettings
 from codemode.policy.outcome import Verdict
+from codemode.settings.audit import AuditSettings
 
 __all__ = ["SQLiteAuditLog"]
 

@@ -2,7 +2,8 @@
 
 The bridge knows nothing of MCP. It checks that the execution may call the tool, hands the call
 to a ``ToolInvoker`` and frames the answer. Policy, PII tokenization and audit are wrappers
-around the ``ToolInvoker`` (see ``codemode.bridge.invokers``): this module stays small.
+around the ``ToolInvoker``, stacked in one place (``codemode.engine.chain``): this module stays
+small.
 """
 
 from __future__ import annotations

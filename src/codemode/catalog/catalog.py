@@ -21,7 +21,7 @@ from codemode.errors import CodemodeError, ToolNotFoundError, UpstreamUnavailabl
 from codemode.tools import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
-    from codemode.policy.settings import PolicySettings
+    from codemode.settings.policy import PolicySettings
 
 __all__ = ["Catalog", "ChangeListener"]
 
@@ -232,8 +232,8 @@ def _announce_destructive_defaults(
 ) -> None:
     """Say once which MCP tools ask for approval only because they carry no annotations (and
     the config that marks them); tools the config already marks are not counted."""
-    from codemode.policy.settings import PolicySettings
     from codemode.policy.unannotated import unannotated_advice
+    from codemode.settings.policy import PolicySettings
 
     advice = unannotated_advice(specs, policy or PolicySettings())
     if advice:

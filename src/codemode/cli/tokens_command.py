@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codemode.cli.options import load_specs
-    from codemode.tokens import build_ledger
+    from codemode.ledger import build_ledger
 
     rows = build_ledger(load_specs(args))
     if args.json:

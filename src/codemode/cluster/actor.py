@@ -11,7 +11,7 @@ import functools
 from typing import Any
 
 from codemode.cluster.agent import NodeAgent
-from codemode.cluster.settings import ClusterSettings
+from codemode.settings.cluster import ClusterSettings
 
 __all__ = ["agent_name", "node_agent"]
 

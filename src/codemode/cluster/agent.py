@@ -25,7 +25,7 @@ from codemode.cluster.host import WorkerGuest
 from codemode.errors import CodemodeError, SandboxError
 from codemode.sandbox.backends import make_backend
 from codemode.sandbox.process import SandboxBackend
-from codemode.sandbox.settings import SandboxSettings
+from codemode.settings.sandbox import SandboxSettings
 
 __all__ = ["TOKEN_BYTES", "NodeAgent", "settings_digest"]
 

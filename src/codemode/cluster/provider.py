@@ -20,10 +20,10 @@ from codemode.cluster.actor import node_agent
 from codemode.cluster.placement import NodeLoad, choose_node
 from codemode.cluster.remote import RemoteGuest, StreamLink
 from codemode.cluster.session import RemoteSession, remote_guest
-from codemode.cluster.settings import ClusterSettings
 from codemode.errors import ClusterBusyError, ClusterError, ConfigError, SandboxError
 from codemode.sandbox.runner import Sandbox
-from codemode.sandbox.settings import SandboxSettings
+from codemode.settings.cluster import ClusterSettings
+from codemode.settings.sandbox import SandboxSettings
 
 __all__ = ["RaySandboxes", "connect"]
 

@@ -40,8 +40,8 @@ from codemode.egress.proxy import EgressGate
 from codemode.errors import SandboxError
 from codemode.sandbox.facts import Parked, WorkspaceScan, unread_bytes
 from codemode.sandbox.meter import SandboxMeter, Usage
-from codemode.sandbox.settings import Limits
 from codemode.sandbox.workspace import Snapshot
+from codemode.settings.sandbox import Limits
 
 __all__ = ["RemoteGuest", "RemoteMeter", "StreamFacts", "StreamLink"]
 

@@ -16,9 +16,6 @@ from typing import Annotated
 
 from pydantic import Field, StrictBool, StrictFloat, ValidationInfo, field_validator
 
-from codemode.agent.settings import AgentSettings
-from codemode.audit.settings import AuditSettings
-from codemode.cluster.settings import ClusterSettings
 from codemode.config.env import expand_references
 from codemode.config.servers import ServerConfig
 from codemode.config_model import (
@@ -29,11 +26,14 @@ from codemode.config_model import (
     WholeNumber,
     invalid,
 )
-from codemode.policy.settings import PolicySettings
 from codemode.privacy.settings import PrivacySettings
-from codemode.sandbox.settings import SandboxSettings
-from codemode.skills.settings import SkillsSettings
-from codemode.state.settings import StateSettings
+from codemode.settings.agent import AgentSettings
+from codemode.settings.audit import AuditSettings
+from codemode.settings.cluster import ClusterSettings
+from codemode.settings.policy import PolicySettings
+from codemode.settings.sandbox import SandboxSettings
+from codemode.settings.skills import SkillsSettings
+from codemode.settings.state import StateSettings
 
 __all__ = [
     "CodemodeConfig",

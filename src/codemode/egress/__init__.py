@@ -13,7 +13,7 @@ from codemode.egress.records import (
     SystemResolver,
 )
 from codemode.egress.rules import EgressRules, Refusal
-from codemode.egress.settings import NetworkSettings
+from codemode.settings.egress import NetworkSettings
 
 __all__ = [
     "ConnectionRecord",

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from codemode.egress.names import normal_host, split_destination
 from codemode.egress.rules import Refusal, authority
+from codemode.hostnames import normal_host, split_destination
 
 __all__ = [
     "MAX_HEADERS",

@@ -29,8 +29,8 @@ from codemode.egress.connection import Connection, Policy, linger
 from codemode.egress.heads import MAX_HEAD_BYTES, refusal_response
 from codemode.egress.records import ConnectionRecord, RecordSink, Resolver, SystemResolver
 from codemode.egress.rules import EgressRules, Refusal
-from codemode.egress.settings import NetworkSettings
 from codemode.errors import SandboxError
+from codemode.settings.egress import NetworkSettings
 
 __all__ = ["EgressGate", "EgressHub", "socket_base", "sweep_orphans"]
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from codemode.egress.names import IPAddress
+from codemode.hostnames import IPAddress
 
 __all__ = [
     "ConnectionRecord",

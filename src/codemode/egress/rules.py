@@ -10,8 +10,8 @@ import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from codemode.egress.names import IPAddress, is_public, normal_host
-from codemode.egress.settings import NetworkSettings
+from codemode.hostnames import IPAddress, is_public, normal_host
+from codemode.settings.egress import NetworkSettings
 
 __all__ = ["EgressRules", "Refusal", "authority"]
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -27,39 +26,39 @@ from codemode.checks.calls import check_calls
 from codemode.checks.result import rejected_result
 from codemode.checks.runtime import explain_call_error
 from codemode.config import CodemodeConfig
-from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
+from codemode.engine.approvals import ApprovalBroker, SessionApprover
 from codemode.engine.chain import build_invoker_chain
 from codemode.engine.egress import audit_egress
+from codemode.engine.factories import parts_factory
+from codemode.engine.follow import Follower
 from codemode.engine.idle import upkeep
 from codemode.engine.invoker import CatalogInvoker
 from codemode.engine.output import OutputCallback
-from codemode.engine.progress import Progress, cancel_report, wait_reporting
-from codemode.engine.provision import open_sandboxes
-from codemode.engine.registry import SessionRegistry
-from codemode.engine.searching import SearchAnswer, SearchMixin
+from codemode.engine.parts import PartsFactory, SessionParts, Wiring
+from codemode.engine.progress import Progress
+from codemode.engine.provision import open_sandboxes, open_skills
+from codemode.engine.registry import SessionRegistry, SessionState
+from codemode.engine.searching import EngineSearch, SearchAnswer
 from codemode.engine.session import Session
-from codemode.engine.sharing import SharingMixin
 from codemode.engine.threads import WorkerThreads
-from codemode.engine.views import CatalogViews
-from codemode.engine.workspace import WorkspaceFilesMixin
-from codemode.errors import (
-    CodemodeError,
-    SandboxError,
-    SessionError,
-    UnknownSessionError,
-)
+from codemode.engine.views import CatalogViews, spec_lookup
+from codemode.engine.workspace import WorkspaceFiles
+from codemode.errors import SandboxError, SessionError, UnknownSessionError
+from codemode.files import WorkspaceFile, WorkspaceListing
+from codemode.files.access import READ_LIMIT
 from codemode.memory.fixes import FixMemory, SQLiteFixes
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.sandbox.result import ExecutionResult
+from codemode.search.render import DEFAULT_HEAD
 from codemode.state.open import open_state_store
 from codemode.state.tiered import TieredStore
 from codemode.state.tools import STATE_SERVER, StateTools
-from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
+    from codemode.engine.handover import Handover, SharedStore
     from codemode.search.base import SearchIndex
     from codemode.skills.runtime import SkillsRuntime
 
@@ -68,7 +67,7 @@ __all__ = ["Codemode", "SearchAnswer"]
 _T = TypeVar("_T")
 
 
-class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
+class Codemode:
     def __init__(
         self,
         config: CodemodeConfig,
@@ -80,7 +79,13 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         semantic: bool | None = None,
         audit: bool = True,
         audit_log: AuditLog | None = None,
+        parts: PartsFactory | None = None,
+        handover: Handover | None = None,
     ) -> None:
+        """``parts`` builds the session registry, approval broker, session stores and audit
+        log when the engine starts (default: shared ones with ``[gateway] shared_store``,
+        else local ones). ``handover`` says what a replica does with a session another one
+        ran last (None: restore it from its checkpoint)."""
         self.config = config
         self.catalog = catalog or catalog_from_config(config, openapi_specs)
         self.catalog.policy = self.catalog.policy or config.policy  # its startup warning's
@@ -88,22 +93,28 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         self.semantic = semantic
         # Where sessions get their sandbox; by default a warm pool of isolated ones.
         self.sandboxes: SandboxProvider | None = sandboxes
-        self.registry: SessionRegistry | None = None
+        self._parts_factory = parts or parts_factory(config)
+        # Built once by start(), never replaced.
+        self.parts: SessionParts | None = None
+        self.handover = handover
         self._invoker: CatalogInvoker | None = None
+        self._specs = spec_lookup(self.catalog)
         self._views: CatalogViews | None = None
         self._views_lock = threading.Lock()
-        self._index: SearchIndex | None = None
-        # The full index being built in the background, and a lexical one to answer meanwhile.
-        self._index_job: asyncio.Task[SearchIndex] | None = None
-        self._lexical: SearchIndex | None = None
+        self.searcher = EngineSearch(
+            config,
+            self.catalog,
+            self.views,
+            self._views_lock,
+            lambda: self.skills,
+            semantic=semantic,
+        )
         # Executions block a thread each (one per session holding a sandbox), and as many
         # may wait for a sandbox at once (refused, or releasing an idle one: make_room).
         self._threads = WorkerThreads(2 * config.gateway.max_sessions)
         self._expiry: asyncio.Task[None] | None = None
-        self.approvals = ApprovalBroker()
         self.audit = audit
-        self.audit_log: AuditLog | None = audit_log
-        self._digest_key: bytes | None = None
+        self._given_audit_log = audit_log
         self.state_store: TieredStore | None = None
         self.fix_memory: FixMemory | None = None
         # The result shapes of tools with no output schema, as the sandbox received them.
@@ -112,6 +123,30 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         self.skills: SkillsRuntime | None = None
         self._stopping = False
         self._resuming: set[str] = set()
+        # Built by start() from the parts, never replaced.
+        self._follower: Follower | None = None
+        self._files: WorkspaceFiles | None = None
+
+    # --- the parts sessions share (built by start) ------------------------------------------
+
+    @property
+    def registry(self) -> SessionRegistry | None:
+        return self.parts.registry if self.parts is not None else None
+
+    @property
+    def approvals(self) -> ApprovalBroker:
+        if self.parts is None:
+            raise SandboxError("the engine is not started", fix="call `await engine.start()`")
+        return self.parts.approvals
+
+    @property
+    def audit_log(self) -> AuditLog | None:
+        return self.parts.audit_log if self.parts is not None else self._given_audit_log
+
+    @property
+    def shared(self) -> SharedStore | None:
+        """The store replicas share, when ``[gateway] shared_store`` is set."""
+        return self.parts.shared if self.parts is not None else None
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -129,20 +164,20 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         if self.sandboxes is None:
             self.sandboxes, self.backend = await open_sandboxes(self.config, self.backend)
         gateway = self.config.gateway
-        self.registry = SessionRegistry(
+        wiring = Wiring(
+            self.config,
             self._new_session,
-            idle_timeout_s=gateway.session_idle_timeout_s,
-            max_sessions=gateway.max_sessions,
-            max_per_client=gateway.max_sessions_per_client,
-            max_stored=gateway.max_stored_sessions,
-            evict_idle=gateway.idle_release_s > 0,
+            self._session_closed,
+            self._resuming,
+            self.resume_approved,
+            self.handover,
+            self.audit,
+            self._given_audit_log,
+            asyncio.get_running_loop(),
         )
-        self.registry.on_close.append(self._session_closed)
-        if gateway.shared_store:  # stateless replicas: see codemode.replicas
-            await self._share_state()
-        if self.audit_log is None and self.audit:
-            await anyio.to_thread.run_sync(self._open_audit_log)
-        audit_egress(self.backend, self.audit_log, self._digest_key)  # its connections
+        parts = self.parts = await anyio.to_thread.run_sync(self._parts_factory, wiring)
+        self._follower = Follower(parts.registry, parts.approvals, gateway)
+        audit_egress(self.backend, parts.audit_log, parts.digest_key)  # its connections
         state_dir = self.config.gateway.state_dir
         self.state_store = await anyio.to_thread.run_sync(
             open_state_store, self.config.state, state_dir
@@ -150,10 +185,22 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         self.fix_memory = await anyio.to_thread.run_sync(SQLiteFixes, state_dir / "fixes.sqlite")
         self.shapes = await anyio.to_thread.run_sync(ShapeBook, state_dir / SHAPES_FILE)
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
-        self.skills = await anyio.to_thread.run_sync(self._open_skills)
+        assert self.sandboxes is not None and self.state_store is not None
+        self.skills = await anyio.to_thread.run_sync(
+            open_skills,
+            self.config,
+            self.catalog,
+            parts,
+            self._invoker,
+            self.sandboxes,
+            self.state_store,
+            lambda invoker: self._current_views().access(invoker),
+            self._specs,
+        )
+        self._files = WorkspaceFiles(parts.registry, self.skills, self._threads, self.views)
         await self.catalog.load()  # each failure is logged once, by the catalog
         await anyio.to_thread.run_sync(self._current_views)
-        self._expiry = asyncio.create_task(upkeep(self.registry, gateway.idle_release_s))
+        self._expiry = asyncio.create_task(upkeep(parts.registry, gateway.idle_release_s))
         return self
 
     # --- search only (the CLI): no sandboxes ---------------------------------------------
@@ -177,10 +224,10 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         if self.sandboxes is not None:
             await anyio.to_thread.run_sync(self.sandboxes.close)
         self._threads.close()
-        if self.audit_log is not None:
-            self.audit_log.close()
-        if self.shared is not None:
-            await anyio.to_thread.run_sync(self.shared.close)
+        if self.parts is not None:
+            await anyio.to_thread.run_sync(self.parts.close)
+        elif self._given_audit_log is not None:
+            self._given_audit_log.close()
         if self.state_store is not None:
             await anyio.to_thread.run_sync(self.state_store.close)
         if self.fix_memory is not None:
@@ -204,7 +251,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
                 views = CatalogViews.build(specs, version, down, self.shapes, self.config.policy)
                 self._views = views
                 # Built on the first search or by build_search_index: execute never needs it.
-                self._index = self._lexical = None
+                self.searcher.forget_index()
             return views
 
     async def views(self) -> CatalogViews:
@@ -213,6 +260,65 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         if views is not None and views.version == self.catalog.version:
             return views
         return await anyio.to_thread.run_sync(self._current_views)
+
+    # --- search (``searcher``) and workspace files, answered by the parts that own them -----
+
+    async def search(
+        self,
+        query: str,
+        *,
+        detail: str = "summary",
+        limit: int = DEFAULT_HEAD,
+        part: int = 1,
+        owner: str | None = None,
+        progress: Progress | None = None,
+    ) -> SearchAnswer:
+        """Tools for ``query``, and below them the owner's saved skills that match."""
+        return await self.searcher.search(
+            query, detail=detail, limit=limit, part=part, owner=owner, progress=progress
+        )
+
+    def build_search_index(self) -> asyncio.Task[SearchIndex]:
+        """Start building the search index in the background (see ``EngineSearch``)."""
+        return self.searcher.build_search_index()
+
+    def note_index_stage(self, stage: str, percent: float) -> None:
+        self.searcher.note_index_stage(stage, percent)
+
+    @property
+    def index_progress(self) -> Callable[[str, float], None] | None:
+        """Who else hears the index build's (stage, percent) (``serve`` prints it)."""
+        return self.searcher.index_progress
+
+    @index_progress.setter
+    def index_progress(self, listener: Callable[[str, float], None] | None) -> None:
+        self.searcher.index_progress = listener
+
+    def session_handles(self, owner: str | None, *, idle_only: bool = False) -> list[str]:
+        """The open sessions of ``owner`` (``idle_only``: not running code now)."""
+        return self.registry.handles(owner, idle_only=idle_only) if self.registry else []
+
+    def session_states(self, owner: str | None) -> dict[str, SessionState]:
+        """Each open session of ``owner`` and what it is doing (``released``: its sandbox was
+        given back while idle; the next execution restores it)."""
+        return self.registry.states(owner) if self.registry is not None else {}
+
+    async def list_files(self, session: str, *, owner: str | None = None) -> WorkspaceListing:
+        """The files, folders and links in a session's workspace (read inside its sandbox)."""
+        return await self._started(self._files).list_files(session, owner=owner)
+
+    async def read_file(
+        self, session: str, path: str, *, owner: str | None = None, limit: int = READ_LIMIT
+    ) -> WorkspaceFile:
+        """One regular file of a session's workspace (at most ``limit`` bytes; links refused)."""
+        files = self._started(self._files)
+        return await files.read_file(session, path, owner=owner, limit=limit)
+
+    @staticmethod
+    def _started(part: _T | None) -> _T:
+        if part is None:
+            raise SandboxError("the engine is not started", fix="call `await engine.start()`")
+        return part
 
     # --- the meta-tools: search, execute, approve ----------------------------------------
 
@@ -281,7 +387,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             )
 
         job = asyncio.create_task(self._threads.run(run))
-        result = await self._follow(record, job, progress)
+        result = await self._started(self._follower).follow(record, job, progress)
         explain_call_error(result, views.signatures)
         return result
 
@@ -315,10 +421,9 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         progress: Progress | None = None,
         remember: str = "call",
     ) -> ExecutionResult:
-        """Answer a pending approval and wait for the resumed execution (or its next pause).
-        The call runs only if its arguments are still exactly those shown (and match
-        ``digest`` when given). ``remember``: "call", "tool" (this tool, for the rest of the
-        session) or "server" (this server's calls of the same kind, read-only or not)."""
+        """Answer a pending approval and wait for the resumed execution (or its next pause): the
+        call runs only with exactly the arguments shown (and ``digest``). ``remember``: "call",
+        "tool" or "server" (``policy.grants``)."""
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         # With a shared store: decided once cluster-wide, resumed where it is paused.
@@ -327,89 +432,25 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             approval_id, allow, owner=owner, digest=digest, progress=progress, remember=remember
         )
 
-    async def _follow(
+    async def resume_approved(
         self,
-        record: Session,
-        job: asyncio.Task[ExecutionResult],
+        approval_id: str,
+        allow: bool,
+        *,
+        owner: str | None = None,
+        digest: str | None = None,
         progress: Progress | None = None,
+        remember: str = "call",
     ) -> ExecutionResult:
-        """Wait until the execution finishes or pauses for an approval, whichever is first,
-        reporting progress meanwhile."""
-        assert self.registry is not None
-        loop = asyncio.get_running_loop()
-        started = time.monotonic()
-        attention: asyncio.Future[PendingApproval] = loop.create_future()
-
-        def settle(pending: PendingApproval) -> None:
-            if not attention.done():
-                attention.set_result(pending)
-
-        def notice(pending: PendingApproval) -> None:
-            loop.call_soon_threadsafe(settle, pending)
-
-        cancel = record.cancel  # this execution's: a later one on the session has its own
-        self.approvals.listen(record.handle, notice)
-        already = self.approvals.pending_for(record.handle)
-        if already is not None:
-            notice(already)
-
-        def describe(elapsed: float) -> tuple[float, float | None, str]:
-            calls, printed = record.live_counts()
-            return (
-                round(elapsed, 3),
-                None,
-                f"running {elapsed:.0f} s: {calls} tool call(s), {printed} bytes printed",
-            )
-
-        try:
-            waiting: list[asyncio.Future[Any]] = [job, attention]
-            interval = self.config.gateway.progress_interval_s
-            await wait_reporting(waiting, progress, interval, describe)
-        except asyncio.CancelledError:
-            # The caller cancelled or went away: stop the code (no tool call starts after
-            # this), release the session when it has stopped, and keep its result for the
-            # next execution to report.
-            self._abandon(record, job, cancel)
-            raise
-        finally:
-            self.approvals.unlisten(record.handle)
-        if not job.done():
-            record.paused = job
-            return record.approval_result(
-                attention.result(),
-                round((time.monotonic() - started) * 1000, 3),
-                spill_dir=self.config.gateway.state_dir / "approvals",
-            )
-        record.paused = None
-        self.registry.release(record)
-        result = record.finish(job.result())
-        earlier, record.cancelled = record.cancelled, None
-        if earlier is not None:
-            result.extra["cancelled_before"] = cancel_report(earlier)
-            result.hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}"
-            result.hint = result.hint.strip()
-        return result
-
-    def _abandon(
-        self,
-        record: Session,
-        job: asyncio.Task[ExecutionResult],
-        cancel: threading.Event | None,
-    ) -> None:
-        if cancel is not None:
-            cancel.set()
-        # A call waiting for a human is refused: its thread must not wait for an answer.
-        self.approvals.cancel_session(record.handle)
+        """Answer an approval pending in this engine and follow the execution it resumes."""
         registry = self.registry
         assert registry is not None
-
-        def stopped(done: asyncio.Task[ExecutionResult]) -> None:
-            record.paused = None
-            registry.release(record)
-            if not done.cancelled() and done.exception() is None:
-                record.cancelled = record.finish(done.result())
-
-        job.add_done_callback(stopped)
+        pending = self.approvals.answer(approval_id, allow, owner, digest=digest, remember=remember)
+        record = registry.get(pending.session, owner)
+        job = record.paused
+        if job is None:
+            raise SessionError("that execution is no longer running")
+        return await self._started(self._follower).follow(record, job, progress)
 
     def _new_session(self, handle: str, owner: str | None) -> Session:
         assert self.sandboxes is not None and self._invoker is not None  # set by start()
@@ -425,13 +466,13 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             self.config,
             self._invoker,
             session=handle,
-            specs=self._spec_or_none,
+            specs=self._specs,
             approver=SessionApprover(self.approvals, handle, owner),
             audit_log=self.audit_log,
-            digest_key=self._digest_key,
+            digest_key=self.parts.digest_key if self.parts is not None else None,
             builtins={STATE_SERVER: state},
             shapes=self.shapes,
-            stores=self.session_stores,
+            stores=self.parts.stores if self.parts is not None else None,
         )
         sandbox: SessionSandbox = self.sandboxes.open(handle)
         if self.skills is not None:
@@ -444,34 +485,6 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             session.fixes = FixLearner(self.fix_memory, owner, scrub)
         return session
 
-    def _open_skills(self) -> SkillsRuntime:
-        from codemode.skills.runtime import SkillsRuntime
-
-        assert self.sandboxes is not None and self._invoker is not None
-        assert self.state_store is not None
-        tests_chain = build_invoker_chain(
-            self.config,
-            self._invoker,
-            session="skill-tests",
-            specs=self._spec_or_none,
-            approver=None,
-            audit_log=self.audit_log,
-            digest_key=self._digest_key,
-        )
-        sandboxes = self.sandboxes
-        isolated = sandboxes is not None and sandboxes.isolated
-        return SkillsRuntime.open(
-            self.config,
-            self.state_store,
-            sandboxes,
-            lambda invoker: self._current_views().access(invoker),
-            tests_chain.invoker,
-            isolated=isolated,
-            checkpoints=self.shared.checkpoints if self.shared is not None else None,
-            specs=self.catalog.specs,
-            version=lambda: self.catalog.version,
-        )
-
     def _session_closed(self, session: Session) -> None:
         self.approvals.cancel_session(session.handle)
         if self._stopping:
@@ -480,19 +493,6 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             self.skills.forget(session.handle)
         if self.state_store is not None:
             self.state_store.delete_prefix(f"s:{session.handle}:")
-
-    def _spec_or_none(self, server: str, tool: str) -> ToolSpec | None:
-        try:
-            return self.catalog.get(server, tool)
-        except CodemodeError:
-            return None
-
-    def _open_audit_log(self) -> None:
-        from codemode.audit.opening import open_audit_log
-
-        self.audit_log, self._digest_key = open_audit_log(
-            self.config.gateway.state_dir, self.config.audit
-        )
 
     async def close_session(self, handle: str) -> bool:
         if self.registry is None:

@@ -9,7 +9,7 @@ from codemode.audit import AuditEvent, AuditLog
 from codemode.audit.events import argument_digest
 from codemode.errors import CodemodeError, PackageNotAllowedError
 from codemode.sandbox.packages import PackageInstaller, SandboxPackages, cache_root
-from codemode.sandbox.settings import PackageSettings
+from codemode.settings.sandbox import PackageSettings
 
 __all__ = ["AuditedPackages", "session_packages"]
 

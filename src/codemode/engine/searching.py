@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from codemode.search.base import SearchIndex
     from codemode.skills.runtime import SkillsRuntime
 
-__all__ = ["SearchAnswer", "SearchMixin"]
+__all__ = ["EngineSearch", "SearchAnswer"]
 
 
 @dataclass(frozen=True)
@@ -35,23 +35,36 @@ class SearchAnswer:
     lexical_only: bool = False
 
 
-class SearchMixin:
-    """Search for ``Codemode``: the state it uses is the engine's own."""
+class EngineSearch:
+    """The engine's search: owns the index (and the lexical one that answers while it is
+    built); reads the catalog, its views and the saved skills it is given."""
 
-    config: CodemodeConfig
-    catalog: Catalog
-    semantic: bool | None
-    skills: SkillsRuntime | None
-    _views_lock: threading.Lock
-    _index: SearchIndex | None
-    _lexical: SearchIndex | None
-    _index_job: asyncio.Task[SearchIndex] | None
-    # The build's latest (stage, percent), and who else hears it (``serve`` prints it).
-    _index_stage: tuple[str, float] = ("starting", 0.0)
-    index_progress: Callable[[str, float], None] | None = None
+    def __init__(
+        self,
+        config: CodemodeConfig,
+        catalog: Catalog,
+        views: Callable[[], Awaitable[CatalogViews]],
+        views_lock: threading.Lock,
+        skills: Callable[[], SkillsRuntime | None],
+        *,
+        semantic: bool | None,
+    ) -> None:
+        self.config = config
+        self.catalog = catalog
+        self.views = views
+        self._views_lock = views_lock  # the engine's: the catalog's views and this index agree
+        self._skills = skills
+        self.semantic = semantic
+        self._index: SearchIndex | None = None
+        self._lexical: SearchIndex | None = None
+        self._index_job: asyncio.Task[SearchIndex] | None = None
+        # The build's latest (stage, percent), and who else hears it (``serve`` prints it).
+        self._index_stage: tuple[str, float] = ("starting", 0.0)
+        self.index_progress: Callable[[str, float], None] | None = None
 
-    async def views(self) -> CatalogViews:
-        raise NotImplementedError  # the engine's
+    def forget_index(self) -> None:
+        """The catalog changed (called under the views lock): build again when asked."""
+        self._index = self._lexical = None
 
     def _search_index(self) -> SearchIndex:
         with self._views_lock:
@@ -132,8 +145,9 @@ class SearchMixin:
         )
         found = [hit.to_json() for hit in hits[:head]]
         more = [hit.python_name for hit in hits[head:]]
-        if self.skills is not None:
-            skills = await anyio.to_thread.run_sync(self.skills.search, owner, query)
+        saved = self._skills()
+        if saved is not None:
+            skills = await anyio.to_thread.run_sync(saved.search, owner, query)
             text += render_skill_hits(skills)
             found += [hit.to_json() for hit in skills]
         return SearchAnswer(text, found, more, lexical_only=bool(note))

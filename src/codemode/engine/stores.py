@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from codemode.policy.budget import Budget
-from codemode.policy.settings import BudgetSettings
 from codemode.privacy.vault import Vault
+from codemode.settings.policy import BudgetSettings
 
 __all__ = ["LocalSessionStores", "SessionStores"]
 

@@ -13,11 +13,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from codemode.bridge.host import ModuleSource, ToolAccess, ToolInvoker
+from codemode.catalog.catalog import Catalog
+from codemode.errors import CodemodeError
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
     from codemode.checks.signatures import SignatureTable
-    from codemode.policy.settings import PolicySettings
+    from codemode.settings.policy import PolicySettings
     from codemode.stubs.package import ObservedShapes, StubLibrary
 
 __all__ = ["BUILTIN_SERVERS", "CatalogViews", "StubModules"]
@@ -100,3 +102,15 @@ class CatalogViews:
     def access(self, invoker: ToolInvoker) -> ToolAccess:
         """What one execution may reach: these modules, these tools, through ``invoker``."""
         return ToolAccess(invoker, self.modules, self.granted)
+
+
+def spec_lookup(catalog: Catalog) -> Callable[[str, str], ToolSpec | None]:
+    """``(server, tool) -> spec``, None for a tool the catalog does not hold (now)."""
+
+    def lookup(server: str, tool: str) -> ToolSpec | None:
+        try:
+            return catalog.get(server, tool)
+        except CodemodeError:
+            return None
+
+    return lookup

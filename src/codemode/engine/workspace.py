@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from codemode.engine.registry import SessionRegistry, SessionState
+from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.threads import WorkerThreads
 from codemode.engine.views import CatalogViews
-from codemode.errors import SandboxError, SessionError, WorkspaceFileError
+from codemode.errors import SessionError, WorkspaceFileError
 from codemode.files import WorkspaceFile, WorkspaceListing, list_workspace, read_workspace_file
 from codemode.files.access import MAX_ENTRIES, READ_LIMIT, WorkspaceEntry, check_path, mime_type
 from codemode.skills.checkpoint import Checkpoint, archive_entries, archive_file
@@ -17,33 +17,26 @@ from codemode.skills.checkpoint import Checkpoint, archive_entries, archive_file
 if TYPE_CHECKING:
     from codemode.skills.runtime import SkillsRuntime
 
-__all__ = ["WorkspaceFilesMixin"]
+__all__ = ["WorkspaceFiles"]
 
 _T = TypeVar("_T")
 
 
-class WorkspaceFilesMixin:
-    """Workspace files for ``Codemode``: the state it uses is the engine's own."""
+class WorkspaceFiles:
+    """The files of a started engine's sessions: read in their sandbox, or in the checkpoint
+    of a released one, on the engine's worker threads."""
 
-    registry: SessionRegistry | None
-    skills: SkillsRuntime | None
-    _threads: WorkerThreads
-
-    async def views(self) -> CatalogViews:
-        raise NotImplementedError  # the engine's
-
-    def session_handles(self, owner: str | None, *, idle_only: bool = False) -> list[str]:
-        """The open sessions of ``owner`` (``idle_only``: not running code now)."""
-        if self.registry is None:
-            return []
-        return self.registry.handles(owner, idle_only=idle_only)
-
-    def session_states(self, owner: str | None) -> dict[str, SessionState]:
-        """Each open session of ``owner`` and what it is doing (``released``: its sandbox was
-        given back while idle; the next execution restores it)."""
-        if self.registry is None:
-            return {}
-        return self.registry.states(owner)
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        skills: SkillsRuntime | None,
+        threads: WorkerThreads,
+        views: Callable[[], Awaitable[CatalogViews]],
+    ) -> None:
+        self.registry = registry
+        self.skills = skills
+        self._threads = threads
+        self.views = views
 
     async def list_files(self, session: str, *, owner: str | None = None) -> WorkspaceListing:
         """The files, folders and links in a session's workspace (read inside its sandbox)."""
@@ -85,8 +78,6 @@ class WorkspaceFilesMixin:
     async def _with_workspace(
         self, session: str, owner: str | None, work: Callable[[Session], _T]
     ) -> _T:
-        if self.registry is None:
-            raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         record = self.registry.checkout(session, owner)
         try:
             if not record.has_workspace:

@@ -8,19 +8,26 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from codemode.errors import CodemodeError
-from codemode.files.access import check_path
+from codemode.files.access import WorkspaceFile, WorkspaceListing, check_path
 
 if TYPE_CHECKING:
-    from codemode.engine import Codemode
     from codemode.sandbox.result import ExecutionResult
 
-__all__ = ["MAX_SAVED", "changed_files", "save_files", "save_workspace"]
+__all__ = ["MAX_SAVED", "WorkspaceReader", "changed_files", "save_files", "save_workspace"]
 
 MAX_SAVED = 50
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class WorkspaceReader(Protocol):
+    """A session's workspace, read inside its sandbox (``Codemode`` is one)."""
+
+    async def list_files(self, session: str) -> WorkspaceListing: ...
+
+    async def read_file(self, session: str, path: str) -> WorkspaceFile: ...
 
 
 def changed_files(result: ExecutionResult) -> list[str]:
@@ -33,7 +40,7 @@ def changed_files(result: ExecutionResult) -> list[str]:
 
 
 async def save_files(
-    engine: Codemode, session: str, paths: list[str], destination: Path
+    engine: WorkspaceReader, session: str, paths: list[str], destination: Path
 ) -> dict[str, Path | str]:
     """Each path -> where it was saved, or why not (at most ``MAX_SAVED`` files)."""
     saved: dict[str, Path | str] = {}
@@ -57,7 +64,7 @@ async def save_files(
 
 
 async def save_workspace(
-    engine: Codemode, session: str, destination: Path
+    engine: WorkspaceReader, session: str, destination: Path
 ) -> dict[str, Path | str]:
     """Every file of the session's workspace, copied out (at most ``MAX_SAVED``)."""
     listing = await engine.list_files(session)

@@ -23,7 +23,7 @@ from codemode.policy.outcome import (
     note_verdict,
     verdict_scope,
 )
-from codemode.policy.settings import Action, BudgetSettings, Mode, PolicySettings, Rule
+from codemode.settings.policy import Action, BudgetSettings, Mode, PolicySettings, Rule
 
 __all__ = [
     "Action",

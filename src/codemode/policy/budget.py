@@ -8,7 +8,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 
-from codemode.policy.settings import BudgetSettings
+from codemode.settings.policy import BudgetSettings
 
 __all__ = ["Budget", "BudgetExceededError"]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from codemode.policy.settings import Action, PolicySettings
+from codemode.settings.policy import Action, PolicySettings
 from codemode.tools import ToolCall, ToolSpec
 
 __all__ = ["Decision", "Policy", "SpecLookup", "matches_any"]

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable
 
 from codemode.policy.engine import Policy
-from codemode.policy.settings import PolicySettings
+from codemode.settings.policy import PolicySettings
 from codemode.tools import ToolCall, ToolSpec
 
 __all__ = [

@@ -1,8 +1,9 @@
 """Stateless gateway replicas: what a session needs, in a store every replica shares.
 
 With ``[gateway] shared_store = "redis://..."`` any replica can serve ``execute``, ``approve``
-and ``search`` for any session. ``share_state(engine)`` (called by the engine when it starts)
-puts in its place:
+and ``search`` for any session. ``shared_parts`` (the factory of its parts an engine picks
+when it is constructed with a shared store; see ``codemode.engine.parts``) builds instead of
+the local ones:
 
 * the session registry: a directory of sessions and a lease per running session
   (``directory``, ``registry``); a session last run elsewhere continues here from its
@@ -14,6 +15,6 @@ puts in its place:
 Without a shared store nothing here is imported: one gateway keeps all of it in memory.
 """
 
-from codemode.replicas.attach import share_state
+from codemode.replicas.attach import share_state, shared_parts
 
-__all__ = ["share_state"]
+__all__ = ["share_state", "shared_parts"]

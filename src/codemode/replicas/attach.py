@@ -1,4 +1,4 @@
-"""Put the shared implementations in an engine's place (``[gateway] shared_store``)."""
+"""The shared implementations of an engine's parts (``[gateway] shared_store``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codemode.engine.approvals import ApprovalBroker
+from codemode.engine.parts import SessionParts, Wiring, registry_for
 from codemode.engine.registry import SessionRegistry
 from codemode.replicas.approvals import ApprovalRecords, SharedApprovalBroker
 from codemode.replicas.audit import RedisAuditLog, shared_digest_key
@@ -15,7 +16,7 @@ from codemode.replicas.defaults import SharedDefaultSessions
 from codemode.replicas.directory import SessionDirectory
 from codemode.replicas.keys import KEY_ENV, store_sealer
 from codemode.replicas.link import ReplicaLink
-from codemode.replicas.registry import Handover, SharedSessionRegistry
+from codemode.replicas.registry import SharedSessionRegistry
 from codemode.replicas.sealed_store import SealedStore
 from codemode.replicas.sealing import Sealer
 from codemode.replicas.stores import RedisSessionStores
@@ -23,9 +24,10 @@ from codemode.skills.checkpoint import KVCheckpoints
 from codemode.state.redis import RedisStore
 
 if TYPE_CHECKING:
-    from codemode.engine.sharing import SharingMixin
+    from codemode.config.model import GatewaySettings
+    from codemode.engine.handover import Handover, ResumeApproved
 
-__all__ = ["SharedState", "share_state"]
+__all__ = ["SharedState", "share_state", "shared_parts"]
 
 log = logging.getLogger(__name__)
 
@@ -55,34 +57,60 @@ class SharedState:
         self.redis.close()
 
 
+def shared_parts(wiring: Wiring) -> SessionParts:
+    """An engine's parts in the shared store (``[gateway] shared_store``): the replicas'
+    ``PartsFactory``. The audit log is the shared one unless the caller gave its own."""
+    shared = share_state(
+        wiring.config.gateway,
+        registry_for(wiring),
+        wiring.resuming,
+        resume=wiring.resume,
+        handover=wiring.handover,
+    )
+    try:
+        shared.link.start(wiring.loop)
+    except BaseException:
+        shared.close()
+        raise
+    audit_log, digest_key = wiring.audit_log, None
+    if audit_log is None and wiring.audit:
+        audit_log, digest_key = shared.audit_log, shared.digest_key
+    return SessionParts(
+        shared.registry, shared.approvals, shared.stores, audit_log, digest_key, shared
+    )
+
+
 def share_state(
-    engine: SharingMixin,
+    gateway: GatewaySettings,
     local: SessionRegistry,
     restoring: set[str],
+    *,
+    resume: ResumeApproved,
     handover: Handover | None = None,
 ) -> SharedState:
     """Connect to the shared store and build the shared registry, approvals, stores and
-    audit log for ``engine`` (whose ``local`` registry is replaced; it holds no session)."""
-    gateway = engine.config.gateway
+    audit log of an engine. ``local`` is the registry the engine would have had alone (its
+    limits, session factory and close listeners carry over); ``resume`` is the engine's: it
+    runs an approval pending on this replica."""
     assert gateway.shared_store is not None
     sealer = store_sealer(gateway)
     redis = SharedRedis(gateway.shared_store)
     try:
-        return _share(engine, local, restoring, handover, redis, sealer)
+        return _share(gateway, local, restoring, handover, redis, sealer, resume)
     except BaseException:
         redis.close()
         raise
 
 
 def _share(
-    engine: SharingMixin,
+    gateway: GatewaySettings,
     local: SessionRegistry,
     restoring: set[str],
     handover: Handover | None,
     redis: SharedRedis,
     sealer: Sealer,
+    resume: ResumeApproved,
 ) -> SharedState:
-    gateway = engine.config.gateway
     assert gateway.shared_store is not None
     if not sealer.encrypted:
         log.warning(
@@ -124,15 +152,15 @@ def _share(
     )
     registry.on_close.extend(local.on_close)
     records = ApprovalRecords(redis, replica)
-    approvals = SharedApprovalBroker(records, wait_limit_s=engine.approvals.wait_limit_s)
+    approvals = SharedApprovalBroker(records)
     link = ReplicaLink(
-        engine,
+        resume,
         redis,
         directory,
         records,
         registry,
         lease_s=gateway.session_lease_s,
-        wait_limit_s=engine.approvals.wait_limit_s,
+        wait_limit_s=approvals.wait_limit_s,
         sealer=sealer,
     )
     defaults = SharedDefaultSessions(redis, ttl_s=idle_s)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import secrets
 
 from codemode.policy.budget import WINDOW_S, Budget, BudgetExceededError
-from codemode.policy.settings import BudgetSettings
 from codemode.replicas.connection import SharedRedis
+from codemode.settings.policy import BudgetSettings
 
 __all__ = ["SharedBudget", "budget_keys"]
 

@@ -38,8 +38,8 @@ from codemode.replicas.wire import result_from_json, result_to_json
 from codemode.sandbox.result import ExecutionResult
 
 if TYPE_CHECKING:
+    from codemode.engine.handover import ResumeApproved
     from codemode.engine.progress import Progress
-    from codemode.engine.sharing import SharingMixin
     from codemode.replicas.registry import SharedSessionRegistry
 
 __all__ = ["ReplicaLink"]
@@ -55,7 +55,7 @@ _ERRORS: dict[str, type[SessionError]] = {
 class ReplicaLink:
     def __init__(
         self,
-        engine: SharingMixin,
+        resume: ResumeApproved,
         redis: SharedRedis,
         directory: SessionDirectory,
         records: ApprovalRecords,
@@ -65,7 +65,7 @@ class ReplicaLink:
         wait_limit_s: float,
         sealer: Sealer | None = None,
     ) -> None:
-        self.engine = engine
+        self.resume = resume  # the engine's: runs an approval pending on this replica
         self.sealer = sealer or PlainSealer()
         self.redis = redis
         self.directory = directory
@@ -133,7 +133,7 @@ class ReplicaLink:
     async def _resume_for(self, message: dict[str, Any]) -> None:
         approval_id = str(message["id"])
         try:
-            result = await self.engine.resume_approved(
+            result = await self.resume(
                 approval_id,
                 bool(message["allow"]),
                 owner=message.get("owner"),
@@ -175,7 +175,7 @@ class ReplicaLink:
         )
         if decision.replica == self.replica:
             try:
-                return await self.engine.resume_approved(
+                return await self.resume(
                     approval_id,
                     allow,
                     owner=owner,

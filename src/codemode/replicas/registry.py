@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Protocol
 
+from codemode.engine.handover import Handover
 from codemode.engine.registry import SessionFactory, SessionRegistry, new_handle
 from codemode.engine.session import Session
 from codemode.errors import (
@@ -27,13 +27,6 @@ from codemode.replicas.directory import Claim, SessionDirectory
 __all__ = ["Handover", "RestoreFromCheckpoint", "SharedSessionRegistry"]
 
 log = logging.getLogger(__name__)
-
-
-class Handover(Protocol):
-    def restore_needed(self, handle: str, previous: str) -> bool:
-        """A session last run by replica ``previous`` continues here: True to rebuild its
-        sandbox from the checkpoint, False when the provider reattaches the same sandbox."""
-        ...
 
 
 class RestoreFromCheckpoint:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from codemode.policy.budget import Budget
-from codemode.policy.settings import BudgetSettings
 from codemode.privacy.vault import Vault
 from codemode.replicas.budget import SharedBudget, budget_keys
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.sealing import PlainSealer, Sealer
 from codemode.replicas.vault import SharedVault, vault_keys
+from codemode.settings.policy import BudgetSettings
 
 __all__ = ["RedisSessionStores"]
 

@@ -12,7 +12,7 @@ from codemode.sandbox.pool import SandboxPool
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import Sandbox
 from codemode.sandbox.session import SandboxSession
-from codemode.sandbox.settings import Limits, SandboxSettings
+from codemode.settings.sandbox import Limits, SandboxSettings
 
 __all__ = [
     "BwrapBackend",

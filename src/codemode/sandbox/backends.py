@@ -32,7 +32,7 @@ from codemode.sandbox.layout import GUEST_PACKAGE
 from codemode.sandbox.meter import ProcMeter
 from codemode.sandbox.process import SandboxBackend, SandboxProcess
 from codemode.sandbox.proctree import children_of
-from codemode.sandbox.settings import SandboxSettings
+from codemode.settings.sandbox import SandboxSettings
 
 __all__ = [
     "BwrapBackend",

@@ -37,8 +37,8 @@ from codemode.sandbox.layout import EGRESS_SOCKET, GUEST_PACKAGE, GUEST_ROOT, PA
 from codemode.sandbox.meter import CgroupMeter, ProcMeter, SandboxMeter
 from codemode.sandbox.process import SandboxProcess
 from codemode.sandbox.seccomp import build_filter_bpf
-from codemode.sandbox.settings import Limits, SandboxSettings
 from codemode.sandbox.staging import Staging, overlays_work
+from codemode.settings.sandbox import Limits, SandboxSettings
 
 __all__ = ["BwrapBackend", "find_bwrap"]
 

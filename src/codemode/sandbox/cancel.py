@@ -10,12 +10,13 @@ one, it would take that reply for the next execution's. Code that has not stoppe
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from codemode.sandbox.outcome import Outcome
 
 if TYPE_CHECKING:
-    from codemode.sandbox.runner import Sandbox
+    from codemode.sandbox.facts import GuestFacts
 
 __all__ = ["CANCEL_GRACE_S", "check_cancel", "interrupted_by_us"]
 
@@ -25,22 +26,25 @@ CANCEL_GRACE_S = 2.0
 _INTERRUPT_AFTER_S = 0.1
 
 
-def check_cancel(sandbox: Sandbox, cancel: threading.Event, outcome: Outcome, now: float) -> bool:
-    """True, to end the execution, once a cancelled code has had its grace period."""
+def check_cancel(
+    guest: GuestFacts,
+    resume: Callable[[], None],
+    cancel: threading.Event,
+    outcome: Outcome,
+    now: float,
+) -> bool:
+    """True, to end the execution, once a cancelled code has had its grace period. ``guest``
+    is read and interrupted; ``resume`` lets a stopped sandbox run (to see the signal)."""
     if not cancel.is_set():
         return False
     if outcome.cancelled_at is None:
         outcome.cancelled_at = now
     waited = now - outcome.cancelled_at
     # Code that is about to end by itself (a refused call) is left to end.
-    if (
-        not outcome.interrupted
-        and waited >= _INTERRUPT_AFTER_S
-        and not sandbox.process.facts.unread_bytes()
-    ):
+    if not outcome.interrupted and waited >= _INTERRUPT_AFTER_S and not guest.unread_bytes():
         outcome.interrupted = True
-        sandbox.resume()  # a stopped guest would not see the signal
-        sandbox.process.facts.interrupt()
+        resume()  # a stopped guest would not see the signal
+        guest.interrupt()
     if waited < CANCEL_GRACE_S:
         return False
     outcome.status = "cancelled"

@@ -22,9 +22,9 @@ from codemode.sandbox.settle import waits_for_frames
 from codemode.sandbox.workspace import Snapshot, scan
 
 if TYPE_CHECKING:
-    from codemode.sandbox.process import SandboxProcess
+    from codemode.sandbox.meter import SandboxMeter
 
-__all__ = ["GuestFacts", "Parked", "ProcFacts", "WorkspaceScan", "unread_bytes"]
+__all__ = ["GuestFacts", "LocalGuest", "Parked", "ProcFacts", "WorkspaceScan", "unread_bytes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +78,26 @@ def unread_bytes(sock: socket.socket) -> int:
     return int(struct.unpack("i", raw)[0])
 
 
+class LocalGuest(Protocol):
+    """What ``ProcFacts`` reads of a guest process on this machine (a ``SandboxProcess``)."""
+
+    sock: socket.socket  # the host end of the bridge
+    isolated: bool
+    meter: SandboxMeter
+    bridge_fd: int | None  # the bridge's descriptor number inside the guest
+
+    @property
+    def guest_pid(self) -> int | None: ...
+
+    def open_workspace(self) -> int:
+        """A directory descriptor of the workspace, opened without following links."""
+        ...
+
+
 class ProcFacts:
     """``GuestFacts`` of a guest on this machine, read from /proc."""
 
-    def __init__(self, process: SandboxProcess) -> None:
+    def __init__(self, process: LocalGuest) -> None:
         self.process = process
 
     def park(self) -> Parked:

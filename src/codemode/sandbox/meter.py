@@ -33,7 +33,7 @@ from codemode.sandbox.proctree import (
     tree,
     walk,
 )
-from codemode.sandbox.settings import Limits
+from codemode.settings.sandbox import Limits
 
 __all__ = ["CgroupMeter", "ProcMeter", "SandboxMeter", "Usage"]
 

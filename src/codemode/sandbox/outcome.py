@@ -14,7 +14,7 @@ from typing import Any
 from codemode.bridge.host import OTHER_TOOLS
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.result import ExecutionResult, clip_head_tail, clip_tail, make_hint
-from codemode.sandbox.settings import Limits
+from codemode.settings.sandbox import Limits
 
 __all__ = ["Measured", "Outcome", "bounded_tool_calls", "build_result", "guest_error", "settle"]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from codemode.errors import PackageError, PackageNotAllowedError
 from codemode.sandbox.layout import PACKAGES
-from codemode.sandbox.settings import PackageSettings
+from codemode.settings.sandbox import PackageSettings
 
 __all__ = [
     "InstallReport",

@@ -20,7 +20,7 @@ from codemode.errors import CodemodeError, SandboxError
 from codemode.sandbox.backends import SandboxBackend
 from codemode.sandbox.demand import WarmTarget, warm_target
 from codemode.sandbox.runner import Sandbox
-from codemode.sandbox.settings import SandboxSettings
+from codemode.settings.sandbox import SandboxSettings
 
 __all__ = ["SandboxPool"]
 

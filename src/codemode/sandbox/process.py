@@ -24,8 +24,8 @@ from codemode.errors import SandboxError
 from codemode.sandbox.facts import GuestFacts, ProcFacts
 from codemode.sandbox.meter import SandboxMeter
 from codemode.sandbox.proctree import children_of
-from codemode.sandbox.settings import Limits
 from codemode.sandbox.workspace import open_workspace
+from codemode.settings.sandbox import Limits
 
 __all__ = ["GuestProcess", "SandboxBackend", "SandboxProcess"]
 

@@ -31,9 +31,9 @@ from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import GuestProcess
 from codemode.sandbox.result import ExecutionResult, clip_tail
-from codemode.sandbox.settings import Limits
 from codemode.sandbox.watchdog import WATCHDOG, Watched
 from codemode.sandbox.workspace import Snapshot, diff
+from codemode.settings.sandbox import Limits
 
 __all__ = ["CANCEL_GRACE_S", "OutputCallback", "Sandbox"]
 
@@ -416,7 +416,7 @@ class Sandbox:
 
     def _check_cancel(self, cancel: threading.Event, outcome: Outcome, now: float) -> bool:
         """See ``codemode.sandbox.cancel.check_cancel``."""
-        return check_cancel(self, cancel, outcome, now)
+        return check_cancel(self.process.facts, self.resume, cancel, outcome, now)
 
     def _unread_by_guest(self) -> int:
         return self.process.facts.unread_bytes()

@@ -11,7 +11,7 @@ import threading
 import time
 
 from codemode.sandbox.meter import SandboxMeter, Usage
-from codemode.sandbox.settings import Limits
+from codemode.settings.sandbox import Limits
 
 __all__ = ["WATCHDOG", "Watchdog", "Watched", "breached"]
 

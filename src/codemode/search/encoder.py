@@ -23,18 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from codemode.errors import UsageError
+from codemode.search.arrays import BACKENDS, QUERY_PRECISIONS, Backend, QueryPrecision
 from codemode.search.blas import blas_threads as _blas_threads
 from codemode.search.blas import import_numpy_single_threaded
 from codemode.search.weights import LAYERS as _LAYERS
 from codemode.search.weights import MODEL_ID, model_variant, prepared_weights, wordpiece
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
+    from codemode.search.arrays import FloatArray
     from codemode.search.onnx_backend import OnnxForward
-
-    FloatArray = npt.NDArray[np.float32]
 
 __all__ = [
     "BACKENDS",
@@ -60,13 +57,6 @@ _FEW = 8
 
 
 SEMANTIC_MODULES = ("numpy", "tokenizers", "safetensors")
-
-# "auto": ONNX Runtime when it is installed and its graph loads, else numpy (said once).
-Backend = Literal["auto", "numpy", "onnx"]
-BACKENDS: tuple[Backend, ...] = ("auto", "numpy", "onnx")
-# What ``encode_query`` multiplies by on ONNX Runtime: 8-bit weights (the default) or float32.
-QueryPrecision = Literal["int8", "float32"]
-QUERY_PRECISIONS: tuple[QueryPrecision, ...] = ("int8", "float32")
 
 
 def model_dir() -> Path | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from codemode.search.encoder import FloatArray
+    from codemode.search.arrays import FloatArray
     from codemode.search.onnx_graph import Int8Matrix
 
 __all__ = ["BLOCK", "INT8_FILE", "INT8_GRAPH_FILE", "QUANTIZED", "int8_graph_path", "quantize"]

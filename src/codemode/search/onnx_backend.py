@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from codemode.errors import UsageError
 
 if TYPE_CHECKING:
-    from codemode.search.encoder import Backend, FloatArray
+    from codemode.search.arrays import Backend, FloatArray
 
 __all__ = [
     "GRAPH_FILE",

@@ -36,7 +36,7 @@ from codemode.search.weights import model_variant
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
-    from codemode.search.encoder import FloatArray
+    from codemode.search.arrays import FloatArray
 
 __all__ = [
     "EmbeddingCache",

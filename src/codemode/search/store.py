@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, overload
 from codemode.search.hit import Hit
 
 if TYPE_CHECKING:
-    from codemode.search.encoder import FloatArray
+    from codemode.search.arrays import FloatArray
     from codemode.tools import ToolSpec
 
 __all__ = ["INDEX_FORMAT", "IndexStore", "catalog_fingerprint", "default_cache_dir", "file_stamp"]

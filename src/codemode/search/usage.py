@@ -25,7 +25,7 @@ from codemode.search.base import Hit
 from codemode.search.text import terms
 
 if TYPE_CHECKING:
-    from codemode.search.encoder import FloatArray
+    from codemode.search.arrays import FloatArray
 
 __all__ = ["Use", "UsageLog"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from codemode.search.encoder import FloatArray
+    from codemode.search.arrays import FloatArray
     from codemode.search.wordpiece import WordPiece
 
 __all__ = [

@@ -6,7 +6,7 @@ Agent Skills layout by default), usage counts in the state store, and session ch
 (``codemode.skills.checkpoint``) so a session survives a lost sandbox.
 """
 
+from codemode.settings.skills import SkillsSettings
 from codemode.skills.model import Skill
-from codemode.skills.settings import SkillsSettings
 
 __all__ = ["Skill", "SkillsSettings"]

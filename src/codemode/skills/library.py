@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from codemode.bridge.host import ModuleSource
 from codemode.errors import SkillNotFoundError, SkillRefusedError
+from codemode.settings.skills import SkillsSettings
 from codemode.skills.analysis import analyze
 from codemode.skills.guest_code import package_source, save_source
 from codemode.skills.model import Skill, valid_name
-from codemode.skills.settings import SkillsSettings
 from codemode.skills.store import SkillStore
 from codemode.skills.usage import SkillUsage, Usage
 from codemode.stubs.naming import server_names, tool_names

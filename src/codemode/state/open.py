@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codemode.state.settings import StateSettings
+from codemode.settings.state import StateSettings
 from codemode.state.sqlite import SQLiteStore
 from codemode.state.store import KeyValueStore, MemoryStore
 from codemode.state.tiered import TieredStore

@@ -18,7 +18,7 @@ from codemode.agent.providers.scripted import (
     ScriptedModel,
     load_script,
 )
-from codemode.agent.settings import ModelRef, ModelSettings, parse_model_ref
+from codemode.settings.agent import ModelRef, ModelSettings, parse_model_ref
 
 __all__ = [
     "Message",

@@ -22,8 +22,8 @@ from codemode.agent.providers.base import (
     ToolCallRequest,
 )
 from codemode.agent.providers.http import HttpSettings, Sleep, model_client, post_json
-from codemode.agent.settings import ModelSettings
 from codemode.errors import ModelConfigError, ModelError
+from codemode.settings.agent import ModelSettings
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicProvider"]
 

@@ -27,8 +27,8 @@ from codemode.agent.providers.base import (
     request_text_for_count,
 )
 from codemode.agent.providers.http import HttpSettings, Sleep, model_client, post_json
-from codemode.agent.settings import ModelSettings
 from codemode.errors import ModelConfigError, ModelError
+from codemode.settings.agent import ModelSettings
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider"]
 

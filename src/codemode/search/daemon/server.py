@@ -30,6 +30,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from codemode.search.base import DEFAULT_LIMIT
 from codemode.search.daemon.runtime import idle_seconds, runtime_dir, socket_path
 
 __all__ = ["MAX_REQUEST_BYTES", "main"]
@@ -70,7 +71,7 @@ def _answer(index: Any, request: Any, key: str) -> tuple[dict[str, Any], bool]:
         return reply, False
     if op == "stop":
         return {"stopped": True}, True
-    query, limit = request.get("query"), request.get("limit", 5)
+    query, limit = request.get("query"), request.get("limit", DEFAULT_LIMIT)
     if op != "search" or not isinstance(query, str) or not isinstance(limit, int) or limit < 1:
         return {"error": "expected {op: search, query: str, limit: int >= 1}"}, False
     hits = index.search(query, min(limit, 100))

@@ -15,7 +15,7 @@ from codemode.config_model import (
     WholeNumber,
     validate_section,
 )
-from codemode.egress.settings import NetworkSettings
+from codemode.settings.egress import NetworkSettings
 
 __all__ = ["ENFORCEABLE_LIMITS", "Limits", "NetworkSettings", "PackageSettings", "SandboxSettings"]
 

@@ -20,7 +20,7 @@ from codemode.config_model import (
     invalid,
     show_value,
 )
-from codemode.egress.names import normal_host, split_destination
+from codemode.hostnames import normal_host, split_destination
 
 __all__ = ["NetworkSettings"]
 

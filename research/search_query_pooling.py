@@ -23,7 +23,7 @@ them) are pooled with weights per token, L2-normalized, and ranked in the usual 
 The held-out split is read only with ``--heldout SETTING`` (then: ``default``, ``mean`` and
 that setting alone): run it once, and only for a setting that gained on dev.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/search_query_pooling.py [--heldout SETTING]
+    PYTHONPATH=src .venv/bin/python research/search_query_pooling.py [--heldout SETTING]
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+# Beside each other and the benchmarks' search evaluation (search.py, search_eval.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from search import load_catalog

@@ -13,7 +13,7 @@ with a numpy forward pass (cached under ``<cache>/embeddings/``), and scores the
 benchmarks/search.py with MPNet in place of MiniLM and with both cosines averaged, next to the
 default index. It also times one query embedding of each model, in the same process.
 
-    .venv/bin/python benchmarks/search_mpnet.py [--cache-dir DIR] [--max-length 40] [--json]
+    .venv/bin/python research/search_mpnet.py [--cache-dir DIR] [--max-length 40] [--json]
 
 Not part of `make test` or `make bench`: the model is 440 MB and embedding the 3,224
 operations takes tens of minutes on a loaded 2-core machine.
@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+# Beside each other and the benchmarks' search evaluation (search.py, search_eval.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from search import load_catalog

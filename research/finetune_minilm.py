@@ -24,14 +24,14 @@ venv needs only torch (CPU build), numpy, safetensors and tokenizers):
 
     WORK=$(mktemp -d)
     # 1. the pairs, with the project's environment (the installed model, the user's cache)
-    PYTHONPATH=src .venv/bin/python benchmarks/finetune_minilm.py data --out $WORK/data.json
+    PYTHONPATH=src .venv/bin/python research/finetune_minilm.py data --out $WORK/data.json
     # 2. training (2 threads), in the torch venv
-    $TORCH_VENV/bin/python benchmarks/finetune_minilm.py train --data $WORK/data.json \
+    $TORCH_VENV/bin/python research/finetune_minilm.py train --data $WORK/data.json \
         --base "$(PYTHONPATH=src .venv/bin/python -m codemode model path)" --out $WORK/model \
         --rank 8 --alpha 16 --lr 5e-4 --epochs 10
     # 3. recall per split, the catalog embedded into a fresh cache (vectors are cached per
     #    model id, not per weights: never point a fine-tuned model at the user's cache)
-    PYTHONPATH=src .venv/bin/python benchmarks/finetune_minilm.py eval --data $WORK/data.json \
+    PYTHONPATH=src .venv/bin/python research/finetune_minilm.py eval --data $WORK/data.json \
         --model-dir $WORK/model [--heldout]
 
 The same model through the project's benchmark: ``CODEMODE_MODEL_DIR=$WORK/model
@@ -90,6 +90,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# Beside each other and the benchmarks' search evaluation (search.py, search_eval.py).
+sys.path.insert(0, str(HERE.parent / "benchmarks"))
 sys.path.insert(0, str(HERE))
 
 SEED = 0

@@ -17,7 +17,7 @@ model's cosine alone (no BM25), with L3 in place of MiniLM, and with the two cos
 (``--weights``: L3's share) in the same blend. It also times one query embedding of each model,
 in the same process, taking turns.
 
-    .venv/bin/python benchmarks/search_paraphrase_l3.py [--cache-dir DIR] [--weights 0.1,0.2,0.35,0.5]
+    .venv/bin/python research/search_paraphrase_l3.py [--cache-dir DIR] [--weights 0.1,0.2,0.35,0.5]
 
 Dev only: the held-out split is read only with ``--heldout WEIGHT``, for one setting chosen on
 dev (it is run once, and only for a dev gain above the noise; see docs/search.md).
@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+# Beside each other and the benchmarks' search evaluation (search.py, search_eval.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from search import load_catalog

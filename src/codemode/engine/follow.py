@@ -1,0 +1,111 @@
+"""Following one execution from the engine: until it finishes or pauses for an approval,
+reporting progress meanwhile, and stopping it when its caller goes away."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+from codemode.config.model import GatewaySettings
+from codemode.engine.approvals import ApprovalBroker, PendingApproval
+from codemode.engine.progress import Progress, cancel_report, wait_reporting
+from codemode.engine.registry import SessionRegistry
+from codemode.engine.session import Session
+from codemode.sandbox.result import ExecutionResult
+
+__all__ = ["Follower"]
+
+
+class Follower:
+    """Follows the executions of one engine's sessions (its registry and approval broker)."""
+
+    def __init__(
+        self, registry: SessionRegistry, approvals: ApprovalBroker, gateway: GatewaySettings
+    ) -> None:
+        self.registry = registry
+        self.approvals = approvals
+        self.gateway = gateway
+
+    async def follow(
+        self,
+        record: Session,
+        job: asyncio.Task[ExecutionResult],
+        progress: Progress | None = None,
+    ) -> ExecutionResult:
+        """Wait until the execution finishes or pauses for an approval, whichever is first,
+        reporting progress meanwhile."""
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        attention: asyncio.Future[PendingApproval] = loop.create_future()
+
+        def settle(pending: PendingApproval) -> None:
+            if not attention.done():
+                attention.set_result(pending)
+
+        def notice(pending: PendingApproval) -> None:
+            loop.call_soon_threadsafe(settle, pending)
+
+        cancel = record.cancel  # this execution's: a later one on the session has its own
+        self.approvals.listen(record.handle, notice)
+        already = self.approvals.pending_for(record.handle)
+        if already is not None:
+            notice(already)
+
+        def describe(elapsed: float) -> tuple[float, float | None, str]:
+            calls, printed = record.live_counts()
+            return (
+                round(elapsed, 3),
+                None,
+                f"running {elapsed:.0f} s: {calls} tool call(s), {printed} bytes printed",
+            )
+
+        try:
+            waiting: list[asyncio.Future[Any]] = [job, attention]
+            interval = self.gateway.progress_interval_s
+            await wait_reporting(waiting, progress, interval, describe)
+        except asyncio.CancelledError:
+            # The caller cancelled or went away: stop the code (no tool call starts after
+            # this), release the session when it has stopped, and keep its result for the
+            # next execution to report.
+            self.abandon(record, job, cancel)
+            raise
+        finally:
+            self.approvals.unlisten(record.handle)
+        if not job.done():
+            record.paused = job
+            return record.approval_result(
+                attention.result(),
+                round((time.monotonic() - started) * 1000, 3),
+                spill_dir=self.gateway.state_dir / "approvals",
+            )
+        record.paused = None
+        self.registry.release(record)
+        result = record.finish(job.result())
+        earlier, record.cancelled = record.cancelled, None
+        if earlier is not None:
+            result.extra["cancelled_before"] = cancel_report(earlier)
+            result.hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}"
+            result.hint = result.hint.strip()
+        return result
+
+    def abandon(
+        self,
+        record: Session,
+        job: asyncio.Task[ExecutionResult],
+        cancel: threading.Event | None,
+    ) -> None:
+        if cancel is not None:
+            cancel.set()
+        # A call waiting for a human is refused: its thread must not wait for an answer.
+        self.approvals.cancel_session(record.handle)
+        registry = self.registry
+
+        def stopped(done: asyncio.Task[ExecutionResult]) -> None:
+            record.paused = None
+            registry.release(record)
+            if not done.cancelled() and done.exception() is None:
+                record.cancelled = record.finish(done.result())
+
+        job.add_done_callback(stopped)

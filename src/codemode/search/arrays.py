@@ -1,0 +1,21 @@
+"""The types the encoder's modules share: a leaf, so each imports them without the encoder (and
+nothing here loads numpy)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float32]
+
+__all__ = ["BACKENDS", "QUERY_PRECISIONS", "Backend", "FloatArray", "QueryPrecision"]
+
+# "auto": ONNX Runtime when it is installed and its graph loads, else numpy (said once).
+Backend = Literal["auto", "numpy", "onnx"]
+BACKENDS: tuple[Backend, ...] = ("auto", "numpy", "onnx")
+# What ``encode_query`` multiplies by on ONNX Runtime: 8-bit weights (the default) or float32.
+QueryPrecision = Literal["int8", "float32"]
+QUERY_PRECISIONS: tuple[QueryPrecision, ...] = ("int8", "float32")
