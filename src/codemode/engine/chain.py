@@ -2,9 +2,9 @@
 
     built-in servers (state, skills: answered on the host, never upstream)
     -> audit -> policy (deny, ask, budgets) -> observed result shapes (of the results the
-    sandbox receives) -> oracle guard (budgets and pattern checks for search and yes/no
-    tools) -> privacy (tokens back to values, flow rules; results to tokens) -> upstream
-    (the catalog)
+    sandbox receives) -> oracle guard (probes of hidden values and their pieces; budgets for
+    search and yes/no tools) -> privacy (tokens back to values, flow rules; results to
+    tokens) -> upstream (the catalog)
 
 Policy, approvals and the audit log see tokenized arguments: personal data never reaches them.
 A new wrapper is one more line in ``build_invoker_chain``.
@@ -78,7 +78,14 @@ def build_invoker_chain(
         if config.privacy.oracle.enabled:
             from codemode.privacy.oracle import OracleGuard
 
-            invoker = OracleGuard(invoker, config.privacy.oracle, specs=specs, approver=approver)
+            invoker = OracleGuard(
+                invoker,
+                config.privacy.oracle,
+                specs=specs,
+                approver=approver,
+                vault=privacy.vault,
+                may_flow=config.privacy.may_flow,
+            )
     if shapes is not None:  # outside privacy: it sees results as the sandbox will
         from codemode.catalog.observed import ShapeRecorder
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from codemode.bridge.host import ToolInvoker
-from codemode.errors import ToolError
+from codemode.errors import DataFlowDeniedError, ToolError
 from codemode.privacy.recall import FRAGMENT_SCAN_MAX
 from codemode.privacy.settings import PrivacySettings
 from codemode.privacy.tokenizer import OUTPUT_SOURCE, detokenize
@@ -20,12 +20,6 @@ from codemode.privacy.vault import TokenSource, Vault, VaultEntry
 from codemode.tools import ToolCall
 
 __all__ = ["DataFlowDeniedError", "PrivacyInvoker", "scan_output"]
-
-
-class DataFlowDeniedError(ToolError):
-    """A call would send tokenized data to a server the flow rules do not allow."""
-
-    code = "data_flow_denied"
 
 
 class PrivacyInvoker:

@@ -1,0 +1,203 @@
+"""What the host knows: the session's hidden values, and the pieces of them that calls carry.
+
+The code holds a hidden value only as its token (``<EMAIL_1>``); the host holds the value. So
+the host can tell when call arguments carry pieces of it, however they are written:
+``Knowledge.pieces`` folds each argument (NFKC, case, look-alike letters from Cyrillic and
+Greek), keeps its letters and digits (whitespace, punctuation and the wildcards ``%``, ``_``,
+``*``, ``?`` go), and finds the runs it shares with each hidden value, read forwards and
+backwards. A run counts from three characters (six when it is digits only: ids, dates, amounts
+and invoice numbers are not pieces of a phone number, so numbers are left to the budgets); a
+whole argument of two characters that the value holds counts
+too (the first steps of a probe), and so do the characters of a pattern that puts them in a
+known place (``j%``: the value starts with ``j``; ``___r%``: its fourth character is ``r``).
+Words the session has received in clear (``saw``: a name, a
+company) are not hidden: their characters count for no piece.
+
+A piece is reported as the positions of the value it reveals, for the oracle guard to add up.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from codemode.privacy.tokenizer import OUTPUT_SOURCE
+from codemode.privacy.vault import TOKEN_PATTERN, Vault
+
+__all__ = ["Hidden", "Knowledge", "fold", "longest_stretch"]
+
+# Letters that look like Latin ones (Cyrillic, Greek), which NFKC leaves as they are.
+_CONFUSABLES = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d"
+    "\u043a\u043c\u043d\u0442\u0432\u0433\u0261"  # Cyrillic (and a Latin script g)
+    "\u03b1\u03b5\u03b9\u03ba\u03bd\u03bf\u03c1\u03c4\u03c5\u03c7\u03b2",  # Greek
+    "aeopcyxijsdqwkmhtbrgaeiknoptuxb",
+)
+_NOT_ALNUM = re.compile(r"[^0-9a-z]+")
+_ALNUM_RUN = re.compile(r"[0-9a-z]+")
+_POSITIONAL = re.compile(r"([_?]*)([^%*_?]+)[%*]")
+_GRAM = 3
+_MIN_DIGITS = 6
+#: Words remembered as seen in clear, per session (beyond it, new words are not remembered).
+_MAX_PUBLIC = 200_000
+_MAX_LEAVES = 256
+_MAX_SEEN_CHARS = 65_536
+
+
+def fold(text: str) -> str:
+    """``text`` in NFKC, case-folded, with look-alike letters made Latin."""
+    return unicodedata.normalize("NFKC", text).casefold().translate(_CONFUSABLES)
+
+
+@dataclass(frozen=True, slots=True)
+class Hidden:
+    """A value the session holds only as ``token``, as letters and digits."""
+
+    token: str
+    skeleton: str
+    origins: frozenset[str]
+    raw: str  # folded, as written
+
+
+def longest_stretch(positions: Iterable[int]) -> int:
+    """The length of the longest run of consecutive positions."""
+    best = run = 0
+    last = -2
+    for position in sorted(set(positions)):
+        run = run + 1 if position == last + 1 else 1
+        best = max(best, run)
+        last = position
+    return best
+
+
+class Knowledge:
+    """One session's hidden values (from its vault) and the words it has seen in clear."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self._lock = threading.Lock()
+        self._version = -1
+        self._count = 0
+        self.values: list[Hidden] = []
+        self._grams: dict[str, list[tuple[int, int]]] = {}
+        self._public: set[str] = set()
+
+    def saw(self, result: Any) -> None:
+        """The code received ``result`` (tokenized): its words are not hidden from it."""
+        with self._lock:
+            for text in _texts(result):
+                if len(self._public) >= _MAX_PUBLIC:
+                    return
+                words = _ALNUM_RUN.findall(fold(text[:_MAX_SEEN_CHARS]))
+                # Short words would let "j o r" pass as words seen in clear.
+                self._public.update(word for word in words if len(word) >= _GRAM)
+
+    def pieces(self, arguments: Any) -> dict[int, set[int]]:
+        """Per hidden value (its index in ``values``), the positions the arguments reveal."""
+        self._refresh()
+        found: dict[int, set[int]] = {}
+        for text in _texts(arguments):
+            if "%" in text or "*" in text:
+                for index, positions in self._at_offset(text):
+                    found.setdefault(index, set()).update(positions)
+            skeleton, public = self._skeleton(text)
+            if len(skeleton) < 2:
+                continue
+            for chars, hidden in ((skeleton, public), (skeleton[::-1], public[::-1])):
+                for index, positions in self._runs(chars, hidden):
+                    found.setdefault(index, set()).update(positions)
+        return found
+
+    def _at_offset(self, text: str) -> Iterator[tuple[int, list[int]]]:
+        """``jo%``, ``___r%``: the characters of a pattern with a known place in the value."""
+        match = _POSITIONAL.match(fold(text))
+        if match is None:
+            return
+        offset, literal = len(match.group(1)), match.group(2)
+        if literal.isdigit() and len(literal) < _MIN_DIGITS:
+            return
+        for index, value in enumerate(self.values):
+            if value.raw[offset : offset + len(literal)] == literal:
+                before = len(_NOT_ALNUM.sub("", value.raw[:offset]))
+                count = len(_NOT_ALNUM.sub("", literal))
+                yield index, list(range(before, before + count))
+
+    def _skeleton(self, text: str) -> tuple[str, list[bool]]:
+        """The letters and digits of ``text`` folded, and for each whether it is hidden."""
+        chars: list[str] = []
+        hidden: list[bool] = []
+        for word in _ALNUM_RUN.findall(fold(TOKEN_PATTERN.sub(" ", text))):
+            chars.append(word)
+            hidden.extend([word not in self._public] * len(word))
+        return "".join(chars), hidden
+
+    def _runs(self, chars: str, hidden: list[bool]) -> Iterator[tuple[int, list[int]]]:
+        if len(chars) == 2 and all(hidden) and not chars.isdigit():  # a probe's first steps
+            for index, value in enumerate(self.values):
+                at = value.skeleton.find(chars)
+                if at >= 0:
+                    yield index, [at, at + 1]
+            return
+        grams = self._grams
+        for at in range(len(chars) - _GRAM + 1):
+            for index, offset in grams.get(chars[at : at + _GRAM], ()):
+                known = self.values[index].skeleton
+                if at > 0 and offset > 0 and known[offset - 1] == chars[at - 1]:
+                    continue  # not the start of the run: found from there
+                size = _GRAM
+                while (
+                    at + size < len(chars)
+                    and offset + size < len(known)
+                    and chars[at + size] == known[offset + size]
+                ):
+                    size += 1
+                piece = chars[at : at + size]
+                if piece.isdigit() and size < _MIN_DIGITS:
+                    continue
+                revealed = [offset + i for i in range(size) if hidden[at + i]]
+                if revealed:
+                    yield index, revealed
+
+    def _refresh(self) -> None:
+        with self._lock:
+            if self.vault.version == self._version:
+                return
+            self._version = self.vault.version
+            entries = list(self.vault.entries())
+            if len(entries) < self._count:  # wiped
+                self.values, self._grams, self._count = [], {}, 0
+            for entry in entries[self._count :]:
+                self._count += 1
+                origins = frozenset(entry.origins) - {OUTPUT_SOURCE}
+                raw = fold(str(entry.value))
+                skeleton = _NOT_ALNUM.sub("", raw)
+                if not origins or len(skeleton) < 2 * _GRAM:
+                    continue
+                index = len(self.values)
+                self.values.append(Hidden(entry.token, skeleton, origins, raw))
+                for offset in range(len(skeleton) - _GRAM + 1):
+                    self._grams.setdefault(skeleton[offset : offset + _GRAM], []).append(
+                        (index, offset)
+                    )
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string and number of JSON-like data, dict keys included (lists: the first
+    ``_MAX_LEAVES`` items)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float):
+        yield str(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _texts(key)
+            yield from _texts(item)
+    elif isinstance(value, list | tuple):
+        for item in value[:_MAX_LEAVES]:
+            yield from _texts(item)
