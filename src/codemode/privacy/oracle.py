@@ -221,10 +221,11 @@ class OracleGuard:
 
     def _ask(self, call: ToolCall, token: str, shown: int, size: int) -> None:
         name = f"{call.server}.{call.tool}"
-        reason = (
-            f"{name} would show {shown} of the {size} letters and digits of {token}, growing "
-            "what earlier searches showed: a probe that rebuilds a hidden value"
+        what = (
+            f"would show {shown} of the {size} letters and digits of {token}, growing what "
+            "earlier searches showed: a probe that rebuilds a hidden value"
         )
+        reason = f"{name} {what}"
         approved = False
         if self.approver is not None:
             with execution_clock_paused():
@@ -232,8 +233,8 @@ class OracleGuard:
         if not approved:
             note_verdict("ask-denied", "privacy.oracle.probe")
             raise ApprovalDeniedError(
-                f"{name} was not run: {reason}, and no one approved it. Pass {token} itself "
-                "instead of guessing its characters",
+                f"{name} was not run: it {what}, and no one approved it. Pass {token} "
+                "itself instead of guessing its characters",
                 rule="privacy.oracle.probe",
             )
         note_verdict("ask-approved", "privacy.oracle.probe")
