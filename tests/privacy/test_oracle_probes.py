@@ -110,8 +110,12 @@ def chain(crm: Crm, approver: Approver | None, flows: dict[str, list[str]] | Non
     return invoker
 
 
+_CASES = random.Random(7)
+
+
 def _mixed(text: str) -> str:
-    return "".join(c.upper() if i % 2 else c for i, c in enumerate(text))
+    """Each call in another random case (``JoRdAn.B%``, ``jORdaN.b%``): no two alike."""
+    return "".join(c.upper() if _CASES.random() < 0.5 else c for c in text)
 
 
 # Each class: (tool, guess for a known part and a next character, whether the guess's answer

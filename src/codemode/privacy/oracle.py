@@ -8,12 +8,13 @@ from the shape of the traffic: ``codemode.privacy.pieces`` finds the pieces of h
 that arguments carry, however they are written (case, wildcards, whitespace, look-alike
 letters, reversed). The guard, between the policy and the privacy wrapper, does three things:
 
-probes    a call to an oracle tool whose arguments grow what earlier oracle calls revealed of
-          one hidden value (a piece that overlaps or extends it), once that reaches a tenth of
-          the value, pauses the execution for a human, as an ``ask`` rule does; denied, the
-          call is refused. Calls that look alike but carry no piece of a hidden value (ids
-          1..1000, dates, one character apart) are never paused; one call that carries a piece
-          (a search for a word the value holds) is not a probe either.
+probes    a call to an oracle tool whose arguments grow, by letters, a piece of a hidden value
+          that an earlier oracle call carried (the piece and more, or the next character a
+          pattern places), once what they showed reaches a tenth of the value, pauses the
+          execution for a human, as an ``ask`` rule does; denied, the call is refused.
+          Calls that look alike but carry no piece of a hidden value (ids 1..1000, dates, one
+          character apart) are never paused; one call that carries a piece (a search for a
+          word the value holds) is not a probe either.
 pieces    the pieces of one hidden value sent to a server its flow rules forbid add up across
           calls: once they hold a run of the value as long as the fragment a single argument is
           refused for (``recall.fragment_chars``), the call is refused (``DataFlowDeniedError``).
@@ -41,7 +42,7 @@ from codemode.bridge.host import Approver, ToolInvoker, execution_clock_paused
 from codemode.config_model import ConfigModel, Hint, PositiveWholeNumber
 from codemode.errors import DataFlowDeniedError
 from codemode.policy.outcome import ApprovalDeniedError, BudgetExhaustedError, note_verdict
-from codemode.privacy.pieces import Knowledge, longest_stretch
+from codemode.privacy.pieces import Knowledge, Piece, longest_stretch
 from codemode.privacy.recall import fragment_chars
 from codemode.privacy.vault import Vault
 from codemode.tools import ToolCall, ToolSpec
@@ -106,6 +107,7 @@ class OracleGuard:
         self._total = 0
         self._is_oracle: dict[str, bool] = {}
         self._probed: dict[int, set[int]] = {}  # hidden value -> positions oracle calls showed
+        self._probes: dict[int, set[Piece]] = {}  # ... and the pieces they carried
         self._sent: dict[tuple[int, str], set[int]] = {}  # (value, server) -> positions sent
 
     def is_oracle(self, server: str, tool: str) -> bool:
@@ -167,14 +169,15 @@ class OracleGuard:
             which=f"privacy.oracle.{which}",
         )
 
-    def _check_destination(self, call: ToolCall, pieces: dict[int, set[int]]) -> None:
+    def _check_destination(self, call: ToolCall, pieces: dict[int, list[Piece]]) -> None:
         """Pieces of a value sent to a server its flow rules forbid add up across calls."""
         assert self.knowledge is not None and self.may_flow is not None
         destination, values = call.server, self.knowledge.values
         with self._lock:
             adding: list[tuple[tuple[int, str], set[int]]] = []
-            for index, positions in pieces.items():
+            for index, found in pieces.items():
                 value = values[index]
+                positions = {p for piece in found for p in piece.hidden}
                 forbidden = [o for o in sorted(value.origins) if not self.may_flow(o, destination)]
                 if not forbidden:
                     continue
@@ -194,30 +197,33 @@ class OracleGuard:
                 adding.append((key, total))
             self._sent.update(adding)
 
-    def _check_probe(self, call: ToolCall, pieces: dict[int, set[int]]) -> None:
-        """Ask a human before an oracle call grows what earlier ones revealed of a value."""
+    def _check_probe(self, call: ToolCall, pieces: dict[int, list[Piece]]) -> None:
+        """Ask a human before an oracle call grows a piece of a value that earlier oracle calls
+        carried, by letters, to a tenth of the value or more."""
         assert self.knowledge is not None
         values = self.knowledge.values
+        growing = None
         with self._lock:
-            growing = None
-            for index, positions in pieces.items():
+            for index, found in pieces.items():
                 before = self._probed.get(index, set())
-                after = before | positions
-                size = len(values[index].skeleton)
-                touches = any(p in before or p - 1 in before or p + 1 in before for p in positions)
-                enough = len(after) >= max(2, math.ceil(size * PROBE_SHARE))
-                if before and after != before and touches and enough:
-                    growing = (index, len(after), size)
+                earlier = self._probes.get(index, set())
+                skeleton = values[index].skeleton
+                enough = max(2, math.ceil(len(skeleton) * PROBE_SHARE))
+                for piece in found:
+                    # Digits added to a piece are how honest batches differ (id = 6, 7 ...).
+                    letters = any(skeleton[p].isalpha() for p in piece.hidden - before)
+                    after = len(before | piece.hidden)
+                    if letters and after >= enough and any(map(piece.grows, earlier)):
+                        growing = (values[index].token, after, len(skeleton))
+                        break
+                if growing is not None:
                     break
-            if growing is None:
-                for index, positions in pieces.items():
-                    self._probed.setdefault(index, set()).update(positions)
-                return
-        index, shown, size = growing
-        self._ask(call, values[index].token, shown, size)
+        if growing is not None:
+            self._ask(call, *growing)
         with self._lock:
-            for index, positions in pieces.items():
-                self._probed.setdefault(index, set()).update(positions)
+            for index, found in pieces.items():
+                self._probed.setdefault(index, set()).update(p for f in found for p in f.hidden)
+                self._probes.setdefault(index, set()).update(f for f in found if f.hidden)
 
     def _ask(self, call: ToolCall, token: str, shown: int, size: int) -> None:
         name = f"{call.server}.{call.tool}"

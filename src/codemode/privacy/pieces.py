@@ -28,7 +28,7 @@ from typing import Any
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 from codemode.privacy.vault import TOKEN_PATTERN, Vault
 
-__all__ = ["Hidden", "Knowledge", "fold", "longest_stretch"]
+__all__ = ["Hidden", "Knowledge", "Piece", "fold", "longest_stretch"]
 
 # Letters that look like Latin ones (Cyrillic, Greek), which NFKC leaves as they are.
 _CONFUSABLES = str.maketrans(
@@ -45,7 +45,7 @@ _MIN_DIGITS = 6
 #: Words remembered as seen in clear, per session (beyond it, new words are not remembered).
 _MAX_PUBLIC = 200_000
 _MAX_LEAVES = 256
-_MAX_SEEN_CHARS = 65_536
+_MAX_SEEN_CHARS = 4 << 20  # of one result
 
 
 def fold(text: str) -> str:
@@ -61,6 +61,26 @@ class Hidden:
     skeleton: str
     origins: frozenset[str]
     raw: str  # folded, as written
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A run ``[start, end)`` of a hidden value's letters and digits that an argument carries;
+    ``hidden``: the positions it shows that the code was not given in clear; ``placed``: put
+    in place by a pattern (``___r%``) rather than found as a run."""
+
+    start: int
+    end: int
+    hidden: frozenset[int]
+    placed: bool = False
+
+    def grows(self, earlier: Piece) -> bool:
+        """Whether this piece extends ``earlier``: it holds it and more, or it is the next
+        character a pattern places after it."""
+        if self.placed and earlier.placed and self.start in (earlier.end, earlier.start - 1):
+            return True
+        inside = self.start <= earlier.start and earlier.end <= self.end
+        return inside and self.end - self.start > earlier.end - earlier.start
 
 
 def longest_stretch(positions: Iterable[int]) -> int:
@@ -89,30 +109,32 @@ class Knowledge:
     def saw(self, result: Any) -> None:
         """The code received ``result`` (tokenized): its words are not hidden from it."""
         with self._lock:
-            for text in _texts(result):
-                if len(self._public) >= _MAX_PUBLIC:
+            budget = _MAX_SEEN_CHARS
+            for text in _texts(result, keys=True, items=None):
+                if len(self._public) >= _MAX_PUBLIC or budget <= 0:
                     return
+                budget -= len(text)
                 words = _ALNUM_RUN.findall(fold(text[:_MAX_SEEN_CHARS]))
                 # Short words would let "j o r" pass as words seen in clear.
                 self._public.update(word for word in words if len(word) >= _GRAM)
 
-    def pieces(self, arguments: Any) -> dict[int, set[int]]:
-        """Per hidden value (its index in ``values``), the positions the arguments reveal."""
+    def pieces(self, arguments: Any) -> dict[int, list[Piece]]:
+        """Per hidden value (its index in ``values``), the pieces the arguments carry."""
         self._refresh()
-        found: dict[int, set[int]] = {}
+        found: dict[int, list[Piece]] = {}
         for text in _texts(arguments):
             if "%" in text or "*" in text:
-                for index, positions in self._at_offset(text):
-                    found.setdefault(index, set()).update(positions)
+                for index, piece in self._at_offset(text):
+                    found.setdefault(index, []).append(piece)
             skeleton, public = self._skeleton(text)
             if len(skeleton) < 2:
                 continue
             for chars, hidden in ((skeleton, public), (skeleton[::-1], public[::-1])):
-                for index, positions in self._runs(chars, hidden):
-                    found.setdefault(index, set()).update(positions)
+                for index, piece in self._runs(chars, hidden):
+                    found.setdefault(index, []).append(piece)
         return found
 
-    def _at_offset(self, text: str) -> Iterator[tuple[int, list[int]]]:
+    def _at_offset(self, text: str) -> Iterator[tuple[int, Piece]]:
         """``jo%``, ``___r%``: the characters of a pattern with a known place in the value."""
         match = _POSITIONAL.match(fold(text))
         if match is None:
@@ -123,8 +145,8 @@ class Knowledge:
         for index, value in enumerate(self.values):
             if value.raw[offset : offset + len(literal)] == literal:
                 before = len(_NOT_ALNUM.sub("", value.raw[:offset]))
-                count = len(_NOT_ALNUM.sub("", literal))
-                yield index, list(range(before, before + count))
+                end = before + len(_NOT_ALNUM.sub("", literal))
+                yield index, Piece(before, end, frozenset(range(before, end)), placed=True)
 
     def _skeleton(self, text: str) -> tuple[str, list[bool]]:
         """The letters and digits of ``text`` folded, and for each whether it is hidden."""
@@ -135,12 +157,12 @@ class Knowledge:
             hidden.extend([word not in self._public] * len(word))
         return "".join(chars), hidden
 
-    def _runs(self, chars: str, hidden: list[bool]) -> Iterator[tuple[int, list[int]]]:
+    def _runs(self, chars: str, hidden: list[bool]) -> Iterator[tuple[int, Piece]]:
         if len(chars) == 2 and all(hidden) and not chars.isdigit():  # a probe's first steps
             for index, value in enumerate(self.values):
                 at = value.skeleton.find(chars)
                 if at >= 0:
-                    yield index, [at, at + 1]
+                    yield index, Piece(at, at + 2, frozenset((at, at + 1)))
             return
         grams = self._grams
         for at in range(len(chars) - _GRAM + 1):
@@ -158,9 +180,9 @@ class Knowledge:
                 piece = chars[at : at + size]
                 if piece.isdigit() and size < _MIN_DIGITS:
                     continue
-                revealed = [offset + i for i in range(size) if hidden[at + i]]
+                revealed = frozenset(offset + i for i in range(size) if hidden[at + i])
                 if revealed:
-                    yield index, revealed
+                    yield index, Piece(offset, offset + size, revealed)
 
     def _refresh(self) -> None:
         with self._lock:
@@ -185,9 +207,9 @@ class Knowledge:
                     )
 
 
-def _texts(value: Any) -> Iterator[str]:
-    """Every string and number of JSON-like data, dict keys included (lists: the first
-    ``_MAX_LEAVES`` items)."""
+def _texts(value: Any, *, keys: bool = False, items: int | None = _MAX_LEAVES) -> Iterator[str]:
+    """Every string and number of JSON-like data, with ``keys`` dict keys too (parameter names
+    are not data); of lists the first ``items`` items (None: all)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, bool) or value is None:
@@ -196,8 +218,9 @@ def _texts(value: Any) -> Iterator[str]:
         yield str(value)
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from _texts(key)
-            yield from _texts(item)
+            if keys and isinstance(key, str):
+                yield key
+            yield from _texts(item, keys=keys, items=items)
     elif isinstance(value, list | tuple):
-        for item in value[:_MAX_LEAVES]:
-            yield from _texts(item)
+        for item in value[:items]:
+            yield from _texts(item, keys=keys, items=items)
