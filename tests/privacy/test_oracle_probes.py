@@ -201,8 +201,9 @@ def test_the_budgets_stay_as_a_backstop() -> None:
     ).invoker  # fmt: skip
     for number in range(30):
         invoker.invoke(ToolCall("crm", "search", {"query": f"invoice-{number}"}), timeout_s=5)
-    with pytest.raises(BudgetExhaustedError, match="calls_per_session"):
+    with pytest.raises(BudgetExhaustedError, match="calls_per_session") as refused:
         invoker.invoke(ToolCall("crm", "search", {"query": "invoice-30"}), timeout_s=5)
+    assert "\n" not in str(refused.value) and count_tokens(str(refused.value)) < 120
 
 
 PIECES = ("jordan.", "blake@a", "cme.exa", "mple.com")  # each below the fragment size
