@@ -100,7 +100,7 @@ async def test_a_case_varied_probe_is_paused_before_a_tenth_shows(client: Any) -
 async def test_an_address_sent_in_pieces_to_a_forbidden_server_is_refused(client: Any) -> None:
     code = (
         "from servers import customers, mail\n"
-        "for piece in ['acme.', 'example', '.com', 'jordan.', 'blake@']:\n"
+        "for piece in ['jordan.', 'blake@a', 'cme.exa', 'mple.com']:\n"
         "    mail.send(to='team', body=piece)\n"
         "    print('sent', piece)\n"
     )
@@ -108,5 +108,6 @@ async def test_an_address_sent_in_pieces_to_a_forbidden_server_is_refused(client
     assert data["status"] == "error", data["text"]
     assert "pieces of <EMAIL_" in data["error"]["message"]
     sent = [line.split()[1] for line in data["stdout"].splitlines()]
-    assert len(skeleton("".join(sent))) < 10, sent
+    hidden = skeleton("".join(sent)).replace("jordanblake", "")  # the name was seen in clear
+    assert len(sent) < 4 and len(hidden) < 10, sent
     assert_no_pii(data["text"])

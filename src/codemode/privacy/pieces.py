@@ -13,7 +13,11 @@ known place (``j%``: the value starts with ``j``; ``___r%``: its fourth characte
 Words the session has received in clear (``saw``: a name, a
 company) are not hidden: their characters count for no piece.
 
-A piece is reported as the positions of the value it reveals, for the oracle guard to add up.
+A run made only of three-character pieces that many values share (``example`` in every
+address of a company) is not a piece of any of them: it tells nothing about one value, and
+skipping it keeps the search fast (a KiB of prose against a thousand addresses). Arguments are
+searched up to 16 KiB per string (longer text is left to the recall's flow check). A piece is
+reported as the positions of the value it reveals, for the oracle guard to add up.
 """
 
 from __future__ import annotations
@@ -41,11 +45,14 @@ _NOT_ALNUM = re.compile(r"[^0-9a-z]+")
 _ALNUM_RUN = re.compile(r"[0-9a-z]+")
 _POSITIONAL = re.compile(r"([_?]*)([^%*_?]+)[%*]")
 _GRAM = 3
+#: A run made only of pieces more values than this share (``example.com``) is not a piece.
+_COMMON = 8
 _MIN_DIGITS = 6
 #: Words remembered as seen in clear, per session (beyond it, new words are not remembered).
 _MAX_PUBLIC = 200_000
 _MAX_LEAVES = 256
 _MAX_SEEN_CHARS = 4 << 20  # of one result
+_MAX_ARGUMENT_CHARS = 16_384
 
 
 def fold(text: str) -> str:
@@ -104,6 +111,8 @@ class Knowledge:
         self._count = 0
         self.values: list[Hidden] = []
         self._grams: dict[str, list[tuple[int, int]]] = {}
+        self._spread: dict[str, int] = {}  # gram -> how many values hold it
+        self._rare: frozenset[str] = frozenset()  # grams that few values hold
         self._public: set[str] = set()
 
     def saw(self, result: Any) -> None:
@@ -122,7 +131,8 @@ class Knowledge:
         """Per hidden value (its index in ``values``), the pieces the arguments carry."""
         self._refresh()
         found: dict[int, list[Piece]] = {}
-        for text in _texts(arguments):
+        for leaf in _texts(arguments):
+            text = leaf[:_MAX_ARGUMENT_CHARS]
             if "%" in text or "*" in text:
                 for index, piece in self._at_offset(text):
                     found.setdefault(index, []).append(piece)
@@ -164,25 +174,36 @@ class Knowledge:
                 if at >= 0:
                     yield index, Piece(at, at + 2, frozenset((at, at + 1)))
             return
-        grams = self._grams
-        for at in range(len(chars) - _GRAM + 1):
-            for index, offset in grams.get(chars[at : at + _GRAM], ()):
+        grams, rare = self._grams, self._rare
+        done: set[tuple[int, int, int]] = set()
+        emitted: set[tuple[int, Piece]] = set()
+        # A run is found from a gram few values share (fast, and specific).
+        seeds = [at for at in range(len(chars) - _GRAM + 1) if chars[at : at + _GRAM] in rare]
+        for at in seeds:
+            for index, offset in grams[chars[at : at + _GRAM]]:
                 known = self.values[index].skeleton
-                if at > 0 and offset > 0 and known[offset - 1] == chars[at - 1]:
-                    continue  # not the start of the run: found from there
-                size = _GRAM
+                left = 0
+                while left < min(at, offset) and known[offset - left - 1] == chars[at - left - 1]:
+                    left += 1
+                start = at - left
+                if (index, at - offset, start) in done:
+                    continue
+                done.add((index, at - offset, start))
+                size = left + _GRAM
                 while (
-                    at + size < len(chars)
-                    and offset + size < len(known)
-                    and chars[at + size] == known[offset + size]
+                    start + size < len(chars)
+                    and offset - left + size < len(known)
+                    and chars[start + size] == known[offset - left + size]
                 ):
                     size += 1
-                piece = chars[at : at + size]
-                if piece.isdigit() and size < _MIN_DIGITS:
+                if chars[start : start + size].isdigit() and size < _MIN_DIGITS:
                     continue
-                revealed = frozenset(offset + i for i in range(size) if hidden[at + i])
-                if revealed:
-                    yield index, Piece(offset, offset + size, revealed)
+                first = offset - left
+                revealed = frozenset(first + i for i in range(size) if hidden[start + i])
+                piece = Piece(first, first + size, revealed)
+                if revealed and (index, piece) not in emitted:
+                    emitted.add((index, piece))
+                    yield index, piece
 
     def _refresh(self) -> None:
         with self._lock:
@@ -191,7 +212,7 @@ class Knowledge:
             self._version = self.vault.version
             entries = list(self.vault.entries())
             if len(entries) < self._count:  # wiped
-                self.values, self._grams, self._count = [], {}, 0
+                self.values, self._grams, self._spread, self._count = [], {}, {}, 0
             for entry in entries[self._count :]:
                 self._count += 1
                 origins = frozenset(entry.origins) - {OUTPUT_SOURCE}
@@ -205,6 +226,9 @@ class Knowledge:
                     self._grams.setdefault(skeleton[offset : offset + _GRAM], []).append(
                         (index, offset)
                     )
+                for gram in {skeleton[i : i + _GRAM] for i in range(len(skeleton) - _GRAM + 1)}:
+                    self._spread[gram] = self._spread.get(gram, 0) + 1
+            self._rare = frozenset(g for g, n in self._spread.items() if n <= _COMMON)
 
 
 def _texts(value: Any, *, keys: bool = False, items: int | None = _MAX_LEAVES) -> Iterator[str]:
