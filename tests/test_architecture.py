@@ -39,16 +39,6 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
 # parts when ``[gateway] shared_store`` is set.
 ALLOWED_UPWARD = 1
 
-# Temporary: this circle is being removed on its own branch (privacy's detectors carved out of
-# fastscan and markup). Delete this entry when that branch is merged.
-TEMPORARY_CIRCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        frozenset(
-            {"codemode.privacy.detectors", "codemode.privacy.fastscan", "codemode.privacy.markup"}
-        )
-    }
-)
-
 
 def module_name(path: Path) -> str:
     parts = path.relative_to(SRC.parent).with_suffix("").parts
@@ -155,20 +145,13 @@ def upward_imports(graph: dict[str, set[str]]) -> Iterator[str]:
 
 def test_modules_import_one_another_without_circles() -> None:
     graph = import_graph()
-    found = [c for c in circles(graph) if frozenset(c) not in TEMPORARY_CIRCLES]
+    found = list(circles(graph))
     assert not found, (
         "import circles between modules (lazy and TYPE_CHECKING imports count): "
         + "; ".join(" -> ".join(one_circle(graph, members)) for members in found)
         + ". Break each one: move what both sides need into a module below them, or hand the "
         "lower module an object (or a Protocol it declares) instead of importing the upper one"
     )
-
-
-def test_the_temporary_circles_still_exist() -> None:
-    # An entry whose circle is gone must be deleted, so the allow-list cannot hide a new one.
-    present = {frozenset(c) for c in circles(import_graph())}
-    gone = [sorted(entry) for entry in TEMPORARY_CIRCLES if entry not in present]
-    assert not gone, f"these circles are gone: delete them from TEMPORARY_CIRCLES: {gone}"
 
 
 def test_imports_point_down_the_layers() -> None:

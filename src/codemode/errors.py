@@ -33,6 +33,7 @@
         ├── ToolNotFoundError         no such tool in the catalog
         ├── ToolNotGrantedError       the tool exists but this execution may not call it
         ├── UpstreamUnavailableError  the tool's server could not be reached, failed or timed out
+        ├── DataFlowDeniedError       a call would send hidden data where the flow rules forbid
         └── SkillRefusedError         a skill cannot be saved or imported (failing tests...)
 
 ``ToolError`` messages are returned to the model as results, never as host tracebacks.
@@ -50,6 +51,7 @@ __all__ = [
     "ConfigError",
     "IncompatibleDependencyError",
     "ContextLengthError",
+    "DataFlowDeniedError",
     "IsolationUnavailableError",
     "ModelConfigError",
     "ModelError",
@@ -276,6 +278,13 @@ class ToolNotGrantedError(ToolError):
 
 class UpstreamUnavailableError(ToolError):
     code = "upstream_unavailable"
+
+
+class DataFlowDeniedError(ToolError):
+    """A call would send tokenized data (or pieces of it) to a server the flow rules do not
+    allow."""
+
+    code = "data_flow_denied"
 
 
 class SkillRefusedError(ToolError):

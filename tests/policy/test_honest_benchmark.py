@@ -48,12 +48,6 @@ def test_values_that_are_not_personal_data_reach_the_code(figures: dict[str, Any
     assert figures["guard_message_tokens"] > 0  # the two approvals were shown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the vault's fragment recall takes a customer's name for a fragment of the e-mail "
-    "address seen before (maria.lopez0@example.com), so later results show the name as "
-    "<EMAIL_1> and writes receive the address as the name (privacy.recall, issue 23)",
-)
 def test_names_reach_the_code_and_the_address_book_intact(figures: dict[str, Any]) -> None:
     assert figures["names_seen_as_tokens"] == 0
     assert figures["corrupted_writes"] == 0

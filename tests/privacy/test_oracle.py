@@ -1,5 +1,6 @@
-"""A substring oracle cannot rebuild a hidden value: it is paused for a human (and stopped when
-no one approves) long before, and search/yes-no tools have a rate and a total per session."""
+"""A substring oracle cannot rebuild a hidden value: a probe that grows a piece of it is paused
+for a human (and stopped when no one approves) before a tenth of it shows, whatever shape the
+guesses take; search/yes-no tools keep a rate and a total per session as a backstop."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from codemode.config import CodemodeConfig
 from codemode.engine.chain import build_invoker_chain
 from codemode.policy.outcome import ApprovalDeniedError, BudgetExhaustedError, PolicyRefusedError
 from codemode.privacy import PrivacySettings
-from codemode.privacy.oracle import OracleGuard, OracleSettings, near_identical
+from codemode.privacy.oracle import OracleGuard, OracleSettings
+from codemode.privacy.recall import skeleton
 from codemode.tools import ToolCall, ToolSpec
 
 SECRET_EMAIL = "maria.lopez@globex.example.com"
@@ -25,13 +27,17 @@ class Crm:
 
     def __init__(self) -> None:
         self.searches = 0
+        self.confirmed = 0  # the longest guess answered yes: what the code has learned
 
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
         if call.tool == "get_contact":
             return {"email": SECRET_EMAIL}
         if call.tool == "search":
             self.searches += 1
-            return {"found": SECRET_EMAIL.startswith(call.arguments["query"])}
+            found = SECRET_EMAIL.startswith(call.arguments["query"])
+            if found:
+                self.confirmed = max(self.confirmed, len(skeleton(call.arguments["query"])))
+            return {"found": found}
         if call.tool == "count_orders":
             return {"count": 3}
         raise KeyError(call.tool)
@@ -82,20 +88,20 @@ def test_a_substring_oracle_is_stopped_before_it_rebuilds_a_value(
     approver: Approver | None,
 ) -> None:
     crm = Crm()
-    with pytest.raises(ApprovalDeniedError, match="one character"):
+    with pytest.raises(ApprovalDeniedError, match="Pass <EMAIL_1> itself"):
         rebuild(chain(crm, approver))
-    assert crm.searches <= OracleSettings().similar_calls + 1
+    assert crm.confirmed < 0.1 * len(skeleton(SECRET_EMAIL))
     if approver is not None:
         assert len(approver.asked) == 1 and "crm.search" in approver.asked[0]
 
 
 def test_an_approved_pattern_goes_on_and_asks_again_later() -> None:
     crm, approver = Crm(), Approver(True)
-    invoker = chain(crm, approver, similar_calls=5, calls_per_session=40)
+    invoker = chain(crm, approver, calls_per_session=80, calls_per_minute=1000)
     with pytest.raises(BudgetExhaustedError, match="calls_per_session"):
         rebuild(invoker)
-    assert len(approver.asked) >= 2  # asked every 5 near-identical calls
-    assert crm.searches == 40  # and the session total still holds
+    assert len(approver.asked) >= 2  # asked at each step that grows the piece
+    assert crm.searches == 80  # and the session total still holds
 
 
 def test_the_rate_per_minute_holds_and_recovers() -> None:
@@ -103,7 +109,7 @@ def test_the_rate_per_minute_holds_and_recovers() -> None:
     crm = Crm()
     guard = OracleGuard(
         crm,
-        OracleSettings(calls_per_minute=3, similar_calls=100),
+        OracleSettings(calls_per_minute=3),
         specs=lambda s, t: None,
         approver=None,
         clock=lambda: now[0],
@@ -144,22 +150,6 @@ def test_refusals_are_policy_refusals_for_the_audit_log() -> None:
     assert issubclass(ApprovalDeniedError, PolicyRefusedError)
 
 
-@pytest.mark.parametrize(
-    ("first", "second", "near"),
-    [
-        ('{"q":"mar"}', '{"q":"mari"}', True),
-        ('{"q":"mara"}', '{"q":"marb"}', True),
-        ('{"q":"xmari"}', '{"q":"mari"}', True),
-        ('{"q":"mari"}', '{"q":"mari"}', False),
-        ('{"q":"ma"}', '{"q":"mari"}', False),
-        ('{"q":"abcd"}', '{"q":"abdc"}', False),
-    ],
-)
-def test_near_identical(first: str, second: str, near: bool) -> None:
-    assert near_identical(first, second) is near
-    assert near_identical(second, first) is near
-
-
 def test_noise_in_other_arguments_does_not_hide_a_probe() -> None:
     """Hostile code pads each call with a changing argument and grows its guess two
     characters at a time: the guess is still compared with the guesses before it."""
@@ -171,20 +161,5 @@ def test_noise_in_other_arguments_does_not_hide_a_probe() -> None:
             guess = "maria.lopez@globex.example.com"[: 2 + 2 * (index % 14)]
             arguments = {"query": guess, "pad": f"{index:08x}{index * 7919:08x}"}
             invoker.invoke(ToolCall("crm", "search", arguments), timeout_s=5)
-    assert crm.searches <= OracleSettings().similar_calls + 1
+    assert crm.confirmed < 0.1 * len(skeleton(SECRET_EMAIL))
     assert approver.asked
-
-
-@pytest.mark.parametrize(
-    ("first", "second", "near"),
-    [
-        ("ma", "mari", True),
-        ("maria.l", "maria.lop", True),
-        ("lopez", "a.lopez", True),
-        ("ab", "abcdef", False),
-        ("lopez", "wxyz.lopez", False),
-    ],
-)
-def test_a_guess_grown_at_either_end_is_near_identical(first: str, second: str, near: bool) -> None:
-    assert near_identical(first, second) is near
-    assert near_identical(second, first) is near

@@ -4,9 +4,9 @@
     -> audit -> policy (deny, ask, budgets, remembered approvals; it runs the privacy
     wrapper's flow check first, so a forbidden flow is refused before anything is asked and
     one the human must allow is part of the call's approval) -> observed result shapes (of
-    the results the sandbox receives) -> oracle guard (budgets and pattern checks for search
-    and yes/no tools) -> privacy (tokens back to values, flow rules; results to tokens) ->
-    upstream (the catalog)
+    the results the sandbox receives) -> oracle guard (probes of hidden values and their
+    pieces; budgets for search and yes/no tools) -> privacy (tokens back to values, flow
+    rules; results to tokens) -> upstream (the catalog)
 
 Policy, approvals and the audit log see tokenized arguments: personal data never reaches them.
 A new wrapper is one more line in ``build_invoker_chain``.
@@ -85,7 +85,14 @@ def build_invoker_chain(
         if config.privacy.oracle.enabled:
             from codemode.privacy.oracle import OracleGuard
 
-            invoker = OracleGuard(invoker, config.privacy.oracle, specs=specs, approver=approver)
+            invoker = OracleGuard(
+                invoker,
+                config.privacy.oracle,
+                specs=specs,
+                approver=approver,
+                vault=privacy.vault,
+                may_flow=privacy.flows_unasked,
+            )
     if shapes is not None:  # outside privacy: it sees results as the sandbox will
         from codemode.catalog.observed import ShapeRecorder
 

@@ -1,5 +1,6 @@
 """PII tokenization at the bridge: sensitive values stay on the host, the code sees tokens.
 
+detection   ``Detector`` and ``Detection``, what the scanning modules share
 detectors   what counts as sensitive (EMAIL, PHONE, CARD, IBAN, IP, national ids, SECRET)
 checks      the checksums and ranges behind them
 markup      values split or wrapped by markup (search snippets, highlights, Markdown)
@@ -11,7 +12,8 @@ vault       value <-> token, per session, host side only
 tokenizer   walk results (tokenize) and call arguments (detokenize)
 settings    the ``[privacy]`` config table, flow rules
 invoker     ``PrivacyInvoker`` (the bridge wrapper) and ``scan_output`` (the second net)
-oracle      ``OracleGuard``: budgets and pattern checks for search and yes/no tools
+pieces      the pieces of hidden values that call arguments carry (what the host knows)
+oracle      ``OracleGuard``: probes of hidden values, their pieces, budgets for search tools
 redact      ``redact``: ``<KIND>`` markers for log lines (the audit log uses it)
 assertions  ``assert_no_pii`` for tests
 """

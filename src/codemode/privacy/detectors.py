@@ -59,6 +59,8 @@ from codemode.privacy.checks import (
     ssn_valid,
     trunk_phone_valid,
 )
+from codemode.privacy.detection import Detection, Detector, Validator
+from codemode.privacy.fastscan import FAST_MIN_CHARS, native_available, scan, windowed_kinds
 from codemode.privacy.markup import has_markup, markup_detections
 
 __all__ = [
@@ -74,39 +76,6 @@ __all__ = [
     "luhn_valid",
     "non_overlapping",
 ]
-
-Validator = Callable[[re.Match[str]], bool]
-
-
-@dataclass(frozen=True, slots=True)
-class Detection:
-    """One detected value: ``text[start:end] == value``, except for a value that markup split
-    (``maria@[globex].example.com``): there ``value`` is without the markup and the span
-    covers it."""
-
-    kind: str
-    start: int
-    end: int
-    value: str
-
-
-@dataclass(frozen=True, slots=True)
-class Detector:
-    """A candidate regex and an optional check. The value is group ``value`` if the regex has it."""
-
-    kind: str
-    pattern: re.Pattern[str]
-    validate: Validator | None = None
-
-    def find(self, text: str) -> Iterable[Detection]:
-        has_group = "value" in self.pattern.groupindex
-        for match in self.pattern.finditer(text):
-            if self.validate is not None and not self.validate(match):
-                continue
-            start, end = match.span("value") if has_group else match.span()
-            if end > start:
-                yield Detection(self.kind, start, end, text[start:end])
-
 
 # --- the built-in detectors -----------------------------------------------------------------
 
@@ -337,10 +306,8 @@ class DetectorSet:
         self._groups = _gate_groups([d for kind in self.kinds for d in _BUILTINS[kind]])
         self._rank = {kind: rank for rank, kind in enumerate(self.all_kinds)}
         self._cached = functools.lru_cache(maxsize=16384)(self._detect)
-        from codemode.privacy import fastscan  # it builds on this module
-
-        self._fast_min = fastscan.FAST_MIN_CHARS
-        self._fast_scan = fastscan.scan
+        self._fast_min = FAST_MIN_CHARS
+        self._fast_scan = scan
         self.use_native_anchors(True)
         self._by_digest: dict[bytes, tuple[Detection, ...]] = {}
 
@@ -354,19 +321,15 @@ class DetectorSet:
 
     def use_fast_path(self, enabled: bool) -> None:
         """Whether long text takes the fast path (off: the whole-text scan, for comparison)."""
-        from codemode.privacy import fastscan
-
-        self._fast_min = fastscan.FAST_MIN_CHARS if enabled else sys.maxsize
+        self._fast_min = FAST_MIN_CHARS if enabled else sys.maxsize
 
     def use_native_anchors(self, enabled: bool) -> None:
         """Whether the fast path finds its anchors with Hyperscan, where it is installed (off:
         the pure-Python anchors, which find the same places)."""
-        from codemode.privacy import fastscan
-
         kinds = {k: _BUILTINS[k] for k in self.kinds}
-        self._windowed = fastscan.windowed_kinds(kinds, native=enabled)
-        native = enabled and fastscan.native_available()
-        self._window_min = _NATIVE_MIN_CHARS if native else fastscan.FAST_MIN_CHARS
+        self._windowed = windowed_kinds(kinds, native=enabled)
+        native = enabled and native_available()
+        self._window_min = _NATIVE_MIN_CHARS if native else FAST_MIN_CHARS
 
     def detect(self, text: str, digest: bytes | None = None) -> tuple[Detection, ...]:
         """``digest``: the text's ``content_digest``, when the caller has it already."""

@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from codemode.privacy.detectors import Detection, Detector
+from codemode.privacy.detection import Detection, Detector
 from codemode.privacy.native import ANCHORS, NativeAnchor, NativeScanner, native_scanner
 
 __all__ = ["FAST_MIN_CHARS", "WindowedKind", "native_available", "windowed_kinds"]

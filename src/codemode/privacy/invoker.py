@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from codemode.bridge.host import ToolInvoker
-from codemode.errors import ToolError
+from codemode.errors import DataFlowDeniedError, ToolError
 from codemode.policy.engine import SpecLookup
 from codemode.policy.flowgate import FlowAsk, approved_tokens
-from codemode.privacy.flows import FlowRefusal, allowing_line, decide_flows
+from codemode.privacy.flows import FlowRefusal, allowing_line, decide_flows, flow_action
 from codemode.privacy.recall import FRAGMENT_SCAN_MAX
 from codemode.privacy.settings import PrivacySettings
 from codemode.privacy.tokenizer import OUTPUT_SOURCE, detokenize
@@ -24,12 +24,6 @@ from codemode.privacy.vault import TokenSource, Vault, VaultEntry
 from codemode.tools import ToolCall
 
 __all__ = ["DataFlowDeniedError", "PrivacyInvoker", "scan_output"]
-
-
-class DataFlowDeniedError(ToolError):
-    """A call would send tokenized data to a server the flow rules do not allow."""
-
-    code = "data_flow_denied"
 
 
 class PrivacyInvoker:
@@ -116,9 +110,18 @@ class PrivacyInvoker:
                     tokens.add(entry.token)
         return more
 
+    def _closed_world(self, server: str, tool: str) -> bool:
+        spec = self.specs(server, tool) if self.specs is not None else None
+        return spec is not None and spec.open_world is False
+
+    def flows_unasked(self, origin: str, server: str, tool: str) -> bool:
+        """Whether ``origin``'s data may reach ``server.tool`` with no one asked (the oracle
+        guard holds pieces of a value to this: they must not slip past an approval)."""
+        closed_world = self._closed_world(server, tool)
+        return flow_action(self.settings, origin, server, closed_world=closed_world) == "allow"
+
     def _decide(self, call: ToolCall, entries: list[VaultEntry]) -> FlowAsk | None:
-        spec = self.specs(call.server, call.tool) if self.specs is not None else None
-        closed_world = spec is not None and spec.open_world is False
+        closed_world = self._closed_world(call.server, call.tool)
         decided = decide_flows(
             self.settings, entries, call.server, call.tool, closed_world=closed_world
         )

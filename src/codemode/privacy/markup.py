@@ -18,10 +18,8 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from codemode.privacy.detectors import Detection
+from codemode.privacy.detection import Detection
 
 __all__ = ["has_markup", "markup_detections", "normalize"]
 

@@ -54,12 +54,14 @@ ANCHORS: dict[tuple[str, int], NativeAnchor] = {
     ("SECRET", 8): NativeAnchor(r"eyJ", 4, 16_384),
     ("SECRET", 9): NativeAnchor(r"(?i)key|secret|token|pass|pwd|auth|bearer", 22, 540),
     ("EMAIL", 0): NativeAnchor(r"[A-Za-z0-9._%+\-]@[A-Za-z0-9]", at=2),
-    ("IBAN", 0): NativeAnchor(r"(?:^|[^A-Za-z0-9])[A-Z]{2}\d\d ?[A-Z0-9]{4} ?[A-Z0-9]{4}", 16, 34),
+    # No character before: the ASCII copy shows a non-ASCII digit as 0, which the pattern's
+    # look-behind (ASCII letters and digits) lets through.
+    ("IBAN", 0): NativeAnchor(r"[A-Z]{2}\d\d ?[A-Z0-9]{4} ?[A-Z0-9]{4}", 16, 34),
     ("CARD", 0): NativeAnchor(r"(?:^|[^\w.\-])\d{4}[ \-]\d{4}[ \-]\d{4}[ \-]\d", 17, 9),
     ("CARD", 1): NativeAnchor(r"(?:^|[^\w.\-])\d{4}[ \-]\d{6}[ \-]\d{4}", 17, 3),
     ("CARD", 2): NativeAnchor(r"(?:^|[^\w.\-])\d{13}", 14, 8),
     ("SSN", 0): NativeAnchor(r"(?:^|[^\w.\-])\d{3}[ \-]\d{2}[ \-]\d{4}", 12, 2),
-    ("UK_NINO", 0): NativeAnchor(r"(?:^|[^A-Za-z0-9])[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]", 14, 2),
+    ("UK_NINO", 0): NativeAnchor(r"[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]", 14, 2),
     ("DE_TAX_ID", 0): NativeAnchor(r"(?:^|[^\w.,\-])[1-9]\d ?\d{3} ?\d{3} ?\d{3}", 15, 2),
     ("ES_DNI", 0): NativeAnchor(r"(?:^|[^\w\-])(?:\d{8}|[XYZ]\d{7})-?[A-Z]", 11, 2),
     ("IP", 0): NativeAnchor(r"\d\.\d{1,3}\.\d", 11, 12),

@@ -1,16 +1,25 @@
-"""``OracleGuard``: limits on tools that can be used to rebuild hidden values one guess at a time.
+"""``OracleGuard``: stops calls that rebuild hidden values one guess at a time, judged by what
+the host knows.
 
 A tool that answers yes/no or substring questions (a search, an "exists" check) is an oracle:
 code that holds only ``<EMAIL_1>`` can still ask "is there a contact whose e-mail starts with
-``m``? with ``ma``?" and rebuild the address in a few hundred calls. The guard, between the
-policy and the privacy wrapper, does two things for such tools:
+``jo``? with ``jor``?" and rebuild the address. The host holds the value, so it need not guess
+from the shape of the traffic: ``codemode.privacy.pieces`` finds the pieces of hidden values
+that arguments carry, however they are written (case, wildcards, whitespace, look-alike
+letters, reversed). The guard, between the policy and the privacy wrapper, does three things:
 
-budget    a rate (calls per minute) and a total per session, over all oracle tools together;
-          past either, the call is refused (``budget`` in the audit log).
-pattern   many near-identical calls to one tool (arguments that differ by one character from
-          an earlier call's) pause the execution for a human, as an ``ask`` rule does; denied,
-          the call is refused. Approved, the next run of such calls is let through before
-          the guard asks again.
+probes    a call to an oracle tool whose arguments grow, by letters, a piece of a hidden value
+          that an earlier oracle call carried (the piece and more, or the next character a
+          pattern places), once what they showed reaches a tenth of the value, pauses the
+          execution for a human, as an ``ask`` rule does; denied, the call is refused.
+          Calls that look alike but carry no piece of a hidden value (ids 1..1000, dates, one
+          character apart) are never paused; one call that carries a piece (a search for a
+          word the value holds) is not a probe either.
+pieces    the pieces of one hidden value sent to a server its flow rules forbid add up across
+          calls: once they hold a run of the value as long as the fragment a single argument is
+          refused for (``recall.fragment_chars``), the call is refused (``DataFlowDeniedError``).
+budget    a rate (calls per minute) and a total per session over all oracle tools, as a
+          backstop; past either, the call is refused (``budget`` in the audit log).
 
 Which tools are oracles: names matching ``[privacy.oracle] tools`` (globs over
 ``server.tool``; the default names searches, lookups, checks and ``is_``/``has_`` questions),
@@ -20,23 +29,25 @@ tools whose input has a ``query``-like parameter, and tools whose output is a bo
 from __future__ import annotations
 
 import fnmatch
-import json
+import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import Field, StrictBool, StrictStr
 
 from codemode.bridge.host import Approver, ToolInvoker, execution_clock_paused
 from codemode.config_model import ConfigModel, Hint, PositiveWholeNumber
+from codemode.errors import DataFlowDeniedError
 from codemode.policy.outcome import ApprovalDeniedError, BudgetExhaustedError, note_verdict
+from codemode.privacy.pieces import Knowledge, Piece, longest_stretch
+from codemode.privacy.recall import fragment_chars
+from codemode.privacy.vault import Vault
 from codemode.tools import ToolCall, ToolSpec
 
-__all__ = ["DEFAULT_ORACLE_TOOLS", "OracleGuard", "OracleSettings", "near_identical"]
+__all__ = ["DEFAULT_ORACLE_TOOLS", "OracleGuard", "OracleSettings"]
 
 DEFAULT_ORACLE_TOOLS: tuple[str, ...] = (
     "*search*", "*find*", "*lookup*", "*exists*", "*check*", "*match*", "*contains*",
@@ -45,17 +56,18 @@ DEFAULT_ORACLE_TOOLS: tuple[str, ...] = (
 _QUERY_PARAMETERS = frozenset(
     {"query", "q", "prefix", "contains", "substring", "pattern", "search", "term", "starts_with"}
 )
-#: Calls remembered per tool to compare new ones with.
-_HISTORY = 64
-#: A guess grown by at most this many characters still counts as near-identical.
-_GROWTH = 3
+#: The share of a hidden value that probes may reveal before a human is asked.
+PROBE_SHARE = 0.10
 
 SpecLookup = Callable[[str, str], ToolSpec | None]
+# (origin server, destination server, destination tool) -> may its data go there unasked?
+MayFlow = Callable[[str, str, str], bool]
 
 
 class OracleSettings(ConfigModel):
-    """``[privacy.oracle]``: ``enabled``, ``tools``, ``calls_per_minute``,
-    ``calls_per_session`` and ``similar_calls`` (near-identical calls before asking)."""
+    """``[privacy.oracle]``: ``enabled``, ``tools``, ``calls_per_minute`` and
+    ``calls_per_session``. ``similar_calls`` is still read but no longer used: calls that
+    look alike are not a signal, pieces of hidden values are."""
 
     enabled: StrictBool = True
     tools: Annotated[
@@ -69,50 +81,9 @@ class OracleSettings(ConfigModel):
     similar_calls: PositiveWholeNumber = 12
 
 
-def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    """Every scalar of JSON-like arguments as text, with its path."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(item, f"{path}.{key}")
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value[:64]):
-            yield from _leaves(item, f"{path}[{index}]")
-    else:
-        yield path, value if isinstance(value, str) else json.dumps(value, default=repr)
-
-
-def near_identical(first: str, second: str) -> bool:
-    """Whether two strings differ by one inserted, deleted or replaced character, or one
-    extends the other at either end by at most three (a probe growing a guess)."""
-    if first == second:
-        return False
-    short, long = (first, second) if len(first) <= len(second) else (second, first)
-    if len(long) - len(short) <= _GROWTH and short and long.startswith(short):
-        return True
-    if len(long) - len(short) <= _GROWTH and short and long.endswith(short):
-        return True
-    if abs(len(first) - len(second)) > 1:
-        return False
-    if len(first) == len(second):
-        return sum(a != b for a, b in zip(first, second, strict=True)) == 1
-    short, long = (first, second) if len(first) < len(second) else (second, first)
-    index = 0
-    while index < len(short) and short[index] == long[index]:
-        index += 1
-    return short[index:] == long[index + 1 :]
-
-
-Leaves = dict[str, str]  # JSON path -> string value of one call's arguments
-
-
-@dataclass
-class _ToolHistory:
-    recent: deque[Leaves] = dataclass_field(default_factory=lambda: deque(maxlen=_HISTORY))
-    similar: int = 0  # near-identical calls since the last approval
-
-
 class OracleGuard:
-    """A ``ToolInvoker`` wrapper that budgets oracle tools and asks before oracle patterns."""
+    """A ``ToolInvoker`` wrapper: probes of hidden values, their pieces sent where they may
+    not go, and budgets for oracle tools. Without ``vault`` only the budgets apply."""
 
     def __init__(
         self,
@@ -122,17 +93,23 @@ class OracleGuard:
         specs: SpecLookup,
         approver: Approver | None,
         clock: Callable[[], float] = time.monotonic,
+        vault: Vault | None = None,
+        may_flow: MayFlow | None = None,
     ) -> None:
         self.inner = inner
         self.settings = settings
         self.specs = specs
         self.approver = approver
         self.clock = clock
+        self.may_flow = may_flow
+        self.knowledge = Knowledge(vault) if vault is not None else None
         self._lock = threading.Lock()
         self._calls: deque[float] = deque()
         self._total = 0
-        self._history: dict[str, _ToolHistory] = {}
         self._is_oracle: dict[str, bool] = {}
+        self._probed: dict[int, set[int]] = {}  # hidden value -> positions oracle calls showed
+        self._probes: dict[int, set[Piece]] = {}  # ... and the pieces they carried
+        self._sent: dict[tuple[int, str], set[int]] = {}  # (value, server) -> positions sent
 
     def is_oracle(self, server: str, tool: str) -> bool:
         name = f"{server}.{tool}"
@@ -142,13 +119,21 @@ class OracleGuard:
         return known
 
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        if not self.settings.enabled or not self.is_oracle(call.server, call.tool):
+        if not self.settings.enabled:
             return self.inner.invoke(call, timeout_s=timeout_s)
-        name = f"{call.server}.{call.tool}"
-        self._spend(name)
-        if self._similar(name, call.arguments):
-            self._ask(call, name)
-        return self.inner.invoke(call, timeout_s=timeout_s)
+        knowledge = self.knowledge
+        pieces = knowledge.pieces(call.arguments) if knowledge is not None else {}
+        if pieces and self.may_flow is not None:
+            self._check_destination(call, pieces)
+        oracle = self.is_oracle(call.server, call.tool)
+        if oracle:
+            self._spend(f"{call.server}.{call.tool}")
+            if pieces:
+                self._check_probe(call, pieces)
+        result = self.inner.invoke(call, timeout_s=timeout_s)
+        if knowledge is not None:
+            knowledge.saw(result)
+        return result
 
     def _classify(self, server: str, tool: str) -> bool:
         name = f"{server}.{tool}"
@@ -185,40 +170,80 @@ class OracleGuard:
             which=f"privacy.oracle.{which}",
         )
 
-    def _similar(self, name: str, arguments: Any) -> bool:
-        """Whether some argument is near-identical to the same argument of a recent call
-        (compared one by one, so that noise in other arguments does not hide a probe)."""
-        leaves = dict(_leaves(arguments, ""))
+    def _check_destination(self, call: ToolCall, pieces: dict[int, list[Piece]]) -> None:
+        """Pieces of a value sent to a server its flow rules forbid add up across calls."""
+        assert self.knowledge is not None and self.may_flow is not None
+        destination, values = call.server, self.knowledge.values
         with self._lock:
-            history = self._history.setdefault(name, _ToolHistory())
-            if any(
-                near_identical(value, earlier[path])
-                for earlier in history.recent
-                for path, value in leaves.items()
-                if path in earlier
-            ):
-                history.similar += 1
-            history.recent.append(leaves)
-            if history.similar >= self.settings.similar_calls:
-                history.similar = 0
-                return True
-        return False
+            adding: list[tuple[tuple[int, str], set[int]]] = []
+            for index, found in pieces.items():
+                value = values[index]
+                positions = {p for piece in found for p in piece.hidden}
+                forbidden = [
+                    o for o in sorted(value.origins) if not self.may_flow(o, destination, call.tool)
+                ]
+                if not forbidden:
+                    continue
+                key = (index, destination)
+                total = self._sent.get(key, set()) | positions
+                size = len(value.skeleton)
+                if longest_stretch(total) >= min(size, fragment_chars(size)):
+                    origin = forbidden[0]
+                    note_verdict("deny", "privacy.flows")
+                    raise DataFlowDeniedError(
+                        f"{call.server}.{call.tool} was not run: with earlier calls its "
+                        f"arguments send pieces of {value.token} (data from {origin!r}) to "
+                        f"{destination!r}, where the flow rules do not let it go unasked",
+                        fix=f"pass {value.token} itself (the flow rules then allow, ask or "
+                        "refuse), never in pieces",
+                    )
+                adding.append((key, total))
+            self._sent.update(adding)
 
-    def _ask(self, call: ToolCall, name: str) -> None:
-        reason = (
-            f"{self.settings.similar_calls} calls to {name} whose arguments differ from an "
-            "earlier call's by one character: a pattern that can rebuild a hidden value one "
-            "character at a time"
+    def _check_probe(self, call: ToolCall, pieces: dict[int, list[Piece]]) -> None:
+        """Ask a human before an oracle call grows a piece of a value that earlier oracle calls
+        carried, by letters, to a tenth of the value or more."""
+        assert self.knowledge is not None
+        values = self.knowledge.values
+        growing = None
+        with self._lock:
+            for index, found in pieces.items():
+                before = self._probed.get(index, set())
+                earlier = self._probes.get(index, set())
+                skeleton = values[index].skeleton
+                enough = max(2, math.ceil(len(skeleton) * PROBE_SHARE))
+                for piece in found:
+                    # Digits added to a piece are how honest batches differ (id = 6, 7 ...).
+                    letters = any(skeleton[p].isalpha() for p in piece.hidden - before)
+                    after = len(before | piece.hidden)
+                    if letters and after >= enough and any(map(piece.grows, earlier)):
+                        growing = (values[index].token, after, len(skeleton))
+                        break
+                if growing is not None:
+                    break
+        if growing is not None:
+            self._ask(call, *growing)
+        with self._lock:
+            for index, found in pieces.items():
+                self._probed.setdefault(index, set()).update(p for f in found for p in f.hidden)
+                self._probes.setdefault(index, set()).update(f for f in found if f.hidden)
+
+    def _ask(self, call: ToolCall, token: str, shown: int, size: int) -> None:
+        name = f"{call.server}.{call.tool}"
+        what = (
+            f"would show {shown} of the {size} letters and digits of {token}, growing what "
+            "earlier searches showed: a probe that rebuilds a hidden value"
         )
+        reason = f"{name} {what}"
         approved = False
         if self.approver is not None:
             with execution_clock_paused():
                 approved = self.approver.request(call, reason=reason)
         if not approved:
-            note_verdict("ask-denied", "privacy.oracle.similar_calls")
+            note_verdict("ask-denied", "privacy.oracle.probe")
             raise ApprovalDeniedError(
-                f"{name} was not run: {reason}, and the user did not approve going on. "
-                "Do not probe values character by character",
-                rule="privacy.oracle.similar_calls",
+                f"{name} was not run: it {what}, and no one approved it. Pass {token} "
+                "itself instead of guessing its characters",
+                rule="privacy.oracle.probe",
             )
-        note_verdict("ask-approved", "privacy.oracle.similar_calls")
+        note_verdict("ask-approved", "privacy.oracle.probe")

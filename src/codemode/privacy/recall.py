@@ -3,16 +3,29 @@
 Hostile code, or an upstream that echoes its input, can bring a hidden value back in another
 shape: half of an address in a truncated error message, the address turned into a document id
 (``doc-maria-lopez-globex-example-com``), a value rebuilt piece by piece. ``Recall`` compares
-text with every value of the vault in two ways:
+text with every value of the vault. A span of text is replaced by a value's token only when it
+IS that value, or that value transformed (case, separators, markup, spacing, a slug) or cut
+short; text that merely shares words with a value (a person's name and their address, a company
+and its domain) is left alone:
 
 exact      a value too short for fragments (4 to 7 letters and digits), as it was seen,
            anywhere in the text;
 skeleton   both sides reduced to lower-case letters and digits; a run of at least
            ``fragment_chars(value)`` characters of the value's skeleton (about 40% of it, and 8
-           or more) found in the text's skeleton is a fragment. For an e-mail address the run
-           must hold three characters of the local part (all of a shorter one; a shared company
-           domain is not a fragment), and the local part alone counts; for a phone number the
-           run must reach its last three digits (a shared area code is not a fragment).
+           or more) found in the text's skeleton is a candidate, and counts when it is the
+           whole value or a cut of it that only the value would show:
+
+           an e-mail address  the run crosses the ``@``, with three characters of the local
+                              part and three of the domain (a name followed by a word, or a
+                              shared domain, is not the address); or it is the whole local part
+                              written as one word (``MARIA_LOPEZ``, not ``Maria Lopez``).
+                              ``at`` and ``dot`` written as words count as ``@`` and ``.``;
+           a phone number     the run reaches its last three digits (a shared area code is
+                              not the number);
+           words              a value of several words (a name, a street) is not found in a
+                              run made of some of its whole words (``Harbour Road`` of
+                              ``12 Harbour Road``): only the whole value or a run cut inside a
+                              word counts.
 
 Skeleton matching runs on strings up to ``FRAGMENT_SCAN_MAX`` characters (results are made of
 small strings; printed output is capped) through an index of the values' 8-character pieces;
@@ -60,11 +73,12 @@ def fragment_chars(skeleton_length: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class RecallHit:
-    """``text[start:end]`` holds ``entry``'s value or a fragment of it."""
+    """``text[start:end]`` holds ``entry``'s value (``whole``) or a fragment of it."""
 
     start: int
     end: int
     entry: VaultEntry
+    whole: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +89,8 @@ class _Known:
     minimum: int  # fragment length
     first_end: int  # a fragment must start before this offset of the skeleton
     last_start: int = 0  # ... and end after this one
+    local: int = 0  # an e-mail address: the length of its local part's skeleton
+    words: tuple[tuple[int, int], ...] = ()  # a value of several words: its words of letters
 
 
 class Recall:
@@ -157,27 +173,46 @@ class Recall:
 
     def _fragments(self, text: str) -> Iterable[RecallHit]:
         lowered = text.lower()
-        skel = _NOT_ALNUM.sub("", lowered)
+        yield from self._runs(text, _NOT_ALNUM.sub("", lowered), lowered, None)
+        if _SPELLED.search(lowered) is not None:  # "maria lopez at globex dot com"
+            spelled = _SPELLED.sub(_blank, lowered)
+            yield from self._runs(text, _NOT_ALNUM.sub("", spelled), spelled, spelled)
+
+    def _runs(self, text: str, skel: str, lowered: str, spelled: str | None) -> Iterable[RecallHit]:
         if len(skel) < _MIN_SKELETON:
             return
         grams = self._grams
         positions: list[int] | None = None
-        done: set[int] = set()
-        reach = 0  # the text's skeleton up to here is covered by a fragment found already
+        # Per value: the text's skeleton up to here is covered by a fragment found already.
+        reach: dict[int, int] = {}
         for at in range(0, len(skel) - _GRAM + 1, _STRIDE):
             places = grams.get(skel[at : at + _GRAM])
-            if places is None or at < reach:
+            if places is None:
                 continue
             for index, offset in places:
+                if at < reach.get(index, 0):
+                    continue
                 known = self._known[index]
                 span = _extend(known, offset, skel, at, _GRAM)
-                if span is None or (index in done and span[1] <= reach):
+                if span is None:
                     continue
-                done.add(index)
-                reach = max(reach, span[1])
                 if positions is None:
                     positions = [m.start() for m in _ALNUM.finditer(lowered)]
-                yield RecallHit(positions[span[0]], positions[span[1] - 1] + 1, known.entry)
+                found = _judge(known, span, text, positions, spelled is not None)
+                if found is None:
+                    continue
+                first, last = found
+                reach[index] = last
+                whole = span[2] == 0 and span[3] == len(known.skeleton)
+                yield RecallHit(positions[first], positions[last - 1] + 1, known.entry, whole)
+
+
+# "at" and "dot" written as words between the parts of an address.
+_SPELLED = re.compile(r"(?<=[0-9a-z])[\s(\[{]+(?:at|dot)[\s)\]}]+(?=[0-9a-z])")
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group())
 
 
 def _index(entry: VaultEntry) -> _Known:
@@ -186,8 +221,9 @@ def _index(entry: VaultEntry) -> _Known:
     skel = skeleton(value)
     if len(skel) < _MIN_SKELETON:
         return _Known(entry, exact, "", 0, 0)
-    first_end, last_start = len(skel), 0
+    first_end, last_start, local = len(skel), 0, 0
     minimum = min(len(skel), fragment_chars(len(skel)))
+    words: tuple[tuple[int, int], ...] = ()
     if entry.kind == "EMAIL" and "@" in value:
         # At least three characters of the local part must show: a shared domain with a
         # letter or two before it is not a fragment.
@@ -196,11 +232,30 @@ def _index(entry: VaultEntry) -> _Known:
         minimum = min(minimum, max(_MIN_SKELETON, local))  # the local part alone counts
     elif entry.kind == "PHONE":
         last_start = len(skel) - 3  # a shared area code is not a fragment: the end must show
-    return _Known(entry, exact, skel, minimum, first_end, last_start)
+    else:
+        words = _plain_words(value)
+    return _Known(entry, exact, skel, minimum, first_end, last_start, local, words)
 
 
-def _extend(known: _Known, offset: int, text: str, at: int, size: int) -> tuple[int, int] | None:
-    """The span in ``text`` of the longest common run through a seed, if long enough."""
+def _plain_words(value: str) -> tuple[tuple[int, int], ...]:
+    """The skeleton spans of a value's words of letters, if it has several words."""
+    parts = [skeleton(part) for part in value.split()]
+    if len(parts) < 2:
+        return ()
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for part in parts:
+        if part.isalpha():
+            spans.append((at, at + len(part)))
+        at += len(part)
+    return tuple(spans)
+
+
+def _extend(
+    known: _Known, offset: int, text: str, at: int, size: int
+) -> tuple[int, int, int, int] | None:
+    """The spans in ``text`` and in the value's skeleton of the longest common run through a
+    seed, if long enough."""
     value = known.skeleton
     left = 0
     while offset - left > 0 and at - left > 0 and value[offset - left - 1] == text[at - left - 1]:
@@ -214,7 +269,74 @@ def _extend(known: _Known, offset: int, text: str, at: int, size: int) -> tuple[
         return None
     if offset + right <= known.last_start:
         return None
-    return at - left, at + right
+    return at - left, at + right, offset - left, offset + right
+
+
+def _judge(
+    known: _Known, span: tuple[int, int, int, int], text: str, at: list[int], spelled: bool
+) -> tuple[int, int] | None:
+    """The part of a common run (``span``: in the text's skeleton, then in the value's) that
+    is the value or a cut of it only the value would show, as a span of the text's skeleton;
+    None if there is none. ``at``: the text's offset of each skeleton character; ``spelled``:
+    the text's skeleton left out ``at`` and ``dot`` written as words."""
+    text_start, text_end, start, end = span
+    if start == 0 and end == len(known.skeleton):
+        return text_start, text_end
+    if spelled:  # only a whole address is looked for in its spelled-out form
+        return None
+    if known.local:
+        return _email_cut(known, span, text, at)
+    if _whole_words(known.words, start, end):  # some of its words, whole: shared words
+        return None
+    return text_start, text_end
+
+
+def _whole_words(words: tuple[tuple[int, int], ...], start: int, end: int) -> bool:
+    """Whether ``[start, end)`` is a run of consecutive words of letters of ``words``."""
+    at = start
+    for low, high in words:
+        if low == at and high <= end:
+            at = high
+    return at == end and at > start
+
+
+def _email_cut(
+    known: _Known, span: tuple[int, int, int, int], text: str, at: list[int]
+) -> tuple[int, int] | None:
+    text_start, text_end, start, end = span
+    local, domain = known.local, len(known.skeleton) - known.local
+    if start < local < end:
+        # Across the @, written as "@" or in one word (a slug, a cut): the run is cut at the
+        # nearest whitespace on each side (a name followed by a word is not an address:
+        # "Maria Lopez, Globex", "Rowan Brown" against rowan_b@rowansystems.de).
+        boundary = text_start + local - start
+        head, tail = at[boundary - 1] + 1, at[boundary]
+        if "@" in text[head:tail] or not _spaced(text[head:tail]):
+            first, last = boundary - 1, boundary
+            while first > text_start and not _spaced(text[at[first - 1] : at[first]]):
+                first -= 1
+            while last < text_end - 1 and not _spaced(text[at[last] : at[last + 1]]):
+                last += 1
+            low, high = start + first - text_start, start + last + 1 - text_start
+            if (
+                low <= local - min(local, 3)
+                and high >= local + min(domain, 3)
+                and high - low >= known.minimum
+            ):
+                return first, last + 1
+    # The whole local part as a word of its own: a slug of it, not a name in a sentence nor
+    # the start of a longer word.
+    if start != 0 or end < local or local < _MIN_SKELETON:
+        return None
+    first, last = at[text_start], at[text_start + local - 1]
+    alone = not text[first - 1 : first].isalnum() and not text[last + 1 : last + 2].isalnum()
+    if alone and not _spaced(text[first:last]):
+        return text_start, text_start + local
+    return None
+
+
+def _spaced(text: str) -> bool:
+    return any(char.isspace() for char in text)
 
 
 def _exact_hits(text: str, known: _Known) -> Iterable[RecallHit]:

@@ -18,7 +18,7 @@ enabled = true
 tools = ["*search*", "crm.is_*"]        # default: searches, lookups, checks, is_/has_ ...
 calls_per_minute = 60                   # over all such tools of a session
 calls_per_session = 500
-similar_calls = 12                      # near-identical calls before a human is asked
+# similar_calls is still read and ignored: pieces of hidden values are the signal
 ```
 
 Flow rules. Data tokenized from a server may always be sent back to that server. A server

@@ -124,7 +124,7 @@ class Tokenizer:
         if known:
             recall = self.recall(vault)
             recall.refresh()
-            detections = _merge(_recalled(recall, text, self._detected), detections)
+            detections = _merge(_recalled(recall, text, self._detected, detections), detections)
         if not detections:
             return text
         return _replace(text, detections, vault, lambda _d: source)
@@ -233,7 +233,7 @@ class _Walk:
         detections: Sequence[Detection] = self.detectors.detect(text, digest)
         if self.recall is not None:
             kinds = frozenset(self.detectors.all_kinds)
-            detections = _merge(_recalled(self.recall, text, kinds), detections)
+            detections = _merge(_recalled(self.recall, text, kinds, detections), detections)
         if "<" in text and ">" in text:
             detections = _merge(self._token_literals(text), detections)
         if not detections:
@@ -280,10 +280,25 @@ def _replace(
     return "".join(parts)
 
 
-def _recalled(recall: Recall, text: str, detected: frozenset[str]) -> list[Detection]:
+def _recalled(
+    recall: Recall, text: str, detected: frozenset[str], detections: Sequence[Detection]
+) -> list[Detection]:
     """Spans holding a value the vault knows (or a fragment), kind "" and the token: longest
-    first, so that a whole value wins over a fragment of it."""
-    hits = sorted(recall.find(text, detected=detected), key=lambda hit: hit.start - hit.end)
+    first (a whole value before a fragment of another as long), so that a whole value wins
+    over a fragment of it. A value the detectors find whole is its own value, not a fragment
+    of another that it shares letters with (``olivia@olivia-trading.com`` is not a cut of
+    ``popescu.olivia@oliviatrading.com``), unless it is written as a piece of it."""
+    found = {(item.start, item.end): item.value.casefold() for item in detections}
+    hits = sorted(
+        (
+            hit
+            for hit in recall.find(text, detected=detected)
+            if hit.whole
+            or (hit.start, hit.end) not in found
+            or found[hit.start, hit.end] in str(hit.entry.value).casefold()
+        ),
+        key=lambda hit: (hit.start - hit.end, not hit.whole),
+    )
     return [Detection("", hit.start, hit.end, hit.entry.token) for hit in hits]
 
 

@@ -1,0 +1,250 @@
+"""What the host knows: the session's hidden values, and the pieces of them that calls carry.
+
+The code holds a hidden value only as its token (``<EMAIL_1>``); the host holds the value. So
+the host can tell when call arguments carry pieces of it, however they are written:
+``Knowledge.pieces`` folds each argument (NFKC, case, look-alike letters from Cyrillic and
+Greek), keeps its letters and digits (whitespace, punctuation and the wildcards ``%``, ``_``,
+``*``, ``?`` go), and finds the runs it shares with each hidden value, read forwards and
+backwards. A run counts from three characters (six when it is digits only: ids, dates, amounts
+and invoice numbers are not pieces of a phone number, so numbers are left to the budgets); a
+whole argument of two characters that the value holds counts
+too (the first steps of a probe), and so do the characters of a pattern that puts them in a
+known place (``j%``: the value starts with ``j``; ``___r%``: its fourth character is ``r``).
+Words the session has received in clear (``saw``: a name, a
+company) are not hidden: their characters count for no piece.
+
+A run made only of three-character pieces that many values share (``example`` in every
+address of a company) is not a piece of any of them: it tells nothing about one value, and
+skipping it keeps the search fast (a KiB of prose against a thousand addresses). Arguments are
+searched up to 16 KiB per string (longer text is left to the recall's flow check). A piece is
+reported as the positions of the value it reveals, for the oracle guard to add up.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from codemode.privacy.tokenizer import OUTPUT_SOURCE
+from codemode.privacy.vault import TOKEN_PATTERN, Vault
+
+__all__ = ["Hidden", "Knowledge", "Piece", "fold", "longest_stretch"]
+
+# Letters that look like Latin ones (Cyrillic, Greek), which NFKC leaves as they are.
+_CONFUSABLES = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d"
+    "\u043a\u043c\u043d\u0442\u0432\u0433\u0261"  # Cyrillic (and a Latin script g)
+    "\u03b1\u03b5\u03b9\u03ba\u03bd\u03bf\u03c1\u03c4\u03c5\u03c7\u03b2",  # Greek
+    "aeopcyxijsdqwkmhtbrgaeiknoptuxb",
+)
+_NOT_ALNUM = re.compile(r"[^0-9a-z]+")
+_ALNUM_RUN = re.compile(r"[0-9a-z]+")
+_POSITIONAL = re.compile(r"([_?]*)([^%*_?]+)[%*]")
+_GRAM = 3
+#: A run made only of pieces more values than this share (``example.com``) is not a piece.
+_COMMON = 8
+_MIN_DIGITS = 6
+#: Words remembered as seen in clear, per session (beyond it, new words are not remembered).
+_MAX_PUBLIC = 200_000
+_MAX_LEAVES = 256
+_MAX_SEEN_CHARS = 4 << 20  # of one result
+_MAX_ARGUMENT_CHARS = 16_384
+
+
+def fold(text: str) -> str:
+    """``text`` in NFKC, case-folded, with look-alike letters made Latin."""
+    return unicodedata.normalize("NFKC", text).casefold().translate(_CONFUSABLES)
+
+
+@dataclass(frozen=True, slots=True)
+class Hidden:
+    """A value the session holds only as ``token``, as letters and digits."""
+
+    token: str
+    skeleton: str
+    origins: frozenset[str]
+    raw: str  # folded, as written
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A run ``[start, end)`` of a hidden value's letters and digits that an argument carries;
+    ``hidden``: the positions it shows that the code was not given in clear; ``placed``: put
+    in place by a pattern (``___r%``) rather than found as a run."""
+
+    start: int
+    end: int
+    hidden: frozenset[int]
+    placed: bool = False
+
+    def grows(self, earlier: Piece) -> bool:
+        """Whether this piece extends ``earlier``: it holds it and more, or it is the next
+        character a pattern places after it."""
+        if self.placed and earlier.placed and self.start in (earlier.end, earlier.start - 1):
+            return True
+        inside = self.start <= earlier.start and earlier.end <= self.end
+        return inside and self.end - self.start > earlier.end - earlier.start
+
+
+def longest_stretch(positions: Iterable[int]) -> int:
+    """The length of the longest run of consecutive positions."""
+    best = run = 0
+    last = -2
+    for position in sorted(set(positions)):
+        run = run + 1 if position == last + 1 else 1
+        best = max(best, run)
+        last = position
+    return best
+
+
+class Knowledge:
+    """One session's hidden values (from its vault) and the words it has seen in clear."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self._lock = threading.Lock()
+        self._version = -1
+        self._count = 0
+        self.values: list[Hidden] = []
+        self._grams: dict[str, list[tuple[int, int]]] = {}
+        self._spread: dict[str, int] = {}  # gram -> how many values hold it
+        self._rare: frozenset[str] = frozenset()  # grams that few values hold
+        self._public: set[str] = set()
+
+    def saw(self, result: Any) -> None:
+        """The code received ``result`` (tokenized): its words are not hidden from it."""
+        with self._lock:
+            budget = _MAX_SEEN_CHARS
+            for text in _texts(result, keys=True, items=None):
+                if len(self._public) >= _MAX_PUBLIC or budget <= 0:
+                    return
+                budget -= len(text)
+                words = _ALNUM_RUN.findall(fold(text[:_MAX_SEEN_CHARS]))
+                # Short words would let "j o r" pass as words seen in clear.
+                self._public.update(word for word in words if len(word) >= _GRAM)
+
+    def pieces(self, arguments: Any) -> dict[int, list[Piece]]:
+        """Per hidden value (its index in ``values``), the pieces the arguments carry."""
+        self._refresh()
+        found: dict[int, list[Piece]] = {}
+        for leaf in _texts(arguments):
+            text = leaf[:_MAX_ARGUMENT_CHARS]
+            if "%" in text or "*" in text:
+                for index, piece in self._at_offset(text):
+                    found.setdefault(index, []).append(piece)
+            skeleton, public = self._skeleton(text)
+            if len(skeleton) < 2:
+                continue
+            for chars, hidden in ((skeleton, public), (skeleton[::-1], public[::-1])):
+                for index, piece in self._runs(chars, hidden):
+                    found.setdefault(index, []).append(piece)
+        return found
+
+    def _at_offset(self, text: str) -> Iterator[tuple[int, Piece]]:
+        """``jo%``, ``___r%``: the characters of a pattern with a known place in the value."""
+        match = _POSITIONAL.match(fold(text))
+        if match is None:
+            return
+        offset, literal = len(match.group(1)), match.group(2)
+        if literal.isdigit() and len(literal) < _MIN_DIGITS:
+            return
+        for index, value in enumerate(self.values):
+            if value.raw[offset : offset + len(literal)] == literal:
+                before = len(_NOT_ALNUM.sub("", value.raw[:offset]))
+                end = before + len(_NOT_ALNUM.sub("", literal))
+                yield index, Piece(before, end, frozenset(range(before, end)), placed=True)
+
+    def _skeleton(self, text: str) -> tuple[str, list[bool]]:
+        """The letters and digits of ``text`` folded, and for each whether it is hidden."""
+        chars: list[str] = []
+        hidden: list[bool] = []
+        for word in _ALNUM_RUN.findall(fold(TOKEN_PATTERN.sub(" ", text))):
+            chars.append(word)
+            hidden.extend([word not in self._public] * len(word))
+        return "".join(chars), hidden
+
+    def _runs(self, chars: str, hidden: list[bool]) -> Iterator[tuple[int, Piece]]:
+        if len(chars) == 2 and all(hidden) and not chars.isdigit():  # a probe's first steps
+            for index, value in enumerate(self.values):
+                at = value.skeleton.find(chars)
+                if at >= 0:
+                    yield index, Piece(at, at + 2, frozenset((at, at + 1)))
+            return
+        grams, rare = self._grams, self._rare
+        done: set[tuple[int, int, int]] = set()
+        emitted: set[tuple[int, Piece]] = set()
+        # A run is found from a gram few values share (fast, and specific).
+        seeds = [at for at in range(len(chars) - _GRAM + 1) if chars[at : at + _GRAM] in rare]
+        for at in seeds:
+            for index, offset in grams[chars[at : at + _GRAM]]:
+                known = self.values[index].skeleton
+                left = 0
+                while left < min(at, offset) and known[offset - left - 1] == chars[at - left - 1]:
+                    left += 1
+                start = at - left
+                if (index, at - offset, start) in done:
+                    continue
+                done.add((index, at - offset, start))
+                size = left + _GRAM
+                while (
+                    start + size < len(chars)
+                    and offset - left + size < len(known)
+                    and chars[start + size] == known[offset - left + size]
+                ):
+                    size += 1
+                if chars[start : start + size].isdigit() and size < _MIN_DIGITS:
+                    continue
+                first = offset - left
+                revealed = frozenset(first + i for i in range(size) if hidden[start + i])
+                piece = Piece(first, first + size, revealed)
+                if revealed and (index, piece) not in emitted:
+                    emitted.add((index, piece))
+                    yield index, piece
+
+    def _refresh(self) -> None:
+        with self._lock:
+            if self.vault.version == self._version:
+                return
+            self._version = self.vault.version
+            entries = list(self.vault.entries())
+            if len(entries) < self._count:  # wiped
+                self.values, self._grams, self._spread, self._count = [], {}, {}, 0
+            for entry in entries[self._count :]:
+                self._count += 1
+                origins = frozenset(entry.origins) - {OUTPUT_SOURCE}
+                raw = fold(str(entry.value))
+                skeleton = _NOT_ALNUM.sub("", raw)
+                if not origins or len(skeleton) < 2 * _GRAM:
+                    continue
+                index = len(self.values)
+                self.values.append(Hidden(entry.token, skeleton, origins, raw))
+                for offset in range(len(skeleton) - _GRAM + 1):
+                    self._grams.setdefault(skeleton[offset : offset + _GRAM], []).append(
+                        (index, offset)
+                    )
+                for gram in {skeleton[i : i + _GRAM] for i in range(len(skeleton) - _GRAM + 1)}:
+                    self._spread[gram] = self._spread.get(gram, 0) + 1
+            self._rare = frozenset(g for g, n in self._spread.items() if n <= _COMMON)
+
+
+def _texts(value: Any, *, keys: bool = False, items: int | None = _MAX_LEAVES) -> Iterator[str]:
+    """Every string and number of JSON-like data, with ``keys`` dict keys too (parameter names
+    are not data); of lists the first ``items`` items (None: all)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float):
+        yield str(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if keys and isinstance(key, str):
+                yield key
+            yield from _texts(item, keys=keys, items=items)
+    elif isinstance(value, list | tuple):
+        for item in value[:items]:
+            yield from _texts(item, keys=keys, items=items)

@@ -1,0 +1,113 @@
+"""End to end through the official MCP client and a real `codemode serve` over stdio, with a
+customers table served over MCP stdio: names that share words with addresses come back as
+names, an honest batch of per-customer queries never pauses, a case-varied LIKE probe is
+paused before a tenth of the address shows, and an address sent in pieces to a server its
+flow rules forbid is refused."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codemode.privacy.assertions import assert_no_pii
+from codemode.privacy.recall import skeleton
+from tests.gateway.conftest import client_for, execute, stdio_target, write_config
+from tests.privacy.customers_server import customers
+
+pytestmark = pytest.mark.anyio
+SERVER = str(Path(__file__).with_name("customers_server.py"))
+SECRET = "jordan.blake@acme.example.com"
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+    root = tmp_path_factory.mktemp("probes")
+    upstreams = {name: [sys.executable, SERVER, name] for name in ("customers", "mail")}
+    config = write_config(root, upstreams, pool_size=1)
+    # The rate per minute is a backstop this test does not measure: 60 queries and a probe.
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text + "\n[privacy.oracle]\ncalls_per_minute = 1000\n", encoding="utf-8")
+    async with client_for(stdio_target(config)) as client:
+        yield client
+
+
+async def test_names_that_share_words_with_addresses_come_back_as_names(client: Any) -> None:
+    code = (
+        "from servers import customers\n"
+        "rows = customers.read_query(query='SELECT id, name, email FROM customers')['rows']\n"
+        "print(';'.join(f\"{row['id']}:{row['name']}\" for row in rows))\n"
+        "print(sum(row['email'].startswith('<EMAIL_') for row in rows))\n"
+        "print(customers.read_query(query=\"SELECT 'Kofi Okafor' AS name\")['rows'][0]['name'])\n"
+    )
+    data = await execute(client, code)
+    assert data["status"] == "ok", data["text"]
+    names, tokens, alone = data["stdout"].splitlines()
+    assert names.split(";") == [f"{number}:{name}" for number, name, _ in customers()]
+    assert tokens == "60" and alone == "Kofi Okafor"
+    assert_no_pii(data["text"])
+
+
+async def test_an_honest_batch_of_per_customer_queries_never_pauses(client: Any) -> None:
+    code = (
+        "from servers import customers\n"
+        "for number in range(1, 61):\n"
+        "    query = f'SELECT name, email FROM customers WHERE id = {number}'\n"
+        "    row = customers.read_query(query=query)['rows'][0]\n"
+        "print('done')\n"
+    )
+    data = await execute(client, code)
+    assert data["status"] == "ok" and data["stdout"] == "done\n", data["text"]
+
+
+PROBE = """
+from servers import customers
+known = ''
+for _ in range(40):
+    for char in 'abcdefghijklmnopqrstuvwxyz0123456789.@-':
+        guess = ''.join(c.upper() if i % 2 else c for i, c in enumerate(known + char))
+        if customers.email_matches(customer_id=1, pattern=guess + '%')['matches']:
+            known += char
+            break
+    else:
+        break
+print('rebuilt', len(known))
+"""
+
+
+async def test_a_case_varied_probe_is_paused_before_a_tenth_shows(client: Any) -> None:
+    paused = await execute(client, PROBE)
+    assert paused["status"] == "approval_required", paused["text"]
+    approval = paused["approval"]
+    assert approval["tool"] == "customers.email_matches"
+    guess = approval["arguments"]["pattern"]
+    assert len(skeleton(guess)) - 1 < 0.1 * len(skeleton(SECRET)), guess  # before this call
+    assert "<EMAIL_1>" in approval["reason"]
+    denied = await client.call_tool("approve", {"approval": approval["id"], "allow": False})
+    assert denied.structured_content["status"] == "error"
+    assert "Pass <EMAIL_1> itself" in denied.structured_content["error"]["message"]
+    assert "rebuilt" not in denied.structured_content.get("stdout", "")
+
+
+async def test_an_address_sent_in_pieces_to_a_forbidden_server_is_refused(client: Any) -> None:
+    code = (
+        "from servers import customers, mail\n"
+        "for piece in ['jordan.', 'blake@a', 'cme.exa', 'mple.com']:\n"
+        "    mail.send(to='team', body=piece)\n"
+        "    print('sent', piece)\n"
+    )
+    data = await execute(client, code)
+    assert data["status"] == "error", data["text"]
+    assert "pieces of <EMAIL_" in data["error"]["message"]
+    sent = [line.split()[1] for line in data["stdout"].splitlines()]
+    hidden = skeleton("".join(sent)).replace("jordanblake", "")  # the name was seen in clear
+    assert len(sent) < 4 and len(hidden) < 10, sent
+    assert_no_pii(data["text"])

@@ -1,0 +1,83 @@
+"""What the host knows: the pieces of hidden values that arguments carry, in any shape, and
+what does not count as a piece (words seen in clear, short digit runs, shared grams)."""
+
+from __future__ import annotations
+
+import pytest
+
+from codemode.privacy import TokenSource, Vault
+from codemode.privacy.pieces import Knowledge, Piece, fold, longest_stretch
+from codemode.privacy.tokenizer import OUTPUT_SOURCE
+
+SECRET = "jordan.blake@acme.example.com"  # skeleton jordanblakeacmeexamplecom
+
+
+def knowledge(*values: tuple[str, str], server: str = "crm") -> Knowledge:
+    vault = Vault()
+    for kind, value in values:
+        vault.token_for(kind, value, TokenSource(server, "get", kind.lower()))
+    return Knowledge(vault)
+
+
+def spans(found: dict[int, list[Piece]], index: int = 0) -> set[tuple[int, int]]:
+    return {(piece.start, piece.end) for piece in found.get(index, [])}
+
+
+def test_fold_undoes_case_width_and_look_alike_letters() -> None:
+    assert fold("\uff2a\u043eRd\u0410n") == "jordan"  # fullwidth J, Cyrillic o and A
+
+
+@pytest.mark.parametrize(
+    ("argument", "expected"),
+    [
+        ("BlAkE", (6, 11)),  # case
+        ("%b_l_a_k_e%", (6, 11)),  # wildcards
+        ("b l a k e", (6, 11)),  # whitespace
+        ("bl\u0430k\u0435", (6, 11)),  # look-alikes (Cyrillic a and e)
+        ("ekalb", (6, 11)),  # reversed
+        ("jo", (0, 2)),  # a whole argument of two characters
+        ("SELECT * FROM t WHERE email LIKE '%acme.ex%'", (11, 17)),  # inside other text
+    ],
+)
+def test_a_piece_is_found_in_any_shape(argument: str, expected: tuple[int, int]) -> None:
+    found = spans(knowledge(("EMAIL", SECRET)).pieces({"q": argument}))
+    assert any(start <= expected[0] and expected[1] <= end for start, end in found), found
+
+
+def test_a_pattern_places_its_characters() -> None:
+    known = knowledge(("EMAIL", SECRET))
+    assert spans(known.pieces({"q": "j%"})) == {(0, 1)}
+    (placed,) = known.pieces({"q": "___d%"})[0]
+    assert (placed.start, placed.end, placed.placed) == (3, 4, True)
+    assert placed.grows(Piece(2, 3, frozenset({2}), placed=True))
+
+
+def test_words_seen_in_clear_are_not_hidden() -> None:
+    known = knowledge(("EMAIL", SECRET))
+    known.saw({"customers": [{"name": "Jordan Blake"}]})
+    assert known.pieces({"q": "Jordan Blake"}) == {}
+    (piece,) = known.pieces({"q": "jordan blake acme"})[0]
+    assert piece.hidden == frozenset(range(11, 15))  # only "acme" was not known
+
+
+def test_what_is_not_a_piece() -> None:
+    known = knowledge(("PHONE", "+1 415 555 0142"), ("EMAIL", SECRET))
+    assert known.pieces({"id": 142, "q": "4155"}) == {}  # digit runs count from six
+    assert 0 in known.pieces({"q": "555014"})
+    assert known.pieces({"<EMAIL_1>": "x", "q": "<EMAIL_1>"}) == {}  # tokens, parameter names
+
+
+def test_grams_many_values_share_are_not_pieces() -> None:
+    values = [("EMAIL", f"user{n}.x@example.org") for n in range(12)]
+    known = knowledge(*values, ("EMAIL", SECRET))
+    assert known.pieces({"q": "example"}) == {}  # in every address
+    assert 12 in known.pieces({"q": "acme.example"})  # seeded by acme, it runs on
+
+
+def test_values_the_code_printed_itself_are_not_hidden() -> None:
+    assert knowledge(("EMAIL", SECRET), server=OUTPUT_SOURCE).pieces({"q": "blake"}) == {}
+
+
+def test_longest_stretch() -> None:
+    assert longest_stretch({1, 2, 3, 7, 8}) == 3
+    assert longest_stretch(()) == 0
