@@ -188,6 +188,8 @@ class MiniLMEncoder:
         # The backend the float32 session starts with once ``encode`` needs it (None: started
         # or not wanted).
         self._deferred: Backend | None = None
+        # Set when that session waits for ``encode``: it may be stopped again after a build.
+        self._on_demand: Backend | None = None
         if backend != "numpy":
             self._start(backend)
 
@@ -217,7 +219,7 @@ class MiniLMEncoder:
                 self._prepared, self.threads, layers=_LAYERS, heads=_HEADS
             )
         if self._query_onnx is not None and backend == "auto":
-            self._deferred = backend
+            self._deferred = self._on_demand = backend
         else:  # "onnx" checks at once that the float32 graph runs too
             self._onnx = self._start_onnx(backend)
 
@@ -232,6 +234,20 @@ class MiniLMEncoder:
             backend, self._deferred = self._deferred, None
             self._onnx = self._start_onnx(backend)
         return self._onnx
+
+    def release_documents_session(self) -> None:
+        """Stop the float32 session if ``encode`` started it on demand (its weights, about
+        54 MB): queries run on the 8-bit graph, so a process needs it only while it embeds tool
+        texts, and the next ``encode`` starts it again. Nothing changes when queries need it
+        (float32 precision, or an 8-bit graph that failed) or when it never started."""
+        if self._on_demand is None or self._query_onnx is None:
+            return
+        if self._onnx is not None:
+            self._onnx, self._deferred = None, self._on_demand
+        from codemode.search.onnx_backend import return_freed_memory
+
+        # What the session (or a build's batch session, already stopped) freed.
+        return_freed_memory()
 
     @property
     def _tokenizer(self) -> Any:
@@ -368,13 +384,21 @@ class MiniLMEncoder:
     def _batch_forward(self) -> Callable[[Any, FloatArray], FloatArray]:
         """The pass for many texts: ONNX Runtime on ``batch_threads`` (a session for this call
         only, so it holds no memory after a build), else ``_forward``."""
-        onnx = self._float_onnx()
-        if onnx is None or self.batch_threads == self.threads:
+        if self.batch_threads == self.threads:
             return self._forward
-        from codemode.search.onnx_backend import OnnxForward, log
+        from codemode.search.onnx_backend import OnnxForward, graph_path, log
 
+        # A float32 session not started yet stays so: this call's is the only one it needs.
+        deferred = self._deferred is not None and self._prepared is not None
+        if self._onnx is None and not deferred:
+            return self._forward
         try:
-            session = OnnxForward(onnx.path, threads=self.batch_threads)
+            if self._onnx is not None:
+                path = self._onnx.path
+            else:
+                assert self._prepared is not None
+                path = graph_path(self._prepared, _LAYERS, _HEADS)
+            session = OnnxForward(path, threads=self.batch_threads)
         except Exception:  # noqa: BLE001 - the query session still works
             log.debug("no %s-thread ONNX Runtime session", self.batch_threads, exc_info=True)
             return self._forward

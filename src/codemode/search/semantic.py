@@ -186,7 +186,16 @@ class HybridIndex:
     def embed_documents(
         self, documents: Sequence[ToolDocument], progress: Progress | None = None
     ) -> None:
-        """Append the vectors of ``documents`` (already in the lexical index, in this order)."""
+        """Append the vectors of ``documents`` (already in the lexical index, in this order);
+        the encoder's document session is stopped after (queries do not need it)."""
+        try:
+            self._embed_documents(documents, progress)
+        finally:
+            self.encoder.release_documents_session()
+
+    def _embed_documents(
+        self, documents: Sequence[ToolDocument], progress: Progress | None = None
+    ) -> None:
         import numpy as np
 
         # One cache entry per server and view, so adding a source does not re-embed the others.
