@@ -235,3 +235,23 @@ def test_float32_queries_keep_their_session_after_a_build(model_cache, stripe_sp
     index = HybridIndex(encoder=encoder, cache_dir=model_cache / "fresh32")
     index.add_documents(tool_documents(stripe_specs[:3]))
     assert live_sessions() == ["minilm-v2.onnx"]
+
+
+def test_a_built_index_starts_its_query_session_on_the_first_search(
+    model_cache, tiny_specs, live_sessions
+):
+    from codemode.search.semantic import DOCUMENT_MAX_TOKENS, HybridIndex, build_index
+
+    index = build_index(tiny_specs, semantic=True, cache_dir=model_cache, persist=False)
+    assert isinstance(index, HybridIndex)
+    assert live_sessions() == []  # the build's float32 session stopped, no query session yet
+    assert index.encoder.query_precision == "int8"
+    hits = index.search("give a customer their money back")
+    assert live_sessions() == [INT8_GRAPH_FILE]
+    eager = HybridIndex(
+        encoder=MiniLMEncoder(max_length=DOCUMENT_MAX_TOKENS, cache_dir=model_cache),
+        lexical=index.lexical,
+        vectors=index.vectors,
+        cache_dir=model_cache,
+    )
+    assert eager.search("give a customer their money back") == hits

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import math
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,6 +45,7 @@ __all__ = [
     "MiniLMEncoder",
     "QUERY_PRECISIONS",
     "QueryPrecision",
+    "QuerySession",
     "import_numpy_single_threaded",
     "missing_modules",
     "model_dir",
@@ -67,6 +69,7 @@ BACKENDS: tuple[Backend, ...] = ("auto", "numpy", "onnx")
 # What ``encode_query`` multiplies by on ONNX Runtime: 8-bit weights (the default) or float32.
 QueryPrecision = Literal["int8", "float32"]
 QUERY_PRECISIONS: tuple[QueryPrecision, ...] = ("int8", "float32")
+QuerySession = Literal["now", "first_query"]
 
 
 def model_dir() -> Path | None:
@@ -137,6 +140,7 @@ class MiniLMEncoder:
         cache_dir: Path | None = None,
         backend: Backend = "auto",
         query_precision: QueryPrecision = "int8",
+        query_session: QuerySession = "now",
     ) -> None:
         """``backend``: "numpy", "onnx" (ONNX Runtime; ``UsageError`` when it cannot run, e.g.
         without ``cache_dir``, where its graph is kept) or "auto" (ONNX Runtime when
@@ -148,6 +152,9 @@ class MiniLMEncoder:
         is always float32. With "int8" and "auto" the float32 session, which only ``encode``
         needs (tool texts), starts on its first call: a process that only answers queries never
         holds it (about 54 MB); if it fails then, numpy embeds (one warning).
+        ``query_session="first_query"`` (with "int8" and "auto") starts the 8-bit session, and
+        imports ONNX Runtime (40 MB together), on the first ``encode_query``: for a process
+        that may never search. ``query_precision`` says "int8" until then.
 
         ``threads``: per pass (a query). ``batch_threads``: ONNX Runtime's threads for a call
         with more than one batch of texts (an index build): on the 2-core machines, 1,000 tool
@@ -190,8 +197,9 @@ class MiniLMEncoder:
         self._deferred: Backend | None = None
         # Set when that session waits for ``encode``: it may be stopped again after a build.
         self._on_demand: Backend | None = None
+        self._query_waits, self._query_lock = False, threading.Lock()  # see _query_pass
         if backend != "numpy":
-            self._start(backend)
+            self._start(backend, query_session)
 
     @property
     def backend(self) -> Literal["numpy", "onnx"]:
@@ -201,7 +209,7 @@ class MiniLMEncoder:
     @property
     def query_precision(self) -> QueryPrecision:
         """What ``encode_query`` multiplies by: "int8" only on its ONNX Runtime graph."""
-        return "float32" if self._query_onnx is None else "int8"
+        return "float32" if self._query_onnx is None and not self._query_waits else "int8"
 
     def start_onnx(self) -> bool:
         """Move ``encode`` to ONNX Runtime now, as ``backend="auto"`` would have (for a process
@@ -210,15 +218,19 @@ class MiniLMEncoder:
             self._start("auto")
         return self.backend == "onnx"
 
-    def _start(self, backend: Backend) -> None:
-        """Start the query's graph, and the float32 one unless that can wait."""
+    def _start(self, backend: Backend, query_session: QuerySession = "now") -> None:
+        """Start the query's graph (or let it wait), and the float32 one unless that can wait."""
         if self._query_precision == "int8":
-            from codemode.search.onnx_backend import start_int8
+            wait = query_session == "first_query" and backend == "auto" and self._prepared
+            if wait and onnxruntime_installed():
+                self._query_waits = True
+            else:
+                from codemode.search.onnx_backend import start_int8
 
-            self._query_onnx = start_int8(
-                self._prepared, self.threads, layers=_LAYERS, heads=_HEADS
-            )
-        if self._query_onnx is not None and backend == "auto":
+                self._query_onnx = start_int8(
+                    self._prepared, self.threads, layers=_LAYERS, heads=_HEADS
+                )
+        if (self._query_onnx is not None or self._query_waits) and backend == "auto":
             self._deferred = self._on_demand = backend
         else:  # "onnx" checks at once that the float32 graph runs too
             self._onnx = self._start_onnx(backend)
@@ -227,6 +239,19 @@ class MiniLMEncoder:
         from codemode.search.onnx_backend import start_onnx
 
         return start_onnx(self._prepared, self.threads, backend, layers=_LAYERS, heads=_HEADS)
+
+    def _query_pass(self) -> OnnxForward | None:
+        """The 8-bit pass, started now if it waited for the first query; None: float32."""
+        if self._query_waits:
+            with self._query_lock:
+                if self._query_waits:
+                    from codemode.search.onnx_backend import start_int8
+
+                    self._query_onnx = start_int8(
+                        self._prepared, self.threads, layers=_LAYERS, heads=_HEADS
+                    )
+                    self._query_waits = False
+        return self._query_onnx
 
     def _float_onnx(self) -> OnnxForward | None:
         """The float32 ONNX Runtime pass, started now if it was deferred; None: numpy."""
@@ -240,7 +265,7 @@ class MiniLMEncoder:
         54 MB): queries run on the 8-bit graph, so a process needs it only while it embeds tool
         texts, and the next ``encode`` starts it again. Nothing changes when queries need it
         (float32 precision, or an 8-bit graph that failed) or when it never started."""
-        if self._on_demand is None or self._query_onnx is None:
+        if self._on_demand is None or (self._query_onnx is None and not self._query_waits):
             return
         if self._onnx is not None:
             self._onnx, self._deferred = None, self._on_demand
@@ -321,7 +346,7 @@ class MiniLMEncoder:
         import numpy as np
 
         with _blas_threads(self.threads):
-            query = self._query_onnx
+            query = self._query_pass()
             if query is not None:
                 ids = self._token_ids([text])[0]
                 token_ids = np.asarray([ids], dtype=np.int64)
