@@ -1,6 +1,7 @@
 """Where a gateway's memory goes: RSS, PSS and USS of each part of `codemode serve`'s tree.
 
-    .venv/bin/python benchmarks/memory.py [--sessions N] [--no-specs] [--smoke] [--json]
+    .venv/bin/python benchmarks/memory.py [--sessions N] [--no-specs] [--cold-index] [--smoke]
+                                          [--json]
 
 M1  the gateway process alone, after start, no catalog (one upstream stdio server, peers.py's)
 M2  the same gateway's parts: each warm-pool sandbox (bwrap and its guest), the upstream server
@@ -8,6 +9,11 @@ M3  the tree with N idle sessions (default 20, as peers.py's P8), and the mean i
 M4  the tree once those sessions were released (peers.py's P9: the pool back to its floor)
 M5  the gateway process with the three specs of tests/data/specs (search index loaded from the
     cache when built before, else built now), before and after its first search
+
+``--cold-index``: M1 to M4 with an empty cache of vectors (the model's prepared files are
+shared), so the gateway embeds its upstream's tools at start, as on a first start or after the
+upstream changed; M5 always uses the usual cache (building the three specs' index takes
+minutes).
 
 process_memory.py counts the pages: RSS counts a shared page once per process, PSS shares it
 out, USS counts private pages only. ``--smoke`` is a quick run (3 sessions, no specs). Not part
@@ -19,11 +25,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +115,30 @@ async def first_search(url: str) -> None:
         assert not result.is_error, result
 
 
-async def measure(directory: Path, sessions: int, specs: bool) -> dict[str, Any]:
+@contextlib.contextmanager
+def cold_cache(directory: Path) -> Iterator[None]:
+    """A cache directory of its own for the servers started inside, sharing the model's files."""
+    from codemode.search.store import default_cache_dir
+
+    cache = directory / "cache"
+    cache.mkdir()
+    (cache / "models").symlink_to(default_cache_dir() / "models")
+    os.environ["CODEMODE_CACHE_DIR"] = str(cache)
+    try:
+        yield
+    finally:
+        del os.environ["CODEMODE_CACHE_DIR"]
+
+
+async def measure(directory: Path, sessions: int, specs: bool, cold: bool) -> dict[str, Any]:
     peers.SESSIONS = sessions
     stages: dict[str, Any] = {}
-    with peers.server("codemode", directory, specs=False) as (url, pid):
-        stages["started"] = await settled(pid)
+    with (
+        cold_cache(directory) if cold else contextlib.nullcontext(),
+        peers.server("codemode", directory, specs=False) as (url, pid),
+    ):
+        log = directory / f"codemode-{url.rsplit(':', 1)[1].split('/')[0]}.log"
+        stages["started"] = await settled(pid, lambda _: "search index ready" in log.read_text())
         await peers.burst_p95(url, "codemode")
         stages[f"{sessions} idle sessions"] = busy = await settled(pid)
         before = busy["tree"]["processes"]
@@ -136,12 +163,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=peers.SESSIONS)
     parser.add_argument("--no-specs", action="store_true", help="skip M5")
+    parser.add_argument("--cold-index", action="store_true", help="M1-M4 with no cached vectors")
     parser.add_argument("--smoke", action="store_true", help="3 sessions, no specs")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sessions = 3 if args.smoke else args.sessions
     with tempfile.TemporaryDirectory(prefix="codemode-memory-") as temporary:
-        stages = asyncio.run(measure(Path(temporary), sessions, not (args.no_specs or args.smoke)))
+        specs = not (args.no_specs or args.smoke)
+        stages = asyncio.run(measure(Path(temporary), sessions, specs, args.cold_index))
     if args.json:
         print(json.dumps(stages))
         return 0
