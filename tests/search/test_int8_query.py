@@ -183,3 +183,75 @@ def test_without_a_cache_queries_are_float32_on_numpy_and_nothing_is_said(
 def test_an_unknown_query_precision_is_refused():
     with pytest.raises(UsageError, match="unknown query precision 'int4'"):
         MiniLMEncoder(query_precision="int4")  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def live_sessions(monkeypatch):
+    """The graph file of every ONNX Runtime session started from now on and still alive."""
+    import gc
+    import weakref
+
+    alive = weakref.WeakValueDictionary()
+
+    class RecordingForward(onnx_backend.OnnxForward):
+        def __init__(self, path, *, threads):
+            super().__init__(path, threads=threads)
+            alive[id(self)] = self
+
+    monkeypatch.setattr(onnx_backend, "OnnxForward", RecordingForward)
+
+    def names():
+        gc.collect()
+        return sorted(session.path.name for session in alive.values())
+
+    return names
+
+
+def test_an_index_build_stops_the_float32_session_and_queries_stay_int8(
+    model_cache, stripe_specs, live_sessions, np
+):
+    from codemode.search.documents import tool_documents
+    from codemode.search.semantic import HybridIndex
+
+    encoder = MiniLMEncoder(max_length=96, cache_dir=model_cache)
+    # Few texts (the one-thread pass) and many (a build-sized call on batch_threads).
+    for specs in (stripe_specs[:3], stripe_specs[:80]):
+        index = HybridIndex(encoder=encoder, cache_dir=model_cache / "fresh")
+        index.add_documents(tool_documents(specs))
+        assert len(index.vectors) == len(specs)
+        assert live_sessions() == [INT8_GRAPH_FILE]
+        assert encoder.query_precision == "int8" and encoder.backend == "onnx"
+    # Tool texts embedded after a release are the same float32 vectors.
+    again = encoder.encode(TEXTS)
+    float32 = MiniLMEncoder(max_length=96, cache_dir=model_cache, query_precision="float32")
+    assert np.abs(again - float32.encode(TEXTS)).max() < 1e-5
+
+
+def test_float32_queries_keep_their_session_after_a_build(model_cache, stripe_specs, live_sessions):
+    from codemode.search.documents import tool_documents
+    from codemode.search.semantic import HybridIndex
+
+    encoder = MiniLMEncoder(max_length=96, cache_dir=model_cache, query_precision="float32")
+    index = HybridIndex(encoder=encoder, cache_dir=model_cache / "fresh32")
+    index.add_documents(tool_documents(stripe_specs[:3]))
+    assert live_sessions() == ["minilm-v2.onnx"]
+
+
+def test_a_built_index_starts_its_query_session_on_the_first_search(
+    model_cache, tiny_specs, live_sessions
+):
+    from codemode.search.semantic import DOCUMENT_MAX_TOKENS, HybridIndex, build_index
+
+    index = build_index(tiny_specs, semantic=True, cache_dir=model_cache, persist=False)
+    assert isinstance(index, HybridIndex)
+    assert live_sessions() == []  # the build's float32 session stopped, no query session yet
+    assert index.encoder.query_precision == "int8"
+    hits = index.search("give a customer their money back")
+    assert live_sessions() == [INT8_GRAPH_FILE]
+    eager = HybridIndex(
+        encoder=MiniLMEncoder(max_length=DOCUMENT_MAX_TOKENS, cache_dir=model_cache),
+        lexical=index.lexical,
+        vectors=index.vectors,
+        cache_dir=model_cache,
+    )
+    assert eager.search("give a customer their money back") == hits

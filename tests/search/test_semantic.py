@@ -30,6 +30,9 @@ class CountingEncoder:
     def blas_threads(self):
         return self.inner.blas_threads()
 
+    def release_documents_session(self):
+        self.inner.release_documents_session()
+
 
 @pytest.fixture(scope="module")
 def encoder():

@@ -24,10 +24,10 @@ from codemode.sandbox.cgroups import CgroupSet
 from codemode.sandbox.enforcement import Enforcement, detect_enforcement
 from codemode.sandbox.launch import (
     BOOTSTRAP,
-    GUEST_DIR,
     PR_SET_PDEATHSIG,
     bridge_socketpair,
     default_python_paths,
+    guest_package_files,
     host_workspace,
     interpreter,
     prctl_function,
@@ -260,11 +260,11 @@ class BwrapBackend:
 
     @cached_property
     def guest_files(self) -> dict[str, bytes]:
-        """The guest package, copied into the sandbox (a bind would show the project's path
-        in the sandbox's /proc/self/mountinfo)."""
+        """The guest package and its bytecode, copied into the sandbox (a bind would show the
+        project's path in the sandbox's /proc/self/mountinfo)."""
         return {
-            f"{GUEST_ROOT}/{GUEST_PACKAGE}/{path.name}": path.read_bytes()
-            for path in sorted(GUEST_DIR.glob("*.py"))
+            f"{GUEST_ROOT}/{GUEST_PACKAGE}/{name}": content
+            for name, content in guest_package_files().items()
         }
 
     def tmpfs_sizes(self) -> dict[str, int]:
@@ -319,7 +319,7 @@ class BwrapBackend:
         for etc in ("ld.so.cache", "localtime", "nsswitch.conf", "mime.types"):
             if (Path("/etc") / etc).exists():
                 args += ["--ro-bind", f"/etc/{etc}", f"/etc/{etc}"]
-        args += ["--dir", f"{GUEST_ROOT}/{GUEST_PACKAGE}"]
+        args += ["--dir", f"{GUEST_ROOT}/{GUEST_PACKAGE}/__pycache__"]
         for path, fd in file_fds.items():
             args += ["--file", str(fd), path]  # bwrap copies the bytes into the file
         # The private mounts come before the binds below, so a bind under /tmp (a Python

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import marshal
 import os
 import signal
 import socket
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codemode.errors import UsageError
+from codemode.sandbox.layout import GUEST_PACKAGE, GUEST_ROOT
 
 __all__ = [
     "BOOTSTRAP",
@@ -21,6 +24,7 @@ __all__ = [
     "default_python_paths",
     "PR_SET_PDEATHSIG",
     "dies_with_parent",
+    "guest_package_files",
     "host_workspace",
     "interpreter",
     "prctl_function",
@@ -33,6 +37,26 @@ BOOTSTRAP = (
     "from _codemode_guest.main import main;main(sys.argv[1:])"
 )
 _BRIDGE_BUFFER_BYTES = 4 * 1024 * 1024
+
+
+def guest_package_files() -> dict[str, bytes]:
+    """The guest package's files by their path in the package: each module's source and its
+    bytecode, compiled here once. Read from ``__pycache__``, the bytecode spares every new guest
+    compiling the package, and the heap that compiling leaves behind (0.9 MiB of each idle
+    sandbox's private memory). It is "unchecked hash-based" (PEP 552): valid whatever the
+    sources' times in the sandbox, which are copies made at its start."""
+    files: dict[str, bytes] = {}
+    tag = sys.implementation.cache_tag
+    for path in sorted(GUEST_DIR.glob("*.py")):
+        source = path.read_bytes()
+        filename = f"{GUEST_ROOT}/{GUEST_PACKAGE}/{path.name}"
+        code = compile(source, filename, "exec", dont_inherit=True)
+        header = importlib.util.MAGIC_NUMBER + (0b01).to_bytes(4, "little")
+        files[path.name] = source
+        files[f"__pycache__/{path.stem}.{tag}.pyc"] = (
+            header + importlib.util.source_hash(source) + marshal.dumps(code)
+        )
+    return files
 
 
 def interpreter() -> str:

@@ -11,7 +11,14 @@ if TYPE_CHECKING:
 
     FloatArray = npt.NDArray[np.float32]
 
-__all__ = ["BACKENDS", "QUERY_PRECISIONS", "Backend", "FloatArray", "QueryPrecision"]
+__all__ = [
+    "BACKENDS",
+    "QUERY_PRECISIONS",
+    "Backend",
+    "FloatArray",
+    "QueryPrecision",
+    "QuerySession",
+]
 
 # "auto": ONNX Runtime when it is installed and its graph loads, else numpy (said once).
 Backend = Literal["auto", "numpy", "onnx"]
@@ -19,3 +26,6 @@ BACKENDS: tuple[Backend, ...] = ("auto", "numpy", "onnx")
 # What ``encode_query`` multiplies by on ONNX Runtime: 8-bit weights (the default) or float32.
 QueryPrecision = Literal["int8", "float32"]
 QUERY_PRECISIONS: tuple[QueryPrecision, ...] = ("int8", "float32")
+# When the query session starts: with the encoder, or on the first query (a gateway that may
+# never be searched does not hold ONNX Runtime until it is).
+QuerySession = Literal["now", "first_query"]

@@ -18,12 +18,19 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import math
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from codemode.errors import UsageError
-from codemode.search.arrays import BACKENDS, QUERY_PRECISIONS, Backend, QueryPrecision
+from codemode.search.arrays import (
+    BACKENDS,
+    QUERY_PRECISIONS,
+    Backend,
+    QueryPrecision,
+    QuerySession,
+)
 from codemode.search.blas import blas_threads as _blas_threads
 from codemode.search.blas import import_numpy_single_threaded
 from codemode.search.weights import LAYERS as _LAYERS
@@ -41,6 +48,7 @@ __all__ = [
     "MiniLMEncoder",
     "QUERY_PRECISIONS",
     "QueryPrecision",
+    "QuerySession",
     "import_numpy_single_threaded",
     "missing_modules",
     "model_dir",
@@ -127,6 +135,7 @@ class MiniLMEncoder:
         cache_dir: Path | None = None,
         backend: Backend = "auto",
         query_precision: QueryPrecision = "int8",
+        query_session: QuerySession = "now",
     ) -> None:
         """``backend``: "numpy", "onnx" (ONNX Runtime; ``UsageError`` when it cannot run, e.g.
         without ``cache_dir``, where its graph is kept) or "auto" (ONNX Runtime when
@@ -138,6 +147,9 @@ class MiniLMEncoder:
         is always float32. With "int8" and "auto" the float32 session, which only ``encode``
         needs (tool texts), starts on its first call: a process that only answers queries never
         holds it (about 54 MB); if it fails then, numpy embeds (one warning).
+        ``query_session="first_query"`` (with "int8" and "auto") starts the 8-bit session, and
+        imports ONNX Runtime (40 MB together), on the first ``encode_query``: for a process
+        that may never search. ``query_precision`` says "int8" until then.
 
         ``threads``: per pass (a query). ``batch_threads``: ONNX Runtime's threads for a call
         with more than one batch of texts (an index build): on the 2-core machines, 1,000 tool
@@ -178,8 +190,11 @@ class MiniLMEncoder:
         # The backend the float32 session starts with once ``encode`` needs it (None: started
         # or not wanted).
         self._deferred: Backend | None = None
+        # Set when that session waits for ``encode``: it may be stopped again after a build.
+        self._on_demand: Backend | None = None
+        self._query_waits, self._query_lock = False, threading.Lock()  # see _query_pass
         if backend != "numpy":
-            self._start(backend)
+            self._start(backend, query_session)
 
     @property
     def backend(self) -> Literal["numpy", "onnx"]:
@@ -189,7 +204,7 @@ class MiniLMEncoder:
     @property
     def query_precision(self) -> QueryPrecision:
         """What ``encode_query`` multiplies by: "int8" only on its ONNX Runtime graph."""
-        return "float32" if self._query_onnx is None else "int8"
+        return "float32" if self._query_onnx is None and not self._query_waits else "int8"
 
     def start_onnx(self) -> bool:
         """Move ``encode`` to ONNX Runtime now, as ``backend="auto"`` would have (for a process
@@ -198,16 +213,20 @@ class MiniLMEncoder:
             self._start("auto")
         return self.backend == "onnx"
 
-    def _start(self, backend: Backend) -> None:
-        """Start the query's graph, and the float32 one unless that can wait."""
+    def _start(self, backend: Backend, query_session: QuerySession = "now") -> None:
+        """Start the query's graph (or let it wait), and the float32 one unless that can wait."""
         if self._query_precision == "int8":
-            from codemode.search.onnx_backend import start_int8
+            wait = query_session == "first_query" and backend == "auto" and self._prepared
+            if wait and onnxruntime_installed():
+                self._query_waits = True
+            else:
+                from codemode.search.onnx_backend import start_int8
 
-            self._query_onnx = start_int8(
-                self._prepared, self.threads, layers=_LAYERS, heads=_HEADS
-            )
-        if self._query_onnx is not None and backend == "auto":
-            self._deferred = backend
+                self._query_onnx = start_int8(
+                    self._prepared, self.threads, layers=_LAYERS, heads=_HEADS
+                )
+        if (self._query_onnx is not None or self._query_waits) and backend == "auto":
+            self._deferred = self._on_demand = backend
         else:  # "onnx" checks at once that the float32 graph runs too
             self._onnx = self._start_onnx(backend)
 
@@ -216,12 +235,39 @@ class MiniLMEncoder:
 
         return start_onnx(self._prepared, self.threads, backend, layers=_LAYERS, heads=_HEADS)
 
+    def _query_pass(self) -> OnnxForward | None:
+        """The 8-bit pass, started now if it waited for the first query; None: float32."""
+        if self._query_waits:
+            with self._query_lock:
+                if self._query_waits:
+                    from codemode.search.onnx_backend import start_int8
+
+                    self._query_onnx = start_int8(
+                        self._prepared, self.threads, layers=_LAYERS, heads=_HEADS
+                    )
+                    self._query_waits = False
+        return self._query_onnx
+
     def _float_onnx(self) -> OnnxForward | None:
         """The float32 ONNX Runtime pass, started now if it was deferred; None: numpy."""
         if self._deferred is not None:
             backend, self._deferred = self._deferred, None
             self._onnx = self._start_onnx(backend)
         return self._onnx
+
+    def release_documents_session(self) -> None:
+        """Stop the float32 session if ``encode`` started it on demand (its weights, about
+        54 MB): queries run on the 8-bit graph, so a process needs it only while it embeds tool
+        texts, and the next ``encode`` starts it again. Nothing changes when queries need it
+        (float32 precision, or an 8-bit graph that failed) or when it never started."""
+        if self._on_demand is None or (self._query_onnx is None and not self._query_waits):
+            return
+        if self._onnx is not None:
+            self._onnx, self._deferred = None, self._on_demand
+        from codemode.search.onnx_backend import return_freed_memory
+
+        # What the session (or a build's batch session, already stopped) freed.
+        return_freed_memory()
 
     @property
     def _tokenizer(self) -> Any:
@@ -295,7 +341,7 @@ class MiniLMEncoder:
         import numpy as np
 
         with _blas_threads(self.threads):
-            query = self._query_onnx
+            query = self._query_pass()
             if query is not None:
                 ids = self._token_ids([text])[0]
                 token_ids = np.asarray([ids], dtype=np.int64)
@@ -358,13 +404,21 @@ class MiniLMEncoder:
     def _batch_forward(self) -> Callable[[Any, FloatArray], FloatArray]:
         """The pass for many texts: ONNX Runtime on ``batch_threads`` (a session for this call
         only, so it holds no memory after a build), else ``_forward``."""
-        onnx = self._float_onnx()
-        if onnx is None or self.batch_threads == self.threads:
+        if self.batch_threads == self.threads:
             return self._forward
-        from codemode.search.onnx_backend import OnnxForward, log
+        from codemode.search.onnx_backend import OnnxForward, graph_path, log
 
+        # A float32 session not started yet stays so: this call's is the only one it needs.
+        deferred = self._deferred is not None and self._prepared is not None
+        if self._onnx is None and not deferred:
+            return self._forward
         try:
-            session = OnnxForward(onnx.path, threads=self.batch_threads)
+            if self._onnx is not None:
+                path = self._onnx.path
+            else:
+                assert self._prepared is not None
+                path = graph_path(self._prepared, _LAYERS, _HEADS)
+            session = OnnxForward(path, threads=self.batch_threads)
         except Exception:  # noqa: BLE001 - the query session still works
             log.debug("no %s-thread ONNX Runtime session", self.batch_threads, exc_info=True)
             return self._forward

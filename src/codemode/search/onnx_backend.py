@@ -25,6 +25,7 @@ __all__ = [
     "GRAPH_FILE",
     "OnnxForward",
     "graph_path",
+    "return_freed_memory",
     "start_int8",
     "start_onnx",
     "warn_float32",
@@ -83,6 +84,19 @@ class OnnxForward:
         feed = {"input_ids": token_ids, "attention_mask": mask}
         result: FloatArray = np.asarray(self._session.run(["embeddings"], feed)[0], np.float32)
         return result
+
+
+def return_freed_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere
+    nothing). A stopped session's tens of MB stay in the process otherwise: measured, 55 MB
+    held after a session was stopped, 9 MB once trimmed."""
+    try:
+        import ctypes
+
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 def start_onnx(

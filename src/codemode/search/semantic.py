@@ -27,6 +27,7 @@ from codemode.search.encoder import (
     MODEL_ID,
     Backend,
     MiniLMEncoder,
+    QuerySession,
     model_dir,
     semantic_available,
 )
@@ -141,11 +142,14 @@ class HybridIndex:
         candidates: int = DEFAULT_CANDIDATES,
         group_weight: float = DEFAULT_GROUP_WEIGHT,
         vectors: FloatArray | None = None,
+        query_session: QuerySession = "now",
     ) -> None:
         import numpy as np
 
         cache_dir = cache_dir or default_cache_dir()
-        self.encoder = encoder or MiniLMEncoder(max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir)
+        self.encoder = encoder or MiniLMEncoder(
+            max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir, query_session=query_session
+        )
         self.lexical = lexical or FtsIndex()
         self.alpha = alpha
         self.candidates = candidates
@@ -186,7 +190,16 @@ class HybridIndex:
     def embed_documents(
         self, documents: Sequence[ToolDocument], progress: Progress | None = None
     ) -> None:
-        """Append the vectors of ``documents`` (already in the lexical index, in this order)."""
+        """Append the vectors of ``documents`` (already in the lexical index, in this order);
+        the encoder's document session is stopped after (queries do not need it)."""
+        try:
+            self._embed_documents(documents, progress)
+        finally:
+            self.encoder.release_documents_session()
+
+    def _embed_documents(
+        self, documents: Sequence[ToolDocument], progress: Progress | None = None
+    ) -> None:
         import numpy as np
 
         # One cache entry per server and view, so adding a source does not re-embed the others.
@@ -295,11 +308,12 @@ def open_stored_index(
     cache_dir: Path | None = None,
     encoder: MiniLMEncoder | None = None,
     backend: Backend = "auto",
+    query_session: QuerySession = "now",
 ) -> SearchIndex | None:
     """The index stored for ``fingerprint``, or None (nothing stored, or no vectors for a
-    semantic index). ``backend`` is the encoder's when none is given: "numpy" saves a process
-    that answers one query importing ONNX Runtime and starting its session, but its float32
-    query weights can order near ties unlike the gateway's 8-bit ones."""
+    semantic index). ``backend`` and ``query_session`` are the encoder's when none is given:
+    "numpy" saves a process that answers one query importing ONNX Runtime and starting its
+    session, but its float32 query weights can order near ties unlike the gateway's 8-bit ones."""
     cache_dir = cache_dir or default_cache_dir()
     store = IndexStore(cache_dir)
     entries = store.load_entries(fingerprint)
@@ -314,7 +328,10 @@ def open_stored_index(
     if vectors is None:
         return None
     encoder = encoder or MiniLMEncoder(
-        max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir, backend=backend
+        max_length=DOCUMENT_MAX_TOKENS,
+        cache_dir=cache_dir,
+        backend=backend,
+        query_session=query_session,
     )
     lexical = FtsIndex.open(store.lexical_path(fingerprint), entries)
     return HybridIndex(encoder=encoder, lexical=lexical, cache_dir=cache_dir, vectors=vectors)
@@ -344,17 +361,22 @@ def build_index(
     (logged once). ``semantic=True`` raises ``UsageError`` if they are missing.
 
     With ``persist`` the index is read from (or written to) the store under ``cache_dir``,
-    keyed by the tools' fingerprint."""
+    keyed by the tools' fingerprint. Its 8-bit query session starts on the first search (a
+    gateway nobody searches never holds it, nor ONNX Runtime)."""
     specs = list(specs)
     semantic = resolve_semantic(semantic)
     fingerprint = catalog_fingerprint(specs) if persist and specs else None
     if fingerprint is not None:
-        stored = open_stored_index(fingerprint, semantic=semantic, cache_dir=cache_dir)
+        stored = open_stored_index(
+            fingerprint, semantic=semantic, cache_dir=cache_dir, query_session="first_query"
+        )
         if stored is not None:
             if progress is not None:
                 progress("ready", 100.0)
             return stored
-    index: HybridIndex | FtsIndex = HybridIndex(cache_dir=cache_dir) if semantic else FtsIndex()
+    index: HybridIndex | FtsIndex = (
+        HybridIndex(cache_dir=cache_dir, query_session="first_query") if semantic else FtsIndex()
+    )
     if progress is not None:
         progress("lexical", 0.0)
     if isinstance(index, HybridIndex):
