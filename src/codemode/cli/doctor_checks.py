@@ -226,6 +226,26 @@ def check_state(config: CodemodeConfig) -> Check:
     )
 
 
+def check_private_storage(config: CodemodeConfig) -> Check:
+    """State, the package cache and approvals: nothing another local user can read or enter."""
+    from codemode.sandbox.packages import cache_root
+    from codemode.state.private import loose_paths
+
+    roots = [config.gateway.state_dir.expanduser(), cache_root(config.sandbox.packages)]
+    loose = [found for root in roots for found in loose_paths(root)]
+    if not loose:
+        shown = ", ".join(str(root) for root in roots)
+        return Check("private storage", "ok", f"only you can read {shown}")
+    listed = ", ".join(f"{path} ({mode:04o})" for path, mode in loose[:5])
+    more = f" and {len(loose) - 5} more" if len(loose) > 5 else ""
+    return Check(
+        "private storage",
+        "warn",
+        f"other local users can read or enter: {listed}{more}",
+        "run `chmod -R go-rwx` on them (codemode also tightens its stores when it opens them)",
+    )
+
+
 def check_shared_store(url: str) -> Check:
     """``[gateway] shared_store``: the server answers; how many replicas use it now."""
     from codemode.errors import StateStoreError
@@ -295,6 +315,7 @@ def run_checks(config: CodemodeConfig) -> list[Check]:
     else:
         checks.append(Check("isolation", "fail", "not tried: see the failures above"))
     checks += [check_node(config), check_semantic(), check_state(config)]
+    checks.append(check_private_storage(config))
     if config.gateway.shared_store:
         checks.append(check_shared_store(config.gateway.shared_store))
         checks.append(check_shared_store_key(config))

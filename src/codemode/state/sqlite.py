@@ -1,4 +1,6 @@
-"""``SQLiteStore``: the durable tier by default (one file, WAL, safe across threads)."""
+"""``SQLiteStore``: the durable tier by default (one file, WAL, safe across threads). The file
+and its directory are its owner's only (0600/0700), tightened when an older version left them
+readable to others."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import time
 from pathlib import Path
 
 from codemode.errors import StateStoreError
+from codemode.state.private import private_sqlite
 from codemode.state.store import StoredValue
 
 __all__ = ["SQLiteStore"]
@@ -26,7 +29,7 @@ class SQLiteStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_sqlite(path)
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
