@@ -413,6 +413,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             owner=owner,
             max_value_bytes=self.config.state.max_value_bytes,
             session_ttl_s=self.config.state.session_ttl_s,
+            quota=self.config.state.quota(),
         )
         chain = build_invoker_chain(
             self.config,

@@ -5,6 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from codemode.config_model import ConfigModel, Hint, PositiveWholeNumber
+from codemode.state.quota import (
+    OWNER_MAX_BYTES,
+    OWNER_MAX_KEYS,
+    SESSION_MAX_BYTES,
+    SESSION_MAX_KEYS,
+    KvQuota,
+)
 
 __all__ = ["StateSettings"]
 
@@ -20,3 +27,13 @@ class StateSettings(ConfigModel):
     # A session's own values (``kv``) without a ttl expire after this long, so the values of
     # sessions that never come back (a gateway stopped while they were open) do not pile up.
     session_ttl_s: PositiveWholeNumber = 7 * 24 * 3600
+    # Quotas: what one session (kv) and one owner (shared) may keep, keys and values together.
+    session_max_bytes: PositiveWholeNumber = SESSION_MAX_BYTES
+    session_max_keys: PositiveWholeNumber = SESSION_MAX_KEYS
+    owner_max_bytes: PositiveWholeNumber = OWNER_MAX_BYTES
+    owner_max_keys: PositiveWholeNumber = OWNER_MAX_KEYS
+
+    def quota(self) -> KvQuota:
+        return KvQuota(
+            self.session_max_bytes, self.session_max_keys, self.owner_max_bytes, self.owner_max_keys
+        )

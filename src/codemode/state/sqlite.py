@@ -95,6 +95,17 @@ class SQLiteStore:
                 "DELETE FROM kv WHERE key LIKE ? ESCAPE '\\'", (escaped + "%",)
             ).rowcount
 
+    def usage(self, prefix: str) -> tuple[int, int]:
+        """(keys, bytes of keys and values) of the live keys under ``prefix``."""
+        with self._lock:
+            # A range on the primary key (LIKE would scan the table).
+            row = self._db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(data)), 0) "
+                "FROM kv WHERE key >= ? AND key < ? AND (expires_at IS NULL OR expires_at > ?)",
+                (prefix, prefix + "\U0010ffff", time.time()),
+            ).fetchone()
+        return int(row[0]), int(row[1])
+
     def purge_expired(self) -> int:
         with self._lock:
             return self._db.execute(
