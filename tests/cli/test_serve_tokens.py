@@ -46,3 +46,21 @@ def test_a_missing_or_empty_token_file_is_a_usage_error(tmp_path, served, capsys
     code = main(["serve", "--transport", "http", "--token-file", str(path)])
     assert code == ExitCode.USAGE and not served
     assert "token file" in capsys.readouterr().err
+
+
+def test_a_replica_that_generates_its_own_token_warns_that_the_others_get_401(
+    capsys, monkeypatch
+) -> None:
+    from codemode.config import CodemodeConfig, GatewaySettings
+    from codemode.gateway.serve import _authenticated
+
+    monkeypatch.delenv("CODEMODE_TOKENS", raising=False)
+    replica = CodemodeConfig(
+        servers={}, gateway=GatewaySettings(shared_store="redis://127.0.0.1:6380/0")
+    )
+    _authenticated(object(), replica, [])
+    assert "every other replica's clients get 401" in capsys.readouterr().err
+    _authenticated(object(), CodemodeConfig(servers={}), [])
+    assert "401" not in capsys.readouterr().err
+    _authenticated(object(), replica, ["alice=a-secret"])
+    assert "401" not in capsys.readouterr().err

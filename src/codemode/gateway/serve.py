@@ -137,6 +137,13 @@ def _authenticated(app: Any, config: CodemodeConfig, flags: Sequence[str]) -> Be
             "CODEMODE_TOKENS to choose tokens)",
             file=sys.stderr,
         )
+        if config.gateway.shared_store:
+            print(
+                "codemode: warning: this replica generated its own token, so every other "
+                "replica's clients get 401 here; give every replica the same --token-file "
+                "(or gateway.tokens, CODEMODE_TOKENS)",
+                file=sys.stderr,
+            )
     elif len(table):
         print(
             f"codemode: HTTP clients must send one of {len(table)} bearer token(s)", file=sys.stderr
