@@ -58,7 +58,8 @@ def test_a_replica_that_generates_its_own_token_warns_that_the_others_get_401(
     replica = CodemodeConfig(
         servers={}, gateway=GatewaySettings(shared_store="redis://127.0.0.1:6380/0")
     )
-    _authenticated(object(), replica, [])
+    _, table = _authenticated(object(), replica, [])
+    assert len(table) == 1
     assert "every other replica's clients get 401" in capsys.readouterr().err
     _authenticated(object(), CodemodeConfig(servers={}), [])
     assert "401" not in capsys.readouterr().err

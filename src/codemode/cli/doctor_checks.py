@@ -264,6 +264,40 @@ def check_shared_store(url: str) -> Check:
     return Check("shared store", "ok", f"{url} answers; {alive} replica(s) alive on it")
 
 
+def check_replica_tokens(url: str) -> Check:
+    """Replicas serving HTTP on the shared store accept the same bearer tokens."""
+    from codemode.errors import StateStoreError
+    from codemode.replicas.connection import SharedRedis
+    from codemode.replicas.tokens import live_token_sets
+
+    try:
+        redis = SharedRedis(url)
+    except StateStoreError as error:
+        return Check("replica tokens", "warn", f"not checked: {error.message}", error.fix or "")
+    try:
+        sets = live_token_sets(redis)
+    except StateStoreError as error:
+        return Check("replica tokens", "warn", f"not checked: {error.message}", error.fix or "")
+    finally:
+        redis.close()
+    serving = sum(sets.values())
+    if len(sets) <= 1:
+        detail = (
+            f"{serving} replica(s) serving HTTP, all with the same token set"
+            if serving
+            else "no replica serves HTTP on this store now"
+        )
+        return Check("replica tokens", "ok", detail)
+    return Check(
+        "replica tokens",
+        "fail",
+        f"{serving} replicas serving HTTP use {len(sets)} different token sets: a client of "
+        "one gets 401 from the others behind the load balancer",
+        "give every replica the same --token-file (or [gateway.tokens], CODEMODE_TOKENS) and "
+        "restart the odd ones",
+    )
+
+
 def check_shared_store_key(config: CodemodeConfig) -> Check:
     """``[gateway] shared_store_key_file`` (or ``CODEMODE_SHARED_STORE_KEY``): a usable key,
     or a warning that the shared store holds vault values unencrypted."""
@@ -318,5 +352,6 @@ def run_checks(config: CodemodeConfig) -> list[Check]:
     checks.append(check_private_storage(config))
     if config.gateway.shared_store:
         checks.append(check_shared_store(config.gateway.shared_store))
+        checks.append(check_replica_tokens(config.gateway.shared_store))
         checks.append(check_shared_store_key(config))
     return checks
