@@ -118,3 +118,26 @@ def test_a_runaway_execution_is_stopped_at_the_quota_in_the_sandbox(tmp_path):
     # Four chunks fit under 2 MB, the fifth was refused: not 500 MB on the host's disk.
     written = sum(path.stat().st_size for path in (tmp_path / "state").glob("state.sqlite*"))
     assert written < 8_000_000
+
+
+def test_closing_a_session_frees_its_quota_counters_too(tmp_path):
+    config = CodemodeConfig(
+        servers={},
+        sandbox=SandboxSettings(limits=Limits(wall_time_s=30), pool_size=1),
+        gateway=GatewaySettings(state_dir=tmp_path / "state"),
+    )
+
+    async def main() -> None:
+        async with Codemode(config, catalog=Catalog([]), semantic=False, audit=False) as engine:
+            result = await engine.execute("from state import kv\nkv.set('a', 1)")
+            assert result.status == "ok", result.render_text()
+            store = engine.state_store
+            assert store is not None
+            counter = f"q:s:{result.session}:keys"
+            assert store.get(counter) is not None
+            await engine.close_session(result.session)
+            assert store.get(counter) is None and store.get(f"s:{result.session}:a") is None
+
+    import anyio
+
+    anyio.run(main)

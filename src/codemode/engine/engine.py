@@ -54,7 +54,7 @@ from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.sandbox.result import ExecutionResult
 from codemode.state.open import open_state_store
 from codemode.state.tiered import TieredStore
-from codemode.state.tools import STATE_SERVER, StateTools
+from codemode.state.tools import STATE_SERVER, StateTools, session_prefixes
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -473,7 +473,8 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         if self.skills is not None:
             self.skills.forget(session.handle)
         if self.state_store is not None:
-            self.state_store.delete_prefix(f"s:{session.handle}:")
+            for prefix in session_prefixes(session.handle):
+                self.state_store.delete_prefix(prefix)
 
     def _spec_or_none(self, server: str, tool: str) -> ToolSpec | None:
         try:

@@ -18,10 +18,16 @@ from codemode.state.quota import KvQuota, QuotaScope, escape_key_part
 from codemode.state.store import KeyValueStore
 from codemode.tools import ToolCall
 
-__all__ = ["STATE_SERVER", "StateTools", "state_module_source"]
+__all__ = ["STATE_SERVER", "StateTools", "session_prefixes", "state_module_source"]
 
 STATE_SERVER = "_state"
 _MAX_KEY_CHARS = 256
+
+
+def session_prefixes(session: str) -> tuple[str, str]:
+    """Where one session's values and its quota counters live: both go when it closes."""
+    part = escape_key_part(session)
+    return f"s:{part}:", f"q:s:{part}:"
 
 
 class StateTools:
@@ -43,12 +49,13 @@ class StateTools:
         self.max_value_bytes = max_value_bytes
         self.session_ttl_s = session_ttl_s
         quota = quota or KvQuota()
-        session_part, owner_part = escape_key_part(session), escape_key_part(self.owner)
+        values, counters = session_prefixes(session)
+        owner_part = escape_key_part(self.owner)
         self._scopes = {
             "session": QuotaScope(
                 "this session",
-                f"s:{session_part}:",
-                f"q:s:{session_part}:",
+                values,
+                counters,
                 quota.session_max_bytes,
                 quota.session_max_keys,
                 "session_max_keys",
