@@ -215,14 +215,13 @@ FIELD_GUESS = Task(
             "big = sorted((r for r in rows if r['value'] >= 200_000), key=lambda r: r['id'])\nprint(len(big))",
             "Plan: Negotiation leads, keep value >= 200k, write CSV.",
         ),
-        execute("print(sorted(rows[0]))", "There is no 'value' field: look at the fields first."),
         execute(
             "def write(path, leads):\n    with open(path, 'w', newline='') as f:\n"
             "        w = csv.writer(f, lineterminator='\\n')\n        w.writerow(['id', 'company', 'deal_value'])\n"
             "        w.writerows((r['id'], r['company'], r['deal_value']) for r in leads)\n\n"
             "big = sorted((r for r in rows if r['deal_value'] >= 200_000), key=lambda r: r['id'])\n"
             "write('negotiation_200k.csv', big)\nprint(len(big), 'leads written')",
-            "The field is deal_value.",
+            "The error says the field is deal_value.",
         ),
         answer("negotiation_200k.csv has the big Negotiation leads."),
     ],

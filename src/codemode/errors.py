@@ -262,6 +262,12 @@ class ContextLengthError(ModelError):
     code = "context_length_exceeded"
 
 
+class ModelTimeoutError(ModelError):
+    """The model did not answer in the time the call (or the whole run) had left."""
+
+    code = "model_timeout"
+
+
 class ToolError(CodemodeError):
     """A tool call failed. The message is shown to the agent's code as ``ToolError``."""
 

@@ -54,9 +54,11 @@ async def test_the_system_prompt_asks_for_a_plan_and_functions_and_offers_two_to
     assert request.tools[1].input_schema["required"] == ["code"]
 
 
-async def test_text_without_a_tool_call_ends_the_run_with_that_text(engine):
-    record = await Agent(engine, ScriptedModel(["It is 42."])).run("What is 6*7?")
+async def test_a_final_answer_line_without_a_tool_call_ends_the_run_with_that_answer(engine):
+    model = ScriptedModel(["Six sevens.\nFINAL ANSWER: It is 42."])
+    record = await Agent(engine, model).run("What is 6*7?")
     assert (record.status, record.answer, len(record.rounds)) == ("done", "It is 42.", 1)
+    assert record.rounds[0].thoughts == "Six sevens."
 
 
 async def test_the_round_cap_escalates_with_a_short_summary(engine):

@@ -30,6 +30,7 @@ def test_doctor_proves_isolation_and_reports_every_check(tmp_path, monkeypatch, 
         "node",
         "semantic search",
         "state",
+        "private storage",
     }
     # This machine runs the sandbox suite: isolation must hold here.
     assert checks["isolation"]["level"] == "ok", checks["isolation"]

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING
 from codemode.agent.actions import Action, Execute, Search
 from codemode.agent.feedback import render_execution, render_search
 from codemode.agent.formats import OutputFormat, make_format
-from codemode.agent.loop import DEFAULT_MAX_ROUNDS, Approval, Approver, RoundLoop, RunObserver
+from codemode.agent.loop import (
+    DEFAULT_MAX_ROUNDS,
+    DEFAULT_PROGRESS_INTERVAL_S,
+    Approval,
+    Approver,
+    RoundLoop,
+    RunObserver,
+)
 from codemode.agent.providers.base import ModelProvider
 from codemode.agent.record import Round, RunRecord, Step
 from codemode.errors import CodemodeError, UnknownSessionError
@@ -81,6 +88,8 @@ class Agent(RoundLoop):
         context_tokens: int = 100_000,
         max_tokens: int = 4096,
         keep_session: bool = False,
+        run_timeout_s: float | None = None,
+        progress_interval_s: float = DEFAULT_PROGRESS_INTERVAL_S,
     ) -> None:
         if output_format is None:
             output_format = "tools" if model.supports_tools else "json"
@@ -94,6 +103,8 @@ class Agent(RoundLoop):
             observer=observer,
             context_tokens=context_tokens,
             max_tokens=max_tokens,
+            run_timeout_s=run_timeout_s,
+            progress_interval_s=progress_interval_s,
         )
         self.engine = engine
         self.execution_timeout_s = execution_timeout_s

@@ -35,8 +35,8 @@ __all__ = ["BASELINE_SYSTEM_PROMPT", "ToolCallingAgent", "baseline_tool_name"]
 
 BASELINE_SYSTEM_PROMPT = (
     "You solve the user's task by calling the tools you are given, one step at a time. "
-    "Read each result before the next call. When the task is done, reply with a short final "
-    "answer as plain text and no tool call: that ends the run."
+    "Read each result before the next call. When the task is done, reply with no tool call "
+    "and a line FINAL ANSWER: followed by a short answer: that ends the run."
 )
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -57,7 +57,10 @@ def _result_text(value: Any) -> str:
 class _ToolCallingFormat(NativeTools):
     """Native tool calling over the upstream tools themselves."""
 
-    reminder = "Call one of the tools you are given, or reply with text and no tool call to finish."
+    reminder = (
+        "Call one of the tools you are given, or reply with no tool call and a line "
+        "FINAL ANSWER: followed by the answer to finish."
+    )
 
     def __init__(self, tools: tuple[ToolDefinition, ...]) -> None:
         self._tools = tools

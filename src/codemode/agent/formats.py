@@ -2,8 +2,9 @@
 
 Each format turns a ``ModelReply`` into actions and a result into the message the model reads
 next. Native tool calling offers the tools ``search`` and ``execute`` (argument ``code``), as
-the gateway does; a reply with text and no tool call is the final answer. The two text formats
-suit models without tool calling (small ones do better with plain fenced code).
+the gateway does; a reply with no tool call ends the run only with a ``FINAL ANSWER:`` line
+(prose alone, such as a plan the model forgot to act on, is a failed round with a correction).
+The two text formats suit models without tool calling (small ones do better with fenced code).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from codemode.agent.actions import Action, Execute, Finish, Malformed, Search
-from codemode.agent.parsing import MAX_REPLY_CHARS, parse_envelope, parse_fenced
+from codemode.agent.parsing import MAX_REPLY_CHARS, final_answer, parse_envelope, parse_fenced
 from codemode.agent.parsing import parse_search_arguments as _search_action
 from codemode.agent.providers.base import Message, MessageKind, ModelReply, ToolDefinition
 from codemode.settings.agent import OutputFormatName
@@ -90,7 +91,10 @@ class OutputFormat(ABC):
 
 class NativeTools(OutputFormat):
     name: OutputFormatName = "tools"
-    reminder = "Call execute(code) or search(query); to finish, reply with text and no tool call."
+    reminder = (
+        "Call execute(code) or search(query); when the task is done, reply with no tool call "
+        "and a line FINAL ANSWER: followed by the answer."
+    )
 
     def tools(self) -> tuple[ToolDefinition, ...]:
         return (SEARCH_TOOL, EXECUTE_TOOL)
@@ -98,16 +102,21 @@ class NativeTools(OutputFormat):
     def instructions(self) -> str:
         return (
             "Work with the tools: search(query) finds functions, execute(code) runs Python. "
-            "Write your plan as text before a tool call. When the task is done, reply with the "
-            "final answer as plain text and no tool call: that ends the run."
+            "Write your plan as text before a tool call. When the task is done, reply with no "
+            "tool call and a line FINAL ANSWER: followed by the answer: that ends the run."
         )
 
     def read(self, reply: ModelReply) -> Reading:
         if not reply.tool_calls:
             if len(reply.text) > MAX_REPLY_CHARS:
                 return Reading("", (Malformed(f"the answer was {len(reply.text):,} characters"),))
+            if (final := final_answer(reply.text)) is not None:
+                return Reading(final[0], (Finish(final[1]),))
             if reply.text.strip():
-                return Reading("", (Finish(reply.text.strip()),))
+                return Reading(
+                    reply.text.strip(),
+                    (Malformed("no tool call and no FINAL ANSWER: line, so nothing was done"),),
+                )
             return Reading("", (Malformed("the answer was empty"),))
         actions: list[Action] = []
         for call in reply.tool_calls:

@@ -20,6 +20,7 @@ from codemode.search.render import DEFAULT_HEAD as DEFAULT_LIMIT
 __all__ = [
     "MAX_REPLY_CHARS",
     "fenced_blocks",
+    "final_answer",
     "parse_envelope",
     "parse_fenced",
     "parse_search_arguments",
@@ -116,9 +117,8 @@ def parse_fenced(text: str) -> tuple[str, Action]:
     searches = [body.strip() for tag, body, _ in blocks if tag == "search" and body.strip()]
     if searches:
         return _strip_final(thoughts), Search(searches[0].splitlines()[0].strip())
-    final = _FINAL.search(text)
-    if final is not None and final.group(1).strip():
-        return text[: final.start()].strip(), Finish(final.group(1).strip())
+    if (final := final_answer(text)) is not None:
+        return final[0], Finish(final[1])
     if not blocks:
         if _looks_like_bare_code(text):
             return "", Execute(_clean(text))
@@ -133,6 +133,14 @@ def parse_fenced(text: str) -> tuple[str, Action]:
     return thoughts, Malformed(
         "no code found: write a ```python block, a ```search block, or FINAL ANSWER: ..."
     )
+
+
+def final_answer(text: str) -> tuple[str, str] | None:
+    """(the text before it, the answer) when ``text`` has a FINAL ANSWER: line, else None."""
+    final = _FINAL.search(text)
+    if final is None or not final.group(1).strip():
+        return None
+    return text[: final.start()].strip(), final.group(1).strip()
 
 
 def _strip_final(thoughts: str) -> str:

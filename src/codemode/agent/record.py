@@ -1,7 +1,7 @@
 """The typed record of a run: every round's thoughts, code, result and tokens, and the outcome.
 
 ``RunRecord.to_dict()`` is what ``codemode run --json`` prints: at least ``status``
-(done | escalated | failed), ``rounds`` (a list) and ``answer``.
+(done | escalated | failed | interrupted), ``rounds`` (a list) and ``answer``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 __all__ = ["ApprovalDecision", "Round", "RunRecord", "RunStatus", "Step", "StepKind"]
 
-RunStatus = Literal["running", "done", "escalated", "failed"]
+# interrupted: SIGINT or SIGTERM stopped the run (``RoundLoop.interrupt``).
+RunStatus = Literal["running", "done", "escalated", "failed", "interrupted"]
 # search / execute: the codemode actions; tool: a baseline agent's tool call; answer: the end;
 # malformed: an answer the loop could not use (it got a one-line correction).
 StepKind = Literal["search", "execute", "tool", "answer", "malformed"]
@@ -59,6 +60,10 @@ class Round:
     model_ms: float = 0.0
     # Time spent in tools: executions (approvals excluded), searches, baseline tool calls.
     tool_ms: float = 0.0
+    # The max_tokens this round's model call was given (scaled to the run's time left).
+    max_tokens: int = 0
+    # The reply was cut at max_tokens (it got a correction, never ends the run).
+    truncated: bool = False
     # Time waiting for the user to answer approvals.
     approval_ms: float = 0.0
     wall_ms: float = 0.0

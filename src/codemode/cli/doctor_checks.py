@@ -226,6 +226,26 @@ def check_state(config: CodemodeConfig) -> Check:
     )
 
 
+def check_private_storage(config: CodemodeConfig) -> Check:
+    """State, the package cache and approvals: nothing another local user can read or enter."""
+    from codemode.sandbox.packages import cache_root
+    from codemode.state.private import loose_paths
+
+    roots = [config.gateway.state_dir.expanduser(), cache_root(config.sandbox.packages)]
+    loose = [found for root in roots for found in loose_paths(root)]
+    if not loose:
+        shown = ", ".join(str(root) for root in roots)
+        return Check("private storage", "ok", f"only you can read {shown}")
+    listed = ", ".join(f"{path} ({mode:04o})" for path, mode in loose[:5])
+    more = f" and {len(loose) - 5} more" if len(loose) > 5 else ""
+    return Check(
+        "private storage",
+        "warn",
+        f"other local users can read or enter: {listed}{more}",
+        "run `chmod -R go-rwx` on them (codemode also tightens its stores when it opens them)",
+    )
+
+
 def check_shared_store(url: str) -> Check:
     """``[gateway] shared_store``: the server answers; how many replicas use it now."""
     from codemode.errors import StateStoreError
@@ -242,6 +262,40 @@ def check_shared_store(url: str) -> Check:
     finally:
         redis.close()
     return Check("shared store", "ok", f"{url} answers; {alive} replica(s) alive on it")
+
+
+def check_replica_tokens(url: str) -> Check:
+    """Replicas serving HTTP on the shared store accept the same bearer tokens."""
+    from codemode.errors import StateStoreError
+    from codemode.replicas.connection import SharedRedis
+    from codemode.replicas.tokens import live_token_sets
+
+    try:
+        redis = SharedRedis(url)
+    except StateStoreError as error:
+        return Check("replica tokens", "warn", f"not checked: {error.message}", error.fix or "")
+    try:
+        sets = live_token_sets(redis)
+    except StateStoreError as error:
+        return Check("replica tokens", "warn", f"not checked: {error.message}", error.fix or "")
+    finally:
+        redis.close()
+    serving = sum(sets.values())
+    if len(sets) <= 1:
+        detail = (
+            f"{serving} replica(s) serving HTTP, all with the same token set"
+            if serving
+            else "no replica serves HTTP on this store now"
+        )
+        return Check("replica tokens", "ok", detail)
+    return Check(
+        "replica tokens",
+        "fail",
+        f"{serving} replicas serving HTTP use {len(sets)} different token sets: a client of "
+        "one gets 401 from the others behind the load balancer",
+        "give every replica the same --token-file (or [gateway.tokens], CODEMODE_TOKENS) and "
+        "restart the odd ones",
+    )
 
 
 def check_shared_store_key(config: CodemodeConfig) -> Check:
@@ -295,7 +349,9 @@ def run_checks(config: CodemodeConfig) -> list[Check]:
     else:
         checks.append(Check("isolation", "fail", "not tried: see the failures above"))
     checks += [check_node(config), check_semantic(), check_state(config)]
+    checks.append(check_private_storage(config))
     if config.gateway.shared_store:
         checks.append(check_shared_store(config.gateway.shared_store))
+        checks.append(check_replica_tokens(config.gateway.shared_store))
         checks.append(check_shared_store_key(config))
     return checks

@@ -148,6 +148,7 @@ def _write(target: Path, data: dict[str, Any]) -> None:
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o600
     temporary = target.with_name(f".{target.name}.codemode-{os.getpid()}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    os.fchmod(fd, mode)  # exactly the old file's modes, whatever the umask (the CLI's is 077)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     temporary.replace(target)

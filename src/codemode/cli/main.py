@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -94,6 +95,17 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from codemode.state.private import restrict_umask
+
+    # State, caches and approvals hold one user's data: nothing created is readable by others.
+    previous = restrict_umask()
+    try:
+        return _main(argv)
+    finally:
+        os.umask(previous)  # for callers in-process (tests); a real CLI exits here anyway
+
+
+def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words)
     args = parser.parse_args(words)

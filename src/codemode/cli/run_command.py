@@ -1,9 +1,11 @@
 """``codemode run TASK``: the codemode agent does a task with a model, round by round.
 
 Each round is shown live (the model's plan, its code, the result), then a ledger of rounds,
-tokens and wall time. ``--json`` prints the run record on stdout instead (status, rounds,
+tokens and wall time. Progress (each model call started, still waiting, answered; tokens and
+time so far) goes to stderr. ``--json`` prints the run record on stdout instead (status, rounds,
 answer...) and the live view on stderr. Exit status: 0 done, 1 escalated or failed, 2 a usage
-error (a missing API key, an unknown provider, a bad config).
+error (a missing API key, an unknown provider, a bad config), 130 interrupted by SIGINT or
+SIGTERM (the ``--json`` record is still printed whole, with status ``interrupted``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 from codemode.terminal_text import text_for_terminal
 
 if TYPE_CHECKING:
+    from codemode.agent import Agent
     from codemode.agent.loop import Approval, Approver
     from codemode.agent.record import RunRecord
     from codemode.engine import Codemode
@@ -48,6 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how the model answers (default: [agent.models] in the config, else tools)",
     )
     parser.add_argument("--timeout", type=float, metavar="S", help="wall-time limit per execution")
+    parser.add_argument(
+        "--run-timeout",
+        type=float,
+        metavar="S",
+        help="wall-time limit of the whole run: no model call or retry outlasts it "
+        "(default: run_timeout_s in [agent], 900)",
+    )
     parser.add_argument(
         "--approve",
         choices=("ask", "all", "none"),
@@ -98,11 +108,40 @@ async def _tell_where_the_files_are(
             )
 
 
+async def _run_until_signalled(agent: Agent, task: str) -> RunRecord:
+    """The run; SIGINT or SIGTERM interrupts it (status ``interrupted``, a whole record), and
+    the process leaves within the grace time even if the sandbox does not stop."""
+    import signal
+
+    import anyio
+
+    from codemode.cli.exec_command import INTERRUPT_GRACE_S, _exit_unless_stopped
+
+    names = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
+    records: list[RunRecord] = []
+    async with anyio.create_task_group() as group:
+        with anyio.open_signal_receiver(*names) as signals:
+
+            async def interrupt_on_signal() -> None:
+                async for number in signals:
+                    name = names.get(signal.Signals(number), str(number))
+                    print(f"codemode: {name}; stopping the run", file=sys.stderr, flush=True)
+                    _exit_unless_stopped(INTERRUPT_GRACE_S)
+                    agent.interrupt(f"interrupted by {name}")
+                    return
+
+            group.start_soon(interrupt_on_signal)
+            records.append(await agent.run(task))
+            group.cancel_scope.cancel()
+    return records[0]
+
+
 def run(args: argparse.Namespace) -> int:
     import anyio
 
     from codemode.agent import Agent, make_provider
     from codemode.agent.live import LivePrinter
+    from codemode.cli.exit_codes import ExitCode
     from codemode.config import load_config
     from codemode.engine import Codemode
     from codemode.errors import UsageError
@@ -110,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be positive", fix="e.g. --timeout 30")
+    if args.run_timeout is not None and args.run_timeout <= 0:
+        raise UsageError("--run-timeout must be positive", fix="e.g. --run-timeout 600")
     if args.max_rounds is not None and args.max_rounds < 1:
         raise UsageError("--max-rounds must be at least 1", fix="e.g. --max-rounds 8")
     config = load_config(args.config)
@@ -137,13 +178,14 @@ def run(args: argparse.Namespace) -> int:
                     output_format=args.format or model_settings.format,
                     max_rounds=args.max_rounds or settings.max_rounds,
                     approve=_approver(args.approve),
-                    observer=LivePrinter(sys.stderr if args.json else sys.stdout),
+                    observer=LivePrinter(out, progress=sys.stderr),
                     execution_timeout_s=args.timeout or settings.execution_timeout_s,
                     context_tokens=model_settings.context_tokens,
                     max_tokens=model_settings.max_tokens,
                     keep_session=True,  # until its files are copied out
+                    run_timeout_s=args.run_timeout or settings.run_timeout_s,
                 )
-                record = await agent.run(args.task)
+                record = await _run_until_signalled(agent, args.task)
                 await _tell_where_the_files_are(engine, record.session, workspace, out)
                 if record.session is not None:
                     await engine.close_session(record.session)
@@ -153,5 +195,7 @@ def run(args: argparse.Namespace) -> int:
 
     record = anyio.run(main)
     if args.json:
-        print(json.dumps(record.to_dict(), indent=2, ensure_ascii=False, default=str))
+        print(json.dumps(record.to_dict(), indent=2, ensure_ascii=False, default=str), flush=True)
+    if record.status == "interrupted":
+        return ExitCode.INTERRUPTED
     return 0 if record.status == "done" else 1

@@ -13,6 +13,8 @@ import hashlib
 import json
 import os
 import re
+import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -212,6 +214,7 @@ def _search_through_engine(args: argparse.Namespace, key: str | None) -> int:
 
     from codemode.cli.options import check_loaded, load_cli_config
     from codemode.engine.engine import Codemode
+    from codemode.search.progress import StageLines
     from codemode.search.store import catalog_fingerprint
 
     logging.basicConfig(format="codemode: %(message)s", level=logging.WARNING)
@@ -222,14 +225,27 @@ def _search_through_engine(args: argparse.Namespace, key: str | None) -> int:
         semantic=False if args.no_semantic else None,
         audit=False,
     )
+    # The same stage lines as `serve` and `index build`: a first build over big specs takes
+    # minutes, and a silent terminal looks hung.
+    engine.index_progress = StageLines()
 
     async def search() -> tuple[str, list[dict[str, object]], dict[str, str]]:
         try:
+            print("codemode: loading the tools...", file=sys.stderr, flush=True)
             failures = await engine.open_for_search()
             check_loaded({**config.server_problems, **failures}, allow_partial=args.allow_partial)
+            print(
+                f"codemode: building the search index over {len(engine.catalog.specs())} tools "
+                "(stored for the next searches)...",
+                file=sys.stderr,
+                flush=True,
+            )
+            started = time.monotonic()
             answer = await engine.search(
                 args.query, detail=args.detail, limit=args.limit, part=args.part
             )
+            took = time.monotonic() - started
+            print(f"codemode: search index ready ({took:.1f} s)", file=sys.stderr, flush=True)
             return answer.text, answer.hits, failures
         finally:
             await engine.aclose()

@@ -6,6 +6,8 @@ A gateway serves the servers that loaded and names the ones that did not on stde
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemode.cli.options import add_catalog_arguments
@@ -26,8 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="[OWNER=]TOKEN",
-        help="an HTTP bearer token clients must send (repeatable; also gateway.tokens and "
-        "CODEMODE_TOKENS); without any, one is generated and printed",
+        help="an HTTP bearer token clients must send (repeatable; visible to other users in "
+        "`ps`: prefer --token-file or CODEMODE_TOKENS); without any, one is generated and printed",
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="PATH",
+        help="bearer tokens, one [OWNER=]TOKEN per line (# comments); give every replica "
+        "the same file",
     )
     parser.add_argument(
         "--insecure-allow-anonymous",
@@ -73,6 +82,43 @@ def check_port_free(host: str, port: int) -> None:
             ) from None
 
 
+COMMAND_LINE_WARNING = (
+    "codemode: warning: --token is visible to every local user in `ps` and /proc; "
+    "use --token-file PATH or CODEMODE_TOKENS instead"
+)
+
+
+def read_token_file(path: Path) -> list[str]:
+    """The ``[OWNER=]TOKEN`` lines of a token file (blank lines and ``#`` comments skipped)."""
+    from codemode.errors import UsageError
+
+    try:
+        text = path.expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(
+            f"cannot read the token file {str(path)!r}: {error}",
+            fix="write one [OWNER=]TOKEN per line in a file only you can read (chmod 600)",
+        ) from None
+    tokens = [line.strip() for line in text.splitlines()]
+    tokens = [token for token in tokens if token and not token.startswith("#")]
+    if not tokens:
+        raise UsageError(
+            f"the token file {str(path)!r} holds no token",
+            fix="write one [OWNER=]TOKEN per line, e.g. alice=$(openssl rand -hex 32)",
+        )
+    return tokens
+
+
+def cli_tokens(args: argparse.Namespace) -> list[str]:
+    """``--token`` (with a warning: other users see it in ``ps``) and ``--token-file``."""
+    tokens = list(args.token)
+    if tokens:
+        print(COMMAND_LINE_WARNING, file=sys.stderr)
+    if args.token_file is not None:
+        tokens += read_token_file(args.token_file)
+    return tokens
+
+
 def with_cluster(config: CodemodeConfig, address: str) -> CodemodeConfig:
     """``--cluster ADDRESS``: the config with sandboxes on that Ray cluster."""
     cluster = config.cluster.model_copy(update={"address": address})
@@ -85,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from codemode.cli.options import load_cli_config
     from codemode.gateway.serve import serve
 
+    tokens = cli_tokens(args)
     if args.transport == "http":
         check_port_free(args.host, args.port)
     config = load_cli_config(args.config, demo_allowed=not args.openapi)
@@ -97,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             openapi_specs=args.openapi,
-            tokens=args.token,
+            tokens=tokens,
             insecure_allow_anonymous=args.insecure_allow_anonymous,
         )
     )

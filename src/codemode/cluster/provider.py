@@ -5,7 +5,9 @@ runs one node agent (``codemode.cluster.agent``) with a warm pool. A new session
 leased from the least loaded agent with a free slot, and the gateway connects to it with the
 lease's token; the runner then serves it here like a local one. Only sandbox settings (limits)
 travel to the worker: never credentials, upstream configuration or the gateway's environment.
-A full cluster answers ``ClusterBusyError`` ("busy, retry after N s") at once.
+A full cluster answers ``ClusterBusyError`` ("busy, retry after N s") at once; a cluster with no
+live worker node, or whose nodes' agents all fail, answers a ``ClusterError`` that says so
+(never "busy", never Ray's own RPC text alone).
 """
 
 from __future__ import annotations
@@ -34,6 +36,18 @@ log = logging.getLogger(__name__)
 # (seen in the test suite beside other work) while a second try succeeds.
 _TRANSIENT = ("Starting Ray client server failed", "Initialization failure from server")
 _ATTEMPTS = 3
+_START_WORKER = (
+    "start a worker node: `ray start --address HEAD:6379 --resources "
+    "'{\"codemode_sandbox\": 16}'` (bubblewrap must work there: `codemode doctor`)"
+)
+
+
+def describe_error(error: BaseException) -> str:
+    """One line for a Ray failure: its kind and first line (Ray's text runs to a traceback)."""
+    cause = getattr(error, "cause", None) or error
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    first = lines[0][:200] if lines else ""
+    return f"{type(cause).__name__}: {first}" if first else type(cause).__name__
 
 
 def connect(settings: ClusterSettings) -> None:
@@ -132,19 +146,29 @@ class RaySandboxes:
 
         found: list[tuple[str, str, Any]] = []
         listing: Any = ray.nodes
-        for node in listing():
+        try:
+            nodes = listing()
+        except Exception as error:
+            raise self._unreachable(error) from error
+        for node in nodes:
             slots = int(node.get("Resources", {}).get(self.cluster.slot_resource, 0))
             if node.get("Alive") and slots > 0:
                 agent = self._agent(node, slots)
                 found.append((str(node["NodeID"]), str(node["NodeManagerAddress"]), agent))
         self.agent_errors = []
-        asked = {node_id: agent.load.remote() for node_id, _, agent in found}
-        timeout = self.cluster.start_timeout_s
-        ready, _ = ray.wait(list(asked.values()), num_returns=len(asked), timeout=timeout)
+        if not found:
+            raise self._no_workers(nodes)
+        try:
+            asked = {node_id: agent.load.remote() for node_id, _, agent in found}
+            timeout = self.cluster.start_timeout_s
+            ready, _ = ray.wait(list(asked.values()), num_returns=len(asked), timeout=timeout)
+        except Exception as error:
+            raise self._unreachable(error) from error
         done = set(ready)
         loads: list[tuple[NodeLoad, Any]] = []
         for node_id, address, agent in found:
             if asked[node_id] not in done:
+                self.agent_errors.append(f"{node_id[:12]}: no answer in {timeout:g} s")
                 continue
             try:
                 load = ray.get(asked[node_id], timeout=self.cluster.control_timeout_s)
@@ -152,7 +176,7 @@ class RaySandboxes:
                 log.warning("the node agent on %s did not answer: %s", node_id, error)
                 with self._lock:
                     self._agents.pop(node_id, None)
-                self.agent_errors.append(f"{node_id[:12]}: {error}")
+                self.agent_errors.append(f"{node_id[:12]}: {describe_error(error)}")
                 continue
             loads.append((NodeLoad(node_id, address, load["slots"], load["leased"]), agent))
         return loads
@@ -165,7 +189,10 @@ class RaySandboxes:
             if self._closed:
                 raise SandboxError("the cluster provider is closed", fix="start a new engine")
         candidates = {load.node_id: (load, agent) for load, agent in self.nodes()}
-        answered = bool(candidates)
+        failures = list(self.agent_errors)
+        full = (
+            len(candidates) > 0 and choose_node([load for load, _ in candidates.values()]) is None
+        )
         while (chosen := choose_node([load for load, _ in candidates.values()])) is not None:
             _, agent = candidates.pop(chosen.node_id)
             try:
@@ -174,16 +201,34 @@ class RaySandboxes:
                 )
             except Exception as error:  # noqa: BLE001 - try the next node
                 log.warning("node %s could not lease a sandbox: %s", chosen.node_id, error)
+                failures.append(f"{chosen.node_id[:12]}: {describe_error(error)}")
                 continue
             if endpoint is not None:  # None: another gateway took the last slot first
                 return self._connect(endpoint, chosen.node_id)
-        if self.agent_errors and not answered:
+            full = True
+        if failures and not full:
             raise ClusterError(
-                "no worker node could host a sandbox: " + "; ".join(self.agent_errors)[:2000],
+                "no worker node could host a sandbox: " + "; ".join(failures)[:2000],
                 fix="check the worker nodes: codemode must be installed there and bubblewrap "
-                "must work (`codemode doctor` on the node)",
+                "must work (`codemode doctor` on the node); their Ray logs say more",
             )
         raise ClusterBusyError(self.cluster.busy_retry_after_s)
+
+    def _unreachable(self, error: BaseException) -> ClusterError:
+        return ClusterError(
+            f"the Ray cluster at {self.cluster.address} does not answer ({describe_error(error)})",
+            fix="check that the Ray head still runs (`ray status` on it) and is reachable",
+        )
+
+    def _no_workers(self, nodes: list[dict[str, Any]]) -> ClusterError:
+        alive = sum(1 for node in nodes if node.get("Alive"))
+        dead = len(nodes) - alive
+        return ClusterError(
+            f"no live worker node offers sandbox slots ({self.cluster.slot_resource}) in the "
+            f"Ray cluster at {self.cluster.address}: {alive} live node(s) without slots"
+            + (f", {dead} dead" if dead else ""),
+            fix=_START_WORKER,
+        )
 
     def fresh_from(self, old: Sandbox) -> tuple[Sandbox, list[str]]:
         """``fresh=true``: a new interpreter on ``old``'s node holding ``old``'s files (copied

@@ -63,7 +63,7 @@ class Connection:
         self.received = 0
 
     def record(self) -> ConnectionRecord | None:
-        """None when no request arrived (a connection opened and closed with nothing sent)."""
+        """What happened; None only while nothing has been read yet (a cancelled serve)."""
         if not self.method and self.error_code is None:
             return None
         target = self.target
@@ -102,6 +102,12 @@ class Connection:
         await writer.drain()
         await linger(reader, writer)
 
+    def _incomplete(self, sent: int, what: str) -> None:
+        """A connection that never made a request is recorded too (probes, scans, slow
+        clients): as an error, with the bytes it did send."""
+        self.outcome, self.error_code = "error", "egress_incomplete_request"
+        self.reason, self.sent = f"the connection {what}", sent
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             async with asyncio.timeout(HEAD_TIMEOUT_S):  # (no task of its own, unlike wait_for)
@@ -111,8 +117,10 @@ class Connection:
                 431, f"the request head is over {MAX_HEAD_BYTES} bytes", "egress_head_too_large"
             )
             return await self._refuse(reader, writer, too_large)
-        except (asyncio.IncompleteReadError, TimeoutError):
-            return None  # closed, or silent, before a request: nothing to report
+        except asyncio.IncompleteReadError as error:
+            return self._incomplete(len(error.partial), "closed before a whole request head")
+        except TimeoutError:
+            return self._incomplete(0, f"sent no whole request head in {HEAD_TIMEOUT_S:g} s")
         head = parse_request_head(data)
         if isinstance(head, Refusal):
             return await self._refuse(reader, writer, head)

@@ -3,7 +3,9 @@
 ``EgressHub(settings).open_gate()`` makes a socket in a fresh private directory (mode 0700)
 before the sandbox starts, for the sandbox to mount at ``/run/codemode/egress.sock``. Each
 gate knows its sandbox's session (``gate.session``), so a connection is attributed without any
-credential inside the sandbox. Every connection is reported to ``hub.sink`` when it ends.
+credential inside the sandbox. Every connection is reported to ``hub.sink`` when it ends:
+those refused before any reading (503, over ``max_connections``) and those that never sent a
+whole request included.
 
 The socket's directory is made on a tmpfs (``/dev/shm``) where there is one: a bind mount shows
 its source's path within its filesystem in the sandbox's ``/proc/self/mountinfo``, and on a
@@ -181,6 +183,24 @@ class EgressHub:
             _stop_loop(loop, thread)
 
 
+def _refused(session: str, refusal: Refusal, arrived: float, started: float) -> ConnectionRecord:
+    """The record of a connection refused before its request was read."""
+    return ConnectionRecord(
+        time=arrived,
+        session=session,
+        method="",
+        host="",
+        port=0,
+        address=None,
+        outcome="denied",
+        sent=0,
+        received=0,
+        duration_ms=(time.monotonic() - started) * 1000,
+        error_code=refusal.code,
+        reason=refusal.reason,
+    )
+
+
 def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread | None) -> None:
     loop.call_soon_threadsafe(loop.stop)
     if thread is not None and thread is not threading.current_thread():
@@ -225,11 +245,13 @@ class EgressGate:
                 "([sandbox.network] max_connections); close some first",
                 "egress_busy",
             )
+            arrived, started = time.time(), time.monotonic()
             writer.write(refusal_response(busy))
             with contextlib.suppress(OSError):
                 await writer.drain()
                 await linger(reader, writer)
             writer.close()
+            self.hub.report(_refused(self.session, busy, arrived, started))
             return
         self._tasks.add(task)
         self.hub.open_connections += 1

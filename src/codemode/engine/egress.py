@@ -36,6 +36,8 @@ def audit_event(record: ConnectionRecord, digest_key: bytes | None = None) -> Au
         where = authority(scrub(record.host), record.port) if record.host else "(none)"
         resolved = f" (resolves to {record.address})" if record.address else ""
         message = f"{method} {where} refused{resolved}"
+        if not record.host and record.reason:  # refused before a target was known
+            message += f": {record.reason}"
     else:
         where = authority(record.host, record.port) if record.host else "(none)"
         via = f" via {record.address}" if record.address else ""

@@ -24,7 +24,7 @@ from codemode.catalog.loading import catalog_from_config
 from codemode.catalog.observed import SHAPES_FILE, ShapeBook
 from codemode.checks.calls import check_calls
 from codemode.checks.result import rejected_result
-from codemode.checks.runtime import explain_call_error
+from codemode.checks.runtime import explain_errors
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, SessionApprover
 from codemode.engine.chain import build_invoker_chain
@@ -54,7 +54,7 @@ from codemode.sandbox.result import ExecutionResult
 from codemode.search.render import DEFAULT_HEAD
 from codemode.state.open import open_state_store
 from codemode.state.tiered import TieredStore
-from codemode.state.tools import STATE_SERVER, StateTools
+from codemode.state.tools import STATE_SERVER, StateTools, session_prefixes
 
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
@@ -388,7 +388,7 @@ class Codemode:
 
         job = asyncio.create_task(self._threads.run(run))
         result = await self._started(self._follower).follow(record, job, progress)
-        explain_call_error(result, views.signatures)
+        explain_errors(result, views.signatures, self._specs)
         return result
 
     async def _checkout(
@@ -443,12 +443,10 @@ class Codemode:
         remember: str = "call",
     ) -> ExecutionResult:
         """Answer an approval pending in this engine and follow the execution it resumes."""
-        registry = self.registry
-        assert registry is not None
+        registry = self._started(self.registry)
         pending = self.approvals.answer(approval_id, allow, owner, digest=digest, remember=remember)
         record = registry.get(pending.session, owner)
-        job = record.paused
-        if job is None:
+        if (job := record.paused) is None:
             raise SessionError("that execution is no longer running")
         return await self._started(self._follower).follow(record, job, progress)
 
@@ -461,6 +459,7 @@ class Codemode:
             owner=owner,
             max_value_bytes=self.config.state.max_value_bytes,
             session_ttl_s=self.config.state.session_ttl_s,
+            quota=self.config.state.quota(),
         )
         chain = build_invoker_chain(
             self.config,
@@ -492,7 +491,8 @@ class Codemode:
         if self.skills is not None:
             self.skills.forget(session.handle)
         if self.state_store is not None:
-            self.state_store.delete_prefix(f"s:{session.handle}:")
+            for prefix in session_prefixes(session.handle):
+                self.state_store.delete_prefix(prefix)
 
     async def close_session(self, handle: str) -> bool:
         if self.registry is None:

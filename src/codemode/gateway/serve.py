@@ -18,7 +18,13 @@ import anyio
 
 from codemode.config import CodemodeConfig
 from codemode.engine import Codemode
-from codemode.gateway.auth import BearerAuth, ResourceMetadata, Verifier, resolve_tokens
+from codemode.gateway.auth import (
+    BearerAuth,
+    ResourceMetadata,
+    TokenTable,
+    Verifier,
+    resolve_tokens,
+)
 from codemode.gateway.disconnects import Disconnects, DisconnectWatch
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
@@ -84,7 +90,9 @@ async def serve(
                 if insecure_allow_anonymous:
                     _warn_anonymous(host, port)
                 else:
-                    app = _authenticated(app, config, tokens)
+                    app, table = _authenticated(app, config, tokens)
+                    if config.gateway.shared_store and len(table):
+                        group.start_soon(_publish_token_set, config, table)
                 print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
                 # uvicorn would re-raise the signal after its shutdown, killing the process
                 # before the engine cleans up: we watch the signals instead.
@@ -111,8 +119,42 @@ async def _build_index(engine: Codemode) -> None:
     print(f"codemode: search index ready ({took:.1f} s)", file=sys.stderr)
 
 
-def _authenticated(app: Any, config: CodemodeConfig, flags: Sequence[str]) -> BearerAuth:
-    """``app`` behind the bearer check: static tokens and, when configured, OAuth."""
+async def _publish_token_set(config: CodemodeConfig, table: TokenTable) -> None:
+    """While serving, keep this replica's token-set fingerprint in the shared store, so
+    ``codemode doctor`` can tell whether the replicas accept the same tokens."""
+    from codemode.errors import StateStoreError
+    from codemode.replicas.connection import SharedRedis
+    from codemode.replicas.tokens import TokenSetBeacon, token_set_fingerprint
+
+    url = config.gateway.shared_store
+    assert url is not None
+    lease_s = config.gateway.session_lease_s
+    try:
+        redis = await anyio.to_thread.run_sync(SharedRedis, url)
+    except StateStoreError as error:
+        log.warning("could not publish this replica's token set: %s", error)
+        return
+    fingerprint = await anyio.to_thread.run_sync(token_set_fingerprint, table.entries)
+    beacon = TokenSetBeacon(redis, fingerprint)
+    try:
+        while True:
+            try:
+                await anyio.to_thread.run_sync(beacon.renew, lease_s * 3)
+            except StateStoreError as error:
+                log.warning("could not renew this replica's token set: %s", error)
+            await anyio.sleep(lease_s)
+    finally:
+        with anyio.CancelScope(shield=True):
+            with contextlib.suppress(StateStoreError):
+                await anyio.to_thread.run_sync(beacon.withdraw)
+            redis.close()
+
+
+def _authenticated(
+    app: Any, config: CodemodeConfig, flags: Sequence[str]
+) -> tuple[BearerAuth, TokenTable]:
+    """``app`` behind the bearer check (static tokens and, when configured, OAuth), and the
+    static tokens."""
     oauth = config.gateway.oauth
     table = resolve_tokens(config.gateway.tokens, os.environ, flags, generate=oauth is None)
     verifiers: list[Verifier] = [table.verify] if len(table) else []
@@ -137,11 +179,18 @@ def _authenticated(app: Any, config: CodemodeConfig, flags: Sequence[str]) -> Be
             "CODEMODE_TOKENS to choose tokens)",
             file=sys.stderr,
         )
+        if config.gateway.shared_store:
+            print(
+                "codemode: warning: this replica generated its own token, so every other "
+                "replica's clients get 401 here; give every replica the same --token-file "
+                "(or gateway.tokens, CODEMODE_TOKENS)",
+                file=sys.stderr,
+            )
     elif len(table):
         print(
             f"codemode: HTTP clients must send one of {len(table)} bearer token(s)", file=sys.stderr
         )
-    return BearerAuth(app, verifiers, metadata=metadata)
+    return BearerAuth(app, verifiers, metadata=metadata), table
 
 
 def _warn_anonymous(host: str, port: int) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from codemode.errors import StateStoreError
+from codemode.state.private import private_sqlite
 
 __all__ = ["Fix", "FixMemory", "MemoryFixes", "SQLiteFixes"]
 
@@ -98,7 +99,7 @@ class SQLiteFixes:
     def __init__(self, path: Path, *, per_owner: int = 200) -> None:
         self.per_owner = per_owner
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_sqlite(path)  # fixes quote the owner's code: theirs only
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)

@@ -6,6 +6,11 @@ distribution runs its code) into a staging directory, checks everything installe
 covers dependencies, ``max_bytes`` the total size), and moves it into a content-addressed store:
 ``<cache>/store/<sha256 of the files>``. A request seen before is answered from its ref without
 running uv. The store is what a sandbox mounts read-only and puts on ``sys.path``.
+
+uv's own download cache lives only as long as one install (beside its staging directory), so a
+refused install (too big, a denied dependency) leaves nothing behind; the store is bounded by
+``max_cache_bytes``: past it new installs are refused (entries in use by sandboxes are never
+deleted under them). Every directory is the owner's only (0700).
 """
 
 from __future__ import annotations
@@ -98,8 +103,13 @@ class PackageInstaller:
         self.root = cache_root
         self.uv = uv or _find_uv()
         self.audit = audit
-        for part in ("store", "refs", "staging", "uv-cache"):
-            (self.root / part).mkdir(parents=True, exist_ok=True)
+        for part in ("store", "refs", "staging"):
+            (self.root / part).mkdir(parents=True, exist_ok=True, mode=0o700)
+        for folder in (self.root, *(self.root / part for part in ("store", "refs", "staging"))):
+            with contextlib.suppress(OSError):  # tightened if an older version made it 0755
+                folder.chmod(0o700)
+        # Where older versions kept uv's cache for good: refused installs piled up there.
+        shutil.rmtree(self.root / "uv-cache", ignore_errors=True)
 
     def install(self, requirements: Sequence[str]) -> InstallReport:
         if not requirements:
@@ -153,10 +163,23 @@ class PackageInstaller:
             self._check(name, requested=False)
         return InstallReport(specs, installed, path.name, path, True, "already in the cache")
 
+    def _check_room(self, specs: tuple[str, ...]) -> None:
+        held = _tree_bytes(self.root / "store")
+        if held > self.settings.max_cache_bytes:
+            raise PackageError(
+                f"the package cache {self.root} holds {held:,} bytes, over the "
+                f"{self.settings.max_cache_bytes:,} of [sandbox.packages] max_cache_bytes, so "
+                f"{', '.join(specs)} was not installed",
+                fix="ask the operator to empty the cache's store (with no sandbox running) or "
+                "raise max_cache_bytes",
+            )
+
     def _install(self, key: str, specs: tuple[str, ...]) -> InstallReport:
+        self._check_room(specs)
         staging = Path(tempfile.mkdtemp(dir=self.root / "staging"))
+        uv_cache = Path(tempfile.mkdtemp(dir=self.root / "staging", prefix="uv-cache-"))
         try:
-            log = self._run_uv(staging, specs)
+            log = self._run_uv(staging, specs, uv_cache)
             installed = _installed(staging)
             for name, _ in installed:
                 self._check(name, requested=False)
@@ -177,6 +200,7 @@ class PackageInstaller:
                 )
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(uv_cache, ignore_errors=True)
         ref = {"digest": digest, "installed": [list(item) for item in installed]}
         ref_path = self.root / "refs" / f"{key}.json"
         temporary = ref_path.with_suffix(f".{os.getpid()}.tmp")
@@ -184,7 +208,7 @@ class PackageInstaller:
         temporary.replace(ref_path)
         return InstallReport(specs, installed, digest, path, False, log[-LOG_TAIL_CHARS:])
 
-    def _run_uv(self, target: Path, specs: tuple[str, ...]) -> str:
+    def _run_uv(self, target: Path, specs: tuple[str, ...], uv_cache: Path) -> str:
         settings = self.settings
         command = [
             self.uv,
@@ -200,7 +224,7 @@ class PackageInstaller:
             "--index-url",
             settings.index_url,
             "--cache-dir",
-            str(self.root / "uv-cache"),
+            str(uv_cache),
         ]
         if not settings.allow_sdist:
             command.append("--no-build")
@@ -287,6 +311,15 @@ def _installed(target: Path) -> tuple[tuple[str, str], ...]:
         name, _, version = info.name.removesuffix(".dist-info").partition("-")
         found.append((normalize(name), version))
     return tuple(sorted(found))
+
+
+def _tree_bytes(root: Path) -> int:
+    total = 0
+    for path in root.rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file() and not path.is_symlink():
+                total += path.stat().st_size
+    return total
 
 
 def _digest(root: Path) -> tuple[str, int]:

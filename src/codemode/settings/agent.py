@@ -4,6 +4,7 @@
 [agent]
 model = "anthropic:claude-sonnet-4-5"     # PROVIDER:NAME; --model overrides it
 max_rounds = 8
+run_timeout_s = 900                       # the whole run; --run-timeout overrides it
 
 [agent.models."openai:*"]                 # exact names or globs; the first match wins
 format = "tools"                          # tools | json | fenced
@@ -63,6 +64,8 @@ class AgentSettings(ConfigModel):
     max_rounds: Annotated[PositiveWholeNumber, Field(le=200)] = 8
     # Wall-time limit of one execution (default: the sandbox's limit).
     execution_timeout_s: PositiveNumber | None = None
+    # Wall-time limit of a whole run: no model call or retry outlasts it (--run-timeout).
+    run_timeout_s: PositiveNumber = 900.0
     models: dict[str, ModelSettings] = Field(default_factory=dict)
 
     def for_model(self, ref: str) -> ModelSettings:

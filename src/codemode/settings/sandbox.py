@@ -67,6 +67,8 @@ class PackageSettings(ConfigModel):
     allow_sdist: StrictBool = False
     # The most one install may add to the cache (all its files).
     max_bytes: PositiveWholeNumber = 200 * MiB
+    # The most the cache's store may hold: past it, new installs are refused.
+    max_cache_bytes: PositiveWholeNumber = 2048 * MiB
     # Where installed packages are kept (content-addressed); by default under the state dir.
     cache_dir: StrictStr | None = None
     install_timeout_s: PositiveNumber = 120.0

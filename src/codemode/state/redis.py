@@ -80,6 +80,20 @@ class RedisStore:
             deleted += int(self._call(self._client.delete, key))
         return deleted
 
+    def usage(self, prefix: str) -> tuple[int, int]:
+        """(keys, bytes of keys and values) under ``prefix``: a scan, for quota recounts."""
+        pattern = _glob_escape(self.namespace + prefix) + "*"
+        keys = self._call(lambda: list(self._client.scan_iter(match=pattern, count=500)))
+        if not keys:
+            return 0, 0
+        pipe = self._client.pipeline(transaction=False)
+        for key in keys:
+            pipe.strlen(key)
+        sizes = self._call(pipe.execute)
+        skip = len(self.namespace)
+        live = [(key, size) for key, size in zip(keys, sizes, strict=True) if size]
+        return len(live), sum(len(key) - skip + int(size) for key, size in live)
+
     def close(self) -> None:
         self._client.close()
 

@@ -1,4 +1,6 @@
-"""``SQLiteStore``: the durable tier by default (one file, WAL, safe across threads)."""
+"""``SQLiteStore``: the durable tier by default (one file, WAL, safe across threads). The file
+and its directory are its owner's only (0600/0700), tightened when an older version left them
+readable to others."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import time
 from pathlib import Path
 
 from codemode.errors import StateStoreError
+from codemode.state.private import private_sqlite
 from codemode.state.store import StoredValue
 
 __all__ = ["SQLiteStore"]
@@ -26,7 +29,7 @@ class SQLiteStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_sqlite(path)
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -91,6 +94,17 @@ class SQLiteStore:
             return self._db.execute(
                 "DELETE FROM kv WHERE key LIKE ? ESCAPE '\\'", (escaped + "%",)
             ).rowcount
+
+    def usage(self, prefix: str) -> tuple[int, int]:
+        """(keys, bytes of keys and values) of the live keys under ``prefix``."""
+        with self._lock:
+            # A range on the primary key (LIKE would scan the table).
+            row = self._db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(data)), 0) "
+                "FROM kv WHERE key >= ? AND key < ? AND (expires_at IS NULL OR expires_at > ?)",
+                (prefix, prefix + "\U0010ffff", time.time()),
+            ).fetchone()
+        return int(row[0]), int(row[1])
 
     def purge_expired(self) -> int:
         with self._lock:

@@ -85,5 +85,12 @@ class MemoryStore:
                 del self._values[key]
             return len(doomed)
 
+    def usage(self, prefix: str) -> tuple[int, int]:
+        """(keys, bytes of keys and values) of the live keys under ``prefix``."""
+        with self._lock:
+            keys = [key for key in list(self._values) if key.startswith(prefix)]
+            live = [(key, value) for key in keys if (value := self._live(key)) is not None]
+            return len(live), sum(len(key.encode()) + len(value.data) for key, value in live)
+
     def close(self) -> None:
         return None

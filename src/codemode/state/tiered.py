@@ -88,6 +88,23 @@ class TieredStore:
         self._later(lambda store: store.delete_prefix(prefix))
         return count
 
+    def usage(self, prefix: str) -> tuple[int, int]:
+        """From the durable tier, which holds every value (the short one may have evicted
+        some): after a flush, so every acknowledged write counts."""
+        from codemode.state.quota import CountsUsage
+
+        self.flush()
+        if isinstance(self.durable, CountsUsage):
+            return self.durable.usage(prefix)
+        if isinstance(self.short, CountsUsage):
+            return self.short.usage(prefix)
+        from codemode.errors import StateStoreError
+
+        raise StateStoreError(
+            "neither state tier can count its usage, so a quota cannot be checked",
+            fix="use the built-in stores (memory or Redis over SQLite)",
+        )
+
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until every write acknowledged so far is in the durable tier."""
         if self._closed:

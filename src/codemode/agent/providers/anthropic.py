@@ -86,6 +86,7 @@ class AnthropicProvider(ModelProvider):
             body=body,
             settings=self._http,
             sleep=self._sleep,
+            timeout_s=request.timeout_s,
         )
         return _reply(data)
 

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 __all__ = [
+    "TRUNCATED_STOP_REASONS",
     "Message",
     "MessageKind",
     "ModelProvider",
@@ -89,6 +90,12 @@ class ModelRequest:
     messages: tuple[Message, ...]
     tools: tuple[ToolDefinition, ...] = ()
     max_tokens: int = 4096
+    # The longest this call may take, retries included (None: the provider's own timeout).
+    timeout_s: float | None = None
+
+
+# Stop reasons meaning the reply was cut at ``max_tokens`` (OpenAI, Anthropic, Ollama).
+TRUNCATED_STOP_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,10 @@ class ModelReply:
     tokens_out: int = 0
     stop_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        return self.stop_reason in TRUNCATED_STOP_REASONS
 
     def to_json(self) -> dict[str, Any]:
         return {

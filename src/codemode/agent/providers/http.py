@@ -1,20 +1,23 @@
 """POST a JSON request to a model API, with retries and errors that say what to do.
 
 429 and 5xx (and 529, Anthropic's "overloaded") are retried with exponential backoff and
-jitter, honouring ``Retry-After``; so are dropped connections and timeouts. 401/403 mean a bad
-key, 404 an unknown model or URL, a 400 about the context window is a ``ContextLengthError``.
+jitter, honouring ``Retry-After``; so are dropped connections and connect timeouts, but never a
+read timeout (the server is still working on the request) nor past the call's time limit.
+401/403 mean a bad key, 404 an unknown model or URL, a 400 about the context window is a
+``ContextLengthError``.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 
-from codemode.errors import ContextLengthError, ModelConfigError, ModelError
+from codemode.errors import ContextLengthError, ModelConfigError, ModelError, ModelTimeoutError
 
 __all__ = ["HttpSettings", "Sleep", "post_json"]
 
@@ -31,6 +34,8 @@ _CONTEXT_WORDS = (
     "exceeds the available context",
 )
 _MAX_WAIT_S = 60.0
+# A retry is only worth starting with at least this long left before the call's deadline.
+_MIN_ATTEMPT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +115,31 @@ async def post_json(
     settings: HttpSettings,
     sleep: Sleep,
     rng: random.Random | None = None,
+    timeout_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
-    """The decoded JSON answer; retries what is worth retrying, raises the rest."""
+    """The decoded JSON answer; retries what is worth retrying, raises the rest. With
+    ``timeout_s`` the whole call, retries and waits included, ends within it: a retry that
+    could not finish in the time left is not started."""
     rng = rng or random.Random()  # jitter, not security
+    deadline = None if timeout_s is None else clock() + timeout_s
     attempt = 0
     while True:
         wait: float | None = None
         failure: str
+        extra: dict[str, Any] = {}
+        if deadline is not None:
+            extra["timeout"] = _attempt_timeout(client, deadline - clock())
         try:
-            response = await client.post(url, headers=dict(headers), json=body)
+            response = await client.post(url, headers=dict(headers), json=body, **extra)
+        except httpx2.ReadTimeout:
+            # The server took the request and is still on it: asking again only doubles its work.
+            waited = extra["timeout"].read if extra else client.timeout.read
+            raise ModelTimeoutError(
+                f"{settings.label} did not answer within {waited or 0:.0f} s",
+                fix="a small local model on a CPU can take minutes per reply: lower max_tokens "
+                "or raise timeout_s for this model in [agent.models], or --run-timeout",
+            ) from None
         except (httpx2.TimeoutException, httpx2.TransportError) as error:
             failure = f"{type(error).__name__}: {error}"
         else:
@@ -146,8 +167,30 @@ async def post_json(
         if wait is None:
             wait = min(settings.backoff_s * 2**attempt, _MAX_WAIT_S)
             wait *= 0.5 + rng.random()  # jitter: many clients do not retry in step
+        if deadline is not None and clock() + wait + _MIN_ATTEMPT_S > deadline:
+            raise ModelError(
+                f"{settings.label} failed ({failure}) and no time is left for a retry "
+                f"within this call's {timeout_s:.0f} s",
+                fix="raise the run's time limit (--run-timeout) or use a faster model",
+            )
         attempt += 1
         await sleep(wait)
+
+
+def _attempt_timeout(client: httpx2.AsyncClient, left_s: float) -> httpx2.Timeout:
+    """The client's own timeouts, none longer than the time left (at least 1 s)."""
+    left_s = max(left_s, 1.0)
+    own = client.timeout
+
+    def bounded(value: float | None) -> float:
+        return left_s if value is None else min(value, left_s)
+
+    return httpx2.Timeout(
+        connect=bounded(own.connect),
+        read=bounded(own.read),
+        write=bounded(own.write),
+        pool=bounded(own.pool),
+    )
 
 
 def model_client(

@@ -100,6 +100,7 @@ class OpenAIProvider(ModelProvider):
             body=body,
             settings=self._http,
             sleep=self._sleep,
+            timeout_s=request.timeout_s,
         )
         return _reply(data, request)
 

@@ -61,8 +61,8 @@ def as_reply(step: ScriptStep, request: ModelRequest, *, call_id: str = "call_0"
     if "call" in data:  # a tool of the baseline: {"call": "crm__get_lead", "arguments": {...}}
         arguments = data.get("arguments") or {}
         return ModelReply(thoughts, (ToolCallRequest(call_id, str(data["call"]), arguments),))
-    if "answer" in data:
-        return ModelReply(text=str(data["answer"]))
+    if "answer" in data:  # the final answer as the tool-calling format reads it
+        return ModelReply(text=f"FINAL ANSWER: {data['answer']}")
     return ModelReply.from_json(data)
 
 
