@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +213,8 @@ def _make_idle(engine: Codemode, handle: str) -> list[str]:
     """Expire ``handle`` on ``engine`` as if it had been idle for hours."""
     registry = engine.registry
     assert registry is not None
-    registry.get(handle, None).last_used = 0.0
+    # Relative to now: the monotonic clock starts near zero on a machine booted recently.
+    registry.get(handle, None).last_used = time.monotonic() - registry.idle_timeout_s - 1
     return registry.expire_idle()
 
 
