@@ -36,6 +36,8 @@ class Outcome:
     left_running: str | None = None
     # Cancellation: when the caller asked to stop, and bridge requests dropped after that.
     cancelled_at: float | None = None
+    # The guest main thread's CPU time (ns) when the cancel was seen (see sandbox.cancel).
+    cancel_cpu_ns: int | None = None
     interrupted: bool = False
     refused_after_cancel: int = 0
 
