@@ -178,15 +178,40 @@ async def test_progress_reports_while_code_runs(engine: Codemode, desk: Desk) ->
     assert "8 bytes printed" in reports[-1][2]
 
 
-async def test_one_client_cannot_take_every_session(engine: Codemode) -> None:
-    for _ in range(2):
-        await engine.execute("pass", client="alice")
-    with pytest.raises(SessionQuotaError) as refused:
-        await engine.execute("pass", client="alice")
+async def test_idle_sessions_give_a_clients_quota_back(engine: Codemode) -> None:
+    """Behaviour changed (issue 26): at its quota (2) a client's least recently used idle
+    session is checkpointed and released to make room; it restores when used again."""
+    # Released, a session keeps the variables it named (as idle release does).
+    first = await engine.execute("from state import keep\nx = 41\nkeep('x')", client="alice")
+    await engine.execute("pass", client="alice")
+    third = await engine.execute("print('third')", client="alice")
+    assert third.status == "ok" and third.stdout == "third\n", third.render_text()
+    back = await engine.execute("print(x + 1)", session=first.session, client="alice")
+    assert back.stdout == "42\n" and "restored" in back.extra, back.render_text()
+    other = await engine.execute("print('bob is served')", client="bob")
+    assert other.stdout == "bob is served\n"
+
+
+async def test_one_client_cannot_take_every_session(engine: Codemode, desk: Desk) -> None:
+    """Sessions running code hold a client's quota: the refusal names them and how to free
+    them, and another client is served all the same."""
+    code = "from servers import desk\ndesk.wait_for_release()"
+    registry = engine.registry
+    assert registry is not None
+    async with anyio.create_task_group() as group:
+        for _ in range(2):
+            group.start_soon(lambda: engine.execute(code, client="alice"))
+        with anyio.fail_after(WAIT_S):
+            while list(registry.states(None).values()).count("running") < 2:
+                await anyio.sleep(0.01)  # a bounded poll on the registry
+        with pytest.raises(SessionQuotaError) as refused:
+            await engine.execute("pass", client="alice")
+        other = await engine.execute("print('bob is served')", client="bob")
+        desk.release.set()
     message = str(refused.value)
     assert "gateway.max_sessions_per_client = 2" in message
-    assert "pass the `session` handle" in message
-    other = await engine.execute("print('bob is served')", client="bob")
+    assert message.count("running code") == 2, message
+    assert "pass the `session` handle" in message and "cancel" in message
     assert other.stdout == "bob is served\n"
 
 
