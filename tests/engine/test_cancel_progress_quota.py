@@ -6,6 +6,9 @@ so nothing here depends on how fast the machine is.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -158,6 +161,76 @@ async def test_code_that_ignores_the_interrupt_is_stopped_after_the_grace_period
     after = await _next(engine, "print('alive')", opened.session)
     assert after.status == "ok" and after.stdout == "alive\n"
     assert after.extra["cancelled_before"]["sandbox_reset"] is True
+
+
+async def test_a_guest_without_cpu_after_a_cancel_is_interrupted_not_restarted(
+    engine: Codemode, desk: Desk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding: under load two of six cancels restarted the sandbox (variables lost): the
+    guest had not been on a CPU to take its interrupt within the grace period. Here the guest
+    gets no CPU at all from the cancel on (SIGSTOP) and the grace period is zero, so wall time
+    alone would restart it at once; it is waited for, and once it runs again it stops on the
+    KeyboardInterrupt and keeps its variables."""
+    monkeypatch.setattr("codemode.sandbox.cancel.CANCEL_GRACE_S", 0.0)
+    tag = "cm-no-cpu"
+    first = await engine.execute(f"open('/proc/self/comm', 'w').write({tag!r})\nx = 41")
+    assert first.session is not None
+    guest = _pid_named(tag)
+    code = (
+        "from servers import desk\ndesk.signal_ready()\nprint('started', flush=True)\n"
+        "import time\ntime.sleep(120)\nx = 0"
+    )
+    started = threading.Event()
+
+    def on_output(stream: str, data: bytes) -> None:
+        if b"started" in data:
+            started.set()  # past its last tool call: nothing unread when the cancel comes
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(
+                lambda: engine.execute(code, session=first.session, on_output=on_output)
+            )
+            assert await anyio.to_thread.run_sync(started.wait, WAIT_S), "never started"
+            os.kill(guest, signal.SIGSTOP)  # no CPU for the guest from here
+            group.cancel_scope.cancel()
+        with anyio.fail_after(WAIT_S):
+            while _alive(guest) and not _sigint_pending(guest):
+                await anyio.sleep(0.01)  # a bounded poll: the host sends its interrupt
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(guest, signal.SIGCONT)
+    after = await _next(engine, "print(x + 1)", first.session)
+    report = after.extra["cancelled_before"]
+    assert report["sandbox_reset"] is False, after.render_text()
+    assert report["error"]["type"] == "KeyboardInterrupt"
+    assert after.stdout == "42\n", after.render_text()
+
+
+def _pid_named(tag: str) -> int:
+    found = [p.parent.name for p in Path("/proc").glob("[0-9]*/comm") if _read(p) == tag]
+    assert len(found) == 1, f"expected one process named {tag!r}, found {found}"
+    return int(found[0])
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    state = _read(Path(f"/proc/{pid}/stat"))
+    return bool(state) and state[state.rindex(")") + 2] != "Z"
+
+
+def _sigint_pending(pid: int) -> bool:
+    for line in _read(Path(f"/proc/{pid}/status")).splitlines():
+        key, _, value = line.partition(":")
+        if key in ("SigPnd", "ShdPnd") and int(value.strip(), 16) & (1 << (signal.SIGINT - 1)):
+            return True
+    return False
 
 
 async def test_progress_reports_while_code_runs(engine: Codemode, desk: Desk) -> None:
