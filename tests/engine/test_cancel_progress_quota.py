@@ -193,6 +193,9 @@ async def test_a_guest_without_cpu_after_a_cancel_is_interrupted_not_restarted(
             )
             assert await anyio.to_thread.run_sync(started.wait, WAIT_S), "never started"
             os.kill(guest, signal.SIGSTOP)  # no CPU for the guest from here
+            with anyio.fail_after(WAIT_S):
+                while _state(guest) != "T":  # stopped indeed, before the cancel
+                    await anyio.sleep(0.001)
             group.cancel_scope.cancel()
         with anyio.fail_after(WAIT_S):
             while _alive(guest) and not _sigint_pending(guest):
@@ -220,9 +223,13 @@ def _read(path: Path) -> str:
         return ""
 
 
+def _state(pid: int) -> str:
+    stat = _read(Path(f"/proc/{pid}/stat"))
+    return stat[stat.rindex(")") + 2] if stat else "gone"
+
+
 def _alive(pid: int) -> bool:
-    state = _read(Path(f"/proc/{pid}/stat"))
-    return bool(state) and state[state.rindex(")") + 2] != "Z"
+    return _state(pid) not in ("Z", "gone")
 
 
 def _sigint_pending(pid: int) -> bool:

@@ -137,7 +137,19 @@ def test_code_that_swallowed_the_interrupt_and_sleeps_is_ended() -> None:
     cancel.at(0.2)
     guest.cpu = (guest.cpu or 0) + 1 * MS
     guest.running = False  # asleep again instead of ending
-    assert cancel.at(CANCEL_GRACE_S)
+    assert not cancel.at(CANCEL_GRACE_S)  # it ran since the last look: "done" may be on its way
+    assert cancel.at(CANCEL_GRACE_S + 0.05)  # asleep, and no CPU since: for good
+
+
+def test_a_guest_that_just_ran_and_sleeps_is_given_a_look_more() -> None:
+    """After a stop, a guest sends "done" and waits for its next execution: asleep, having
+    just run. The runner reads "done" before the next look, which would see it settled."""
+    guest = Guest(running=False)
+    cancel = Cancelled(guest)
+    cancel.at(0.0)
+    for step in range(1, 5):
+        guest.cpu = (guest.cpu or 0) + 1 * MS  # it runs a little between looks
+        assert not cancel.at(CANCEL_GRACE_S + step * 0.05)
 
 
 def test_code_that_ignores_sigint_is_ended_after_the_grace_period() -> None:

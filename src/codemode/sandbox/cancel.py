@@ -8,7 +8,8 @@ one, it would take that reply for the next execution's.
 The code's acknowledgement is its end (the guest's "done"). The sandbox is ended instead (and
 the next result says it was restarted) only once the code had its chance to stop and did not:
 after ``CANCEL_GRACE_S``, if its main thread used ``CANCEL_CPU_S`` of CPU since the cancel (it
-keeps running), or ran and went back to sleep (it swallowed the interrupt), or cannot take
+keeps running), or ran and went back to sleep for good (it swallowed the interrupt: asleep, and
+no CPU used between two looks), or cannot take
 SIGINT (ignored or blocked). A guest that has not been on a CPU since the cancel, as on a
 loaded machine, can still be interrupted: it is waited for, up to ``CANCEL_MAX_S``. Wall time
 alone restarted sandboxes whose guests never got the CPU to stop, and lost their variables.
@@ -120,24 +121,28 @@ def check_cancel(
         sandbox.process.facts.interrupt()
     if waited < CANCEL_GRACE_S:
         return False
-    if waited < CANCEL_MAX_S and not _had_its_chance(probe, pid, outcome.cancel_cpu_ns):
+    if waited < CANCEL_MAX_S and not _had_its_chance(probe, pid, outcome):
         return False
     outcome.status = "cancelled"
     return True
 
 
-def _had_its_chance(probe: GuestProbe, pid: int | None, cpu_at_cancel: int | None) -> bool:
-    if pid is None or cpu_at_cancel is None:
+def _had_its_chance(probe: GuestProbe, pid: int | None, outcome: Outcome) -> bool:
+    at_cancel = outcome.cancel_cpu_ns
+    if pid is None or at_cancel is None:
         return True  # nothing to judge by: the grace period alone
     cpu = probe.cpu_ns(pid)
     if cpu is None:
         return True
-    used = cpu - cpu_at_cancel
+    last, outcome.cancel_cpu_seen = outcome.cancel_cpu_seen, cpu
+    used = cpu - at_cancel
     if used >= CANCEL_CPU_S * 1e9 or not probe.takes_sigint(pid):
         return True
-    # It ran since the cancel and sleeps now instead of ending; on or waiting for a CPU, or
-    # never on one since the cancel, it is still on its way to stop.
-    return used > 0 and not probe.runnable(pid)
+    # It ran since the cancel and sleeps now instead of ending, and has not run since the
+    # previous look (meanwhile the runner read whatever it sent, its "done" included). On
+    # or waiting for a CPU, or never on one since the cancel, it is on its way to stop.
+    settled = last is not None and cpu == last
+    return used > 0 and settled and not probe.runnable(pid)
 
 
 def interrupted_by_us(done: dict[str, Any] | None) -> bool:
