@@ -81,12 +81,23 @@ async def engine(desk: Desk, tmp_path: Path) -> AsyncIterator[Codemode]:
 
 
 async def _cancel_when_ready(
-    engine: Codemode, desk: Desk, code: str, session: str, ready: threading.Event | None = None
+    engine: Codemode,
+    desk: Desk,
+    code: str,
+    session: str,
+    ready: threading.Event | None = None,
+    printed: bytes | None = None,
 ) -> None:
-    """Start ``code``, wait until it called ``signal_ready`` (or set ``ready``), then cancel."""
-    ready = ready or desk.ready
+    """Start ``code``, wait until it called ``signal_ready`` (or set ``ready``, or printed
+    ``printed``: past its tool call, whose reply it has then read), then cancel."""
+    ready = ready or (threading.Event() if printed is not None else desk.ready)
+
+    def on_output(stream: str, data: bytes) -> None:
+        if printed is not None and printed in data:
+            ready.set()
+
     async with anyio.create_task_group() as group:
-        group.start_soon(lambda: engine.execute(code, session=session))
+        group.start_soon(lambda: engine.execute(code, session=session, on_output=on_output))
         assert await anyio.to_thread.run_sync(ready.wait, WAIT_S), "the code never got there"
         group.cancel_scope.cancel()
 
@@ -101,8 +112,13 @@ async def test_a_cancel_interrupts_the_code_and_keeps_the_session(
 ) -> None:
     first = await engine.execute("x = 41")
     assert first.session is not None
-    code = "from servers import desk\ndesk.signal_ready()\nimport time\ntime.sleep(120)\nx = 0"
-    await _cancel_when_ready(engine, desk, code, first.session)
+    code = (
+        "from servers import desk\ndesk.signal_ready()\nprint('started', flush=True)\n"
+        "import time\ntime.sleep(120)\nx = 0"
+    )
+    # Cancelled once the reply of signal_ready was read: cancelled earlier, the call in
+    # flight is abandoned and the code ends on its ToolError instead.
+    await _cancel_when_ready(engine, desk, code, first.session, printed=b"started")
     after = await _next(engine, "print(x + 1)", first.session)
     # The interrupt stopped the code before `x = 0`, without restarting the sandbox.
     assert after.status == "ok" and after.stdout == "42\n", after.render_text()
