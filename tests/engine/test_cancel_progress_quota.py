@@ -6,6 +6,9 @@ so nothing here depends on how fast the machine is.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -78,12 +81,23 @@ async def engine(desk: Desk, tmp_path: Path) -> AsyncIterator[Codemode]:
 
 
 async def _cancel_when_ready(
-    engine: Codemode, desk: Desk, code: str, session: str, ready: threading.Event | None = None
+    engine: Codemode,
+    desk: Desk,
+    code: str,
+    session: str,
+    ready: threading.Event | None = None,
+    printed: bytes | None = None,
 ) -> None:
-    """Start ``code``, wait until it called ``signal_ready`` (or set ``ready``), then cancel."""
-    ready = ready or desk.ready
+    """Start ``code``, wait until it called ``signal_ready`` (or set ``ready``, or printed
+    ``printed``: past its tool call, whose reply it has then read), then cancel."""
+    ready = ready or (threading.Event() if printed is not None else desk.ready)
+
+    def on_output(stream: str, data: bytes) -> None:
+        if printed is not None and printed in data:
+            ready.set()
+
     async with anyio.create_task_group() as group:
-        group.start_soon(lambda: engine.execute(code, session=session))
+        group.start_soon(lambda: engine.execute(code, session=session, on_output=on_output))
         assert await anyio.to_thread.run_sync(ready.wait, WAIT_S), "the code never got there"
         group.cancel_scope.cancel()
 
@@ -98,8 +112,13 @@ async def test_a_cancel_interrupts_the_code_and_keeps_the_session(
 ) -> None:
     first = await engine.execute("x = 41")
     assert first.session is not None
-    code = "from servers import desk\ndesk.signal_ready()\nimport time\ntime.sleep(120)\nx = 0"
-    await _cancel_when_ready(engine, desk, code, first.session)
+    code = (
+        "from servers import desk\ndesk.signal_ready()\nprint('started', flush=True)\n"
+        "import time\ntime.sleep(120)\nx = 0"
+    )
+    # Cancelled once the reply of signal_ready was read: cancelled earlier, the call in
+    # flight is abandoned and the code ends on its ToolError instead.
+    await _cancel_when_ready(engine, desk, code, first.session, printed=b"started")
     after = await _next(engine, "print(x + 1)", first.session)
     # The interrupt stopped the code before `x = 0`, without restarting the sandbox.
     assert after.status == "ok" and after.stdout == "42\n", after.render_text()
@@ -160,6 +179,83 @@ async def test_code_that_ignores_the_interrupt_is_stopped_after_the_grace_period
     assert after.extra["cancelled_before"]["sandbox_reset"] is True
 
 
+async def test_a_guest_without_cpu_after_a_cancel_is_interrupted_not_restarted(
+    engine: Codemode, desk: Desk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding: under load two of six cancels restarted the sandbox (variables lost): the
+    guest had not been on a CPU to take its interrupt within the grace period. Here the guest
+    gets no CPU at all from the cancel on (SIGSTOP) and the grace period is zero, so wall time
+    alone would restart it at once; it is waited for, and once it runs again it stops on the
+    KeyboardInterrupt and keeps its variables."""
+    monkeypatch.setattr("codemode.sandbox.cancel.CANCEL_GRACE_S", 0.0)
+    tag = "cm-no-cpu"
+    first = await engine.execute(f"open('/proc/self/comm', 'w').write({tag!r})\nx = 41")
+    assert first.session is not None
+    guest = _pid_named(tag)
+    code = (
+        "from servers import desk\ndesk.signal_ready()\nprint('started', flush=True)\n"
+        "import time\ntime.sleep(120)\nx = 0"
+    )
+    started = threading.Event()
+
+    def on_output(stream: str, data: bytes) -> None:
+        if b"started" in data:
+            started.set()  # past its last tool call: nothing unread when the cancel comes
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(
+                lambda: engine.execute(code, session=first.session, on_output=on_output)
+            )
+            assert await anyio.to_thread.run_sync(started.wait, WAIT_S), "never started"
+            os.kill(guest, signal.SIGSTOP)  # no CPU for the guest from here
+            with anyio.fail_after(WAIT_S):
+                while _state(guest) != "T":  # stopped indeed, before the cancel
+                    await anyio.sleep(0.001)
+            group.cancel_scope.cancel()
+        with anyio.fail_after(WAIT_S):
+            while _alive(guest) and not _sigint_pending(guest):
+                await anyio.sleep(0.01)  # a bounded poll: the host sends its interrupt
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(guest, signal.SIGCONT)
+    after = await _next(engine, "print(x + 1)", first.session)
+    report = after.extra["cancelled_before"]
+    assert report["sandbox_reset"] is False, after.render_text()
+    assert report["error"]["type"] == "KeyboardInterrupt"
+    assert after.stdout == "42\n", after.render_text()
+
+
+def _pid_named(tag: str) -> int:
+    found = [p.parent.name for p in Path("/proc").glob("[0-9]*/comm") if _read(p) == tag]
+    assert len(found) == 1, f"expected one process named {tag!r}, found {found}"
+    return int(found[0])
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def _state(pid: int) -> str:
+    stat = _read(Path(f"/proc/{pid}/stat"))
+    return stat[stat.rindex(")") + 2] if stat else "gone"
+
+
+def _alive(pid: int) -> bool:
+    return _state(pid) not in ("Z", "gone")
+
+
+def _sigint_pending(pid: int) -> bool:
+    for line in _read(Path(f"/proc/{pid}/status")).splitlines():
+        key, _, value = line.partition(":")
+        if key in ("SigPnd", "ShdPnd") and int(value.strip(), 16) & (1 << (signal.SIGINT - 1)):
+            return True
+    return False
+
+
 async def test_progress_reports_while_code_runs(engine: Codemode, desk: Desk) -> None:
     reports: list[tuple[float, float | None, str]] = []
 
@@ -178,15 +274,40 @@ async def test_progress_reports_while_code_runs(engine: Codemode, desk: Desk) ->
     assert "8 bytes printed" in reports[-1][2]
 
 
-async def test_one_client_cannot_take_every_session(engine: Codemode) -> None:
-    for _ in range(2):
-        await engine.execute("pass", client="alice")
-    with pytest.raises(SessionQuotaError) as refused:
-        await engine.execute("pass", client="alice")
+async def test_idle_sessions_give_a_clients_quota_back(engine: Codemode) -> None:
+    """Behaviour changed (issue 26): at its quota (2) a client's least recently used idle
+    session is checkpointed and released to make room; it restores when used again."""
+    # Released, a session keeps the variables it named (as idle release does).
+    first = await engine.execute("from state import keep\nx = 41\nkeep('x')", client="alice")
+    await engine.execute("pass", client="alice")
+    third = await engine.execute("print('third')", client="alice")
+    assert third.status == "ok" and third.stdout == "third\n", third.render_text()
+    back = await engine.execute("print(x + 1)", session=first.session, client="alice")
+    assert back.stdout == "42\n" and "restored" in back.extra, back.render_text()
+    other = await engine.execute("print('bob is served')", client="bob")
+    assert other.stdout == "bob is served\n"
+
+
+async def test_one_client_cannot_take_every_session(engine: Codemode, desk: Desk) -> None:
+    """Sessions running code hold a client's quota: the refusal names them and how to free
+    them, and another client is served all the same."""
+    code = "from servers import desk\ndesk.wait_for_release()"
+    registry = engine.registry
+    assert registry is not None
+    async with anyio.create_task_group() as group:
+        for _ in range(2):
+            group.start_soon(lambda: engine.execute(code, client="alice"))
+        with anyio.fail_after(WAIT_S):
+            while list(registry.states(None).values()).count("running") < 2:
+                await anyio.sleep(0.01)  # a bounded poll on the registry
+        with pytest.raises(SessionQuotaError) as refused:
+            await engine.execute("pass", client="alice")
+        other = await engine.execute("print('bob is served')", client="bob")
+        desk.release.set()
     message = str(refused.value)
     assert "gateway.max_sessions_per_client = 2" in message
-    assert "pass the `session` handle" in message
-    other = await engine.execute("print('bob is served')", client="bob")
+    assert message.count("running code") == 2, message
+    assert "pass the `session` handle" in message and "cancel" in message
     assert other.stdout == "bob is served\n"
 
 

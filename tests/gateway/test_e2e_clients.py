@@ -72,7 +72,10 @@ memory.create_entities(entities=[{{"name": "{entity}", "entityType": "t", "obser
 """
     owner = "alice" if mode == "auto" else "bob"
     async with gateway.connect(mode=mode, headers=harness.bearer(owner)) as client:
-        await harness.execute_ok(client, "kept = 'state before the cancel'")
+        kept = await harness.execute_ok(client, "kept = 'state before the cancel'")
+        # A 2026-era client continues its session by its handle; a 2025-era one by its
+        # connection (its calls without a handle).
+        handle = {"session": kept["session"]} if mode == "auto" else {}
         started = anyio.Event()
 
         async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -80,14 +83,15 @@ memory.create_entities(entities=[{{"name": "{entity}", "entityType": "t", "obser
                 started.set()  # the code printed: it runs
 
         async with anyio.create_task_group() as group:
-            group.start_soon(lambda: client.call_tool("execute", {"code": code}, None, progress))
+            arguments = {"code": code, **handle}
+            group.start_soon(lambda: client.call_tool("execute", arguments, None, progress))
             with anyio.fail_after(WAIT_S):
                 await started.wait()
             group.cancel_scope.cancel()
-        # The session (the client's default one) answers the next call, and says what the
-        # cancelled call did: the sleep was interrupted, the upstream call was refused.
+        # The session answers the next call, and says what the cancelled call did: the
+        # sleep was interrupted, the upstream call was refused.
         with anyio.fail_after(WAIT_S):
-            after = await harness.execute(client, "print('next')")
+            after = await harness.execute(client, "print('next')", **handle)
     assert after["stdout"] == "next\n", after["text"]
     report = after["cancelled_before"]
     assert report["status"] == "cancelled"
@@ -220,21 +224,25 @@ async def test_progress_notifications_arrive_while_code_runs(gateway: Any, harne
 # --- fair sessions --------------------------------------------------------------------------
 
 
-async def test_handle_less_calls_of_one_owner_share_a_default_session(
+async def test_handle_less_calls_of_one_owner_open_sessions_of_their_own(
     gateway: Any, harness: Any
 ) -> None:
+    """Behaviour changed (issue 26): two agents on one token never share variables unless
+    they pass the same handle; the handle comes back in every result."""
     async with gateway.connect(headers=harness.bearer("client-0")) as client:
         assert not client.protocol_version.startswith("2025")
         first = await harness.execute_ok(client, "x = 5")
-        second = await harness.execute_ok(client, "print(x)")
-    assert second["stdout"] == "5\n" and second["session"] == first["session"]
+        second = await harness.execute_ok(client, "print('x' in dir())")
+        third = await harness.execute_ok(client, "print(x)", session=first["session"])
+    assert second["stdout"] == "False\n" and second["session"] != first["session"]
+    assert third["stdout"] == "5\n" and third["session"] == first["session"]
 
 
 async def test_session_new_opens_a_second_independent_session(gateway: Any, harness: Any) -> None:
-    """One 2026-protocol owner: `session: "new"` opens another session; handle-less calls
-    keep the default one; the new handle continues the new one."""
-    async with gateway.connect(headers=harness.bearer("client-6")) as client:
-        assert not client.protocol_version.startswith("2025")
+    """One 2025-era connection: `session: "new"` opens another session; handle-less calls
+    keep the connection's one; the new handle continues the new one."""
+    async with gateway.connect(mode="legacy", headers=harness.bearer("client-6")) as client:
+        assert client.protocol_version.startswith("2025")
         default = await harness.execute_ok(client, "x = 'default'")
         other = await harness.execute_ok(client, "print('x' in dir())", session="new")
         assert other["stdout"] == "False\n"
@@ -247,20 +255,22 @@ async def test_session_new_opens_a_second_independent_session(gateway: Any, harn
 
 
 async def test_one_owner_cannot_exhaust_sessions_for_others(gateway: Any, harness: Any) -> None:
-    """2025-era connections each get a session; the owner's third one is refused."""
+    """Behaviour changed (issue 26): 2025-era connections each get a session; at the owner's
+    quota (2) the third connection runs too (its least recently used idle session gives its
+    place back, checkpointed), and another owner is served all the same."""
     alice = harness.bearer("client-1")
     async with (
         gateway.connect(mode="legacy", headers=alice) as one,
         gateway.connect(mode="legacy", headers=alice) as two,
         gateway.connect(mode="legacy", headers=alice) as three,
     ):
-        await harness.execute_ok(one, "pass")
+        # Released, a session keeps the variables it named (as idle release does).
+        await harness.execute_ok(one, "from state import keep\nmine = 'one'\nkeep('mine')")
         await harness.execute_ok(two, "pass")
-        refused = await three.call_tool("execute", {"code": "print('third')"})
-        assert refused.is_error
-        text = harness.text_of(refused)
-        assert "gateway.max_sessions_per_client = 2" in text
-        assert "pass the `session` handle from an earlier result" in text
+        third = await harness.execute_ok(three, "print('third')")
+        assert third["stdout"] == "third\n"
+        back = await harness.execute_ok(one, "print(mine)")
+        assert back["stdout"] == "one\n" and "restored" in back, back["text"]
         # Another owner is served all the same.
         async with gateway.connect(headers=harness.bearer("client-2")) as other:
             served = await harness.execute_ok(other, "print('served')")

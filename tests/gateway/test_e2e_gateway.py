@@ -174,14 +174,16 @@ async def test_sessions_are_isolated_and_persist_with_their_handle(
     assert fresh["stdout"] == "False\n" and fresh["session"] == first["session"]
 
 
-async def test_a_2026_client_without_a_handle_keeps_its_default_session(
+async def test_a_2026_call_without_a_handle_opens_a_session_of_its_own(
     gateway: Any, harness: Any
 ) -> None:
-    """The transport identifies the client (its token, or the one stdio client): calls
-    without a handle share one session instead of opening one each."""
+    """A 2026-era request identifies no agent (one token or one stdio server may serve many):
+    a call without a handle gets a new session, and passing its handle back continues it."""
     assert gateway.client.protocol_version == "2026-07-28"
     first = await harness.execute_ok(gateway.client, "kept = 1")
-    data = await harness.execute_ok(gateway.client, "print(kept)")
+    other = await harness.execute_ok(gateway.client, "print('kept' in dir())")
+    assert other["stdout"] == "False\n" and other["session"] != first["session"]
+    data = await harness.execute_ok(gateway.client, "print(kept)", session=first["session"])
     assert data["stdout"] == "1\n" and data["session"] == first["session"]
 
 

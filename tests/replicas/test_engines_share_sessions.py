@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +213,8 @@ def _make_idle(engine: Codemode, handle: str) -> list[str]:
     """Expire ``handle`` on ``engine`` as if it had been idle for hours."""
     registry = engine.registry
     assert registry is not None
-    registry.get(handle, None).last_used = 0.0
+    # Relative to now: the monotonic clock starts near zero on a machine booted recently.
+    registry.get(handle, None).last_used = time.monotonic() - registry.idle_timeout_s - 1
     return registry.expire_idle()
 
 
@@ -282,17 +284,24 @@ async def test_a_provider_that_reattaches_is_asked_instead_of_restoring(
         assert moved.stdout == "False\n" and "restored" not in moved.extra, moved.render_text()
 
 
-async def test_a_clients_default_session_is_the_same_on_every_replica(
+async def test_a_handle_less_call_gets_its_own_session_that_continues_on_every_replica(
     replicas: tuple[Codemode, Codemode],
 ) -> None:
+    """Behaviour changed (issue 26): an identified 2026-era client's calls without a handle
+    no longer share one default session; the handle in the result continues it anywhere."""
     a, b = replicas
     caller = Caller(owner="alice", client="alice")
     kept = "from state import keep\nx = 41\nkeep('x')"
     first = await GatewayHandlers(a).execute({"code": kept}, caller)
-    second = await GatewayHandlers(b).execute({"code": "print(x + 1)"}, caller)
-    assert first.structured_content is not None and second.structured_content is not None
+    apart = await GatewayHandlers(b).execute({"code": "print('x' in dir())"}, caller)
+    assert first.structured_content is not None and apart.structured_content is not None
+    assert apart.structured_content.get("stdout") == "False\n", apart.structured_content
+    assert apart.structured_content["session"] != first.structured_content["session"]
+    handle = first.structured_content["session"]
+    second = await GatewayHandlers(b).execute({"code": "print(x + 1)", "session": handle}, caller)
+    assert second.structured_content is not None
     assert second.structured_content.get("stdout") == "42\n", second.structured_content
-    assert second.structured_content["session"] == first.structured_content["session"]
+    assert second.structured_content["session"] == handle
 
 
 async def test_a_full_replica_releases_its_least_recently_used_idle_session_for_room(

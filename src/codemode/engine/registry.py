@@ -7,9 +7,12 @@ runs; when all are taken and ``evict_idle`` is on, the least recently used idle 
 checkpointed and its sandbox released to make room, exactly as idle release does
 (``codemode.engine.idle``), and it restores on its next execution. Released sessions hold no
 sandbox and do not count there. ``max_stored`` bounds every handle kept, released ones
-included (their checkpoints take disk). A client (an owner's credential, or one connection)
-may hold ``max_per_client`` sessions of any kind, so one client cannot fill the gateway for
-the others.
+included (their checkpoints take disk). A client (an owner's credential, or the one stdio
+client) may hold ``max_per_client`` sessions that take a sandbox, so one client cannot fill the
+gateway for the others; its released sessions do not count, and at its quota its least
+recently used idle session is released to make room (``_within_client_quota``), so sessions
+nobody uses never keep a client out. Only sessions running code or waiting for an approval
+can fill a quota, and the refusal names them.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ __all__ = ["SessionFactory", "SessionRegistry", "SessionState", "new_handle"]
 # Builds the session for a new handle (its sandbox and chain of wrappers).
 SessionFactory = Callable[[str, str | None], Session]
 SessionState = Literal["running", "paused", "idle", "released"]
+# A client keeps at most this many times its quota of sessions, released ones included.
+KEPT_PER_CLIENT = 4
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +71,7 @@ class SessionRegistry:
         # Opened here and never run: closed if refused a sandbox (nothing of them to keep).
         self._unused: set[str] = set()
         self._lock = threading.Lock()
+        self._closing = False  # close_all began
         # Called (on any thread) when a session closes or expires: wipe vaults, deny approvals.
         self.on_close: list[Callable[[Session], None]] = []
 
@@ -77,9 +83,14 @@ class SessionRegistry:
         self.expire_idle()
         with self._lock:
             if client is not None and self.max_per_client is not None:
-                held = sum(1 for key in self._clients.values() if key == client)
-                if held >= self.max_per_client:
-                    raise self._client_full(held)
+                holding = self._holding(client)
+                # At the quota a new session is still let in when one of the client's idle
+                # sessions can give its place back (``make_room`` releases it).
+                if len(holding) >= self.max_per_client and self._idle_of(holding, []) is None:
+                    raise self._client_quota_full(holding)
+                kept = self._kept_by(client)
+                if len(kept) >= self._max_kept_per_client() and not self._forgettable(kept):
+                    raise self._client_quota_full(holding)
             self._check_stored()
             return self._add(new_handle(), owner, client)
 
@@ -92,12 +103,63 @@ class SessionRegistry:
             self._clients[handle] = client
         return record
 
-    def _client_full(self, held: int) -> SessionQuotaError:
+    def _holding(self, client: str) -> list[Session]:
+        """The sessions that take a place in ``client``'s quota (call with the lock held):
+        all but those released and not checked out (they hold no sandbox)."""
+        return [
+            record
+            for handle, key in self._clients.items()
+            if key == client
+            and (record := self._sessions.get(handle)) is not None
+            and not (record.released and record.busy == 0)
+        ]
+
+    def _kept_by(self, client: str) -> list[Session]:
+        """Every session of ``client`` kept here, released ones included."""
+        return [
+            record
+            for handle, key in self._clients.items()
+            if key == client and (record := self._sessions.get(handle)) is not None
+        ]
+
+    def _max_kept_per_client(self) -> int:
+        # Released sessions keep a checkpoint on disk: a client keeps a few times its quota,
+        # so one client cannot fill ``max_stored`` for the others.
+        return KEPT_PER_CLIENT * (self.max_per_client or 0)
+
+    @staticmethod
+    def _forgettable(records: list[Session]) -> list[Session]:
+        """Released sessions nobody uses now, least recently used first."""
+        idle = [r for r in records if r.released and r.busy == 0 and r.paused is None]
+        return sorted(idle, key=lambda record: record.last_used)
+
+    def _idle_of(self, records: list[Session], tried: list[Session]) -> Session | None:
+        """The least recently used of ``records`` that could be released now, if any."""
+        if not self.evict_idle:
+            return None
+        idle = [
+            record
+            for record in records
+            if record.busy == 0
+            and record.paused is None
+            and not record.released
+            and record not in tried
+        ]
+        return min(idle, key=lambda record: record.last_used, default=None)
+
+    def _client_quota_full(self, holding: list[Session]) -> SessionQuotaError:
+        shown = sorted(holding, key=lambda record: record.last_used)
+        listed = "; ".join(f"{record.handle[:12]}... {_holds_because(record)}" for record in shown)
+        if not self.evict_idle:
+            free = "set gateway.idle_release_s so idle sessions give their place back"
+        else:
+            free = "a session gives its place back once released (idle, its checkpoint saved)"
         return SessionQuotaError(
-            f"this client already holds {held} sessions, its quota "
-            f"(gateway.max_sessions_per_client = {self.max_per_client})",
-            fix="pass the `session` handle from an earlier result to reuse one; sessions "
-            f"unused for {self.idle_timeout_s / 60:g} minutes are closed and free the quota",
+            f"this client's {len(holding)} sessions hold its quota "
+            f"(gateway.max_sessions_per_client = {self.max_per_client}): {listed}",
+            fix="let a running session finish or cancel its call, answer a paused one's "
+            "approval (approve), or pass the `session` handle from an earlier result to reuse "
+            f"one; {free}, or raise gateway.max_sessions_per_client",
         )
 
     def resume(self, handle: str, owner: str | None) -> Session:
@@ -203,6 +265,7 @@ class SessionRegistry:
         never one running code or paused) if ``evict_idle``; ``SessionQuotaError`` when none
         can be released. Blocking (a checkpoint runs in that sandbox): call it from a worker
         thread; the registry's lock is not held meanwhile."""
+        self._within_client_quota(record)
         tried: list[Session] = []
         while True:
             with self._lock:
@@ -224,8 +287,74 @@ class SessionRegistry:
             tried.append(victim)
             self._release_for(victim, record)
 
-    def _release_for(self, victim: Session, heir: Session) -> None:
-        """Release ``victim`` (held) so that ``heir`` gets its place."""
+    def _within_client_quota(self, record: Session) -> None:
+        """Before ``record`` runs: when its client holds its whole quota without it, release
+        the client's least recently used idle session (checkpointed; it restores when used
+        again), so a client's quota never stays taken by sessions nobody uses.
+        ``SessionQuotaError``, naming what holds the quota, when none can be released."""
+        tried: list[Session] = []
+        while True:
+            with self._lock:
+                client = self._clients.get(record.handle)
+                if (
+                    client is None
+                    or self.max_per_client is None
+                    or self._sessions.get(record.handle) is not record
+                ):
+                    return
+                doomed = self._take_beyond_kept(client, record)
+            for old in doomed:  # outside the lock: closing runs the close hooks
+                self._closed(old)
+            with self._lock:
+                others = [held for held in self._holding(client) if held is not record]
+                if len(others) < self.max_per_client:
+                    return
+                victim = self._idle_of(others, tried)
+                if victim is None:
+                    error = self._client_quota_full([*others, record])
+                    unused = record.handle in self._unused
+                else:
+                    victim.busy += 1  # held as the idle releaser holds it: nothing closes it
+            if victim is None:
+                if unused:  # a new session that never ran: nothing of it is worth keeping
+                    self.close(record.handle)
+                raise error
+            tried.append(victim)
+            self._release_for(victim, None)
+
+    def _take_beyond_kept(self, client: str, record: Session) -> list[Session]:
+        """Take ``client``'s least recently used released sessions beyond what a client may
+        keep out of the registry (call with the lock held; the caller closes them)."""
+        kept = [held for held in self._kept_by(client) if held is not record]
+        excess = len(kept) + 1 - self._max_kept_per_client()
+        doomed = self._forgettable(kept)[: max(excess, 0)]
+        for old in doomed:
+            self._forget(old.handle)
+            log.info("client quota: closed the released session %s", old.handle[:12])
+        return doomed
+
+    def release_now(self, handle: str) -> bool:
+        """Checkpoint ``handle``'s session and stop its sandbox now, if it is idle (its
+        client went away); it restores on its next execution. Blocking: call it from a
+        worker thread. False when it runs code, waits for an approval or holds no sandbox."""
+        with self._lock:
+            record = self._sessions.get(handle)
+            if record is None or record.busy or record.paused is not None or record.released:
+                return False
+            if self._closing:
+                return False  # the gateway stops: close_all keeps every session's checkpoint
+            record.busy += 1
+        released = False
+        try:
+            released = record.release(lambda: self.held_alone(record, 0.0))
+        except Exception:
+            log.exception("could not release the session %s", handle[:12])
+        finally:
+            self.settle(record)
+        return released
+
+    def _release_for(self, victim: Session, heir: Session | None) -> None:
+        """Release ``victim`` (held) so that ``heir`` (if any) gets its place."""
         released = False
         try:
             released = victim.release(lambda: self.held_alone(victim, 0.0))
@@ -330,6 +459,7 @@ class SessionRegistry:
 
     def close_all(self) -> None:
         with self._lock:
+            self._closing = True
             records = list(self._sessions.values())
             for record in records:
                 self._forget(record.handle)
@@ -340,6 +470,14 @@ class SessionRegistry:
 def new_handle() -> str:
     """A new session handle: unguessable, so it is its own credential within its owner."""
     return "s_" + secrets.token_urlsafe(18)
+
+
+def _holds_because(record: Session) -> str:
+    if record.paused is not None:
+        return "waiting for an approval"
+    if record.busy:
+        return "running code"
+    return "idle"
 
 
 def _state(record: Session) -> SessionState:

@@ -4,6 +4,7 @@ lexically meanwhile), the rendered answer, and the owner's saved skills below th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -97,9 +98,7 @@ class EngineSearch:
         changed). Searches that arrive meanwhile answer lexically at once and say so."""
         job = self._index_job
         if job is None or (job.done() and self._index is None):
-            job = self._index_job = asyncio.create_task(
-                anyio.to_thread.run_sync(self._search_index)
-            )
+            job = self._index_job = asyncio.create_task(_in_daemon_thread(self._search_index))
         return job
 
     async def search(
@@ -172,3 +171,31 @@ class EngineSearch:
         interval = self.config.gateway.progress_interval_s
         await wait_reporting([job], progress, interval, describe)
         return job.result()
+
+
+async def _in_daemon_thread(build: Callable[[], SearchIndex]) -> SearchIndex:
+    """``build()`` in a daemon thread; cancelling the wait abandons it. A build may take
+    minutes: a worker thread of anyio's (or of an executor) would keep a gateway whose client
+    is gone alive until it ended, since the interpreter waits for those at exit."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[SearchIndex] = loop.create_future()
+
+    def settle(result: SearchIndex | None, error: BaseException | None) -> None:
+        if done.done():
+            return  # abandoned
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def work() -> None:
+        result, error = None, None
+        try:
+            result = build()
+        except BaseException as failed:  # noqa: BLE001 - handed to the waiting task
+            error = failed
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name="codemode-index", daemon=True).start()
+    return await done

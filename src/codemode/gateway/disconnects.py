@@ -114,8 +114,13 @@ def _key_of(session: str, body: bytes) -> str | None:
 async def cancel_when_gone(
     gone: anyio.Event, work: Callable[[], Awaitable[_T]], gone_result: Callable[[], _T]
 ) -> _T:
-    """``work()``, cancelled when ``gone`` is set; then ``gone_result()`` (sent to nobody)."""
+    """``work()``, cancelled when ``gone`` is set; then ``gone_result()`` (sent to nobody).
+
+    What ``work()`` raises leaves as it was raised: inside the task group it would reach the
+    SDK wrapped in an ``ExceptionGroup``, and an ``MCPError`` (an unknown tool's -32602) would
+    turn into JSON-RPC error code 0 and a traceback in the log."""
     results: list[_T] = []
+    failures: list[Exception] = []
     async with anyio.create_task_group() as group:
 
         async def watch() -> None:
@@ -123,6 +128,11 @@ async def cancel_when_gone(
             group.cancel_scope.cancel()
 
         group.start_soon(watch)
-        results.append(await work())
+        try:
+            results.append(await work())
+        except Exception as error:  # noqa: BLE001 - re-raised below, outside the group
+            failures.append(error)
         group.cancel_scope.cancel()
+    if failures:
+        raise failures[0]
     return results[0] if results else gone_result()

@@ -6,9 +6,11 @@ a ``Caller`` and hands it over, so the handlers can be tested and traced on thei
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 import weakref
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +32,10 @@ log = logging.getLogger(__name__)
 TOOL_NAMES = ("search", "execute", "approve")
 
 
+# Registers a coroutine function to run when a 2025-era client's connection ends.
+OnClose = Callable[[Callable[[], Awaitable[None]]], object]
+
+
 @dataclass(frozen=True)
 class Caller:
     """Who sent a request, as far as the transport tells.
@@ -38,8 +44,9 @@ class Caller:
     ``connection`` is the object that lives as long as a 2025-era client's connection, the
     only stable key for one; ``legacy`` is true for those clients, which never pass handles.
     ``client`` names the client where the transport identifies it (a token's owner, the one
-    stdio client): its session quota, and the default session of its handle-less calls.
-    ``progress`` reports progress to the client, when it asked for it.
+    stdio client): the quota its sessions count against. ``progress`` reports progress to
+    the client, when it asked for it. ``on_close`` runs cleanup when a 2025-era HTTP
+    connection ends (its DELETE, or the transport's own idle timeout).
     """
 
     owner: str | None = None
@@ -47,6 +54,7 @@ class Caller:
     legacy: bool = False
     client: str | None = None
     progress: Progress | None = None
+    on_close: OnClose | None = None
 
 
 def text_result(text: str, *, error: bool = False) -> types.CallToolResult:
@@ -69,15 +77,13 @@ class GatewayHandlers:
     def __init__(self, engine: Codemode) -> None:
         self.engine = engine
         self.resources = WorkspaceResources(engine, images=engine.config.gateway.result_images)
-        # 2025-era clients keep one connection per conversation: a call without a handle
-        # reuses the session this connection used before. 2026 clients pass the handle back.
+        # A 2025-era connection is one agent's conversation: its calls without a handle reuse
+        # the session the connection used before, released when the connection ends.
+        # A 2026-era request identifies no agent (a token may serve many; stateless, no
+        # connection): a call without a handle gets a new session, whose handle its result
+        # carries for the agent to pass back. Two agents never share a session by accident.
         self._connection_sessions: weakref.WeakKeyDictionary[object, str] = (
             weakref.WeakKeyDictionary()
-        )
-        # 2026 clients that the transport identifies but that pass no handle: one default
-        # session per client, instead of a new session per call (on every replica).
-        self._client_sessions: MutableMapping[str, str] = (
-            engine.shared.default_sessions if engine.shared is not None else {}
         )
 
     async def call(
@@ -163,7 +169,7 @@ class GatewayHandlers:
                 owner=caller.owner,
                 client=caller.client,
                 progress=caller.progress,
-                opened=remember.set if remember is not None else None,
+                opened=self._keeper(remember, caller) if remember is not None else None,
                 check=check,
                 fresh_dir=fresh_dir,
             )
@@ -200,13 +206,37 @@ class GatewayHandlers:
         return execution_result(result)
 
     def _remembered(self, caller: Caller) -> _Remembered | None:
-        """Where a handle-less call finds its session: by connection for 2025-era clients,
-        by client for identified 2026 ones; None (a new session per call) otherwise."""
+        """Where a handle-less call finds its session: a 2025-era client's connection;
+        None (a new session, its handle in the result) for everyone else."""
         if caller.legacy and caller.connection is not None:
             return _Remembered(self._connection_sessions, caller.connection)
-        if caller.client is not None:
-            return _Remembered(self._client_sessions, caller.client)
         return None
+
+    def _keeper(self, remember: _Remembered, caller: Caller) -> Callable[[str], None]:
+        """Remembers the connection's session; a new one is released when the connection
+        ends, so it stops counting against its client's quota at once."""
+
+        def keep(handle: str) -> None:
+            if remember.get() == handle:
+                return
+            remember.set(handle)
+            if caller.on_close is not None:
+                caller.on_close(functools.partial(self._connection_ended, handle))
+
+        return keep
+
+    async def _connection_ended(self, handle: str) -> None:
+        registry = self.engine.registry
+        if registry is None:
+            return
+
+        def release() -> None:
+            if registry.release_now(handle):
+                log.info("connection ended: session %s was checkpointed and released", handle[:12])
+
+        # Not awaited, and in a daemon thread: the transport bounds its cleanup, a checkpoint
+        # may take longer, and a gateway that stops must not wait for one.
+        threading.Thread(target=release, name="codemode-release", daemon=True).start()
 
 
 # ``execute(session="new")``: open another session (a handle-less call keeps its default one).

@@ -34,6 +34,8 @@ __all__ = ["serve"]
 
 log = logging.getLogger(__name__)
 Transport = Literal["stdio", "http"]
+# How often a stdio gateway checks that its client (its parent process) still lives.
+_ORPHAN_CHECK_S = 0.25
 
 
 async def serve(
@@ -73,6 +75,8 @@ async def serve(
                 from mcp.server.stdio import stdio_server
 
                 group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
+                if (parent := os.getppid()) != 1:
+                    group.start_soon(_stop_when_orphaned, group.cancel_scope.cancel, parent)
                 with _cancellable_stdin() as stdin:
                     async with (
                         stdio_server(stdin=stdin) as (read_stream, write_stream),
@@ -207,6 +211,15 @@ async def _stop_on_signal(stop: Callable[[], object]) -> None:
             print("codemode: stopping", file=sys.stderr)
             stop()
             return
+
+
+async def _stop_when_orphaned(stop: Callable[[], object], parent: int) -> None:
+    """A stdio gateway whose client (its parent) died stops, even while something else
+    (the client's own children) keeps its stdin open; stdin's end stops it anyway."""
+    while os.getppid() == parent:
+        await anyio.sleep(_ORPHAN_CHECK_S)
+    print("codemode: the client's process ended; stopping", file=sys.stderr)
+    stop()
 
 
 class _StdinLines(anyio.AsyncFile[str]):

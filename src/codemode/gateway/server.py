@@ -8,6 +8,7 @@ and a compact text rendering together.
 from __future__ import annotations
 
 import hashlib
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
@@ -64,7 +65,11 @@ def caller_of(ctx: ServerRequestContext[Any, Any], *, sole_client: str | None = 
     client = f"owner:{owner}" if owner is not None else sole_client
     wants_progress = ctx.meta is not None and ctx.meta.get("progress_token") is not None
     progress = _progress_to(ctx) if wants_progress else None
-    return Caller(owner, connection, legacy, client, progress)
+    # The SDK unwinds a connection's exit stack when the connection ends. Over stdio that is
+    # the gateway's own end, which keeps its sessions' checkpoints anyway.
+    exit_stack = getattr(connection, "exit_stack", None) if legacy and not sole_client else None
+    on_close = exit_stack.push_async_callback if isinstance(exit_stack, AsyncExitStack) else None
+    return Caller(owner, connection, legacy, client, progress, on_close)
 
 
 def _progress_to(ctx: ServerRequestContext[Any, Any]) -> Progress:
@@ -94,7 +99,7 @@ def build_server(
     engine: Codemode, *, sole_client: str | None = None, disconnects: Disconnects | None = None
 ) -> Server[Any]:
     """``sole_client``: the name of the only client this server will have (stdio), so its
-    handle-less calls share a default session and its sessions count against one quota.
+    sessions count against one quota.
     ``disconnects``: filled by ``DisconnectWatch`` around the HTTP app, so a 2025-era client
     that drops its connection mid-call cancels the call."""
     tools = mcp_tools()

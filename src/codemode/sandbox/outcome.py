@@ -36,6 +36,9 @@ class Outcome:
     left_running: str | None = None
     # Cancellation: when the caller asked to stop, and bridge requests dropped after that.
     cancelled_at: float | None = None
+    # The guest main thread's CPU time (ns) when the cancel was seen (see sandbox.cancel).
+    cancel_cpu_ns: int | None = None
+    cancel_cpu_seen: int | None = None  # and at the latest look since
     interrupted: bool = False
     refused_after_cancel: int = 0
 

@@ -416,7 +416,14 @@ class Sandbox:
 
     def _check_cancel(self, cancel: threading.Event, outcome: Outcome, now: float) -> bool:
         """See ``codemode.sandbox.cancel.check_cancel``."""
-        return check_cancel(self.process.facts, self.resume, cancel, outcome, now)
+        return check_cancel(
+            self.process.facts,
+            self.resume,
+            cancel,
+            outcome,
+            now,
+            pid=self.process.guest_pid,
+        )
 
     def _unread_by_guest(self) -> int:
         return self.process.facts.unread_bytes()
