@@ -19,7 +19,7 @@ const transport = new StreamableHTTPClientTransport(new URL(url), {
 const client = new Client({ name: "codemode-test", version: "1.0.0" });
 await client.connect(transport);
 
-const slow = "from servers import fake\nprint('started', flush=True)\nprint(fake.slow(seconds=3)['result'])";
+const slow = "from servers import fake\nprint('started', flush=True)\nprint(fake.slow(seconds=3))";
 const out = { scenario, progress: 0 };
 const execute = (code, options = {}) =>
   client.callTool({ name: "execute", arguments: { code } }, undefined, options);
