@@ -43,6 +43,7 @@ from __future__ import annotations
 __all__ = [
     "ApprovalDecidedError",
     "ApprovalMismatchError",
+    "ApprovalReservedError",
     "BridgeProtocolError",
     "ClusterBusyError",
     "ClusterError",
@@ -195,6 +196,12 @@ class SessionBusyError(SessionError):
 
 class ApprovalDecidedError(SessionError):
     code = "approval_decided"
+
+
+class ApprovalReservedError(SessionError):
+    """The model tried to answer an approval that only the person behind the client may."""
+
+    code = "approval_reserved"
 
 
 class ReplicaLostError(SessionError):

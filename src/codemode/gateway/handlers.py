@@ -17,6 +17,7 @@ from mcp import MCPError, types
 from codemode.engine import Codemode
 from codemode.engine.progress import Progress
 from codemode.errors import CodemodeError, UnknownSessionError
+from codemode.gateway.elicitation import ApprovalRouter, UserChannel
 from codemode.gateway.resources import WorkspaceResources
 from codemode.gateway.structured import search_structured
 from codemode.sandbox.result import ExecutionResult
@@ -38,6 +39,7 @@ class Caller:
     ``client`` names the client where the transport identifies it (a token's owner, the one
     stdio client): its session quota, and the default session of its handle-less calls.
     ``progress`` reports progress to the client, when it asked for it.
+    ``user`` reaches the person behind the client, when it declared elicitation.
     """
 
     owner: str | None = None
@@ -45,6 +47,11 @@ class Caller:
     legacy: bool = False
     client: str | None = None
     progress: Progress | None = None
+    user: UserChannel | None = None
+
+
+# What a tool call answers: its result, or (2026 clients) a round asking the user first.
+Answer = types.CallToolResult | types.InputRequiredResult
 
 
 def text_result(text: str, *, error: bool = False) -> types.CallToolResult:
@@ -67,6 +74,7 @@ class GatewayHandlers:
     def __init__(self, engine: Codemode) -> None:
         self.engine = engine
         self.resources = WorkspaceResources(engine, images=engine.config.gateway.result_images)
+        self.approvals = ApprovalRouter(engine)
         # 2025-era clients keep one connection per conversation: a call without a handle
         # reuses the session this connection used before. 2026 clients pass the handle back.
         self._connection_sessions: weakref.WeakKeyDictionary[object, str] = (
@@ -78,9 +86,7 @@ class GatewayHandlers:
             engine.shared.default_sessions if engine.shared is not None else {}
         )
 
-    async def call(
-        self, name: str, arguments: dict[str, Any], caller: Caller
-    ) -> types.CallToolResult:
+    async def call(self, name: str, arguments: dict[str, Any], caller: Caller) -> Answer:
         if name not in TOOL_NAMES:
             # A protocol error (JSON-RPC -32602), as the MCP spec shows for an unknown tool.
             raise MCPError(
@@ -88,6 +94,11 @@ class GatewayHandlers:
                 message=f"Unknown tool: {name!r}; the tools are search, execute and approve",
             )
         try:
+            if caller.user is not None and caller.user.resuming is not None:
+                # A retry carrying the user's answer: resume the paused execution, never
+                # run the call's code again.
+                resumed = await self.approvals.resume(caller.user, caller.owner, caller.progress)
+                return await self._answer(resumed, caller)
             if name == "search":
                 return await self.search(arguments, caller)
             if name == "execute":
@@ -122,7 +133,7 @@ class GatewayHandlers:
             },
         )
 
-    async def execute(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
+    async def execute(self, arguments: dict[str, Any], caller: Caller) -> Answer:
         code = arguments.get("code")
         session = arguments.get("session")
         fresh = arguments.get("fresh", False)
@@ -165,14 +176,23 @@ class GatewayHandlers:
                 raise
             # The remembered session expired: start a new one rather than fail forever.
             result = await run(None)
+        settled = await self.approvals.settle(result, caller.user, caller.owner, caller.progress)
+        return await self._answer(settled, caller)
+
+    async def _answer(
+        self, result: ExecutionResult | types.InputRequiredResult, caller: Caller
+    ) -> Answer:
+        if isinstance(result, types.InputRequiredResult):
+            return result
         answer = execution_result(result)
         answer.content.extend(await self.resources.attachments(result, caller.owner))
         return answer
 
-    async def approve(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
+    async def approve(self, arguments: dict[str, Any], caller: Caller) -> Answer:
         approval, allow = arguments.get("approval"), arguments.get("allow")
         if not isinstance(approval, str) or not isinstance(allow, bool):
             return _argument_error("`approval` (the id from the result) and `allow` (true/false)")
+        self.approvals.check_model_may_answer(approval)
         digest = arguments.get("digest")  # optional: the digest shown with the approval
         result = await self.engine.approve(
             approval,
@@ -181,7 +201,8 @@ class GatewayHandlers:
             digest=digest if isinstance(digest, str) else None,
             progress=caller.progress,
         )
-        return execution_result(result)
+        settled = await self.approvals.settle(result, caller.user, caller.owner, caller.progress)
+        return await self._answer(settled, caller)
 
     def _remembered(self, caller: Caller) -> _Remembered | None:
         """Where a handle-less call finds its session: by connection for 2025-era clients,

@@ -22,7 +22,8 @@ from codemode.engine.progress import Progress
 from codemode.errors import CodemodeError
 from codemode.gateway.auth import OWNER_SCOPE_KEY
 from codemode.gateway.disconnects import Disconnects, cancel_when_gone
-from codemode.gateway.handlers import Caller, GatewayHandlers
+from codemode.gateway.elicitation import UserChannel
+from codemode.gateway.handlers import Answer, Caller, GatewayHandlers
 from codemode.gateway.meta_tools import mcp_tools
 from codemode.sdk_compat import connection_key
 
@@ -54,8 +55,14 @@ def caller_identity(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return hashlib.sha256(credential.encode()).hexdigest()[:32]
 
 
-def caller_of(ctx: ServerRequestContext[Any, Any], *, sole_client: str | None = None) -> Caller:
-    """``sole_client`` names the one client a transport can have (stdio)."""
+def caller_of(
+    ctx: ServerRequestContext[Any, Any],
+    *,
+    sole_client: str | None = None,
+    call: types.CallToolRequestParams | None = None,
+) -> Caller:
+    """``sole_client`` names the one client a transport can have (stdio); ``call`` is the
+    tool call being answered (its input responses reach the user channel)."""
     version = ctx.protocol_version
     legacy = version.startswith(("2025", "2024"))
     # The only stable key for a 2025-era client: an object living as long as its connection.
@@ -64,7 +71,31 @@ def caller_of(ctx: ServerRequestContext[Any, Any], *, sole_client: str | None = 
     client = f"owner:{owner}" if owner is not None else sole_client
     wants_progress = ctx.meta is not None and ctx.meta.get("progress_token") is not None
     progress = _progress_to(ctx) if wants_progress else None
-    return Caller(owner, connection, legacy, client, progress)
+    return Caller(owner, connection, legacy, client, progress, _user_channel(ctx, call))
+
+
+def _user_channel(
+    ctx: ServerRequestContext[Any, Any], call: types.CallToolRequestParams | None
+) -> UserChannel | None:
+    """How to ask the client's user, when the client declared elicitation: over the
+    back-channel when the connection has one, else in rounds (2026-07-28)."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return None
+    # A bare `elicitation: {}` (2025-06-18) means form mode.
+    form = elicitation.form is not None or elicitation.url is None
+    url = elicitation.url is not None
+    ask = None
+    if ctx.session.can_send_request:
+        request_id = ctx.request_id
+
+        async def ask(message: str, schema: dict[str, Any]) -> types.ElicitResult:
+            return await ctx.session.elicit_form(message, schema, related_request_id=request_id)
+
+    responses = call.input_responses if call is not None else None
+    state = call.request_state if call is not None else None
+    return UserChannel(form, url, ask, responses, state)
 
 
 def _progress_to(ctx: ServerRequestContext[Any, Any]) -> Progress:
@@ -83,7 +114,7 @@ def _gone_event(
     return disconnects.take(headers.get("mcp-session-id"), ctx.request_id)
 
 
-def _client_gone() -> types.CallToolResult:
+def _client_gone() -> Answer:
     message = "the client disconnected during the call: it was cancelled"
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)], is_error=True
@@ -107,8 +138,8 @@ def build_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        caller = caller_of(ctx, sole_client=sole_client)
+    ) -> Answer:
+        caller = caller_of(ctx, sole_client=sole_client, call=params)
         arguments = dict(params.arguments or {})
         gone = _gone_event(ctx, disconnects) if caller.legacy else None
         if gone is None:
