@@ -42,6 +42,7 @@ from __future__ import annotations
 
 __all__ = [
     "ApprovalDecidedError",
+    "ApprovalLinkError",
     "ApprovalMismatchError",
     "ApprovalReservedError",
     "BridgeProtocolError",
@@ -202,6 +203,12 @@ class ApprovalReservedError(SessionError):
     """The model tried to answer an approval that only the person behind the client may."""
 
     code = "approval_reserved"
+
+
+class ApprovalLinkError(SessionError):
+    """An approval page link that is unknown, expired, used, or opened by another browser."""
+
+    code = "approval_link_refused"
 
 
 class ReplicaLostError(SessionError):

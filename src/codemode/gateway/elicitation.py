@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from mcp import types
@@ -31,6 +31,9 @@ from codemode.engine.progress import Progress
 from codemode.errors import ApprovalReservedError, SessionError
 from codemode.policy.settings import ApprovalsMode
 from codemode.sandbox.result import ExecutionResult
+
+if TYPE_CHECKING:
+    from codemode.gateway.web.links import ApprovalLinks
 
 __all__ = [
     "APPROVAL_INPUT",
@@ -51,8 +54,10 @@ _MESSAGE_ARGUMENT_CHARS = 2000
 
 # Sends a form (message, requested schema) to the client's user and returns their answer.
 Ask = Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]]
+# Sends the user to a URL (message, url, elicitation id) and returns whether they went.
+AskUrl = Callable[[str, str, str], Awaitable[types.ElicitResult]]
 Remember = Literal["call", "tool"]
-Route = Literal["tool", "ask", "deny"]
+Route = Literal["tool", "ask", "url", "deny"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class UserChannel:
     ask: Ask | None = None
     responses: Mapping[str, Any] | None = None
     state: str | None = None
+    ask_url: AskUrl | None = None
 
     @property
     def resuming(self) -> str | None:
@@ -128,6 +134,12 @@ def decision_of(answer: object) -> tuple[bool, Remember]:
     return False, "call"
 
 
+def _accepted(answer: object) -> bool:
+    if isinstance(answer, Mapping):
+        return answer.get("action") == "accept"
+    return isinstance(answer, types.ElicitResult) and answer.action == "accept"
+
+
 class _Rising:
     """Progress values that only grow along one request, across the phases that report."""
 
@@ -143,9 +155,17 @@ class _Rising:
 class ApprovalRouter:
     """Decides who answers each approval an execution pauses at, and asks them."""
 
-    def __init__(self, engine: Codemode, mode: ApprovalsMode | None = None) -> None:
+    def __init__(
+        self,
+        engine: Codemode,
+        mode: ApprovalsMode | None = None,
+        *,
+        links: ApprovalLinks | None = None,
+    ) -> None:
         self.engine = engine
         self.mode: ApprovalsMode = mode or engine.config.policy.approvals
+        # The approval page's links (HTTP gateways): "url" sends the user there.
+        self.links = links
         # Approvals asked of a person: the approve tool must not answer them.
         self._asked: dict[str, tuple[Mapping[str, Any], str | None]] = {}
         # (owner, session, tool) the person allowed for the rest of the session.
@@ -155,6 +175,8 @@ class ApprovalRouter:
     def route(self, user: UserChannel | None) -> Route:
         if self.mode == "tool":
             return "tool"
+        if self.mode == "url" and user is not None and user.url and self.links is not None:
+            return "url"
         if user is not None and (user.form or user.url):
             return "ask"
         # "elicit" and "url" never let the model answer: without a person to ask, deny.
@@ -181,9 +203,11 @@ class ApprovalRouter:
         user: UserChannel | None,
         owner: str | None,
         progress: Progress | None,
+        printed: str = "",
     ) -> ExecutionResult | types.InputRequiredResult:
         """Follow ``result`` through every approval it pauses at that a person answers:
-        the final result, or an ``InputRequiredResult`` for a client answering in rounds."""
+        the final result, or an ``InputRequiredResult`` for a client answering in rounds.
+        ``printed``: what the code printed before the pause (shown on the approval page)."""
         if progress is not None and not isinstance(progress, _Rising):
             progress = _Rising(progress)
         while result.status == "approval_required":
@@ -204,13 +228,74 @@ class ApprovalRouter:
                 result = await self._decide(approval, True, "tool", owner, progress)
                 continue
             self._asked[str(approval["id"])] = (approval, result.session)
-            if user.ask is None:
+            if route == "url":
+                url = self._page_for(approval, owner, result.session, printed)
+                if user.ask_url is None:
+                    return self._input_required(approval, url)
+                allow, remember = await self._ask_page(user.ask_url, approval, url, progress)
+            elif user.ask is None:
                 return self._input_required(approval)
-            allow, remember = await self._ask_inline(user.ask, approval, progress)
+            else:
+                allow, remember = await self._ask_inline(user.ask, approval, progress)
             if allow and remember == "tool":
                 self._allowed_tools.add(key)
             result = await self._decide(approval, allow, remember, owner, progress)
         return result
+
+    def _page_for(
+        self, approval: Mapping[str, Any], owner: str | None, session: str | None, printed: str
+    ) -> str:
+        assert self.links is not None
+        link = self.links.mint(
+            approval,
+            owner=owner,
+            session=session,
+            revealed=self._reveal(approval.get("arguments"), owner, session),
+            printed=self._reveal(printed, owner, session),
+        )
+        return self.links.url(link)
+
+    def _reveal(self, value: Any, owner: str | None, session: str | None) -> Any:
+        """``value`` with the session's tokens replaced by the owner's own values."""
+        from codemode.privacy.tokenizer import detokenize
+
+        registry = self.engine.registry
+        if registry is None or session is None:
+            return value
+        try:
+            privacy = registry.get(session, owner).chain.privacy
+        except SessionError:
+            return value
+        if privacy is None:
+            return value
+        return detokenize(value, privacy.vault, destination="the approval page")
+
+    async def _ask_page(
+        self, ask_url: AskUrl, approval: Mapping[str, Any], url: str, progress: Progress | None
+    ) -> tuple[bool, Remember]:
+        """Send the user to the approval page and wait for the decision made there."""
+        assert self.links is not None
+        message = f"Approve or deny {approval['tool']} on codemode's approval page."
+        try:
+            went = await ask_url(message, url, str(approval["id"]))
+        except Exception:
+            log.warning("sending the user to the approval page failed: denied", exc_info=True)
+            return False, "call"
+        if went.action != "accept":
+            return False, "call"
+        return await self._page_decision(str(approval["id"]), str(approval["tool"]), progress)
+
+    async def _page_decision(
+        self, approval_id: str, tool: str, progress: Progress | None
+    ) -> tuple[bool, Remember]:
+        assert self.links is not None
+        decided: list[str] = []
+        async with anyio.create_task_group() as group:
+            if progress is not None:
+                group.start_soon(self._report_waiting, progress, tool)
+            decided.append(await self.links.wait(approval_id))
+            group.cancel_scope.cancel()
+        return decided[0] != "deny", "tool" if decided[0] == "allow_tool" else "call"
 
     async def resume(
         self, user: UserChannel, owner: str | None, progress: Progress | None
@@ -225,19 +310,39 @@ class ApprovalRouter:
             )
         approval, session = asked
         answer = (user.responses or {}).get(APPROVAL_INPUT)
+        link = self.links.by_approval(str(approval["id"])) if self.links is not None else None
         if answer is None:
-            return self._input_required(approval)
-        allow, remember = decision_of(answer)
+            url = self.links.url(link) if self.links is not None and link is not None else None
+            return self._input_required(approval, url)
+        if link is not None:
+            # URL mode: the answer says the user went to the page; the page holds the decision.
+            went = _accepted(answer)
+            allow, remember = (
+                await self._page_decision(str(approval["id"]), str(approval["tool"]), progress)
+                if went
+                else (False, "call")
+            )
+        else:
+            allow, remember = decision_of(answer)
         if allow and remember == "tool":
             self._allowed_tools.add((owner, session, str(approval["tool"])))
         result = await self._decide(approval, allow, remember, owner, progress)
         return await self.settle(result, user, owner, progress)
 
-    def _input_required(self, approval: Mapping[str, Any]) -> types.InputRequiredResult:
-        message, schema = approval_form(approval)
-        request = types.ElicitRequest(
-            params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
-        )
+    def _input_required(
+        self, approval: Mapping[str, Any], url: str | None = None
+    ) -> types.InputRequiredResult:
+        params: types.ElicitRequestFormParams | types.ElicitRequestURLParams
+        if url is not None:
+            params = types.ElicitRequestURLParams(
+                message=f"Approve or deny {approval['tool']} on codemode's approval page.",
+                url=url,
+                elicitation_id=str(approval["id"]),
+            )
+        else:
+            message, schema = approval_form(approval)
+            params = types.ElicitRequestFormParams(message=message, requested_schema=schema)
+        request = types.ElicitRequest(params=params)
         return types.InputRequiredResult(
             input_requests={APPROVAL_INPUT: request},
             request_state=_STATE_PREFIX + str(approval["id"]),

@@ -20,6 +20,7 @@ from codemode.errors import CodemodeError, UnknownSessionError
 from codemode.gateway.elicitation import ApprovalRouter, UserChannel
 from codemode.gateway.resources import WorkspaceResources
 from codemode.gateway.structured import search_structured
+from codemode.gateway.web.links import ApprovalLinks, PrintedTail
 from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["Caller", "GatewayHandlers", "TOOL_NAMES"]
@@ -71,10 +72,10 @@ def execution_result(result: ExecutionResult) -> types.CallToolResult:
 
 
 class GatewayHandlers:
-    def __init__(self, engine: Codemode) -> None:
+    def __init__(self, engine: Codemode, *, links: ApprovalLinks | None = None) -> None:
         self.engine = engine
         self.resources = WorkspaceResources(engine, images=engine.config.gateway.result_images)
-        self.approvals = ApprovalRouter(engine)
+        self.approvals = ApprovalRouter(engine, links=links)
         # 2025-era clients keep one connection per conversation: a call without a handle
         # reuses the session this connection used before. 2026 clients pass the handle back.
         self._connection_sessions: weakref.WeakKeyDictionary[object, str] = (
@@ -155,6 +156,7 @@ class GatewayHandlers:
         if session == NEW_SESSION:
             # Another session beside the caller's default one, which stays the default.
             session = None
+        printed = PrintedTail()  # what the code prints before a pause, for the approval page
 
         async def run(handle: str | None) -> ExecutionResult:
             return await self.engine.execute(
@@ -167,6 +169,7 @@ class GatewayHandlers:
                 opened=remember.set if remember is not None else None,
                 check=check,
                 fresh_dir=fresh_dir,
+                on_output=printed,
             )
 
         try:
@@ -176,7 +179,9 @@ class GatewayHandlers:
                 raise
             # The remembered session expired: start a new one rather than fail forever.
             result = await run(None)
-        settled = await self.approvals.settle(result, caller.user, caller.owner, caller.progress)
+        settled = await self.approvals.settle(
+            result, caller.user, caller.owner, caller.progress, printed.text()
+        )
         return await self._answer(settled, caller)
 
     async def _answer(

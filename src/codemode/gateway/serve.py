@@ -22,6 +22,8 @@ from codemode.gateway.auth import BearerAuth, ResourceMetadata, Verifier, resolv
 from codemode.gateway.disconnects import Disconnects, DisconnectWatch
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
+from codemode.gateway.web.app import ApprovalPages, with_approval_pages
+from codemode.gateway.web.links import ApprovalLinks
 from codemode.sdk_compat import uvicorn_server
 
 __all__ = ["serve"]
@@ -54,10 +56,13 @@ async def serve(
             file=sys.stderr,
         )
         disconnects = Disconnects()
+        # The approval page (MCP elicitation, URL mode) lives beside /mcp on HTTP gateways.
+        links = ApprovalLinks(f"http://{host}:{port}") if transport == "http" else None
         server = build_server(
             engine,
             sole_client="stdio" if transport == "stdio" else None,
             disconnects=disconnects,
+            links=links,
         )
         # SIGTERM and SIGINT end serving gracefully, so the engine stops every sandbox and
         # upstream on the way out (the default action would kill the process first).
@@ -85,6 +90,8 @@ async def serve(
                     _warn_anonymous(host, port)
                 else:
                     app = _authenticated(app, config, tokens)
+                assert links is not None
+                app = with_approval_pages(app, ApprovalPages(links))
                 print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
                 # uvicorn would re-raise the signal after its shutdown, killing the process
                 # before the engine cleans up: we watch the signals instead.

@@ -25,6 +25,7 @@ from codemode.gateway.disconnects import Disconnects, cancel_when_gone
 from codemode.gateway.elicitation import UserChannel
 from codemode.gateway.handlers import Answer, Caller, GatewayHandlers
 from codemode.gateway.meta_tools import mcp_tools
+from codemode.gateway.web.links import ApprovalLinks
 from codemode.sdk_compat import connection_key
 
 __all__ = ["build_server", "caller_identity", "caller_of"]
@@ -86,16 +87,22 @@ def _user_channel(
     # A bare `elicitation: {}` (2025-06-18) means form mode.
     form = elicitation.form is not None or elicitation.url is None
     url = elicitation.url is not None
-    ask = None
+    ask = ask_url = None
     if ctx.session.can_send_request:
         request_id = ctx.request_id
+        session = ctx.session
 
         async def ask(message: str, schema: dict[str, Any]) -> types.ElicitResult:
-            return await ctx.session.elicit_form(message, schema, related_request_id=request_id)
+            return await session.elicit_form(message, schema, related_request_id=request_id)
+
+        async def ask_url(message: str, link: str, elicitation_id: str) -> types.ElicitResult:
+            return await session.elicit_url(
+                message, link, elicitation_id, related_request_id=request_id
+            )
 
     responses = call.input_responses if call is not None else None
     state = call.request_state if call is not None else None
-    return UserChannel(form, url, ask, responses, state)
+    return UserChannel(form, url, ask, responses, state, ask_url)
 
 
 def _progress_to(ctx: ServerRequestContext[Any, Any]) -> Progress:
@@ -122,14 +129,19 @@ def _client_gone() -> Answer:
 
 
 def build_server(
-    engine: Codemode, *, sole_client: str | None = None, disconnects: Disconnects | None = None
+    engine: Codemode,
+    *,
+    sole_client: str | None = None,
+    disconnects: Disconnects | None = None,
+    links: ApprovalLinks | None = None,
 ) -> Server[Any]:
     """``sole_client``: the name of the only client this server will have (stdio), so its
     handle-less calls share a default session and its sessions count against one quota.
     ``disconnects``: filled by ``DisconnectWatch`` around the HTTP app, so a 2025-era client
-    that drops its connection mid-call cancels the call."""
+    that drops its connection mid-call cancels the call. ``links``: the approval page's (HTTP
+    gateways), where ``policy.approvals = "url"`` sends the user."""
     tools = mcp_tools()
-    handlers = GatewayHandlers(engine)
+    handlers = GatewayHandlers(engine, links=links)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
