@@ -174,6 +174,12 @@ async def test_forged_and_foreign_decisions_are_refused(
                 headers={"Origin": "https://evil.test"},
             )
             assert foreign.status_code == 410
+            cross_site = await browser.post(
+                url,
+                data={**form, "decision": "allow_call"},
+                headers={"Sec-Fetch-Site": "cross-site", "Origin": "null"},
+            )
+            assert cross_site.status_code == 410
             done = await browser.post(url, data={**form, "decision": "deny"})
             assert done.status_code == 200
 

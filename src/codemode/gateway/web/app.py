@@ -26,7 +26,8 @@ _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "form-action 'self'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # The link's secret is in the URL: it must not leave for another site.
+    "Referrer-Policy": "same-origin",
 }
 _DONE = {
     "allow_call": "Allowed once. The execution resumed; you can close this page.",
@@ -97,9 +98,13 @@ def with_approval_pages(app: Any, pages: ApprovalPages) -> Any:
 
 
 def _same_origin(request: Request) -> bool:
-    """A POST from a page of this gateway: Origin (or, without it, Sec-Fetch-Site) agrees."""
+    """A POST from a page of this gateway. Browsers say where a request comes from in
+    Sec-Fetch-Site (trusted first) or Origin; a request with neither is no browser's, so
+    not a cross-site forgery (the cookie and the check value still apply)."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
     origin = request.headers.get("origin")
-    if origin is not None:
-        parts = urlsplit(origin)
-        return parts.netloc == request.headers.get("host", "")
-    return request.headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
+    if origin is not None and origin != "null":
+        return urlsplit(origin).netloc == request.headers.get("host", "")
+    return origin is None
