@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, StrictBool, StrictFloat, ValidationInfo, field_validator
+from pydantic import Field, StrictBool, StrictFloat, StrictStr, ValidationInfo, field_validator
 
 from codemode.agent.settings import AgentSettings
 from codemode.audit.settings import AuditSettings
@@ -95,6 +95,9 @@ class GatewaySettings(ConfigModel):
     max_sessions_per_client: PositiveWholeNumber = 16
     # Seconds between progress notifications to a client that asked for them.
     progress_interval_s: PositiveNumber = 5.0
+    # Token owners who may open the operator console (/console on HTTP gateways). The
+    # default is the owner of a generated or bare token: a single-user gateway's operator.
+    operators: tuple[StrictStr, ...] = ("default",)
     # HTTP bearer tokens: owner name -> token (``${VAR}`` expands). Each owner has its own
     # sessions, approvals and session quota.
     tokens: Annotated[

@@ -6,6 +6,7 @@ a ``Caller`` and hands it over, so the handlers can be tested and traced on thei
 
 from __future__ import annotations
 
+import json
 import logging
 import weakref
 from collections.abc import MutableMapping
@@ -20,6 +21,7 @@ from codemode.errors import CodemodeError, UnknownSessionError
 from codemode.gateway.elicitation import ApprovalRouter, UserChannel
 from codemode.gateway.resources import WorkspaceResources
 from codemode.gateway.structured import search_structured
+from codemode.gateway.web.ledger import TokenLedger
 from codemode.gateway.web.links import ApprovalLinks, PrintedTail
 from codemode.sandbox.result import ExecutionResult
 
@@ -72,8 +74,15 @@ def execution_result(result: ExecutionResult) -> types.CallToolResult:
 
 
 class GatewayHandlers:
-    def __init__(self, engine: Codemode, *, links: ApprovalLinks | None = None) -> None:
+    def __init__(
+        self,
+        engine: Codemode,
+        *,
+        links: ApprovalLinks | None = None,
+        ledger: TokenLedger | None = None,
+    ) -> None:
         self.engine = engine
+        self.ledger = ledger
         self.resources = WorkspaceResources(engine, images=engine.config.gateway.result_images)
         self.approvals = ApprovalRouter(engine, links=links)
         # 2025-era clients keep one connection per conversation: a call without a handle
@@ -88,6 +97,26 @@ class GatewayHandlers:
         )
 
     async def call(self, name: str, arguments: dict[str, Any], caller: Caller) -> Answer:
+        answer = await self._call(name, arguments, caller)
+        if self.ledger is not None and isinstance(answer, types.CallToolResult):
+            self._record(name, arguments, caller, answer)
+        return answer
+
+    def _record(
+        self, name: str, arguments: dict[str, Any], caller: Caller, answer: types.CallToolResult
+    ) -> None:
+        """The tokens this exchange put in the model's context: its arguments and the text."""
+        from codemode.tokens import count_tokens
+
+        assert self.ledger is not None
+        sent = json.dumps(arguments, ensure_ascii=False)
+        text = "\n".join(getattr(block, "text", "") for block in answer.content)
+        structured = answer.structured_content or {}
+        session = structured.get("session") if isinstance(structured, dict) else None
+        key = str(session) if session else f"{name}:{caller.owner or '-'}"
+        self.ledger.record(key, caller.owner, count_tokens(sent) + count_tokens(text))
+
+    async def _call(self, name: str, arguments: dict[str, Any], caller: Caller) -> Answer:
         if name not in TOOL_NAMES:
             # A protocol error (JSON-RPC -32602), as the MCP spec shows for an unknown tool.
             raise MCPError(

@@ -22,7 +22,9 @@ from codemode.gateway.auth import BearerAuth, ResourceMetadata, Verifier, resolv
 from codemode.gateway.disconnects import Disconnects, DisconnectWatch
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
-from codemode.gateway.web.app import ApprovalPages, with_approval_pages
+from codemode.gateway.web.app import ApprovalPages, WebPage, with_web_pages
+from codemode.gateway.web.console import OperatorConsole
+from codemode.gateway.web.ledger import TokenLedger, definition_tokens
 from codemode.gateway.web.links import ApprovalLinks
 from codemode.sdk_compat import uvicorn_server
 
@@ -58,11 +60,13 @@ async def serve(
         disconnects = Disconnects()
         # The approval page (MCP elicitation, URL mode) lives beside /mcp on HTTP gateways.
         links = ApprovalLinks(f"http://{host}:{port}") if transport == "http" else None
+        ledger = TokenLedger(definition_tokens(engine)) if transport == "http" else None
         server = build_server(
             engine,
             sole_client="stdio" if transport == "stdio" else None,
             disconnects=disconnects,
             links=links,
+            ledger=ledger,
         )
         # SIGTERM and SIGINT end serving gracefully, so the engine stops every sandbox and
         # upstream on the way out (the default action would kill the process first).
@@ -86,12 +90,18 @@ async def serve(
                 app: Any = EnvelopeGuard(
                     DisconnectWatch(server.streamable_http_app(host=host), disconnects)
                 )
+                pages: list[WebPage] = []
+                if links is not None:
+                    pages.append(ApprovalPages(links))
                 if insecure_allow_anonymous:
                     _warn_anonymous(host, port)
                 else:
                     app = _authenticated(app, config, tokens)
-                assert links is not None
-                app = with_approval_pages(app, ApprovalPages(links))
+                    # The console checks the same tokens (no console without them).
+                    if ledger is not None:
+                        operators = config.gateway.operators
+                        pages.append(OperatorConsole(engine, app.verifiers, operators, ledger))
+                app = with_web_pages(app, *pages)
                 print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
                 # uvicorn would re-raise the signal after its shutdown, killing the process
                 # before the engine cleans up: we watch the signals instead.

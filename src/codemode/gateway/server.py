@@ -25,6 +25,7 @@ from codemode.gateway.disconnects import Disconnects, cancel_when_gone
 from codemode.gateway.elicitation import UserChannel
 from codemode.gateway.handlers import Answer, Caller, GatewayHandlers
 from codemode.gateway.meta_tools import mcp_tools
+from codemode.gateway.web.ledger import TokenLedger
 from codemode.gateway.web.links import ApprovalLinks
 from codemode.sdk_compat import connection_key
 
@@ -134,14 +135,16 @@ def build_server(
     sole_client: str | None = None,
     disconnects: Disconnects | None = None,
     links: ApprovalLinks | None = None,
+    ledger: TokenLedger | None = None,
 ) -> Server[Any]:
     """``sole_client``: the name of the only client this server will have (stdio), so its
     handle-less calls share a default session and its sessions count against one quota.
     ``disconnects``: filled by ``DisconnectWatch`` around the HTTP app, so a 2025-era client
     that drops its connection mid-call cancels the call. ``links``: the approval page's (HTTP
-    gateways), where ``policy.approvals = "url"`` sends the user."""
+    gateways), where ``policy.approvals = "url"`` sends the user; ``ledger``: where the tokens
+    of each answer are counted for the operator console."""
     tools = mcp_tools()
-    handlers = GatewayHandlers(engine, links=links)
+    handlers = GatewayHandlers(engine, links=links, ledger=ledger)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

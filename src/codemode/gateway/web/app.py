@@ -7,7 +7,7 @@ carries a per-link check value (CSRF) that must match, from a same-origin page.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -17,11 +17,11 @@ from codemode.errors import ApprovalLinkError
 from codemode.gateway.web.links import ApprovalLinks
 from codemode.gateway.web.page import approval_page, message_page
 
-__all__ = ["PREFIX", "ApprovalPages", "with_approval_pages"]
+__all__ = ["PAGE_HEADERS", "PREFIX", "ApprovalPages", "WebPage", "same_origin", "with_web_pages"]
 
 PREFIX = "/approve/"
 _COOKIE = "codemode_approval"
-_HEADERS = {
+PAGE_HEADERS = {
     "Cache-Control": "no-store",
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "form-action 'self'; frame-ancestors 'none'",
@@ -55,14 +55,14 @@ class ApprovalPages:
             if request.method == "GET":
                 link, browser = self.links.open(secret, cookie)
                 response: Response = HTMLResponse(
-                    approval_page(link, request.url.path), headers=_HEADERS
+                    approval_page(link, request.url.path), headers=PAGE_HEADERS
                 )
                 response.set_cookie(
                     _COOKIE, browser, path=request.url.path, httponly=True, samesite="strict"
                 )
                 return response
             if request.method == "POST":
-                if not _same_origin(request):
+                if not same_origin(request):
                     raise ApprovalLinkError(
                         "the decision came from another site",
                         fix="decide on the approval page itself",
@@ -72,32 +72,41 @@ class ApprovalPages:
                     secret, cookie, str(form.get("csrf", "")), str(form.get("decision", ""))
                 )
                 decided = str(link.decided)
-                return HTMLResponse(message_page("Decided", _DONE[decided]), headers=_HEADERS)
+                return HTMLResponse(message_page("Decided", _DONE[decided]), headers=PAGE_HEADERS)
             return HTMLResponse(
-                message_page("Not allowed", "use GET or POST"), 405, headers=_HEADERS
+                message_page("Not allowed", "use GET or POST"), 405, headers=PAGE_HEADERS
             )
         except ApprovalLinkError as refused:
             return HTMLResponse(
                 message_page("This approval link cannot be used", str(refused)),
                 410,
-                headers=_HEADERS,
+                headers=PAGE_HEADERS,
             )
 
 
-def with_approval_pages(app: Any, pages: ApprovalPages) -> Any:
-    """``app`` with the approval pages in front: their links carry their own credential, so
-    they are served before (without) the bearer check."""
+class WebPage(Protocol):
+    def handles(self, path: str) -> bool: ...
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None: ...
+
+
+def with_web_pages(app: Any, *pages: WebPage) -> Any:
+    """``app`` with the pages for people in front: the approval page (its links carry their
+    own credential) and the console (which checks the same tokens itself)."""
 
     async def route(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") == "http" and pages.handles(str(scope.get("path", ""))):
-            await pages(scope, receive, send)
-        else:
-            await app(scope, receive, send)
+        path = str(scope.get("path", ""))
+        if scope.get("type") == "http":
+            for page in pages:
+                if page.handles(path):
+                    await page(scope, receive, send)
+                    return
+        await app(scope, receive, send)
 
     return route
 
 
-def _same_origin(request: Request) -> bool:
+def same_origin(request: Request) -> bool:
     """A POST from a page of this gateway. Browsers say where a request comes from in
     Sec-Fetch-Site (trusted first) or Origin; a request with neither is no browser's, so
     not a cross-site forgery (the cookie and the check value still apply)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from codemode.gateway.web.links import ApprovalLink
 
-__all__ = ["approval_page", "message_page"]
+__all__ = ["approval_page", "document", "message_page"]
 
 _STYLE = """
 body{font:16px/1.5 system-ui,sans-serif;margin:0 auto;max-width:56rem;padding:1rem;
@@ -27,7 +27,7 @@ button:focus-visible{outline:3px solid #1a4fd6;outline-offset:2px}
 """
 
 
-def _document(title: str, body: str) -> str:
+def document(title: str, body: str) -> str:
     return (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -73,8 +73,8 @@ values below are your own data, shown to you and never to the model.</p>
 </fieldset>
 </form>
 """
-    return _document(f"Approve {tool}?", body)
+    return document(f"Approve {tool}?", body)
 
 
 def message_page(title: str, text: str) -> str:
-    return _document(title, f'<h1>{escape(title)}</h1><p role="status">{escape(text)}</p>')
+    return document(title, f'<h1>{escape(title)}</h1><p role="status">{escape(text)}</p>')
