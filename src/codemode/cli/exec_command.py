@@ -21,6 +21,7 @@ from codemode.cli.status_line import StatusLine
 from codemode.terminal_text import for_terminal, text_for_terminal
 
 if TYPE_CHECKING:
+    from codemode.cli.web_approval import WebApprover
     from codemode.engine import Codemode
     from codemode.sandbox.result import ExecutionResult
 
@@ -65,10 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--approve",
-        choices=("ask", "all", "none"),
+        choices=("ask", "web", "all", "none"),
         default="ask",
         help="calls that need approval: ask on the terminal (default; denied without one), "
-        "approve all, or deny all",
+        "on a local approval page (web: prints its link and waits), approve all, or deny all",
     )
 
 
@@ -209,6 +210,7 @@ def execute(
 ) -> ExecutionResult | None:
     """Run the code once in its own engine, answering approvals as ``--approve`` says; a
     ``status`` line shows how it is going meanwhile. None when Ctrl-C (or SIGTERM) stopped it."""
+    import contextlib
     import signal
 
     import anyio
@@ -217,6 +219,7 @@ def execute(
     from codemode.cli.options import check_loaded, load_cli_config
     from codemode.engine import Codemode
     from codemode.errors import CodemodeError
+    from codemode.gateway.web.links import PrintedTail
 
     config = load_cli_config(args.config, demo_allowed=not (args.no_tools or args.openapi))
     openapi: list[Path] = [] if args.no_tools else args.openapi
@@ -233,15 +236,33 @@ def execute(
     failed: list[CodemodeError] = []  # raised after the task group, which would wrap it
 
     async def run_code(engine: Codemode) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            web = None
+            if args.approve == "web":
+                from codemode.cli.web_approval import web_approver
+
+                web = await stack.enter_async_context(web_approver(engine))
+            await answer_approvals(engine, web)
+
+    async def answer_approvals(engine: Codemode, web: WebApprover | None) -> None:
+        printed = PrintedTail()
+
+        def output(stream: str, data: bytes) -> None:
+            sink(stream, data)
+            printed(stream, data)
+
         try:
             result = await engine.execute(
-                code, timeout_s=args.timeout, on_output=sink, progress=progress
+                code, timeout_s=args.timeout, on_output=output, progress=progress
             )
             while result.status == "approval_required":
                 if status is not None:
                     status.clear()
                 approval = result.extra["approval"]
-                allow = await anyio.to_thread.run_sync(_decide, args.approve, approval)
+                if web is not None:
+                    allow, _ = await web.decide(approval, result.session, printed.text())
+                else:
+                    allow = await anyio.to_thread.run_sync(_decide, args.approve, approval)
                 result = await engine.approve(approval["id"], allow, progress=progress)
             if status is not None:
                 status.clear()

@@ -29,6 +29,7 @@ from mcp import types
 from codemode.engine import Codemode
 from codemode.engine.progress import Progress
 from codemode.errors import ApprovalReservedError, SessionError
+from codemode.gateway.web.reveal import reveal
 from codemode.policy.settings import ApprovalsMode
 from codemode.sandbox.result import ExecutionResult
 
@@ -250,25 +251,10 @@ class ApprovalRouter:
             approval,
             owner=owner,
             session=session,
-            revealed=self._reveal(approval.get("arguments"), owner, session),
-            printed=self._reveal(printed, owner, session),
+            revealed=reveal(self.engine, approval.get("arguments"), owner, session),
+            printed=reveal(self.engine, printed, owner, session),
         )
         return self.links.url(link)
-
-    def _reveal(self, value: Any, owner: str | None, session: str | None) -> Any:
-        """``value`` with the session's tokens replaced by the owner's own values."""
-        from codemode.privacy.tokenizer import detokenize
-
-        registry = self.engine.registry
-        if registry is None or session is None:
-            return value
-        try:
-            privacy = registry.get(session, owner).chain.privacy
-        except SessionError:
-            return value
-        if privacy is None:
-            return value
-        return detokenize(value, privacy.vault, destination="the approval page")
 
     async def _ask_page(
         self, ask_url: AskUrl, approval: Mapping[str, Any], url: str, progress: Progress | None
