@@ -29,6 +29,7 @@ from mcp import types
 from codemode.engine import Codemode
 from codemode.engine.progress import Progress
 from codemode.errors import ApprovalReservedError, SessionError
+from codemode.gateway.reserved import Reservations
 from codemode.gateway.web.reveal import reveal
 from codemode.policy.settings import ApprovalsMode
 from codemode.sandbox.result import ExecutionResult
@@ -169,6 +170,7 @@ class ApprovalRouter:
         self.links = links
         # Approvals asked of a person: the approve tool must not answer them.
         self._asked: dict[str, tuple[Mapping[str, Any], str | None]] = {}
+        self._reserved = Reservations(engine)
         # (owner, session, tool) the person allowed for the rest of the session.
         self._allowed_tools: set[tuple[str | None, str | None, str]] = set()
         self._passes_remember = "remember" in inspect.signature(engine.approve).parameters
@@ -183,9 +185,9 @@ class ApprovalRouter:
         # "elicit" and "url" never let the model answer: without a person to ask, deny.
         return "tool" if self.mode == "auto" else "deny"
 
-    def check_model_may_answer(self, approval_id: str) -> None:
+    async def check_model_may_answer(self, approval_id: str) -> None:
         """Raise when the ``approve`` tool may not answer ``approval_id``."""
-        if approval_id in self._asked:
+        if await self._reserved.holds(approval_id):
             raise ApprovalReservedError(
                 f"approval {approval_id[:16]!r} is being decided by the user through their "
                 "client (MCP elicitation); the approve tool cannot answer it",
@@ -229,6 +231,7 @@ class ApprovalRouter:
                 result = await self._decide(approval, True, "tool", owner, progress)
                 continue
             self._asked[str(approval["id"])] = (approval, result.session)
+            await self._reserved.add(str(approval["id"]))
             if route == "url":
                 url = self._page_for(approval, owner, result.session, printed)
                 if user.ask_url is None:
@@ -391,3 +394,4 @@ class ApprovalRouter:
             )
         finally:
             self._asked.pop(approval_id, None)
+            await self._reserved.discard(approval_id)

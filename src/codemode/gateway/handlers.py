@@ -226,7 +226,7 @@ class GatewayHandlers:
         approval, allow = arguments.get("approval"), arguments.get("allow")
         if not isinstance(approval, str) or not isinstance(allow, bool):
             return _argument_error("`approval` (the id from the result) and `allow` (true/false)")
-        self.approvals.check_model_may_answer(approval)
+        await self.approvals.check_model_may_answer(approval)
         digest = arguments.get("digest")  # optional: the digest shown with the approval
         result = await self.engine.approve(
             approval,
