@@ -21,6 +21,13 @@ try:
 except ToolError:
     print('refused')
 """
+SAVE_SKILL = """
+from skills import save
+def double(x: int) -> int:
+    \"\"\"Twice x.\"\"\"
+    return 2 * x
+print(save(double, tests="from skills import double\\ndef test_two():\\n    assert double(2) == 4\\n"))
+"""
 PAUSING = f"""
 from servers import crm
 crm.update_lead(lead_id='{ACME_LEAD_ID}', fields={{'notes': 'console'}})
@@ -49,6 +56,7 @@ async def console_gateway(
         async with harness.client_for(target) as client:
             done = await harness.execute_ok(client, READ_AND_REFUSED)
             assert done["stdout"].endswith("refused\n"), done["text"]
+            await harness.execute_ok(client, SAVE_SKILL)
             paused = await harness.execute(client, PAUSING, session="new")
             assert paused["status"] == "approval_required", paused["text"]
             yield {
@@ -92,6 +100,8 @@ async def test_the_overview_shows_sessions_the_pending_approval_and_the_ledger(
     ledger = html.split(">Tokens per session</h2>")[1]
     assert console_gateway["done"] in ledger
     assert '<svg role="img"' in html  # the chart, labelled
+    skills = html.split(">Skills</h2>")[1].split("<h2")[0]
+    assert "/double</code>" in skills and "Twice x." in skills
 
 
 async def test_signing_in_with_the_form_keeps_a_cookie_and_refuses_other_sites(

@@ -89,6 +89,10 @@ def _user_channel(
     form = elicitation.form is not None or elicitation.url is None
     url = elicitation.url is not None
     ask = ask_url = None
+    if not ctx.session.can_send_request and ctx.protocol_version.startswith(("2025", "2024")):
+        # Neither a back-channel nor rounds (InputRequiredResult is 2026-07-28's): no way
+        # to ask this client's user.
+        return None
     if ctx.session.can_send_request:
         request_id = ctx.request_id
         session = ctx.session

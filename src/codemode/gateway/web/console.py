@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -22,6 +23,7 @@ from codemode.gateway.web.app import PAGE_HEADERS, same_origin
 from codemode.gateway.web.console_page import (
     ApprovalRow,
     SessionRow,
+    SkillRow,
     audit_page,
     login_page,
     overview_page,
@@ -80,9 +82,13 @@ class OperatorConsole:
         if request.method != "GET":
             return HTMLResponse(message_page("Not allowed", "use GET"), 405, headers=PAGE_HEADERS)
         if path == PREFIX:
-            return HTMLResponse(self._overview(), headers=PAGE_HEADERS)
+            # Skills and the audit log are read from disk (or the shared store): off the loop.
+            return HTMLResponse(
+                await anyio.to_thread.run_sync(self._overview), headers=PAGE_HEADERS
+            )
         if path == PREFIX + "/audit":
-            return HTMLResponse(self._audit(request), headers=PAGE_HEADERS)
+            audit = await anyio.to_thread.run_sync(self._audit, request)
+            return HTMLResponse(audit, headers=PAGE_HEADERS)
         return HTMLResponse(message_page("Not found", "no such console page"), 404)
 
     async def _operator(self, request: Request) -> str | None:
@@ -162,10 +168,32 @@ class OperatorConsole:
         return overview_page(
             sessions,
             approvals,
+            self._skills(),
             self.ledger.sessions(),
             self.ledger.definition_tokens,
             self.ledger.points(),
         )
+
+    def _skills(self) -> list[SkillRow]:
+        runtime = self.engine.skills
+        library = runtime.library if runtime is not None else None
+        if library is None:
+            return []
+        rows = []
+        for skill in library.store.list():
+            usage = library.usage.of(skill)
+            runs = usage.ok + usage.failed
+            rows.append(
+                SkillRow(
+                    skill.key,
+                    skill.description,
+                    usage.imports,
+                    f"{usage.ok}/{runs}" if runs else "-",
+                    skill.stale or skill.last_test or "",
+                    "shared" if skill.shared else "private",
+                )
+            )
+        return rows
 
     def _audit(self, request: Request) -> str:
         params = request.query_params

@@ -12,7 +12,14 @@ from codemode.audit.events import DECISIONS, OUTCOMES, AuditEvent, format_time
 from codemode.gateway.web.ledger import SessionTokens
 from codemode.gateway.web.page import document
 
-__all__ = ["ApprovalRow", "SessionRow", "audit_page", "login_page", "overview_page"]
+__all__ = [
+    "ApprovalRow",
+    "SessionRow",
+    "SkillRow",
+    "audit_page",
+    "login_page",
+    "overview_page",
+]
 
 _NAV = (
     '<nav aria-label="Console"><a href="/console">Overview</a> · '
@@ -46,6 +53,16 @@ class ApprovalRow:
     tool: str
     reason: str
     waiting_s: float
+
+
+@dataclass(frozen=True)
+class SkillRow:
+    key: str
+    description: str
+    imports: int
+    runs_ok: str  # "ok/runs", or "-" before any run
+    state: str  # why it is stale, or its tests' last verdict
+    visibility: str
 
 
 def _duration(seconds: float) -> str:
@@ -131,6 +148,7 @@ def _timeline(points: Sequence[tuple[float, int]]) -> str:
 def overview_page(
     sessions: Sequence[SessionRow],
     approvals: Sequence[ApprovalRow],
+    skills: Sequence[SkillRow],
     ledger: Sequence[SessionTokens],
     floor: int,
     points: Sequence[tuple[float, int]],
@@ -154,6 +172,17 @@ def overview_page(
             escape(a.reason),
         ]
         for a in approvals
+    ]
+    skill_rows = [
+        [
+            f"<code>{escape(k.key)}</code>",
+            escape(k.description[:160]),
+            str(k.imports),
+            escape(k.runs_ok),
+            escape(k.state),
+            escape(k.visibility),
+        ]
+        for k in skills
     ]
     ledger_rows = [
         [
@@ -180,6 +209,12 @@ def overview_page(
             ["Tool", "Session", "Owner", "Waiting", "Why"],
             approval_rows,
             "Nothing waits for an approval.",
+        )
+        + _table(
+            "Skills",
+            ["Skill", "What it does", "Imports", "Runs ok", "Tests / staleness", "Visibility"],
+            skill_rows,
+            "No skills saved yet.",
         )
         + "<h2>Token ledger</h2>"
         + "<p>Per session: <strong>green</strong>, tokens through codemode; "
