@@ -126,6 +126,8 @@ async def test_the_page_reveals_the_values_and_approving_resumes_the_call(
     assert email in pages[0] and f"write to {email}" in pages[0]
     assert f"about to note {email}" in pages[0]
     assert "sha256:" in pages[0]
+    # What the flow rules allow: the address came from crm and goes back to crm.
+    assert "to crm: from crm: allowed (the same server)" in pages[0]
     # The model never does.
     wire = result.model_dump_json(by_alias=True)
     assert email not in wire

@@ -48,14 +48,16 @@ class WebApprover:
         self, approval: dict[str, Any], session: str | None, printed: str = ""
     ) -> tuple[bool, str]:
         """(allow, remember) as decided on the page; an expired link denies."""
-        from codemode.gateway.web.reveal import reveal
+        from codemode.gateway.web.reveal import flows, reveal
 
+        arguments = approval.get("arguments")
         link = self.links.mint(
             approval,
             owner=None,
             session=session,
-            revealed=reveal(self.engine, approval.get("arguments"), None, session),
+            revealed=reveal(self.engine, arguments, None, session),
             printed=reveal(self.engine, printed, None, session),
+            flows=flows(self.engine, arguments, None, session, str(approval["tool"]).split(".")[0]),
         )
         print(
             f"codemode: {approval['tool']} needs approval: open {self.links.url(link)} "

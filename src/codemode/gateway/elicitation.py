@@ -30,7 +30,7 @@ from codemode.engine import Codemode
 from codemode.engine.progress import Progress
 from codemode.errors import ApprovalReservedError, SessionError
 from codemode.gateway.reserved import Reservations
-from codemode.gateway.web.reveal import reveal
+from codemode.gateway.web.reveal import flows, reveal
 from codemode.policy.settings import ApprovalsMode
 from codemode.sandbox.result import ExecutionResult
 
@@ -250,12 +250,16 @@ class ApprovalRouter:
         self, approval: Mapping[str, Any], owner: str | None, session: str | None, printed: str
     ) -> str:
         assert self.links is not None
+        arguments = approval.get("arguments")
         link = self.links.mint(
             approval,
             owner=owner,
             session=session,
-            revealed=reveal(self.engine, approval.get("arguments"), owner, session),
+            revealed=reveal(self.engine, arguments, owner, session),
             printed=reveal(self.engine, printed, owner, session),
+            flows=flows(
+                self.engine, arguments, owner, session, str(approval["tool"]).split(".")[0]
+            ),
         )
         return self.links.url(link)
 

@@ -37,6 +37,8 @@ class ApprovalLink:
     revealed: Any
     printed: str
     expires: float
+    # For each hidden value: where it came from and whether the flow rules let it go.
+    flows: list[str] = field(default_factory=list)
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     # Set by the first browser that opens the link: only it may load and use the page.
     browser: str | None = None
@@ -69,6 +71,7 @@ class ApprovalLinks:
         session: str | None,
         revealed: Any,
         printed: str = "",
+        flows: list[str] | None = None,
     ) -> ApprovalLink:
         """A new link for ``approval`` (one per approval: asking again gives the same)."""
         loop = asyncio.get_running_loop()
@@ -85,6 +88,7 @@ class ApprovalLinks:
                 revealed,
                 printed,
                 self._clock() + self.ttl_s,
+                flows=list(flows or []),
                 decision=loop.create_future(),
             )
             self._links[link.secret] = link

@@ -42,6 +42,12 @@ def _json(value: Any) -> str:
     return escape(json.dumps(value, ensure_ascii=False, indent=2, default=repr))
 
 
+def _flow_items(flows: list[str]) -> str:
+    if not flows:
+        return "<li>No hidden personal data in these arguments.</li>"
+    return "".join(f"<li>{escape(line)}</li>" for line in flows)
+
+
 def approval_page(link: ApprovalLink, action: str) -> str:
     approval = link.approval
     tool = str(approval["tool"])
@@ -60,6 +66,8 @@ values below are your own data, shown to you and never to the model.</p>
     }</code></dd>
 <dt id="out-label">Printed before the pause</dt>
 <dd><pre aria-labelledby="out-label" data-testid="printed">{escape(printed)}</pre></dd>
+<dt id="flows-label">Where your data goes</dt>
+<dd><ul aria-labelledby="flows-label" data-testid="flows">{_flow_items(link.flows)}</ul></dd>
 <dt>Session</dt><dd><code>{escape(str(link.session or ""))}</code></dd>
 </dl>
 <form method="post" action="{escape(action)}">
