@@ -178,10 +178,12 @@ class ApprovalRouter:
     def route(self, user: UserChannel | None) -> Route:
         if self.mode == "tool":
             return "tool"
-        if self.mode == "url" and user is not None and user.url and self.links is not None:
-            return "url"
-        if user is not None and (user.form or user.url):
-            return "ask"
+        if user is not None:
+            # The page where asked for (or where the client has no form mode), else the form.
+            if user.url and self.links is not None and (self.mode == "url" or not user.form):
+                return "url"
+            if user.form:
+                return "ask"
         # "elicit" and "url" never let the model answer: without a person to ask, deny.
         return "tool" if self.mode == "auto" else "deny"
 
