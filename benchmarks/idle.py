@@ -8,6 +8,8 @@ I2  the same execute right after the session's sandbox was released: a sandbox f
     pool, the checkpoint (a 100 KB file and a kept list of 10,000 ints) restored, then the code
 I3  releasing the session (it changed nothing since its checkpoint: the checkpoint's expiry
     is pushed on and the sandbox stopped)
+I4  the memory of this process's tree (the engine, the warm pool, the session's sandbox) as
+    RSS, PSS and USS (process_memory.py), with the session's sandbox idle and once released
 
 Medians of ``--rounds`` rounds, interleaved, isolation on (bubblewrap), privacy on; the pool is
 refilled between rounds so I2 measures a restore, not a cold sandbox start. Not part of the
@@ -19,13 +21,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from process_memory import tree_memory
 
 from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig, GatewaySettings
@@ -59,25 +66,33 @@ async def measure(rounds: int) -> dict[str, Any]:
         handle = first.session
         releaser = IdleReleaser(engine.registry, 0)
         samples: dict[str, list[float]] = {"warm": [], "after_release": [], "release": []}
-        for _ in range(rounds):
+        memory: dict[str, dict[str, float]] = {}
+        for index in range(rounds):
             started = time.perf_counter()
             warm = await engine.execute(CODE, session=handle)
             samples["warm"].append((time.perf_counter() - started) * 1000)
             assert warm.stdout == "10000\n" and "restored" not in warm.extra
+            if index == 0:
+                await anyio.to_thread.run_sync(pool.wait_full, 30.0)
+                memory["idle"] = tree_memory(os.getpid()).__dict__
             started = time.perf_counter()
             released = await anyio.to_thread.run_sync(releaser.sweep)
             samples["release"].append((time.perf_counter() - started) * 1000)
             assert released == [handle], released
             await anyio.to_thread.run_sync(pool.wait_full, 30.0)
+            if index == 0:
+                memory["released"] = tree_memory(os.getpid()).__dict__
             started = time.perf_counter()
             back = await engine.execute(CODE, session=handle)
             samples["after_release"].append((time.perf_counter() - started) * 1000)
             assert back.stdout == "10000\n", back.render_text()
             assert back.extra["restored"]["variables"] == ["rows"]
-    medians = {name: round(statistics.median(values), 2) for name, values in samples.items()}
+    medians: dict[str, Any] = {
+        name: round(statistics.median(values), 2) for name, values in samples.items()
+    }
     medians["after_release_over_warm"] = round(medians["after_release"] / medians["warm"], 1)
     medians["rounds"] = rounds
-    return medians
+    return {**medians, "memory_mib": memory}
 
 
 def main() -> int:
@@ -95,6 +110,11 @@ def main() -> int:
         f"({numbers['after_release_over_warm']}x I1)"
     )
     print(f"I3 releasing an unchanged idle session       {numbers['release']:.2f} ms")
+    for state, tree in numbers["memory_mib"].items():
+        print(
+            f"I4 process tree, session {state + ':':<10}        RSS {tree['rss']:.0f} / "
+            f"PSS {tree['pss']:.0f} / USS {tree['uss']:.0f} MiB ({tree['processes']} processes)"
+        )
     return 0
 
 

@@ -17,7 +17,9 @@ P5 startup with the three specs: process start until the first `tools/list` answ
 P6 a 1 MB string of mixed text through the upstream's `echo`, privacy on (codemode's default),
    a new text each call
 P7 20 new sessions arriving together: p95 of their first execute
-P8 memory of 20 idle sessions: RSS of each server's process tree after P7's clients are gone
+P8 memory of 20 idle sessions: RSS, PSS and USS of each server's process tree after P7's
+   clients are gone (process_memory.py: RSS counts shared pages once per process, PSS shares
+   them out, USS counts private pages only)
 P9 the same 20 sessions once codemode released their sandboxes (``[gateway] idle_release_s``,
    RELEASE_S here): codemode's tree then, beside FastMCP's at the same moment
 
@@ -46,6 +48,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gateway import free_port, percentile
+from process_memory import TreeMemory, tree_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = Path(__file__).resolve().parent / "peers_servers.py"
@@ -312,45 +315,35 @@ async def burst_p95(url: str, system: str) -> float:
     return percentile(times, 0.95)
 
 
-async def released_tree(pid: int, before: int, deadline_s: float) -> tuple[float, int]:
-    """(RSS in MiB, process count) of ``pid``'s tree once the idle sessions' sandboxes are
-    gone (at least two processes each fewer than ``before``: bwrap and the guest) and the
-    count has held still for STEADY_S (the warm pool is back to its floor)."""
+async def released_tree(pid: int, before: int, deadline_s: float) -> TreeMemory:
+    """The memory of ``pid``'s tree once the idle sessions' sandboxes are gone (at least two
+    processes each fewer than ``before``: bwrap and the guest) and the count has held still for
+    STEADY_S (the warm pool is back to its floor)."""
     deadline = time.monotonic() + deadline_s
     last, since = -1, time.monotonic()
     while True:
-        mib, count = tree_rss_mib(pid)
+        memory = tree_memory(pid)
+        count = memory.processes
         if count != last:
             last, since = count, time.monotonic()
         elif count <= before - 2 * SESSIONS and time.monotonic() - since >= STEADY_S:
-            return mib, count
+            return memory
         if time.monotonic() > deadline:
             raise SystemExit(f"codemode still runs {count} processes ({before} before release)")
         await anyio.sleep(0.5)
 
 
-def tree_rss_mib(pid: int) -> tuple[float, int]:
-    """(RSS in MiB, process count) of ``pid`` and all its descendants."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            stat = (entry / "stat").read_text()
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    tree, frontier = {pid}, [pid]
-    while frontier:
-        current = frontier.pop()
-        children = [child for child, parent in parents.items() if parent == current]
-        tree.update(children)
-        frontier += children
-    total_kib = 0
-    for member in tree:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{member}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total_kib += int(line.split()[1])
-    return total_kib / 1024, len(tree)
+def memory_metrics(prefix: str) -> dict[str, Metric]:
+    """One metric per way of counting a tree's memory, named ``prefix`` + the measure."""
+    return {kind: Metric(f"{prefix} ({kind.upper()})", f"MiB {kind.upper()}") for kind in MEASURES}
+
+
+def add_memory(metrics: dict[str, Metric], ours: TreeMemory, theirs: TreeMemory) -> None:
+    for kind, metric in metrics.items():
+        metric.add(getattr(ours, kind), getattr(theirs, kind))
+
+
+MEASURES = ("rss", "pss", "uss")
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -392,28 +385,29 @@ async def measure(
             measured(metrics, *await warm_calls(urls, rounds, n))
         if wanted("P7") or wanted("P8") or wanted("P9"):
             p7 = Metric(f"P7 {SESSIONS} new sessions at once: first execute", "ms p95")
-            p8 = Metric(f"P8 memory of {SESSIONS} idle sessions", "MiB RSS")
-            p9 = Metric(f"P9 memory of {SESSIONS} idle sessions, released", "MiB RSS")
+            p8 = memory_metrics(f"P8 memory of {SESSIONS} idle sessions")
+            p9 = memory_metrics(f"P9 memory of {SESSIONS} idle sessions, released")
             for index in range(min(rounds, 5)):  # every round leaves 20 idle sessions
                 p7.add(await burst_p95(ours, "codemode"), await burst_p95(theirs, "fastmcp"))
                 if index == 0:  # the first round's sessions only (later rounds add more)
-                    (ours_mib, ours_count), (theirs_mib, theirs_count) = (
-                        tree_rss_mib(our_pid),
-                        tree_rss_mib(their_pid),
-                    )
-                    p8.add(ours_mib, theirs_mib)
-                    notes["P8 processes"] = {"codemode": ours_count, "fastmcp": theirs_count}
+                    ours_tree, theirs_tree = tree_memory(our_pid), tree_memory(their_pid)
+                    add_memory(p8, ours_tree, theirs_tree)
+                    notes["P8 processes"] = {
+                        "codemode": ours_tree.processes,
+                        "fastmcp": theirs_tree.processes,
+                    }
                     if wanted("P9"):
-                        released_mib, released_count = await released_tree(
-                            our_pid, ours_count, RELEASE_S + 60
-                        )
-                        theirs_mib, theirs_count = tree_rss_mib(their_pid)
-                        p9.add(released_mib, theirs_mib)
+                        released = await released_tree(our_pid, ours_tree.processes, RELEASE_S + 60)
+                        theirs_now = tree_memory(their_pid)
+                        add_memory(p9, released, theirs_now)
                         notes["P9 processes"] = {
-                            "codemode": released_count,
-                            "fastmcp": theirs_count,
+                            "codemode": released.processes,
+                            "fastmcp": theirs_now.processes,
                         }
-            measured(metrics, *[m for m in (p7, p8, p9) if wanted(m.name[:2])])
+            chosen = [p7] if wanted("P7") else []
+            chosen += list(p8.values()) if wanted("P8") else []
+            chosen += list(p9.values()) if wanted("P9") else []
+            measured(metrics, *chosen)
     return {"metrics": [m.summary() for m in metrics], "notes": notes, "cpus": os.cpu_count()}
 
 

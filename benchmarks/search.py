@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search_eval import DEV, HELDOUT, evaluate, load_tasks, pool_recall
+from search_eval import DEV, HELDOUT, evaluate, first_answer, load_tasks, pool_recall
 
 from codemode.search.fts import FtsIndex
 from codemode.tools import ToolSpec
@@ -135,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["lexical_build_s"] = round(time.perf_counter() - start, 3)
     report["results"]["lexical"] = evaluate(lexical.search, tasks, servers)
     if args.no_semantic:
+        report["first_answer"] = first_answer(lexical.search, lexical.entries, tasks, servers)
         report["latency"] = measure(
             {"lexical search (total)": lambda q: lexical.search(q, 5)}, queries, args.rounds
         )
@@ -199,6 +200,7 @@ def semantic_stages(
     report["query_precision"] = hybrid.encoder.query_precision
 
     report["results"]["lexical+semantic"] = evaluate(hybrid.search, tasks, servers)
+    report["first_answer"] = first_answer(hybrid.search, hybrid.entries, tasks, servers)
 
     # How far re-ranking could go: is every needed operation among the candidates the blend
     # sees (lexical top N and cosine top N, merged)?
@@ -380,7 +382,14 @@ def print_report(report: dict[str, Any]) -> None:
         for key, row in report["candidate_pool"].items():
             cells = "  ".join(f"{name} {value:.2f}" for name, value in row.items() if name != "n")
             print(f"  {key:<20} {cells}  n{row['n']}")
-    print(f"\n{'method':<17} {'split/style':<20} " + " ".join(f"{s:>26}" for s in SPECS))
+    if "first_answer" in report:
+        print("\ndefault first answer (search tool defaults) naming every needed function")
+        for key, row in report["first_answer"].items():
+            print(
+                f"  {key:<20} named {row['named']:.3f}  tokens median {row['median_tokens']:.0f}"
+                f" p90 {row['p90_tokens']:.0f}  n{row['n']}"
+            )
+    print(f"\n{'method':<17} {'split/style':<20} " + " ".join(f"{s:>32}" for s in SPECS))
     for method, groups in report["results"].items():
         for split in ("dev", "heldout", "all"):
             for style in ("all", "api", "paraphrase"):
@@ -388,14 +397,15 @@ def print_report(report: dict[str, Any]) -> None:
                 for spec in SPECS:
                     g = groups.get(f"{split}/{style}/{spec}")
                     cells.append(
-                        f"{g['r@1']:.2f}/{g['r@5']:.2f}/{g['r@10']:.2f} M{g['mrr']:.2f} n{g['n']:<3}"
+                        f"{g['r@1']:.2f}/{g['r@5']:.2f}/{g['r@10']:.2f}/{g['r@20']:.2f}"
+                        f" M{g['mrr']:.2f} n{g['n']:<3}"
                         if g
                         else "-"
                     )
                 print(
-                    f"{method:<17} {split + '/' + style:<20} " + " ".join(f"{c:>26}" for c in cells)
+                    f"{method:<17} {split + '/' + style:<20} " + " ".join(f"{c:>32}" for c in cells)
                 )
-    print("cells: recall@1/recall@5/recall@10, MRR@10, task count")
+    print("cells: recall@1/recall@5/recall@10/recall@20, MRR@10, task count")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ first met, so MRR rewards having every needed operation near the top.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from codemode.search.base import Hit
 HERE = Path(__file__).resolve().parent
 DEV = HERE / "search_dev.json"
 HELDOUT = HERE / "search_heldout.json"
-KS = (1, 5, 10)
+KS = (1, 5, 10, 20)
 POOL_SIZES = (20, 50, 100)
 
 
@@ -94,5 +95,71 @@ def summarize(ranks: Sequence[int | None]) -> dict[str, float]:
     row: dict[str, float] = {"n": len(ranks)}
     for k in KS:
         row[f"r@{k}"] = round(statistics.fmean(1.0 if r and r <= k else 0.0 for r in ranks), 3)
-    row["mrr"] = round(statistics.fmean(1.0 / r if r else 0.0 for r in ranks), 3)
+    row["mrr"] = round(statistics.fmean(1.0 / r if r and r <= 10 else 0.0 for r in ranks), 3)
     return row
+
+
+def names_function(text: str, module: str, function: str) -> bool:
+    """Whether an answer's text names ``module.function``: in full (the hits with signatures),
+    or in its tail's ``module: a, b, c`` line."""
+    if re.search(rf"(?<![\w.]){re.escape(module)}\.{re.escape(function)}(?!\w)", text):
+        return True
+    prefix = f"{module}: "
+    return any(
+        function in line[len(prefix) :].split(", ")
+        for line in text.splitlines()
+        if line.startswith(prefix)
+    )
+
+
+def default_answer(search: Callable[[str, int], list[Hit]], query: str) -> str:
+    """The text the ``search`` tool returns for ``query`` at its defaults (the code before the
+    tail, without ``answer_size``: the top ``DEFAULT_LIMIT`` with signatures)."""
+    from codemode.search import render
+
+    if not hasattr(render, "answer_size"):
+        from codemode.search.base import DEFAULT_LIMIT
+
+        return render.render_answer(search(query, DEFAULT_LIMIT))
+    hits = search(query, render.answer_size(query, "summary", render.DEFAULT_HEAD))
+    return render.render_answer(hits, head=render.answer_head(query, hits, render.DEFAULT_HEAD))
+
+
+def first_answer(
+    search: Callable[[str, int], list[Hit]],
+    entries: Sequence[Hit],
+    tasks: Sequence[dict[str, Any]],
+    servers: dict[str, str],
+) -> dict[str, dict[str, float]]:
+    """Per ``split/style``: the share of tasks whose default answer names every needed function
+    (one accepted operation of each group, anywhere in the text), and the answer's median and
+    90th-percentile size in o200k tokens."""
+    from codemode.tokens import count_tokens_many
+
+    by_operation = {(entry.server, entry.operation_id): entry for entry in entries}
+    texts = [default_answer(search, task["query"]) for task in tasks]
+    sizes = count_tokens_many(texts)
+    groups: dict[str, list[tuple[bool, int]]] = {}
+    for task, text, size in zip(tasks, texts, sizes, strict=True):
+        server = servers[task["spec"]]
+        named = all(
+            any(
+                (entry := by_operation.get((server, operation))) is not None
+                and names_function(text, entry.module, entry.function)
+                for operation in group
+            )
+            for group in task["needs"]
+        )
+        for split in (task["split"], "all"):
+            for style in (task["style"], "all"):
+                groups.setdefault(f"{split}/{style}", []).append((named, size))
+    out: dict[str, dict[str, float]] = {}
+    for key, rows in sorted(groups.items()):
+        ordered = sorted(size for _, size in rows)
+        out[key] = {
+            "n": len(rows),
+            "named": round(statistics.fmean(1.0 if named else 0.0 for named, _ in rows), 3),
+            "median_tokens": statistics.median(ordered),
+            "p90_tokens": ordered[int(len(ordered) * 0.9)],
+        }
+    return out

@@ -108,7 +108,7 @@ async def skills_numbers(rounds: int) -> dict[str, float]:
             assert provider is not None
             sandbox = provider.open("bench")
             try:
-                alone = sandbox.execute(test_program(skill.tests))
+                alone = sandbox.execute(test_program(skill.tests, skill.name))
             finally:
                 sandbox.close()
             samples["tests_alone"].append(alone.duration_ms)

@@ -21,6 +21,8 @@ class Task:
     baseline: Callable[[World], list[Any]]
     setup: Callable[[World], None] = lambda world: None
     tags: tuple[str, ...] = field(default=())
+    # The servers of this task's world; empty: all of them (the suite's large catalog).
+    servers: tuple[str, ...] = field(default=())
 
     def text(self, world: World) -> str:
         return self.prompt.format(workspace=world.workspace, repo=world.repo)

@@ -60,9 +60,12 @@ class World:
         self.config_path = root / "codemode.toml"
         # What a task's setup measured before the run, for its checker.
         self.expected: dict[str, Any] = {}
+        # The agent's prompt lists every function of this world's catalog (a small one).
+        self.catalog_listed = False
 
     @classmethod
-    def create(cls, root: Path) -> World:
+    def create(cls, root: Path, servers: tuple[str, ...] = ()) -> World:
+        """A fresh world at ``root`` serving ``servers`` (empty: every server)."""
         from codemode.demo.data import ensure_all
 
         missing = missing_servers()
@@ -75,7 +78,7 @@ class World:
             directory.mkdir(parents=True, exist_ok=True)
         ensure_all(world.data)
         world._make_repo()
-        world._write_config()
+        world._write_config(servers)
         return world
 
     def _make_repo(self) -> None:
@@ -108,7 +111,7 @@ class World:
         )
         return done.stdout
 
-    def _write_config(self) -> None:
+    def _write_config(self, only: tuple[str, ...] = ()) -> None:
         from codemode.demo import server_commands
 
         commands = server_commands(self.data)
@@ -133,6 +136,11 @@ class World:
             "command": sys.executable,
             "args": [str(HERE / "bench_ops_server.py"), "--state", str(self.ops)],
         }
+        if only:
+            unknown = set(only) - set(servers)
+            if unknown:
+                raise SystemExit(f"no such server in the world: {sorted(unknown)}")
+            servers = {name: table for name, table in servers.items() if name in only}
         lines = ["# Written by benchmarks/agent: the task suite's world.", ""]
         for name, table in servers.items():
             lines.append(f"[servers.{name}]")
@@ -151,11 +159,17 @@ class World:
             "[gateway]",
             f"state_dir = {_toml(str(self.state))}",
             "",
-            "[privacy.flows]",
-            'docs = ["crm", "mail"]',
-            'crm = ["mail"]',
-            "",
         ]
+        flows = {"docs": ["crm", "mail"], "crm": ["mail"]}
+        flows = {
+            source: [to for to in targets if to in servers]
+            for source, targets in flows.items()
+            if source in servers
+        }
+        if flows:
+            lines.append("[privacy.flows]")
+            lines += [f"{source} = {_toml(targets)}" for source, targets in flows.items()]
+            lines.append("")
         self.config_path.write_text("\n".join(lines), encoding="utf-8")
 
     # --- reading the world -------------------------------------------------------------------------

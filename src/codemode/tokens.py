@@ -81,21 +81,27 @@ class LedgerRow:
 
 
 def _answer_tokens(specs: Sequence[ToolSpec], queries: Sequence[str]) -> tuple[int, int]:
-    """Median tokens of the top-5 answer at the default detail, over ``queries``: its text,
-    and its structured content."""
+    """Median tokens of the search tool's default answer over ``queries`` (the best few with
+    signatures, more by name): its text, and its structured content."""
     from codemode.gateway.structured import search_structured
-    from codemode.search.base import DEFAULT_LIMIT
     from codemode.search.fts import FtsIndex
-    from codemode.search.render import DEFAULT_DETAIL, render_answer
+    from codemode.search.render import DEFAULT_DETAIL, DEFAULT_HEAD, answer_size, render_answer
 
     if not specs:
         return 0, 0
     index = FtsIndex()
     index.add(specs)
-    found = [index.search(q, DEFAULT_LIMIT) for q in queries]
-    texts = [render_answer(hits, DEFAULT_DETAIL) for hits in found]
+    found = [index.search(q, answer_size(q, DEFAULT_DETAIL, DEFAULT_HEAD)) for q in queries]
+    texts = [render_answer(hits, DEFAULT_DETAIL, head=DEFAULT_HEAD) for hits in found]
     data = [
-        _dumps(search_structured([hit.to_json() for hit in hits], DEFAULT_DETAIL)) for hits in found
+        _dumps(
+            search_structured(
+                [hit.to_json() for hit in hits[:DEFAULT_HEAD]],
+                DEFAULT_DETAIL,
+                more=[hit.python_name for hit in hits[DEFAULT_HEAD:]],
+            )
+        )
+        for hits in found
     ]
     return (
         int(statistics.median(count_tokens_many(texts))),

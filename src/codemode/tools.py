@@ -42,6 +42,9 @@ class ToolSpec:
     # The tool's own hints; None where it declared none (for MCP: see codemode.policy).
     read_only: bool | None = None
     destructive: bool | None = None
+    # MCP's openWorldHint: False for a tool that reaches only its own server's data (the
+    # default flow rule lets hidden values go there); None where it declared none.
+    open_world: bool | None = None
     # OpenAPI only: where the operation lives.
     method: str | None = None
     path: str | None = None

@@ -210,3 +210,25 @@ async def test_a_provider_bug_fails_the_run_instead_of_crashing_it(engine):
 
     record = await Agent(engine, ScriptedModel(buggy)).run("anything")
     assert record.status == "failed" and "KeyError" in (record.error or "")
+
+
+async def test_an_answer_remembered_for_the_tool_is_asked_once_and_carries_the_view(engine, shop):
+    from codemode.policy.grants import ApprovalAnswer
+
+    asked: list[Approval] = []
+
+    def approve(approval: Approval) -> ApprovalAnswer:
+        asked.append(approval)
+        return ApprovalAnswer(True, "tool")
+
+    three = (
+        "from servers import shop\n"
+        "for n in (1, 2, 3):\n"
+        "    shop.place_order(item='pear', quantity=n)\n"
+        "print('ordered')"
+    )
+    model = ScriptedModel([{"execute": three}, {"answer": "ordered"}])
+    record = await Agent(engine, model, approve=approve).run("Order pears three times")
+    assert record.status == "done"
+    assert len(asked) == 1 and len(shop.orders) == 3
+    assert asked[0].view["digest"].startswith("sha256:")  # the whole approval view, for a terminal

@@ -41,8 +41,13 @@ def test_the_suite_is_big_enough_and_has_the_seeds_cases():
     ids = {task.id for task in bench_suite.TASKS}
     assert len(ids) == len(bench_suite.TASKS) >= 30
     assert {"sales_growth", "weekly_report", "transcript_to_crm", "filter_300_leads"} <= ids
-    recovery = {t.id for t in bench_suite.TASKS if "recovery" in t.tags}
+    recovery = {t.id for t in bench_suite.LARGE_CATALOG if "recovery" in t.tags}
     assert recovery == {"missing_package", "wrong_field_name", "flaky_rates_tool"}
+    small = [t for t in bench_suite.TASKS if t.servers]
+    assert {t.id for t in small} == {
+        f"{i}{bench_suite.SMALL_SUFFIX}" for i in bench_suite.SMALL_CATALOGS
+    }
+    assert len(small) >= 8
 
 
 def test_every_reference_answer_passes_its_world_checker(results):
@@ -73,3 +78,15 @@ def test_codemode_median_tokens_are_at_most_40_percent_of_tool_calling(results):
     assert statistics.median(ratios) <= 0.40
     ledger = bench_suite.ledger(results)
     assert "codemode median tokens per task" in ledger and "sales_growth" in ledger
+
+
+def test_small_catalog_tasks_take_at_most_one_round_more_than_tool_calling(results):
+    rounds = {(r.task, r.paradigm): len(r.record.rounds) for r in results}
+    small = [t.id for t in bench_suite.TASKS if t.servers]
+    extra = {t: rounds[t, "codemode"] - rounds[t, "tool-calling"] for t in small}
+    assert max(extra.values()) <= 1, extra
+    # A small catalog is listed in the prompt: no search round before the first execution.
+    listed = [r for r in results if r.paradigm == "codemode" and r.catalog_listed]
+    assert {r.task for r in listed} >= {"time_zones@small", "warehouse_reorder@small"}
+    assert all(r.record.rounds[0].steps[0].kind == "execute" for r in listed)
+    assert not any(r.catalog_listed for r in results if r.task in bench_suite.SMALL_CATALOGS)

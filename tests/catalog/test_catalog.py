@@ -137,7 +137,7 @@ async def test_real_mcp_and_python_connectors(fake_server_argv):
     try:
         assert await catalog.load() == {}
         assert (await catalog.call("py", "double", {"x": 4})).value == 8
-        assert (await catalog.call("fake", "add", {"a": 1, "b": 2})).value == {"result": 3}
+        assert (await catalog.call("fake", "add", {"a": 1, "b": 2})).value == 3
         refreshed = asyncio.Event()
         catalog.add_listener(lambda server: refreshed.set())
         await catalog.call("fake", "grow", {})

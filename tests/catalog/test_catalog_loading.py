@@ -78,7 +78,7 @@ async def test_open_catalog_then_restart_uses_cache(tmp_path, fake_server_argv):
         assert isinstance(fake, MCPConnector)
         assert fake.starts == 0  # tools came from the cache: nothing was spawned
         assert sorted(s.qualified_name for s in again.specs()) == names
-        assert (await again.call("fake", "add", {"a": 2, "b": 2})).value == {"result": 4}
+        assert (await again.call("fake", "add", {"a": 2, "b": 2})).value == 4
         assert fake.starts == 1
     finally:
         await again.aclose()

@@ -209,3 +209,16 @@ def test_one_observation_looks_at_a_bounded_number_of_values() -> None:
 
     shape_of(wide, scrub=scrub)
     assert len(looked) <= MAX_NODES
+
+
+def test_text_results_say_what_they_hold() -> None:
+    assert render_shape(shape_of("[{'name': 'users'}]")) == (
+        "str holding a Python literal list[{name: str}] (decode with ast.literal_eval)"
+    )
+    assert render_shape(shape_of("done")) == "str (plain text)"
+    assert "errors come as ordinary text" in render_shape(shape_of("Database error: no such x"))
+    # "[]" is JSON and a Python literal; with reprs seen too, ast.literal_eval reads both.
+    merged = merge_shapes(shape_of("[]"), shape_of("[{'name': 'users'}]"))
+    assert render_shape(merged).startswith("str holding a Python literal list[{name: str}]")
+    with_plain = merge_shapes(shape_of("created users"), shape_of(None))
+    assert render_shape(with_plain) == "str (plain text) | None"

@@ -180,3 +180,78 @@ def test_calls_are_found_wherever_statements_and_expressions_nest() -> None:
         "line 7: crm.list_leads() has no argument 'limt'; did you mean 'limit'?",
         "line 9: crm.get_lead() is missing required argument(s): lead_id",
     ]
+
+
+def test_an_argument_under_another_name_gets_the_one_left_unfilled() -> None:
+    # 'sql' is no misspelling of 'query', but 'query' is the one required argument not given.
+    table = SignatureTable.from_specs(
+        [
+            ToolSpec(
+                "sqlite",
+                "read_query",
+                input_schema={
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+                    "required": ["query"],
+                },
+            )
+        ]
+    )
+    found = [
+        str(p) for p in check_calls("from servers import sqlite\nsqlite.read_query(sql='x')", table)
+    ]
+    assert found == [
+        "line 2: sqlite.read_query() has no argument 'sql'; did you mean 'query'?",
+        "line 2: sqlite.read_query() is missing required argument(s): query",
+    ]
+
+
+def test_the_text_of_a_rejected_execution_lists_every_problem() -> None:
+    from codemode.checks.result import rejected_result
+
+    code = "from servers import crm\ncrm.get_lead(lead_idd='L1')\ncrm.list_lead()\n"
+    found = check_calls(code, TABLE)
+    text = rejected_result(found).render_text()
+    assert len(found) == 3
+    for problem in found:
+        assert str(problem) in text  # each with its "did you mean", not only the first
+    assert "did you mean 'lead_id'?" in text and "did you mean 'list_leads'?" in text
+
+
+def test_a_standard_library_import_rebinding_a_server_name_is_not_checked() -> None:
+    table = SignatureTable.from_specs(
+        [ToolSpec("time", "get_current_time", input_schema={"type": "object", "properties": {}})]
+    )
+    code = (
+        "from servers import time\n"
+        "time.get_current_time()\n"
+        "import time\n"
+        "time.sleep(0)\n"
+        "from servers import time as time_server\n"
+        "from time import monotonic as time_server\n"
+        "time_server()\n"
+    )
+    assert check_calls(code, table) == []
+
+
+@pytest.mark.anyio
+async def test_a_keyword_the_check_could_not_follow_still_gets_its_did_you_mean(
+    shop: Any,
+) -> None:
+    from codemode.config import CodemodeConfig
+    from codemode.sandbox.inprocess import InProcessSandboxes
+
+    catalog = Catalog([PythonConnector("shop", shop.functions())])
+    async with Codemode(
+        CodemodeConfig(servers={}),
+        catalog=catalog,
+        sandboxes=InProcessSandboxes(),
+        semantic=False,
+        audit=False,
+    ) as engine:
+        # Through a dict the check does not follow: Python raises the TypeError itself.
+        code = "from servers import shop\nfns = {'o': shop.place_order}\nfns['o'](item='x', quantiy=1)\n"
+        result = await engine.execute(code)
+    assert result.error is not None and result.error["type"] == "TypeError", result.render_text()
+    assert "did you mean 'quantity'? (place_order() takes item, quantity)" in result.render_text()
+    assert shop.orders == []

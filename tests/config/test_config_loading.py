@@ -284,3 +284,9 @@ def test_audit_and_oracle_settings_load_from_toml(tmp_path):
     assert config.audit.events_per_session == 100
     with pytest.raises(ConfigError, match=r"audit\.retention_days"):
         load_config(write(tmp_path, POLICY_TOML + "\n[audit]\nretention_days = -1\n"))
+
+
+def test_load_config_takes_a_str_path(tmp_path: Path) -> None:
+    path = tmp_path / "codemode.toml"
+    path.write_text('[servers.demo]\ncommand = "python3"\n')
+    assert set(load_config(str(path)).servers) == {"demo"}

@@ -50,9 +50,9 @@ async def test_lists_calls_and_keeps_one_process(fake_server_argv):
         first_pid = connector.pid
         for a in range(5):
             result = await connector.call_tool("add", {"a": a, "b": 2})
-            assert result.value == {"result": a + 2} and not result.is_error
+            assert result.value == a + 2 and not result.is_error
         assert connector.pid == first_pid and connector.starts == 1
-        assert (await connector.call_tool("pid", {})).value == {"result": first_pid}
+        assert (await connector.call_tool("pid", {})).value == first_pid
     finally:
         await connector.aclose()
     assert first_pid is not None and not alive(first_pid)
@@ -67,9 +67,9 @@ async def test_child_gets_allowlisted_environment_plus_its_own(fake_server_argv,
         path = await connector.call_tool("env", {"name": "PATH"})
     finally:
         await connector.aclose()
-    assert leaked.value == {"result": ""}
-    assert given.value == {"result": "yes"}
-    assert path.value == {"result": os.environ["PATH"]}
+    assert leaked.value == ""
+    assert given.value == "yes"
+    assert path.value == os.environ["PATH"]
 
 
 async def test_crash_during_call_then_restart(fake_server_argv):
@@ -79,7 +79,7 @@ async def test_crash_during_call_then_restart(fake_server_argv):
         with pytest.raises(UpstreamUnavailableError, match="fake server starting"):
             await connector.call_tool("crash", {})
         result = await connector.call_tool("add", {"a": 1, "b": 1})
-        assert result.value == {"result": 2}
+        assert result.value == 2
         assert connector.starts == 2
     finally:
         await connector.aclose()
@@ -94,7 +94,7 @@ async def test_killed_child_is_restarted_on_next_call(fake_server_argv):
         os.kill(pid, signal.SIGKILL)
         await wait_until(lambda: not connector.connected)
         result = await connector.call_tool("add", {"a": 2, "b": 3})
-        assert result.value == {"result": 5}
+        assert result.value == 5
         assert connector.pid not in (None, pid)
     finally:
         await connector.aclose()
@@ -135,7 +135,7 @@ async def test_slow_tool_times_out_without_hanging(fake_server_argv):
     try:
         with pytest.raises(ToolError, match=r"did not answer within 0\.5 s"):
             await connector.call_tool("slow", {"seconds": 30})
-        assert (await connector.call_tool("add", {"a": 1, "b": 1})).value == {"result": 2}
+        assert (await connector.call_tool("add", {"a": 1, "b": 1})).value == 2
     finally:
         await connector.aclose()
 
@@ -146,7 +146,7 @@ async def test_tools_list_changed_reaches_the_callback(fake_server_argv):
     connector.on_tools_changed(lambda server: changed.set())
     try:
         await connector.list_tools()
-        assert (await connector.call_tool("grow", {})).value == {"result": "grown"}
+        assert (await connector.call_tool("grow", {})).value == "grown"
         async with asyncio.timeout(5):
             await changed.wait()
         assert "extra" in [spec.name for spec in await connector.list_tools()]

@@ -101,10 +101,78 @@ async def test_stubs_say_which_type_comes_back():
 
     text_stub = flat(render_tool_module(specs["list_tables"]))
     assert "def list_tables() -> str:" in text_stub
-    assert "as a str: JSON in it is not decoded (use json.loads)" in text_stub
+    assert "as a str, never decoded: it may hold JSON (json.loads), a Python literal" in text_stub
     decoding_stub = flat(render_tool_module(decoded["list_tables"]))
     assert "def list_tables() -> Any:" in decoding_stub
     assert "decoded to a dict or list (the server's decode_json setting)" in decoding_stub
     structured_stub = flat(render_tool_module(specs["count_tables"]))
     assert "def count_tables() -> CountTablesResult:" in structured_stub
     assert "Its structured result" in structured_stub
+
+
+# Answers like mcp-server-sqlite's read_query: rows as a Python repr, a bad query as text.
+READ_QUERY_SERVER = """
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+TOOL = types.Tool(
+    name="read_query",
+    description="Rows of a table.",
+    input_schema={"type": "object", "properties": {"table": {"type": "string"}}},
+    annotations=types.ToolAnnotations(read_only_hint=True),
+)
+
+
+async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[TOOL])
+
+
+async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+    table = (params.arguments or {}).get("table")
+    answer = str([{"id": 1, "table": table}]) if table == "users" else (
+        f"Database error: no such table: {table}"
+    )
+    return types.CallToolResult(content=[types.TextContent(type="text", text=answer)])
+
+
+async def main() -> None:
+    server: Server[Any] = Server("sqlite", on_list_tools=list_tools, on_call_tool=call_tool)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+anyio.run(main)
+"""
+
+
+async def test_stubs_say_what_text_results_were_seen_to_hold(tmp_path: Path) -> None:
+    from codemode.catalog.catalog import Catalog
+    from codemode.config import CodemodeConfig, GatewaySettings
+    from codemode.engine import Codemode
+    from codemode.sandbox import Limits, SandboxSettings
+
+    config = CodemodeConfig(
+        servers={},
+        sandbox=SandboxSettings(limits=Limits(wall_time_s=30), pool_size=1),
+        gateway=GatewaySettings(state_dir=tmp_path),
+    )
+    script = tmp_path / "read_query_server.py"
+    script.write_text(READ_QUERY_SERVER)
+    connector = MCPConnector("sqlite", StdioTarget(sys.executable, [str(script)]))
+    code = (
+        "from servers import sqlite\n"
+        "print(sqlite.read_query(table='users'))\n"
+        "print(sqlite.read_query(table='nope'))\n"
+    )
+    async with Codemode(config, catalog=Catalog([connector]), semantic=False) as engine:
+        result = await engine.execute(code)
+        assert result.status == "ok", result.render_text()
+        assert "Database error: no such table: nope" in result.stdout  # text, not ToolError
+        stub = " ".join((await engine.views()).stubs.tool_source("sqlite", "read_query").split())
+    assert "str holding a Python literal list[{id: int, table: str}]" in stub
+    assert "(decode with ast.literal_eval)" in stub
+    assert "errors come as ordinary text, not ToolError" in stub

@@ -156,3 +156,14 @@ def test_a_wait_for_a_human_moves_the_deadline_once() -> None:
     moved = host.deadline - before
     # At least the human's 0.4 s, and never more than the whole call took (2x before).
     assert 0.4 <= moved <= elapsed
+
+
+async def test_output_printed_before_the_pause_is_shown_with_the_approval(asking: Codemode):
+    code = "from servers import shop\nprint('3 orders to place')\nshop.place_order(item='pear', quantity=2)\n"
+    paused = await asking.execute(code)
+    assert paused.status == "approval_required"
+    assert paused.stdout == "3 orders to place\n"
+    assert "stdout:\n3 orders to place\napproval needed: shop.place_order" in paused.render_text()
+    assert paused.to_structured()["stdout"] == "3 orders to place\n"
+    done = await asking.approve(paused.to_dict()["approval"]["id"], True)
+    assert done.stdout == "3 orders to place\n"

@@ -100,14 +100,21 @@ async def test_a_token_in_any_argument_is_restored(engine: Codemode, crm: Crm):
     assert crm.sent[-1]["subject"] == "about ada.lovelace@example.com"
 
 
-async def test_by_default_data_does_not_flow_to_another_server(crm: Crm):
+async def test_by_default_data_reaches_an_open_world_tool_only_if_the_user_allows(crm: Crm):
+    # mail.send declares no annotations, so it may reach the outside world: the human decides,
+    # in the call's approval, which lists the values by token and origin.
     config = CodemodeConfig(servers={}, sandbox=SandboxSettings(pool_size=0))
     catalog = Catalog([PythonConnector("crm", crm.crm()), PythonConnector("mail", crm.mail())])
     async with Codemode(config, catalog=catalog, semantic=False, audit=False) as engine:
         code = "from servers import crm, mail\nmail.send(to=crm.list_contacts()[0]['email'], subject='x')"
         result = await engine.execute(code)
+        assert result.status == "approval_required"
+        approval = result.extra["approval"]
+        assert approval["values"] == {"to": "mail.send", "from": {"crm": ["<EMAIL_1>"]}}
+        assert '[privacy.flows] crm = ["crm", "mail"]' in approval["reason"]
+        result = await engine.approve(approval["id"], False)
     assert result.status == "error"
-    assert result.error is not None and "may not be sent to 'mail'" in result.error["message"]
+    assert result.error is not None and "denied the approval" in result.error["message"]
     assert crm.sent == []
 
 

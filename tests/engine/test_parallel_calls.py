@@ -80,7 +80,7 @@ results = await asyncio.gather(
     *(crm.get_lead.aio(lead_id=i) for i in range(50)), return_exceptions=True
 )
 print(" ".join(
-    "E" if isinstance(r, ToolError) and r.tool == "crm.get_lead" else r["result"][5:]
+    "E" if isinstance(r, ToolError) and r.tool == "crm.get_lead" else r[5:]
     for r in results
 ))
 """
@@ -131,10 +131,8 @@ print("peak", crm.most_at_once())
         result = await engine.execute(code)
     assert result.status == "ok", result.render_text()
     lines = result.stdout.strip().splitlines()
-    assert (
-        lines[0] == "[{'result': 'met'}, {'result': 'met'}, {'result': 'met'}, {'result': 'met'}]"
-    )
-    assert lines[1] == "peak {'result': 4}"  # four met at once; the cap of 4 was never passed
+    assert lines[0] == "['met', 'met', 'met', 'met']"
+    assert lines[1] == "peak 4"  # four met at once; the cap of 4 was never passed
 
 
 async def test_sync_calls_and_imports_among_awaitable_ones(open_engine) -> None:
@@ -152,10 +150,7 @@ print(await asyncio.gather(*(lead_and_neighbour(i) for i in (1, 2))))
     async with open_engine(8) as engine:
         result = await engine.execute(code)
     assert result.status == "ok", result.render_text()
-    assert result.stdout.strip() == (
-        "[({'result': 'lead-1'}, {'result': 'lead-101'}), "
-        "({'result': 'lead-2'}, {'result': 'lead-102'})]"
-    )
+    assert result.stdout.strip() == ("[('lead-1', 'lead-101'), ('lead-2', 'lead-102')]")
 
 
 async def test_a_call_left_unawaited_does_not_disturb_the_next_execution(open_engine) -> None:
@@ -173,4 +168,4 @@ async def test_a_call_left_unawaited_does_not_disturb_the_next_execution(open_en
             session=first.session,
         )
     assert second.status == "ok", second.render_text()
-    assert second.stdout.strip() == "{'result': 'lead-8'} {'result': 'lead-9'}"
+    assert second.stdout.strip() == "lead-8 lead-9"

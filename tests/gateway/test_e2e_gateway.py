@@ -211,7 +211,7 @@ async def test_unknown_session_handle_is_a_clear_error(gateway: Any, harness: An
 async def test_a_crashed_upstream_is_restarted(gateway: Any, harness: Any) -> None:
     code = """\
 from servers import ToolError, fake
-before = fake.pid()["result"]
+before = fake.pid()
 try:
     fake.crash()
 except ToolError as error:
@@ -221,21 +221,19 @@ except ToolError as error:
     assert "crash: MCP server 'fake' failed during a call to 'crash'" in data["stdout"]
     after = await harness.execute_ok(
         gateway.client,
-        "print(fake.add(a=2, b=3)['result'], fake.pid()['result'] != before)",
+        "print(fake.add(a=2, b=3), fake.pid() != before)",
         session=data["session"],
     )
     assert after["stdout"] == "5 True\n"
 
 
 async def test_a_killed_upstream_is_restarted(gateway: Any, harness: Any) -> None:
-    data = await harness.execute_ok(
-        gateway.client, "from servers import fake\nprint(fake.pid()['result'])"
-    )
+    data = await harness.execute_ok(gateway.client, "from servers import fake\nprint(fake.pid())")
     pid = int(data["stdout"])
     assert pid in harness.descendants(min(gateway.gateway_pids()))
     os.kill(pid, signal.SIGKILL)
     assert not harness.wait_until_gone({pid})
-    code = "from servers import fake\nprint(fake.add(a=20, b=22)['result'], fake.pid()['result'])"
+    code = "from servers import fake\nprint(fake.add(a=20, b=22), fake.pid())"
     data = await harness.execute(gateway.client, code)
     if data["status"] == "error":
         # A call that raced the connection's close gets the documented clear error (never a

@@ -112,7 +112,7 @@ async def test_concurrent_clients_get_their_own_answers(gateway: Any, harness: A
         code = f"""\
 from servers import crm, fake
 marker = "client-{index}"
-total = fake.add(a={index}, b=1000)["result"]
+total = fake.add(a={index}, b=1000)
 lead = crm.get_lead(lead_id="{ACME_LEAD_ID}")
 print(marker, total, lead["id"])
 """

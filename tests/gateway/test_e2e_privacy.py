@@ -27,7 +27,10 @@ def privacy_config(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
     data = root / "data"
     commands = server_commands(data)
     config = write_config(root, {name: commands[name] for name in ("crm", "mail")}, pool_size=1)
-    config.write_text(config.read_text() + '\n[privacy.flows]\ncrm = ["mail"]\n', encoding="utf-8")
+    # mail's data goes back to mail only (without its line, the default would let it reach
+    # crm's closed-world tools).
+    flows = '\n[privacy.flows]\ncrm = ["mail"]\nmail = ["mail"]\n'
+    config.write_text(config.read_text() + flows, encoding="utf-8")
     return config, data
 
 

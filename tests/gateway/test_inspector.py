@@ -66,7 +66,7 @@ def test_inspector_calls_execute(inspector: Any) -> None:
 
 
 def test_inspector_sees_errors_and_upstream_tools(inspector: Any) -> None:
-    code = "from servers import fake\nprint(fake.add(a=2, b=3)['result'])\n1/0"
+    code = "from servers import fake\nprint(fake.add(a=2, b=3))\n1/0"
     result = inspector(
         "--method", "tools/call", "--tool-name", "execute", "--tool-arg", f"code={code}"
     )

@@ -129,6 +129,14 @@ def test_search_hits_carry_what_the_summary_text_shows():
         assert hit.get("summary", "") in text
 
 
+def test_the_tail_of_candidates_is_grouped_by_module_as_the_text_groups_it():
+    found = [hit.to_json() for hit in hits()]
+    more = ["crm.delete_customer", "docs.get_document", "crm.merge_customers"]
+    data = search_structured(found, "summary", more=more)
+    assert data["hits"] == search_structured(found, "summary")["hits"]
+    assert data["more"] == {"crm": ["delete_customer", "merge_customers"], "docs": ["get_document"]}
+
+
 def test_search_hits_at_the_name_level_are_names_only():
     data = search_structured([hit.to_json() for hit in hits()], "name")
     assert data == {

@@ -141,7 +141,7 @@ async def test_sessions_and_approvals_move_between_two_replica_processes(
             "reason": "lost",  # this replica did not hold its sandbox
         }
 
-        code = "from servers import orders\nprint(orders.place_order(item='pear')['result'])"
+        code = "from servers import orders\nprint(orders.place_order(item='pear'))"
         paused = await _call(a, "execute", code=code, session=handle)
         assert paused["status"] == "approval_required", paused["text"]
         approval = paused["approval"]

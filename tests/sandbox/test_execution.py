@@ -291,3 +291,10 @@ def test_tool_error_is_predefined_as_the_tool_description_promises(session: Sand
     )
     assert session.execute(code, tools=ToolAccess(Tools())).stdout == "caught no such tool: nope\n"
     assert session.execute("print('ToolError' in globals())", fresh=True).stdout == "True\n"
+
+
+def test_short_output_is_shown_whole(session: SandboxSession):
+    # 1.9 KB: more than the 1,000-character tail, but cutting it would cost another round.
+    result = session.execute("print('x' * 1900)")
+    assert result.stdout == "x" * 1900 + "\n"
+    assert result.truncated["stdout_bytes"] == 0 and "bytes omitted" not in result.stdout

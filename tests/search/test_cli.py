@@ -109,3 +109,14 @@ def test_help_imports_nothing_heavy(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_defaults_are_the_search_tools():
+    from codemode.gateway.meta_tools import SEARCH
+    from codemode.search.render import DEFAULT_HEAD
+
+    parser = argparse.ArgumentParser()
+    search_command.add_arguments(parser)
+    args = parser.parse_args(["a query"])
+    assert (args.limit, args.detail, args.part) == (DEFAULT_HEAD, "summary", 1)
+    assert SEARCH["input_schema"]["properties"]["limit"]["default"] == DEFAULT_HEAD

@@ -61,3 +61,73 @@ def test_each_tool_has_a_names_view_and_a_prose_view():
     assert "create record" in names and "zones zone id records" in names
     assert prose == "Create a record."
     assert document.group == "zones"
+
+
+# server-memory's create_entities (npm @modelcontextprotocol/server-memory), as it lists it.
+CREATE_ENTITIES = {
+    "type": "object",
+    "properties": {
+        "entities": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The name of the entity"},
+                    "entityType": {"type": "string", "description": "The type of the entity"},
+                    "observations": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["name", "entityType", "observations"],
+            },
+        }
+    },
+    "required": ["entities"],
+}
+
+
+def test_a_list_parameter_shows_its_item_shape_in_the_signature():
+    spec = ToolSpec(server="memory", name="create_entities", input_schema=CREATE_ENTITIES)
+    document = tool_document(spec, "memory", "create_entities")
+    assert document.signature == (
+        "create_entities(entities: list[{name: str, entityType: str, observations: list[str]}])"
+        " -> Any"
+    )
+
+
+def test_dict_shapes_follow_refs_put_required_first_and_stay_on_one_short_line():
+    schema = {
+        "type": "object",
+        "properties": {
+            "address": {"$ref": "#/$defs/address"},
+            "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+            "wide": {
+                "type": "object",
+                "properties": {f"field_{i}": {"type": "integer"} for i in range(10)},
+            },
+            "deep": {"type": "array", "items": {"$ref": "#/$defs/deep"}},
+            "long": {"$ref": "#/$defs/deep"},
+        },
+        "required": ["address", "metadata", "wide", "deep", "long"],
+        "$defs": {
+            "address": {
+                "type": "object",
+                "properties": {"line2": {"type": "string"}, "city": {"type": "string"}},
+                "required": ["city"],
+            },
+            "deep": {
+                "type": "object",
+                "properties": {
+                    f"{'long_name_' * 3}{i}": {"type": "array", "items": {"$ref": "#/$defs/deep"}}
+                    for i in range(6)
+                },
+            },
+        },
+    }
+    spec = ToolSpec(server="s", name="t", input_schema=schema)
+    signature = tool_document(spec, "s", "t").signature
+    assert "address: {city: str, line2: str}" in signature  # required first
+    assert "metadata: dict," in signature  # no properties: nothing more to show
+    wide = "wide: {field_0: int, field_1: int, field_2: int, field_3: int, field_4: int, "
+    assert wide + "field_5: int, …}" in signature  # at most six properties
+    assert "deep: list[dict]," in signature  # the deepest shape that fits 120 characters
+    assert "long: dict)" in signature  # no shape fits: the plain type
+    assert "\n" not in signature

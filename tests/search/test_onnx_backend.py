@@ -177,8 +177,9 @@ def test_a_stored_index_opens_on_either_backend_with_the_same_answers(tiny_specs
         )
 
 
-def test_the_cli_searches_a_stored_index_in_process_on_numpy(monkeypatch):
-    # One query: importing ONNX Runtime and starting a session cost more than it saves.
+def test_the_cli_searches_a_stored_index_in_process_with_the_gateways_encoder(monkeypatch):
+    # numpy's pass would be cheaper for one query, but its float32 query weights order near ties
+    # unlike the gateway's 8-bit ones: the CLI must print the search tool's answer.
     from codemode.cli import search_command
     from codemode.search import semantic
     from codemode.search.store import IndexStore
@@ -191,7 +192,7 @@ def test_the_cli_searches_a_stored_index_in_process_on_numpy(monkeypatch):
     monkeypatch.setattr(IndexStore, "lookup_inputs", lambda self, key: "f" * 32)
     monkeypatch.setattr(semantic, "open_stored_index", open_stored)
     assert search_command._search_stored("key", "q", 5, semantic=True, daemon=False) is None
-    assert asked == [{"semantic": True, "backend": "numpy"}]
+    assert asked == [{"semantic": True}]  # the default backend, "auto", as the gateway's
 
 
 def test_doctor_says_which_runtime_embeds(monkeypatch):

@@ -123,3 +123,10 @@ def test_scores_blend_both_signals(subset, encoder, tmp_path, np):
     best = max(scores, key=scores.__getitem__)
     cosine = index._vectors @ encoder.encode_query(query)
     assert best == int(np.argmax(cosine))
+
+
+def test_a_python_name_answers_with_that_function_alone(subset, encoder, tmp_path):
+    index = HybridIndex(encoder=encoder, cache_dir=tmp_path)
+    index.add(subset)
+    name = index.search("give a customer their money back", 10)[-1].python_name
+    assert [hit.python_name for hit in index.search(name, 31)] == [name]

@@ -100,3 +100,24 @@ async def test_an_unrelated_success_is_not_taken_for_a_fix(
         await engine.execute("print('something else entirely')", session=failed.session)
         assert engine.fix_memory is not None
         assert engine.fix_memory.entries("-") == []
+
+
+async def test_a_fix_after_looking_around_comes_back_in_a_later_session(
+    config: CodemodeConfig, shop: Any
+) -> None:
+    broken = "from servers import shop\nitems = shop.list_items()\nprint(items['apple'])\n"
+    fixed = "from servers import shop\nitems = shop.list_items()\nprint(items[0])\n"
+    catalog = Catalog([PythonConnector("shop", shop.functions())])
+    async with Codemode(config, catalog=catalog, semantic=False, audit=False) as engine:
+        failed = await engine.execute(broken)
+        assert failed.status == "error" and failed.error is not None
+        assert failed.error["type"] == "TypeError"
+        # Looking at the value first (a success that is not the fix), then the fix.
+        looked = await engine.execute("print(type(shop.list_items()))", session=failed.session)
+        assert looked.status == "ok"
+        assert (await engine.execute(fixed, session=failed.session)).status == "ok"
+        other = await engine.execute("print(1)")  # a second session of the same owner
+        assert other.session != failed.session
+        again = await engine.execute(broken, session=other.session)
+    assert again.status == "error"
+    assert "This error was fixed before with:" in again.hint and "items[0]" in again.hint

@@ -32,27 +32,35 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "system_prompt"]
 
 
-def system_prompt(output_format: OutputFormat, servers: list[str], max_rounds: int) -> str:
+def system_prompt(
+    output_format: OutputFormat, servers: list[str], max_rounds: int, listing: str | None = None
+) -> str:
+    """The codemode agent's instructions; ``listing`` (every function of a small catalog, as
+    ``search.listing`` renders it) goes at the end, so the model needs no search round."""
     listed = ", ".join(servers) if servers else "none configured"
-    return "\n".join(
-        [
-            "You solve the user's task by writing Python that runs in a sandbox.",
-            f"Tools are Python functions grouped by server ({listed}): "
-            "`from servers import NAME`, then call `NAME.function(...)`. Use search to find "
-            "the functions and their signatures. A failed tool call raises ToolError.",
-            "How to work:",
-            "1. Plan first: say in a few lines what you will do.",
-            "2. Organise the code in small functions called at the end, so a fix stays local.",
-            "3. Print only what you need to see; keep data in variables and files (both "
-            "persist between runs). The working directory is the workspace.",
-            "4. Read each result (status, error and line, output, files, hint) and fix what "
-            "failed.",
-            "5. When the task is done, give a short final answer: what you did, where the "
-            "results are.",
-            f"You have at most {max_rounds} rounds.",
-            output_format.instructions(),
-        ]
+    find = (
+        "Every function is listed at the end; search(query) gives more detail."
+        if listing
+        else "Use search to find the functions and their signatures."
     )
+    lines = [
+        "You solve the user's task by writing Python that runs in a sandbox.",
+        f"Tools are Python functions grouped by server ({listed}): "
+        f"`from servers import NAME`, then call `NAME.function(...)`. {find} "
+        "A failed tool call raises ToolError.",
+        "How to work:",
+        "1. Plan first: say in a few lines what you will do.",
+        "2. Organise the code in small functions called at the end, so a fix stays local.",
+        "3. Print only what you need to see; keep data in variables and files (both "
+        "persist between runs). The working directory is the workspace.",
+        "4. Read each result (status, error and line, output, files, hint) and fix what failed.",
+        "5. When the task is done, give a short final answer: what you did, where the results are.",
+        f"You have at most {max_rounds} rounds.",
+        output_format.instructions(),
+    ]
+    if listing:
+        lines += ["The functions (all of them):", listing]
+    return "\n".join(lines)
 
 
 class Agent(RoundLoop):
@@ -93,7 +101,10 @@ class Agent(RoundLoop):
         self.session: str | None = None
 
     def system_prompt(self) -> str:
-        return system_prompt(self.format, self.engine.catalog.servers, self.max_rounds)
+        from codemode.search.listing import small_catalog_listing
+
+        listing = small_catalog_listing(self.engine.catalog.specs())
+        return system_prompt(self.format, self.engine.catalog.servers, self.max_rounds, listing)
 
     async def start(self) -> None:
         self.session = None
@@ -155,7 +166,13 @@ class Agent(RoundLoop):
                 tool=str(raw["tool"]),
                 arguments=raw.get("arguments"),
                 reason=str(raw.get("reason", "")),
+                view=dict(raw),
             )
-            allowed = await self.decide(approval, round_, step)
-            result = await self.engine.approve(approval.id, allowed)
+            answer = await self.decide(approval, round_, step)
+            result = await self.engine.approve(
+                approval.id,
+                answer.allow,
+                digest=raw.get("digest") if answer.allow else None,
+                remember=answer.remember,
+            )
         return result

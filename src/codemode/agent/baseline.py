@@ -154,7 +154,7 @@ class ToolCallingAgent(RoundLoop):
             approval = Approval(
                 f"baseline-{round_.index}", qualified, action.arguments, decision.reason
             )
-            if not await self.decide(approval, round_, step):
+            if not (await self.decide(approval, round_, step)).allow:
                 step.problem = f"{qualified} was not run: the user denied the approval it needs"
                 return step, f"error: {step.problem}", True
         started = time.perf_counter()

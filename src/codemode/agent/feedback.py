@@ -60,14 +60,26 @@ def render_execution(result: dict[str, Any], approvals: Sequence[ApprovalDecisio
     calls = result.get("tool_calls") or {}
     if isinstance(calls, dict) and calls.get("count"):
         lines.append(f"tool calls: {calls['count']} ({calls.get('failures', 0)} failed)")
-    for decision in approvals:
-        verdict = "allowed" if decision.allowed else "denied"
-        lines.append(f"approval: the user {verdict} {decision.tool}")
+    lines += _approval_lines(approvals)
     if result.get("sandbox_reset"):
         lines.append("note: the sandbox was restarted; variables are gone")
     if result.get("hint"):
         lines.append(f"hint: {result['hint']}")
     return "\n".join(lines)
+
+
+def _approval_lines(approvals: Sequence[ApprovalDecision]) -> list[str]:
+    """One line per verdict, each tool once with how many of its calls it covers."""
+    by_verdict: dict[str, dict[str, int]] = {}
+    for decision in approvals:
+        verdict = "allowed" if decision.allowed else "denied"
+        tools = by_verdict.setdefault(verdict, {})
+        tools[decision.tool] = tools.get(decision.tool, 0) + 1
+    return [
+        f"approval: the user {verdict} "
+        + ", ".join(f"{tool} (x{n})" if n > 1 else tool for tool, n in tools.items())
+        for verdict, tools in by_verdict.items()
+    ]
 
 
 def render_search(text: str, hits: int) -> str:

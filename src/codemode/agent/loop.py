@@ -14,7 +14,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -40,6 +40,7 @@ from codemode.errors import (
     ModelError,
     UsageError,
 )
+from codemode.policy.grants import ApprovalAnswer
 
 __all__ = ["Approval", "Approver", "RoundLoop", "RunObserver", "deny_all"]
 
@@ -57,11 +58,14 @@ class Approval:
     tool: str
     arguments: Any
     reason: str
+    # The whole approval view (digest, the file of long arguments, the values it sends).
+    view: dict[str, Any] = field(default_factory=dict)
 
 
-# The user's side of an approval: True allows the call. Sync callbacks run in a worker thread
-# (a terminal prompt may block); async ones are awaited.
-Approver = Callable[[Approval], bool | Awaitable[bool]]
+# The user's side of an approval: True allows the call; an ApprovalAnswer also says how long
+# it holds. Sync callbacks run in a worker thread (a terminal prompt may block); async ones
+# are awaited.
+Approver = Callable[[Approval], bool | ApprovalAnswer | Awaitable[bool] | Awaitable[ApprovalAnswer]]
 
 
 def deny_all(approval: Approval) -> bool:
@@ -227,7 +231,7 @@ class RoundLoop(ABC):
                 ) from error
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def decide(self, approval: Approval, round_: Round, step: Step) -> bool:
+    async def decide(self, approval: Approval, round_: Round, step: Step) -> ApprovalAnswer:
         """Ask the user (through ``approve``); record the decision and the wait."""
         started = time.perf_counter()
         try:
@@ -237,12 +241,12 @@ class RoundLoop(ABC):
                 answer = await anyio.to_thread.run_sync(self.approve, approval)
                 if inspect.isawaitable(answer):
                     answer = await answer
-            allowed = bool(answer)
+            decided = answer if isinstance(answer, ApprovalAnswer) else ApprovalAnswer(bool(answer))
         except Exception as error:  # noqa: BLE001 - a broken callback denies, it does not crash
             log.warning("the approval callback failed (%s); the call is denied", error)
-            allowed = False
+            decided = ApprovalAnswer(False)
         step.approvals.append(
-            ApprovalDecision(approval.tool, approval.arguments, approval.reason, allowed)
+            ApprovalDecision(approval.tool, approval.arguments, approval.reason, decided.allow)
         )
         round_.approval_ms += (time.perf_counter() - started) * 1000
-        return allowed
+        return decided

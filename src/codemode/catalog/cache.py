@@ -30,7 +30,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SCHEMA_VERSION = 2  # 2: ToolSpec.tags
+_SCHEMA_VERSION = 3  # 2: ToolSpec.tags; 3: ToolSpec.open_world
 _SPEC_FIELDS = frozenset(field.name for field in dataclasses.fields(ToolSpec))
 
 

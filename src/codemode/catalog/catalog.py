@@ -13,12 +13,15 @@ import asyncio
 import difflib
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemode.catalog.cache import DefinitionCache
 from codemode.connectors.base import Connector
 from codemode.errors import CodemodeError, ToolNotFoundError, UpstreamUnavailableError
 from codemode.tools import ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from codemode.policy.settings import PolicySettings
 
 __all__ = ["Catalog", "ChangeListener"]
 
@@ -42,7 +45,12 @@ class Catalog:
         eager: Collection[str] = (),
         problems: Mapping[str, str] | None = None,
         concurrency: Mapping[str, int] | None = None,
+        policy: PolicySettings | None = None,
     ) -> None:
+        # The policy the startup warning about unannotated tools speaks for; the warning is
+        # logged once, on the first load, unless ``announce_unannotated`` is turned off.
+        self.policy = policy
+        self.announce_unannotated = True
         self._connectors: dict[str, Connector] = {}
         for connector in connectors:
             if connector.name in self._connectors:
@@ -121,9 +129,9 @@ class Catalog:
     async def load(self) -> dict[str, str]:
         """List every server's tools concurrently. Returns the failures (server -> message)."""
         await asyncio.gather(*(self._load_one(name) for name in self._connectors))
-        if not self._announced:
+        if not self._announced and self.announce_unannotated:
             self._announced = True
-            _announce_destructive_defaults(self.specs())
+            _announce_destructive_defaults(self.specs(), self.policy)
         return dict(self.failures)
 
     async def _load_one(self, server: str) -> bool:
@@ -219,26 +227,17 @@ class Catalog:
             self._cache.close()
 
 
-def _announce_destructive_defaults(specs: Iterable[ToolSpec]) -> None:
-    """Say once which MCP tools ask for approval only because they carry no annotations."""
-    counts: dict[str, list[int]] = {}
-    for spec in specs:
-        if spec.source != "mcp":
-            continue
-        count = counts.setdefault(spec.server, [0, 0])
-        count[1] += 1
-        # The policy's rule for hints left out (codemode.policy.engine): MCP's defaults.
-        if spec.destructive is None and spec.read_only is not True:
-            count[0] += 1
-    servers = [f"{name} ({n} of {total})" for name, (n, total) in counts.items() if n]
-    if servers:
-        logger.warning(
-            "tools without annotations count as destructive, as the MCP spec's defaults say, "
-            "and ask for approval under the default policy: %s. To change that, set "
-            'annotations_default = "read_only" or "not_destructive" on the server, or list '
-            "single tools in policy.read_only_tools or policy rules",
-            ", ".join(servers),
-        )
+def _announce_destructive_defaults(
+    specs: Iterable[ToolSpec], policy: PolicySettings | None
+) -> None:
+    """Say once which MCP tools ask for approval only because they carry no annotations (and
+    the config that marks them); tools the config already marks are not counted."""
+    from codemode.policy.settings import PolicySettings
+    from codemode.policy.unannotated import unannotated_advice
+
+    advice = unannotated_advice(specs, policy or PolicySettings())
+    if advice:
+        logger.warning("%s", advice)
 
 
 def _suggest(name: str, known: list[str]) -> str:

@@ -64,6 +64,7 @@ def catalog_from_config(
         eager=eager,
         problems=config.server_problems,
         concurrency={server.name: server.max_concurrent_calls for server in servers},
+        policy=config.policy,
     )
 
 

@@ -7,15 +7,24 @@ A shape is plain JSON (so it can be stored) built from these nodes::
     {"t": "dict", "keys": {name: <shape>}, "opt": [names missing from some results]}
     {"t": "map", "of": <shape> | None}           a dict whose keys are data, not field names
     {"t": "json", "of": <shape>}                 a str holding a JSON object or array
+    {"t": "literal", "of": <shape>}              a str holding a Python literal (a repr)
+    {"t": "error_text"}                          a str that reads as an error message
     {"t": "union", "of": [<shape>, ...]}         at most ``MAX_UNION`` different kinds
 
 Key names are kept only when they look like field names (identifiers of bounded length, which a
 ``scrub`` function, e.g. the privacy scanner, leaves unchanged); a dict with other keys, or with
 more than ``MAX_KEYS``, is a ``map``: its keys are data and are never recorded.
+
+A tool's whole result that is text is told apart: JSON (decode with ``json.loads``), a Python
+literal such as mcp-server-sqlite's ``[{'id': 1}]`` (``ast.literal_eval``), an error message
+(``Database error: ...``: a server that reports errors as ordinary text, not ``isError``), or
+plain text. A JSON text merged with a Python literal one is a literal: ``ast.literal_eval``
+reads both (JSON's ``[]`` is also a Python literal).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Callable
@@ -33,6 +42,9 @@ LIST_SAMPLE = 16
 JSON_TEXT_LIMIT = 256 * 1024
 RENDER_LIMIT = 700
 MAX_NODES = 2000  # values looked at per result: bounds the cost of one observation
+LITERAL_TEXT_LIMIT = 64 * 1024  # ast.literal_eval is slower than json.loads: a smaller bound
+# "Error: ...", "Database error: ...", "ValueError: ...": how servers word an error as text.
+_ERROR_TEXT = re.compile(r"\s*(?:[A-Za-z]+[ _]?){0,3}(?:error|exception)\b\s*:", re.IGNORECASE)
 _FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,47}\Z")
 _ANY: Shape = {"t": "any"}
 
@@ -80,17 +92,29 @@ def _items_shape(items: Any, scrub: Scrub | None, depth: int, budget: _Budget) -
 
 
 def _text_shape(text: str, scrub: Scrub | None, depth: int, budget: _Budget) -> Shape:
+    if depth != 0:
+        return {"t": "str"}
     stripped = text.strip()
-    if depth == 0 and stripped[:1] in ("{", "[") and len(stripped) <= JSON_TEXT_LIMIT:
+    if stripped[:1] in ("{", "[") and len(stripped) <= JSON_TEXT_LIMIT:
         try:
             decoded = json.loads(stripped)
         except ValueError:
-            return {"t": "str"}
-        if isinstance(decoded, (dict, list)):
-            return {
-                "t": "json",
-                "of": shape_of(decoded, scrub=scrub, depth=depth + 1, budget=budget),
-            }
+            pass
+        else:
+            if isinstance(decoded, (dict, list)):
+                of = shape_of(decoded, scrub=scrub, depth=depth + 1, budget=budget)
+                return {"t": "json", "of": of}
+    if stripped[:1] in ("{", "[", "(") and len(stripped) <= LITERAL_TEXT_LIMIT:
+        try:
+            literal = ast.literal_eval(stripped)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            pass
+        else:
+            if isinstance(literal, (dict, list, tuple)):
+                of = shape_of(literal, scrub=scrub, depth=depth + 1, budget=budget)
+                return {"t": "literal", "of": of}
+    if _ERROR_TEXT.match(stripped[:200]):
+        return {"t": "error_text"}
     return {"t": "str"}
 
 
@@ -120,10 +144,12 @@ def merge_shapes(a: Shape, b: Shape) -> Shape:
     if kind_a != kind_b:
         if {kind_a, kind_b} == {"int", "float"}:
             return {"t": "float"}
+        if {kind_a, kind_b} == {"json", "literal"}:
+            return {"t": "literal", "of": _merge_optional(a.get("of"), b.get("of"))}
         if {kind_a, kind_b} == {"dict", "map"}:
             return _merge_maps(_as_map(a), _as_map(b))
         return _merge_union([a, b])
-    if kind_a in ("list", "map", "json"):
+    if kind_a in ("list", "map", "json", "literal"):
         return {"t": kind_a, "of": _merge_optional(a.get("of"), b.get("of"))}
     if kind_a == "dict":
         return _merge_dicts(a, b)
@@ -185,12 +211,19 @@ def _merge_union(options: list[Shape]) -> Shape:
 
 def _compatible(a: Shape, b: Shape) -> bool:
     kinds = {a.get("t"), b.get("t")}
-    return len(kinds) == 1 or kinds in ({"int", "float"}, {"dict", "map"})
+    return len(kinds) == 1 or kinds in ({"int", "float"}, {"dict", "map"}, {"json", "literal"})
 
 
 def render_shape(shape: Shape, *, limit: int = RENDER_LIMIT) -> str:
-    """Python-like text, e.g. ``{id: int, name: str, email?: str | None, tags: list[str]}``."""
-    text = _render(shape)
+    """Python-like text, e.g. ``{id: int, name: str, email?: str | None, tags: list[str]}``;
+    a whole result that is text says what the text was seen to hold."""
+    options = shape["of"] if shape.get("t") == "union" else [shape]
+    shown = [
+        "str (plain text)" if option.get("t") == "str" else _render(option)
+        for option in options
+        if option.get("t") != "null"
+    ]
+    text = " | ".join(shown + (["None"] if len(shown) < len(options) else []))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -208,6 +241,11 @@ def _render(shape: Shape | None) -> str:
         return f"dict[str, {_render(shape.get('of'))}]"
     if kind == "json":
         return f"str holding JSON {_render(shape.get('of'))} (decode with json.loads)"
+    if kind == "literal":
+        of = _render(shape.get("of"))
+        return f"str holding a Python literal {of} (decode with ast.literal_eval)"
+    if kind == "error_text":
+        return "str holding an error message (errors come as ordinary text, not ToolError)"
     if kind == "union":
         options = shape["of"]
         rest = [_render(option) for option in options if option.get("t") != "null"]

@@ -127,6 +127,8 @@ class _Checker:
         for alias in node.names:
             parts = alias.name.split(".")
             if parts[0] != "servers":
+                # `import time` after `from servers import time`: the name is not ours now.
+                self.names.pop(alias.asname or parts[0], None)
                 continue
             if alias.asname is None:
                 self.names["servers"] = ("root", "")
@@ -139,6 +141,8 @@ class _Checker:
         module = node.module or ""
         parts = module.split(".")
         if node.level or parts[0] != "servers":
+            for alias in node.names:
+                self.names.pop(alias.asname or alias.name, None)
             return
         for alias in node.names:
             local = alias.asname or alias.name
@@ -267,24 +271,28 @@ class _Checker:
             return
         if any(keyword.arg is None for keyword in node.keywords):
             return  # **kwargs: cannot know statically
-        given = set()
+        given = {keyword.arg for keyword in node.keywords if keyword.arg is not None}
+        unfilled = [param for param in signature.required if param not in given]
         for keyword in node.keywords:
             assert keyword.arg is not None
-            given.add(keyword.arg)
             param = signature.params.get(keyword.arg)
             if param is None:
                 options = sorted(signature.params)
+                suggestion = _suggest(keyword.arg, options)
+                if not suggestion and len(unfilled) == 1:
+                    # Not a misspelling but another word for it ('sql' for 'query'): the one
+                    # required argument left unfilled is what it was meant to be.
+                    suggestion = f"; did you mean {unfilled[0]!r}?"
                 self._problem(
                     node.lineno,
-                    f"{name}() has no argument {keyword.arg!r}{_suggest(keyword.arg, options)}"
+                    f"{name}() has no argument {keyword.arg!r}{suggestion}"
                     + ("" if options else "; it takes no arguments"),
                 )
                 continue
             self._check_literal(node.lineno, name, keyword.arg, keyword.value, param.types)
-        missing = [param for param in signature.required if param not in given]
-        if missing:
+        if unfilled:
             self._problem(
-                node.lineno, f"{name}() is missing required argument(s): {', '.join(missing)}"
+                node.lineno, f"{name}() is missing required argument(s): {', '.join(unfilled)}"
             )
 
     def _check_literal(

@@ -7,28 +7,27 @@ from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["rejected_result"]
 
+MAX_SHOWN = 20
+
 
 def rejected_result(problems: list[CallProblem]) -> ExecutionResult:
+    """Every problem is in the error's message (the text many clients show the model alone)."""
     first = problems[0]
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    shown = problems[:MAX_SHOWN]
+    if len(problems) == 1:
+        message = first.message
+    else:
+        more = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        message = f"{len(problems)} problems:\n" + "\n".join(map(str, shown)) + more
     return ExecutionResult(
         status="error",
         exit_code=None,
         stdout="",
         stderr="",
-        error={
-            "type": "CallCheckError",
-            "message": first.message + more,
-            "line": first.line,
-            "traceback": "\n".join(str(problem) for problem in problems[:20]),
-        },
+        error={"type": "CallCheckError", "message": message, "line": first.line},
         files={"created": [], "modified": [], "deleted": []},
         tool_calls={"count": 0, "failures": 0, "by_tool": {}},
         duration_ms=0.0,
         truncated={},
-        hint=(
-            "Nothing ran: the code calls a generated function wrongly. Fix the call "
-            "(help(server.tool) shows its signature), or pass check=false to run it anyway."
-        ),
-        extra={"checked": {"problems": [str(problem) for problem in problems[:20]]}},
+        hint="Nothing ran. Fix the calls (help(server.tool) shows one), or pass check=false.",
     )

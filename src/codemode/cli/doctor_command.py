@@ -18,6 +18,11 @@ HELP = "check this machine: bubblewrap, namespaces, seccomp, cgroups, Node, stat
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+    parser.add_argument(
+        "--no-servers",
+        action="store_true",
+        help="do not start the configured servers to check their tools' annotations",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
     source = config_in_use(args.config)
     config = load_config(source) if source is not None else default_config()
     checks = run_checks(config)
+    if source is not None and config.servers and not args.no_servers:
+        from codemode.cli.doctor_tools import check_annotations
+
+        checks.append(check_annotations(config))
     paths = installation_paths(args.config)
     isolated = not any(c.level == "fail" and c.name in ISOLATION_CHECKS for c in checks)
     if args.json:

@@ -68,8 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--approve",
         choices=("ask", "web", "all", "none"),
         default="ask",
-        help="calls that need approval: ask on the terminal (default; denied without one), "
-        "on a local approval page (web: prints its link and waits), approve all, or deny all",
+        help="calls that need approval: ask on the terminal (default; denied without one; "
+        "the answer may hold for the tool or server for the run), on a local approval page "
+        "(web: prints its link and waits), approve all, or deny all",
     )
 
 
@@ -146,27 +147,6 @@ def _read_code(name: str) -> str:
         ) from None
 
 
-def _decide(mode: str, approval: dict[str, object]) -> bool:
-    """The CLI's approver: a prompt on the terminal, or the --approve policy."""
-    if mode != "ask":
-        return mode == "all"
-    try:
-        terminal = Path("/dev/tty").open("r+", encoding="utf-8")  # noqa: SIM115 - closed below
-    except OSError:
-        print(
-            f"codemode: {approval['tool']} needs approval and there is no terminal to ask; "
-            "denied (use --approve all to allow)",
-            file=sys.stderr,
-        )
-        return False
-    with terminal:
-        arguments = json.dumps(approval["arguments"], ensure_ascii=False)[:500]
-        terminal.write(f"{approval['tool']}({arguments})\nreason: {approval['reason']}\n")
-        terminal.write("allow this call? [y/N] ")
-        terminal.flush()
-        return terminal.readline().strip().lower() in ("y", "yes")
-
-
 def _check(args: argparse.Namespace) -> None:
     from codemode.errors import UsageError
 
@@ -216,6 +196,7 @@ def execute(
     import anyio
     import anyio.to_thread
 
+    from codemode.cli.approval_prompt import decide
     from codemode.cli.options import check_loaded, load_cli_config
     from codemode.engine import Codemode
     from codemode.errors import CodemodeError
@@ -260,10 +241,17 @@ def execute(
                     status.clear()
                 approval = result.extra["approval"]
                 if web is not None:
-                    allow, _ = await web.decide(approval, result.session, printed.text())
+                    allow, remember = await web.decide(approval, result.session, printed.text())
                 else:
-                    allow = await anyio.to_thread.run_sync(_decide, args.approve, approval)
-                result = await engine.approve(approval["id"], allow, progress=progress)
+                    answer = await anyio.to_thread.run_sync(decide, args.approve, approval)
+                    allow, remember = answer.allow, answer.remember
+                result = await engine.approve(
+                    approval["id"],
+                    allow,
+                    progress=progress,
+                    digest=approval.get("digest") if allow else None,
+                    remember=remember,
+                )
             if status is not None:
                 status.clear()
             saved = await _save(engine, result, args.files)

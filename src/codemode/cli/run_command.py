@@ -59,11 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _approver(mode: str) -> Approver:
-    from codemode.cli.exec_command import _decide
+    from codemode.cli.approval_prompt import decide
+    from codemode.policy.grants import ApprovalAnswer
 
-    def approve(approval: Approval) -> bool:
-        shown = {"tool": approval.tool, "arguments": approval.arguments, "reason": approval.reason}
-        return _decide(mode, shown)
+    def approve(approval: Approval) -> ApprovalAnswer:
+        return decide(mode, approval.view)
 
     return approve
 

@@ -34,7 +34,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", help="what you want to do, in words")
     add_catalog_arguments(parser)
     parser.add_argument("--detail", choices=("name", "summary", "full"), default="summary")
-    parser.add_argument("--limit", type=int, default=5, metavar="K")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=3,  # render.DEFAULT_HEAD (not imported: --help stays light)
+        metavar="K",
+        help="matches shown with signatures (more follow by name)",
+    )
+    parser.add_argument(
+        "--part", type=int, default=1, metavar="N", help="with --detail full: part N of long text"
+    )
     parser.add_argument("--json", action="store_true", help="print hits as JSON, best first")
     parser.add_argument(
         "--no-semantic", action="store_true", help="lexical search only (no embedding model)"
@@ -77,11 +86,16 @@ def run(args: argparse.Namespace) -> int:
     from codemode.errors import UsageError
 
     if args.limit < 1:
-        raise UsageError(f"--limit must be at least 1, got {args.limit}", fix="pass --limit 5")
+        raise UsageError(f"--limit must be at least 1, got {args.limit}", fix="pass --limit 3")
+    if args.part < 1:
+        raise UsageError(f"--part must be at least 1, got {args.part}", fix="pass --part 2")
     key = input_key(args.config, args.openapi)
     if key is not None and args.detail != "full":
+        from codemode.search.render import answer_size, check_detail
+
+        size = answer_size(args.query, check_detail(args.detail), args.limit)
         hits = _search_stored(
-            key, args.query, args.limit, semantic=not args.no_semantic, daemon=not args.no_daemon
+            key, args.query, size, semantic=not args.no_semantic, daemon=not args.no_daemon
         )
         if hits is not None:
             _print_hits(hits, args)
@@ -120,8 +134,10 @@ def _search_stored(
 
         if wanted:
             import_numpy_single_threaded()
-        # One query: numpy's pass is cheaper than importing ONNX Runtime and starting a session.
-        index = open_stored_index(fingerprint, semantic=wanted, backend="numpy")
+        # The gateway's and the daemon's encoder (8-bit query weights on ONNX Runtime when it is
+        # installed), though numpy's pass would be cheaper for one query: with float32 weights
+        # near ties in the 31 names swap, and the answer would not be the search tool's.
+        index = open_stored_index(fingerprint, semantic=wanted)
         return index.search(query, limit) if index is not None else None
     finally:
         if starting is not None:
@@ -162,12 +178,15 @@ def _search_by_daemon(key: str, query: str, limit: int) -> list[Hit] | None:
 
 
 def _print_hits(hits: list[Hit], args: argparse.Namespace) -> None:
-    from codemode.search.render import check_detail, render_answer
+    """The answer as the MCP ``search`` tool gives it (the engine's ``search``); ``--json``:
+    the hits shown with signatures."""
+    from codemode.search.render import answer_head, check_detail, render_answer
 
+    head = answer_head(args.query, hits, args.limit)
     if args.json:
-        print(json.dumps([hit.to_json() for hit in hits], indent=1, ensure_ascii=False))
+        print(json.dumps([hit.to_json() for hit in hits[:head]], indent=1, ensure_ascii=False))
     else:
-        print(render_answer(hits, check_detail(args.detail)))
+        print(render_answer(hits, check_detail(args.detail), head=head))
 
 
 def remember_search_inputs(
@@ -208,7 +227,9 @@ def _search_through_engine(args: argparse.Namespace, key: str | None) -> int:
         try:
             failures = await engine.open_for_search()
             check_loaded({**config.server_problems, **failures}, allow_partial=args.allow_partial)
-            answer = await engine.search(args.query, detail=args.detail, limit=args.limit)
+            answer = await engine.search(
+                args.query, detail=args.detail, limit=args.limit, part=args.part
+            )
             return answer.text, answer.hits, failures
         finally:
             await engine.aclose()

@@ -24,6 +24,8 @@ def run(args: argparse.Namespace) -> int:
 
     from codemode.catalog.observed import SHAPES_FILE, ShapeBook
     from codemode.cli.options import load_cli_config, load_specs
+    from codemode.policy import Policy
+    from codemode.policy.unannotated import policy_note
     from codemode.stubs import StubLibrary
 
     started = time.perf_counter()
@@ -31,7 +33,10 @@ def run(args: argparse.Namespace) -> int:
     specs = load_specs(args, config)
     # The result shapes the gateway observed for tools with no output schema, as it shows them.
     observed = ShapeBook(config.gateway.state_dir / SHAPES_FILE)
-    library = StubLibrary(specs, observed=observed)
+    deciding = Policy(config.policy)  # each stub says what the policy will do with its calls
+    library = StubLibrary(
+        specs, observed=observed, policy_note=lambda spec: policy_note(spec, deciding)
+    )
     files = library.write_package(args.outdir)
     servers = library.servers
     elapsed = time.perf_counter() - started

@@ -41,6 +41,6 @@ def run(args: argparse.Namespace) -> int:
         f"structured {last.execute_structured_tokens:,}"
     )
     print("o200k tokens. codemode = its tool surface (search, execute, approve), any catalog;")
-    print("answer = median top-5 search answer at the default detail; (data) = its structured")
-    print("content, which some clients hand to the model as well.")
+    print("answer = median default search answer (the best few with signatures, more by name);")
+    print("(data) = its structured content, which some clients hand to the model as well.")
     return 0

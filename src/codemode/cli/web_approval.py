@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from codemode.agent.loop import Approval
     from codemode.engine import Codemode
     from codemode.gateway.web.links import ApprovalLinks
+    from codemode.policy.grants import ApprovalAnswer, Remember
 
 __all__ = ["WebApprover", "web_approver"]
 
@@ -25,16 +26,19 @@ class WebApprover:
         self.engine = engine
         self.links = links
 
-    async def approve(self, approval: Approval) -> bool:
+    async def approve(self, approval: Approval) -> ApprovalAnswer:
         """The agent's approver (``codemode run --approve web``)."""
+        from codemode.policy.grants import ApprovalAnswer
+
         shown = {
+            **approval.view,
             "id": approval.id,
             "tool": approval.tool,
             "arguments": approval.arguments,
             "reason": approval.reason,
         }
-        allow, _ = await self.decide(shown, self._session_of(approval.id))
-        return allow
+        allow, remember = await self.decide(shown, self._session_of(approval.id))
+        return ApprovalAnswer(allow, remember)
 
     def _session_of(self, approval_id: str) -> str | None:
         registry = self.engine.registry
@@ -46,7 +50,7 @@ class WebApprover:
 
     async def decide(
         self, approval: dict[str, Any], session: str | None, printed: str = ""
-    ) -> tuple[bool, str]:
+    ) -> tuple[bool, Remember]:
         """(allow, remember) as decided on the page; an expired link denies."""
         from codemode.gateway.web.reveal import flows, reveal
 

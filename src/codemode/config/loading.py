@@ -42,7 +42,7 @@ class ClientFile(ConfigModel):
     codemode: Sections = Field(default_factory=Sections)
 
 
-def load_config(path: Path | None = None) -> CodemodeConfig:
+def load_config(path: str | Path | None = None) -> CodemodeConfig:
     """Read a config file (TOML or mcpServers JSON).
 
     With no path: ``./codemode.toml`` when present, else the embedded default (the built-in demo
@@ -55,7 +55,7 @@ def load_config(path: Path | None = None) -> CodemodeConfig:
         if not local.is_file():
             return default_config()
         path = local
-    path = path.expanduser().resolve()
+    path = Path(path).expanduser().resolve()
     source = str(path)
     try:
         text = path.read_text(encoding="utf-8")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from codemode.connectors.base import BaseConnector, ToolsChangedCallback
-from codemode.connectors.mcp_results import tool_result_from_mcp, tool_spec_from_mcp
+from codemode.connectors.mcp_results import tool_result_from_mcp, tool_spec_from_mcp, wrapped_tools
 from codemode.connectors.mcp_transport import (
     HTTPTarget,
     StdioTarget,
@@ -87,6 +87,9 @@ class MCPConnector(BaseConnector):
         self._callbacks: list[ToolsChangedCallback] = []
         # Tools known to declare an output schema: their JSON text results are decoded.
         self._structured: set[str] = set()
+        # Tools whose results the SDK wraps as {"result": X}: their value is X.
+        self._wrapped: set[str] = set()
+        self._listed = False  # whether _wrapped is known (a catalog from cache never listed)
         self._lenient: set[str] = set()  # tools already reported for missing structured content
         self._connection: _Connection | None = None
         self._lock = asyncio.Lock()
@@ -101,12 +104,14 @@ class MCPConnector(BaseConnector):
     async def list_tools(self) -> list[ToolSpec]:
         connection = await self._ensure_started()
         specs: list[ToolSpec] = []
+        wrapped: set[str] = set()
         cursor: str | None = None
         try:
             for _ in range(_MAX_LIST_PAGES):
                 async with asyncio.timeout(self.call_timeout_s):
                     page = await connection.client.list_tools(cursor=cursor)
                 specs.extend(self._spec(tool) for tool in page.tools)
+                wrapped.update(wrapped_tools(page.tools))
                 cursor = page.next_cursor
                 if cursor is None:
                     break
@@ -119,11 +124,16 @@ class MCPConnector(BaseConnector):
             raise self._unavailable(connection, "while listing its tools", error) from error
         self._failures = 0
         self._structured = {spec.name for spec in specs if spec.output_schema is not None}
+        self._wrapped, self._listed = wrapped, True
         return specs
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         from mcp import MCPError
 
+        if not self._listed:
+            # Which tools the SDK wraps is in their definitions: read them once.
+            with contextlib.suppress(UpstreamUnavailableError):
+                await self.list_tools()
         connection = await self._ensure_started()
         try:
             async with asyncio.timeout(self.call_timeout_s):
@@ -153,7 +163,7 @@ class MCPConnector(BaseConnector):
             ) from error
         self._failures = 0
         decode = self.decode_json or tool in self._structured
-        return tool_result_from_mcp(result, decode_json=decode)
+        return tool_result_from_mcp(result, decode_json=decode, unwrap=tool in self._wrapped)
 
     async def aclose(self) -> None:
         self._closed = True

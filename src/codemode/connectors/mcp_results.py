@@ -8,6 +8,11 @@ array is decoded only when the tool declares structured output (an output schema
 server's config sets ``decode_json = true``. So ``list_tables()`` returns a ``str`` whether its
 text is ``"[]"`` or ``"[('users',)]"``.
 
+Results the MCP SDKs wrap come back unwrapped: a tool whose function returns a list or a
+scalar declares an output schema of one required property ``result`` (titled ``<tool>Output``)
+and answers ``{"result": X}``. Its spec's output schema is the schema of ``X`` and its value is
+``X``, so ``for row in shop.list_customers()`` iterates rows and a ``-> str`` tool returns a str.
+
 Annotations keep what the tool declared (``None`` for a hint it left out), except that the
 server's ``annotations_default`` can fill in the hints left out: ``"read_only"`` (left-out
 hints mean read-only, not destructive) or ``"not_destructive"``. With the default, ``"mcp"``,
@@ -18,6 +23,7 @@ destructive.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from codemode.tools import AnnotationsDefault, ToolResult, ToolSpec
@@ -25,7 +31,14 @@ from codemode.tools import AnnotationsDefault, ToolResult, ToolSpec
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["tool_result_from_mcp", "tool_spec_from_mcp"]
+__all__ = [
+    "sdk_wrapped_schema",
+    "tool_result_from_mcp",
+    "tool_spec_from_mcp",
+    "wrapped_tools",
+]
+
+_WRAPPER_KEY = "result"
 
 
 def tool_spec_from_mcp(
@@ -48,24 +61,74 @@ def tool_spec_from_mcp(
         name=tool.name,
         description=tool.description or "",
         input_schema=dict(tool.input_schema) or {"type": "object"},
-        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
+        output_schema=_output_schema(tool.output_schema),
         source="mcp",
         read_only=read_only,
         destructive=destructive,
+        open_world=annotations.open_world_hint if annotations else None,
         title=tool.title or (annotations.title if annotations else None),
         decode_json=decode_json,
     )
 
 
+def sdk_wrapped_schema(schema: Any) -> dict[str, Any] | None:
+    """The schema of ``X`` when ``schema`` is the SDKs' wrapper of a list or scalar result
+    (an object with exactly one property, ``result``, required, titled ``...Output``)."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return None
+    properties = schema.get("properties")
+    title = schema.get("title")
+    if not isinstance(properties, dict) or list(properties) != [_WRAPPER_KEY]:
+        return None
+    if list(schema.get("required") or []) != [_WRAPPER_KEY]:
+        return None
+    if not isinstance(title, str) or not title.endswith("Output"):
+        return None
+    inner = properties[_WRAPPER_KEY]
+    if not isinstance(inner, dict):
+        return None
+    unwrapped = {key: value for key, value in inner.items() if key != "title"}
+    description = schema.get("description")
+    if isinstance(description, str) and "description" not in unwrapped:
+        unwrapped["description"] = description
+    for key in ("$defs", "definitions"):  # references inside X point at the wrapper's
+        if key in schema and key not in unwrapped:
+            unwrapped[key] = schema[key]
+    return unwrapped
+
+
+def wrapped_tools(tools: Iterable[mcp_types.Tool]) -> set[str]:
+    """The names of the tools whose results the SDKs wrap (see ``sdk_wrapped_schema``)."""
+    return {tool.name for tool in tools if sdk_wrapped_schema(tool.output_schema) is not None}
+
+
+def _output_schema(schema: Any) -> dict[str, Any] | None:
+    if schema is None:
+        return None
+    unwrapped = sdk_wrapped_schema(schema)
+    return unwrapped if unwrapped is not None else dict(schema)
+
+
 def tool_result_from_mcp(
-    result: mcp_types.CallToolResult, *, decode_json: bool = False
+    result: mcp_types.CallToolResult, *, decode_json: bool = False, unwrap: bool = False
 ) -> ToolResult:
-    """The result's value: structured content, else its parts (text decoded if ``decode_json``)."""
+    """The result's value: structured content, else its parts (text decoded if ``decode_json``).
+
+    ``unwrap``: the tool's output schema is the SDKs' wrapper (``sdk_wrapped_schema``), so
+    structured content ``{"result": X}`` is ``X``."""
     import mcp_types
 
     blocks = [_content_value(block, decode_json) for block in result.content]
-    if result.structured_content is not None:
-        value: Any = result.structured_content
+    structured = result.structured_content
+    if (
+        unwrap
+        and isinstance(structured, dict)
+        and len(structured) == 1
+        and _WRAPPER_KEY in structured
+    ):
+        value: Any = structured[_WRAPPER_KEY]
+    elif structured is not None:
+        value = structured
     elif not blocks:
         value = None
     elif len(blocks) == 1:

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codemode.errors import ApprovalMismatchError, SessionError
+from codemode.errors import ApprovalMismatchError, SessionError, UsageError
+from codemode.policy.flowgate import FlowAsk
+from codemode.policy.grants import REMEMBER_CHOICES, ApprovalAnswer, Remember
 from codemode.tools import ToolCall
 
 __all__ = [
@@ -57,6 +59,10 @@ class PendingApproval:
     spilled: Path | None = None
     # Told each time the approval is shown (a shared broker records it for other replicas).
     on_described: Callable[[PendingApproval], None] | None = None
+    # Hidden values the call would send to a tool that may reach the outside world.
+    flows: FlowAsk | None = None
+    # How long an approval holds (``approve(..., remember=...)``).
+    remember: Remember = "call"
 
     def describe(
         self, view: View | None = None, *, spill_dir: Path | None = None
@@ -80,6 +86,12 @@ class PendingApproval:
             "chars": len(text),
             "reason": self.reason,
         }
+        if self.flows is not None:
+            # Tokens only: the values themselves never reach the client.
+            described["values"] = {
+                "to": f"{self.call.server}.{self.call.tool}",
+                "from": {origin: list(tokens) for origin, tokens in self.flows.values.items()},
+            }
         if self.on_described is not None:
             self.on_described(self)
         if len(text) <= INLINE_CHARS:
@@ -186,7 +198,18 @@ class ApprovalBroker:
         return None
 
     def wait(self, session: str, owner: str | None, call: ToolCall, reason: str) -> bool:
+        return self.wait_answer(session, owner, call, reason).allow
+
+    def wait_answer(
+        self,
+        session: str,
+        owner: str | None,
+        call: ToolCall,
+        reason: str,
+        flows: FlowAsk | None = None,
+    ) -> ApprovalAnswer:
         pending = PendingApproval("ap_" + secrets.token_urlsafe(12), session, owner, call, reason)
+        pending.flows = flows
         self._created(pending)
         with self._lock:
             self._pending[pending.id] = pending
@@ -198,7 +221,8 @@ class ApprovalBroker:
             # pauses the execution's clock around the whole request (pausing here too would
             # count it twice).
             answered = pending.answered.wait(self.wait_limit_s)
-            return answered and bool(pending.decision)
+            allow = answered and bool(pending.decision)
+            return ApprovalAnswer(allow, pending.remember if allow else "call")
         finally:
             with self._lock:
                 self._pending.pop(pending.id, None)
@@ -212,10 +236,23 @@ class ApprovalBroker:
         """The approval's wait ended (answered, timed out or cancelled); a hook."""
 
     def answer(
-        self, approval_id: str, approve: bool, owner: str | None, *, digest: str | None = None
+        self,
+        approval_id: str,
+        approve: bool,
+        owner: str | None,
+        *,
+        digest: str | None = None,
+        remember: str = "call",
     ) -> PendingApproval:
         """Record the decision. An approval (not a denial) first checks that the call is still
-        the one shown, and ``digest`` if given: on a mismatch nothing is recorded."""
+        the one shown, and ``digest`` if given: on a mismatch nothing is recorded.
+        ``remember`` ("call", "tool" or "server") says how long an approval holds."""
+        if remember not in REMEMBER_CHOICES:
+            raise UsageError(
+                f"remember={remember!r} is not one of {', '.join(REMEMBER_CHOICES)}",
+                fix='pass remember="call" (this call), "tool" (this tool, this session) or '
+                '"server" (this server\'s calls of the same kind, this session)',
+            )
         with self._lock:
             pending = self._pending.get(approval_id)
             if pending is None or (pending.owner is not None and pending.owner != owner):
@@ -227,6 +264,7 @@ class ApprovalBroker:
                 raise SessionError(f"approval {approval_id[:16]!r} was already answered")
             if approve:
                 pending.check(digest)
+                pending.remember = remember
             pending.decision = approve
         pending.answered.set()
         return pending
@@ -251,3 +289,6 @@ class SessionApprover:
 
     def request(self, call: ToolCall, *, reason: str) -> bool:
         return self.broker.wait(self.session, self.owner, call, reason)
+
+    def ask(self, call: ToolCall, *, reason: str, flows: FlowAsk | None) -> ApprovalAnswer:
+        return self.broker.wait_answer(self.session, self.owner, call, reason, flows)

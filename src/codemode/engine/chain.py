@@ -1,10 +1,12 @@
 """The chain of wrappers around a session's tool calls, declared in one place.
 
     built-in servers (state, skills: answered on the host, never upstream)
-    -> audit -> policy (deny, ask, budgets) -> observed result shapes (of the results the
-    sandbox receives) -> oracle guard (budgets and pattern checks for search and yes/no
-    tools) -> privacy (tokens back to values, flow rules; results to tokens) -> upstream
-    (the catalog)
+    -> audit -> policy (deny, ask, budgets, remembered approvals; it runs the privacy
+    wrapper's flow check first, so a forbidden flow is refused before anything is asked and
+    one the human must allow is part of the call's approval) -> observed result shapes (of
+    the results the sandbox receives) -> oracle guard (budgets and pattern checks for search
+    and yes/no tools) -> privacy (tokens back to values, flow rules; results to tokens) ->
+    upstream (the catalog)
 
 Policy, approvals and the audit log see tokenized arguments: personal data never reaches them.
 A new wrapper is one more line in ``build_invoker_chain``.
@@ -13,7 +15,7 @@ A new wrapper is one more line in ``build_invoker_chain``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from codemode.bridge.host import Approver, PackageProvider, ToolInvoker
@@ -21,6 +23,7 @@ from codemode.bridge.router import BuiltinRouter
 from codemode.config import CodemodeConfig
 from codemode.engine.stores import LocalSessionStores, SessionStores
 from codemode.policy import Budget, Policy, PolicyInvoker
+from codemode.policy.grants import Grants
 from codemode.tools import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -43,6 +46,8 @@ class InvokerChain:
     audit: AuditInvoker | None = None
     # Installs packages for the code ([sandbox.packages]); None when that is off.
     packages: PackageProvider | None = None
+    # Approvals remembered for a tool or a server, this session only.
+    grants: Grants = field(default_factory=Grants)
 
     def on_refused(self, call: ToolCall, code: str, message: str) -> None:
         """For the bridge: a call refused before the chain saw it goes in the audit log."""
@@ -74,7 +79,9 @@ def build_invoker_chain(
     if config.privacy.enabled:
         from codemode.privacy.invoker import PrivacyInvoker
 
-        invoker = privacy = PrivacyInvoker(invoker, stores.vault(session), config.privacy)
+        invoker = privacy = PrivacyInvoker(
+            invoker, stores.vault(session), config.privacy, specs=specs
+        )
         if config.privacy.oracle.enabled:
             from codemode.privacy.oracle import OracleGuard
 
@@ -85,7 +92,15 @@ def build_invoker_chain(
         scrub = privacy.scan_output if privacy is not None else None
         invoker = ShapeRecorder(invoker, shapes, specs, scrub=scrub)
     budget = stores.budget(session, config.policy.budget)
-    invoker = PolicyInvoker(invoker, Policy(config.policy, specs), approver=approver, budget=budget)
+    grants = Grants()
+    invoker = PolicyInvoker(
+        invoker,
+        Policy(config.policy, specs),
+        approver=approver,
+        budget=budget,
+        flows=privacy.check_flows if privacy is not None else None,
+        grants=grants,
+    )
     audit: AuditInvoker | None = None
     if audit_log is not None:
         from codemode.audit import AuditInvoker
@@ -100,4 +115,4 @@ def build_invoker_chain(
         from codemode.engine.packages import session_packages
 
         packages = session_packages(config.sandbox.packages, audit_log, session, digest_key)
-    return InvokerChain(invoker, privacy, budget, audit, packages)
+    return InvokerChain(invoker, privacy, budget, audit, packages, grants)

@@ -25,6 +25,7 @@ from codemode.catalog.loading import catalog_from_config
 from codemode.catalog.observed import SHAPES_FILE, ShapeBook
 from codemode.checks.calls import check_calls
 from codemode.checks.result import rejected_result
+from codemode.checks.runtime import explain_call_error
 from codemode.config import CodemodeConfig
 from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
 from codemode.engine.chain import build_invoker_chain
@@ -82,6 +83,7 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
     ) -> None:
         self.config = config
         self.catalog = catalog or catalog_from_config(config, openapi_specs)
+        self.catalog.policy = self.catalog.policy or config.policy  # its startup warning's
         self.backend = backend
         self.semantic = semantic
         # Where sessions get their sandbox; by default a warm pool of isolated ones.
@@ -198,9 +200,9 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             views = self._views
             if views is None or views.version != self.catalog.version:
                 version = self.catalog.version
-                views = self._views = CatalogViews.build(
-                    self.catalog.specs(), version, self.catalog.unavailable(), self.shapes
-                )
+                specs, down = self.catalog.specs(), self.catalog.unavailable()
+                views = CatalogViews.build(specs, version, down, self.shapes, self.config.policy)
+                self._views = views
                 # Built on the first search or by build_search_index: execute never needs it.
                 self._index = self._lexical = None
             return views
@@ -279,7 +281,9 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
             )
 
         job = asyncio.create_task(self._threads.run(run))
-        return await self._follow(record, job, progress)
+        result = await self._follow(record, job, progress)
+        explain_call_error(result, views.signatures)
+        return result
 
     async def _checkout(
         self, handle: str | None, owner: str | None, client: str | None = None
@@ -309,16 +313,21 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         owner: str | None = None,
         digest: str | None = None,
         progress: Progress | None = None,
+        remember: str = "call",
     ) -> ExecutionResult:
         """Answer a pending approval and wait for the resumed execution (or its next pause).
 
         An approval runs the call only if its arguments are still exactly those shown (and
-        match ``digest``, the one from the approval_required result, when given)."""
+        match ``digest``, the one from the approval_required result, when given).
+        ``remember``: "call" (this call only), "tool" (this tool, for the rest of the
+        session) or "server" (this server's calls of the same kind, read-only or not)."""
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         # With a shared store: decided once cluster-wide, resumed where it is paused.
         answer = self.shared.link.approve if self.shared is not None else self.resume_approved
-        return await answer(approval_id, allow, owner=owner, digest=digest, progress=progress)
+        return await answer(
+            approval_id, allow, owner=owner, digest=digest, progress=progress, remember=remember
+        )
 
     async def _follow(
         self,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -16,6 +16,7 @@ from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig
 from codemode.engine.progress import Progress, wait_reporting
 from codemode.engine.views import CatalogViews
+from codemode.search.render import DEFAULT_HEAD
 
 if TYPE_CHECKING:
     from codemode.search.base import SearchIndex
@@ -28,6 +29,8 @@ __all__ = ["SearchAnswer", "SearchMixin"]
 class SearchAnswer:
     text: str
     hits: list[dict[str, Any]]
+    # The further candidates the text names after ``hits`` (Python names, best first).
+    more: list[str] = field(default_factory=list)
     # True when the full index was still being built and a keyword index answered.
     lexical_only: bool = False
 
@@ -91,15 +94,23 @@ class SearchMixin:
         query: str,
         *,
         detail: str = "summary",
-        limit: int = 5,
+        limit: int = DEFAULT_HEAD,
+        part: int = 1,
         owner: str | None = None,
         progress: Progress | None = None,
     ) -> SearchAnswer:
         """Tools for ``query``, and below them the owner's saved skills that match."""
-        from codemode.search.render import check_detail, render_answer
+        from codemode.search.render import (
+            answer_head,
+            answer_size,
+            check_detail,
+            check_part,
+            render_answer,
+        )
         from codemode.skills.runtime import render_skill_hits
 
         level = check_detail(detail)
+        part = check_part(part)
         limit = max(1, min(int(limit), 50))
         views = await self.views()
         index = self._index
@@ -114,14 +125,18 @@ class SearchMixin:
                 )
             else:
                 index = await self._wait_for_index(progress)
-        hits = index.search(query, limit)
-        text = note + render_answer(hits, level, source=views.stubs.tool_source)
-        found = [hit.to_json() for hit in hits]
+        hits = index.search(query, answer_size(query, level, limit))
+        head = answer_head(query, hits, limit)
+        text = note + render_answer(
+            hits, level, source=views.stubs.tool_source, head=head, part=part
+        )
+        found = [hit.to_json() for hit in hits[:head]]
+        more = [hit.python_name for hit in hits[head:]]
         if self.skills is not None:
             skills = await anyio.to_thread.run_sync(self.skills.search, owner, query)
             text += render_skill_hits(skills)
             found += [hit.to_json() for hit in skills]
-        return SearchAnswer(text, found, lexical_only=bool(note))
+        return SearchAnswer(text, found, more, lexical_only=bool(note))
 
     async def _wait_for_index(self, progress: Progress | None) -> SearchIndex:
         from codemode.search.progress import overall_percent

@@ -177,6 +177,8 @@ class Session:
         second privacy net over every field the code could fill (output, hint, every field
         of the error, file names, tool-call names, the limit and any extra field)."""
         result.session = self.handle
+        if len(self.chain.grants):  # the approvals this session remembers, for the client
+            result.extra["grants"] = self.chain.grants.snapshot()
         if self.fixes is not None:
             earlier = self.fixes.observe(self.code, result)
             if earlier:
@@ -207,9 +209,13 @@ class Session:
         privacy = self.chain.privacy
         view = privacy.scan_value if privacy is not None else None
         described = pending.describe(view, spill_dir=spill_dir)
+        printed = self.sandbox.live_stdout()
         if privacy is not None:
             described["reason"] = privacy.scan_output(described["reason"])
-        return ExecutionResult.approval_required(described, self.handle, duration_ms)
+            printed = privacy.scan_output(printed)
+        return ExecutionResult.approval_required(
+            described, self.handle, duration_ms, printed=printed
+        )
 
     def close(self) -> None:
         """Stop the sandbox, write the audit log's counts, forget every value the vault held."""

@@ -77,10 +77,11 @@ class SharingMixin:
         owner: str | None = None,
         digest: str | None = None,
         progress: Progress | None = None,
+        remember: str = "call",
     ) -> ExecutionResult:
         """Answer an approval pending in this engine and follow the execution it resumes."""
         assert self.registry is not None
-        pending = self.approvals.answer(approval_id, allow, owner, digest=digest)
+        pending = self.approvals.answer(approval_id, allow, owner, digest=digest, remember=remember)
         record = self.registry.get(pending.session, owner)
         job = record.paused
         if job is None:

@@ -7,7 +7,7 @@ built-in servers that need no grant from the catalog.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -17,6 +17,7 @@ from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
     from codemode.checks.signatures import SignatureTable
+    from codemode.policy.settings import PolicySettings
     from codemode.stubs.package import ObservedShapes, StubLibrary
 
 __all__ = ["BUILTIN_SERVERS", "CatalogViews", "StubModules"]
@@ -72,12 +73,24 @@ class CatalogViews:
         version: int,
         unavailable: Mapping[str, str] | None = None,
         observed: ObservedShapes | None = None,
+        policy: PolicySettings | None = None,
     ) -> CatalogViews:
         """``unavailable``: servers that are down and why (importing one raises, saying so).
-        ``observed``: the result shapes seen so far; the stubs follow them as they change."""
+        ``observed``: the result shapes seen so far; the stubs follow them as they change.
+        ``policy``: each stub says what it will do with the tool's calls."""
         from codemode.stubs.package import StubLibrary
 
-        library = StubLibrary(specs, unavailable=unavailable, observed=observed)
+        note: Callable[[ToolSpec], str | None] | None = None
+        if policy is not None:
+            from codemode.policy import Policy
+            from codemode.policy.unannotated import policy_note
+
+            deciding = Policy(policy)
+
+            def note(spec: ToolSpec) -> str | None:
+                return policy_note(spec, deciding)
+
+        library = StubLibrary(specs, unavailable=unavailable, observed=observed, policy_note=note)
         tools = frozenset((spec.server, spec.name) for spec in specs)
         return cls(version, library, StubModules(library), tools, list(specs))
 

@@ -15,7 +15,6 @@ tool refuses them, so a model cannot answer its own call while the person decide
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import time
@@ -171,9 +170,6 @@ class ApprovalRouter:
         # Approvals asked of a person: the approve tool must not answer them.
         self._asked: dict[str, tuple[Mapping[str, Any], str | None]] = {}
         self._reserved = Reservations(engine)
-        # (owner, session, tool) the person allowed for the rest of the session.
-        self._allowed_tools: set[tuple[str | None, str | None, str]] = set()
-        self._passes_remember = "remember" in inspect.signature(engine.approve).parameters
 
     def route(self, user: UserChannel | None) -> Route:
         if self.mode == "tool":
@@ -228,10 +224,6 @@ class ApprovalRouter:
                 ).strip()
                 continue
             assert user is not None
-            key = (owner, result.session, str(approval["tool"]))
-            if key in self._allowed_tools:
-                result = await self._decide(approval, True, "tool", owner, progress)
-                continue
             self._asked[str(approval["id"])] = (approval, result.session)
             await self._reserved.add(str(approval["id"]))
             if route == "url":
@@ -243,8 +235,6 @@ class ApprovalRouter:
                 return self._input_required(approval)
             else:
                 allow, remember = await self._ask_inline(user.ask, approval, progress)
-            if allow and remember == "tool":
-                self._allowed_tools.add(key)
             result = await self._decide(approval, allow, remember, owner, progress)
         return result
 
@@ -303,7 +293,7 @@ class ApprovalRouter:
                 f"approval {str(approval_id)[:16]!r} is not waiting for an answer here",
                 fix="run the code again: the paused execution was answered or has ended",
             )
-        approval, session = asked
+        approval = asked[0]
         answer = (user.responses or {}).get(APPROVAL_INPUT)
         link = self.links.by_approval(str(approval["id"])) if self.links is not None else None
         if answer is None:
@@ -319,8 +309,6 @@ class ApprovalRouter:
             )
         else:
             allow, remember = decision_of(answer)
-        if allow and remember == "tool":
-            self._allowed_tools.add((owner, session, str(approval["tool"])))
         result = await self._decide(approval, allow, remember, owner, progress)
         return await self.settle(result, user, owner, progress)
 
@@ -384,11 +372,6 @@ class ApprovalRouter:
         progress: Progress | None,
     ) -> ExecutionResult:
         approval_id = str(approval["id"])
-        extra: dict[str, Any] = {}
-        if self._passes_remember:
-            extra["remember"] = remember
-        # TODO(remember): until the approval API takes `remember`, "allow for this tool" is
-        # kept here, per gateway process (self._allowed_tools), not by the broker.
         try:
             return await self.engine.approve(
                 approval_id,
@@ -396,7 +379,7 @@ class ApprovalRouter:
                 owner=owner,
                 digest=str(approval["digest"]),
                 progress=progress,
-                **extra,
+                remember=remember,
             )
         finally:
             self._asked.pop(approval_id, None)

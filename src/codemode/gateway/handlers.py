@@ -23,7 +23,9 @@ from codemode.gateway.resources import WorkspaceResources
 from codemode.gateway.structured import search_structured
 from codemode.gateway.web.ledger import TokenLedger
 from codemode.gateway.web.links import ApprovalLinks, PrintedTail
+from codemode.policy.grants import REMEMBER_CHOICES
 from codemode.sandbox.result import ExecutionResult
+from codemode.search.render import DEFAULT_HEAD
 
 __all__ = ["Caller", "GatewayHandlers", "TOOL_NAMES"]
 
@@ -147,18 +149,26 @@ class GatewayHandlers:
         if not isinstance(query, str) or not query.strip():
             return _argument_error("`query` must be a non-empty string, e.g. 'create an issue'")
         detail = arguments.get("detail", "summary")
-        limit = arguments.get("limit", 5)
+        limit = arguments.get("limit", DEFAULT_HEAD)
+        part = arguments.get("part", 1)
         if not isinstance(detail, str):
             return _argument_error("`detail` must be one of: name, summary, full")
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             return _argument_error("`limit` must be a positive integer")
+        if not isinstance(part, int) or isinstance(part, bool) or part < 1:
+            return _argument_error("`part` must be a positive integer, e.g. 2 for the rest")
         answer = await self.engine.search(
-            query, detail=detail, limit=limit, owner=caller.owner, progress=caller.progress
+            query,
+            detail=detail,
+            limit=limit,
+            part=part,
+            owner=caller.owner,
+            progress=caller.progress,
         )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=answer.text)],
             structured_content={
-                **search_structured(answer.hits, detail),
+                **search_structured(answer.hits, detail, more=answer.more),
                 **({"lexical_only": True} if answer.lexical_only else {}),
             },
         )
@@ -228,12 +238,18 @@ class GatewayHandlers:
             return _argument_error("`approval` (the id from the result) and `allow` (true/false)")
         await self.approvals.check_model_may_answer(approval)
         digest = arguments.get("digest")  # optional: the digest shown with the approval
+        remember = arguments.get("remember", "call")
+        if remember not in REMEMBER_CHOICES:
+            return _argument_error(
+                '`remember` must be "call" (default), "tool" or "server", e.g. remember="tool"'
+            )
         result = await self.engine.approve(
             approval,
             allow,
             owner=caller.owner,
             digest=digest if isinstance(digest, str) else None,
             progress=caller.progress,
+            remember=remember,
         )
         settled = await self.approvals.settle(result, caller.user, caller.owner, caller.progress)
         return await self._answer(settled, caller)

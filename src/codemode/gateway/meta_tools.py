@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from codemode.search.base import DEFAULT_LIMIT
+from codemode.search.render import DEFAULT_HEAD
 
 if TYPE_CHECKING:
     from mcp.types import Tool
@@ -19,7 +19,7 @@ SEARCH: dict[str, Any] = {
     "name": "search",
     "description": (
         "Find Python functions for your task among the available tools. "
-        "Returns the best matches with signatures. "
+        "Returns the best matches with signatures, then more by name. "
         "detail: name, summary (default) or full (source with docs)."
     ),
     "input_schema": {
@@ -27,7 +27,8 @@ SEARCH: dict[str, Any] = {
         "properties": {
             "query": {"type": "string", "description": "What you want to do"},
             "detail": {"type": "string", "enum": ["name", "summary", "full"]},
-            "limit": {"type": "integer", "minimum": 1, "default": DEFAULT_LIMIT},
+            "limit": {"type": "integer", "minimum": 1, "default": DEFAULT_HEAD},
+            "part": {"type": "integer"},
         },
         "required": ["query"],
     },
@@ -64,7 +65,11 @@ APPROVE: dict[str, Any] = {
     ),
     "input_schema": {
         "type": "object",
-        "properties": {"approval": {"type": "string"}, "allow": {"type": "boolean"}},
+        "properties": {
+            "approval": {"type": "string"},
+            "allow": {"type": "boolean"},
+            "remember": {"enum": ["call", "tool", "server"]},
+        },
         "required": ["approval", "allow"],
     },
     # Destructive and not idempotent: clients that confirm such tools with their user ask

@@ -12,10 +12,13 @@ from typing import Any
 __all__ = ["search_structured"]
 
 
-def search_structured(hits: Sequence[Mapping[str, Any]], detail: str) -> dict[str, Any]:
+def search_structured(
+    hits: Sequence[Mapping[str, Any]], detail: str, *, more: Sequence[str] = ()
+) -> dict[str, Any]:
     """A search answer as data: each hit's ``python_name``, and at the ``summary`` and
     ``full`` levels its ``signature`` and ``summary`` (scores, HTTP routes and upstream
-    names stay out: the text does not show them)."""
+    names stay out: the text does not show them); ``more``: the further candidates the text
+    names, as ``{module: [function, ...]}`` in rank order."""
     lean: list[dict[str, Any]] = []
     for hit in hits:
         item: dict[str, Any] = {"python_name": hit["python_name"]}
@@ -28,4 +31,10 @@ def search_structured(hits: Sequence[Mapping[str, Any]], detail: str) -> dict[st
             if hit.get("summary"):
                 item["summary"] = hit["summary"]
         lean.append(item)
-    return {"hits": lean}
+    if not more:
+        return {"hits": lean}
+    by_module: dict[str, list[str]] = {}  # as the text groups them: each module named once
+    for name in more:
+        module, _, function = name.partition(".")
+        by_module.setdefault(module, []).append(function)
+    return {"hits": lean, "more": by_module}

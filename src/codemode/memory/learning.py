@@ -20,6 +20,8 @@ _MAX_DIFF_LINES = 24
 _MAX_DIFF_CHARS = 1500
 # A success counts as the fix only when it is recognisably the same code, changed.
 _MIN_SIMILARITY = 0.5
+# Failures still waiting for a fix, per session (the oldest is dropped first).
+_PENDING_FAILURES = 4
 
 
 def short_diff(before: str, after: str) -> str:
@@ -36,11 +38,14 @@ def short_diff(before: str, after: str) -> str:
 
 
 class FixLearner:
+    """Failures wait for their fix across a few executions: an agent often looks around
+    (prints a value, tries a smaller step) between the failure and the code that fixes it."""
+
     def __init__(self, memory: FixMemory, owner: str | None, scrub: Callable[[str], str]) -> None:
         self.memory = memory
         self.owner = owner or "-"
         self.scrub = scrub
-        self._failed: tuple[str, str] | None = None  # (signature, code) of the last failure
+        self._failed: list[tuple[str, str]] = []  # (signature, code) of recent failures
 
     def observe(self, code: str, result: ExecutionResult) -> str | None:
         """Learn from this execution; returns an earlier fix to show, if the error is known."""
@@ -48,14 +53,18 @@ class FixLearner:
             signature = error_signature(result.error)
             if signature is None:
                 return None
-            self._failed = (signature, code)
+            self._failed = [entry for entry in self._failed if entry[0] != signature]
+            self._failed = [*self._failed, (signature, code)][-_PENDING_FAILURES:]
             known = self.memory.recall(self.owner, signature)
             return known.diff if known is not None else None
-        if result.status == "ok" and self._failed is not None:
-            signature, failed = self._failed
-            self._failed = None
-            similar = difflib.SequenceMatcher(None, failed, code).ratio() >= _MIN_SIMILARITY
-            diff = short_diff(failed, code) if similar else ""
-            if diff:
-                self.memory.remember(self.owner, signature, self.scrub(diff))
+        if result.status == "ok" and self._failed:
+            waiting: list[tuple[str, str]] = []
+            for signature, failed in self._failed:
+                similar = difflib.SequenceMatcher(None, failed, code).ratio() >= _MIN_SIMILARITY
+                diff = short_diff(failed, code) if similar else ""
+                if diff:
+                    self.memory.remember(self.owner, signature, self.scrub(diff))
+                else:
+                    waiting.append((signature, failed))  # not this one's fix: keep waiting
+            self._failed = waiting
         return None

@@ -85,9 +85,8 @@ class Policy:
             )
             return Decision(
                 settings.destructive,
-                f"{name} {why} and policy.destructive is {settings.destructive!r}; a rule for "
-                f"{name!r}, policy.read_only_tools or the server's annotations_default "
-                "overrides that",
+                f"{name} {why} and policy.destructive is {settings.destructive!r}; [policy] "
+                "read_only_tools, a rule or the server's annotations_default changes that",
             )
         return Decision("allow", f"{name} is allowed by default")
 

@@ -1,7 +1,8 @@
 """``PrivacyInvoker``: the bridge wrapper that keeps personal data and secrets on the host.
 
 On each call it puts vault values back into the arguments (if the data-flow rules allow the
-destination), calls the inner invoker, and replaces sensitive values in the result by tokens.
+destination, ``codemode.privacy.flows``), calls the inner invoker, and replaces sensitive
+values in the result by tokens.
 A ``ToolError`` from inside is tokenized too, since upstream messages often echo their input.
 ``scan_output`` is the second net, for what the code prints.
 """
@@ -13,6 +14,9 @@ from typing import Any
 
 from codemode.bridge.host import ToolInvoker
 from codemode.errors import ToolError
+from codemode.policy.engine import SpecLookup
+from codemode.policy.flowgate import FlowAsk, approved_tokens
+from codemode.privacy.flows import FlowRefusal, allowing_line, decide_flows
 from codemode.privacy.recall import FRAGMENT_SCAN_MAX
 from codemode.privacy.settings import PrivacySettings
 from codemode.privacy.tokenizer import OUTPUT_SOURCE, detokenize
@@ -29,12 +33,23 @@ class DataFlowDeniedError(ToolError):
 
 
 class PrivacyInvoker:
-    """A ``ToolInvoker`` wrapper: detokenize arguments, call ``inner``, tokenize the result."""
+    """A ``ToolInvoker`` wrapper: detokenize arguments, call ``inner``, tokenize the result.
 
-    def __init__(self, inner: ToolInvoker, vault: Vault, settings: PrivacySettings) -> None:
+    ``specs(server, tool)`` tells whether a destination is closed-world (the default flow
+    rule, ``codemode.privacy.flows``); ``check_flows`` is the gate the policy runs first."""
+
+    def __init__(
+        self,
+        inner: ToolInvoker,
+        vault: Vault,
+        settings: PrivacySettings,
+        *,
+        specs: SpecLookup | None = None,
+    ) -> None:
         self.inner = inner
         self.vault = vault
         self.settings = settings
+        self.specs = specs
         self._tokenizer = settings.tokenizer()
 
     def wipe(self) -> None:
@@ -42,36 +57,52 @@ class PrivacyInvoker:
         self.vault.wipe()
         self._tokenizer.clear_caches()
 
+    def check_flows(self, call: ToolCall) -> FlowAsk | None:
+        """Before the policy asks anything: raise ``DataFlowDeniedError`` for a flow the config
+        forbids; return the values the human must allow, or None."""
+        if not self.settings.enabled or len(self.vault) == 0:
+            return None
+        _arguments, _passed, carried = self._detokenized(call)
+        return self._decide(call, carried)
+
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
         if not self.settings.enabled:
             return self.inner.invoke(call, timeout_s=timeout_s)
-        sent: list[VaultEntry] = []
-
-        def check(destination: str, entry: VaultEntry) -> None:
-            self._check_flow(call, destination, entry)
-            sent.append(entry)
-
-        arguments = detokenize(call.arguments, self.vault, destination=call.server, check=check)
-        self._check_plain_values(call, arguments, sent)
-        for entry in sent:
+        arguments, passed, carried = self._detokenized(call)
+        asked = self._decide(call, carried)
+        if asked is not None and not asked.tokens <= approved_tokens():
+            raise self._unapproved(call, asked)
+        for entry in passed:
             self.vault.mark_delivered(entry.token, call.server)
-        real_call = ToolCall(call.server, call.tool, arguments) if sent else call
+        real_call = ToolCall(call.server, call.tool, arguments) if passed else call
         try:
             result = self.inner.invoke(real_call, timeout_s=timeout_s)
         except ToolError as error:
             raise self._tokenized_error(call, error) from None
         return self._tokenizer.tokenize(result, self.vault, server=call.server, tool=call.tool)
 
-    def _check_plain_values(self, call: ToolCall, arguments: Any, sent: list[VaultEntry]) -> None:
-        """Flow rules for values the code passes in clear (rebuilt, or printed and copied):
-        a known value, or a fragment of one, counts as if its token had been passed."""
+    def _detokenized(self, call: ToolCall) -> tuple[Any, list[VaultEntry], list[VaultEntry]]:
+        """The arguments with values put back, and every vault entry they carry: the tokens
+        passed, then known values (or fragments of them) passed in clear."""
+        passed: list[VaultEntry] = []
+
+        def collect(_destination: str, entry: VaultEntry) -> None:
+            passed.append(entry)
+
+        arguments = detokenize(call.arguments, self.vault, destination=call.server, check=collect)
+        return arguments, passed, passed + self._plain_values(arguments, passed)
+
+    def _plain_values(self, arguments: Any, passed: list[VaultEntry]) -> list[VaultEntry]:
+        """Values the code passes in clear (rebuilt, or printed and copied): a known value,
+        or a fragment of one, counts as if its token had been passed."""
         if len(self.vault) == 0:
-            return
+            return []
         recall = self._tokenizer.recall(self.vault)
         recall.refresh()
         detectors = self._tokenizer.detectors
         kinds = frozenset(detectors.all_kinds)
-        tokens = {entry.token for entry in sent}
+        tokens = {entry.token for entry in passed}
+        more: list[VaultEntry] = []
         for text in _strings(arguments):
             found = recall.entries_in(text, detected=kinds)
             # Values the detectors find are looked up directly (cheap in long text too).
@@ -81,8 +112,45 @@ class PrivacyInvoker:
                     found.append(entry)
             for entry in found:
                 if entry.token not in tokens:
-                    self._check_flow(call, call.server, entry)
+                    more.append(entry)
                     tokens.add(entry.token)
+        return more
+
+    def _decide(self, call: ToolCall, entries: list[VaultEntry]) -> FlowAsk | None:
+        spec = self.specs(call.server, call.tool) if self.specs is not None else None
+        closed_world = spec is not None and spec.open_world is False
+        decided = decide_flows(
+            self.settings, entries, call.server, call.tool, closed_world=closed_world
+        )
+        if isinstance(decided, FlowRefusal):
+            raise self._refused(call, decided)
+        return decided
+
+    def _refused(self, call: ToolCall, refusal: FlowRefusal) -> DataFlowDeniedError:
+        origin, destination, token = refusal.origin, refusal.destination, refusal.entry.token
+        targets, key = self.settings.flow_targets(origin)
+        allowed = ", ".join(f'"{t}"' for t in targets) or "nothing else"
+        line = allowing_line(self.settings, origin, destination)
+        return DataFlowDeniedError(
+            f"{call.server}.{call.tool}: argument {token} holds data from server "
+            f"{origin!r}, which may not be sent to {destination!r} (rule {key}: {origin} "
+            f"data may go back to {origin} and to {allowed}); nothing was asked or sent. If "
+            f'the flow is intended, the user must list "{destination}" in [privacy.flows] '
+            f"{origin}: {line}",
+            fix=f"do not retry unchanged; without that line, do not pass {token} to {destination}",
+        )
+
+    def _unapproved(self, call: ToolCall, asked: FlowAsk) -> DataFlowDeniedError:
+        origin = sorted(asked.values)[0]
+        token = asked.values[origin][0]
+        _targets, key = self.settings.flow_targets(origin)
+        line = allowing_line(self.settings, origin, call.server)
+        return DataFlowDeniedError(
+            f"{call.server}.{call.tool}: argument {token} holds data from server {origin!r}, "
+            f"which may be sent to {call.server!r} only with the user's approval (rule {key}), "
+            f"and none could be asked. To allow such flows always: {line}",
+            fix="run it from a client that supports approvals, or ask the user to add that line",
+        )
 
     def scan_output(self, text: str) -> str:
         """Tokenize printed output with this invoker's settings and vault."""
@@ -105,21 +173,6 @@ class PrivacyInvoker:
         if isinstance(value, list | tuple):
             return [self.scan_value(item) for item in value]
         return value
-
-    def _check_flow(self, call: ToolCall, destination: str, entry: VaultEntry) -> None:
-        for origin in sorted(entry.origins):
-            if origin == OUTPUT_SOURCE or self.settings.may_flow(origin, destination):
-                continue
-            targets, key = self.settings.flow_targets(origin)
-            allowed = ", ".join(f'"{t}"' for t in targets) or "nothing else"
-            raise DataFlowDeniedError(
-                f"{call.server}.{call.tool}: argument {entry.token} holds data from server "
-                f"{origin!r}, which may not be sent to {destination!r} (rule {key}: {origin} "
-                f"data may go back to {origin} and to {allowed})",
-                fix=f'if this flow is intended, the codemode config must list "{destination}" '
-                f"in [privacy.flows] {origin} = [...]; otherwise do not pass {entry.token} to "
-                f"{destination}",
-            )
 
     def _tokenized_error(self, call: ToolCall, error: ToolError) -> ToolError:
         source = TokenSource(call.server, call.tool, "error")

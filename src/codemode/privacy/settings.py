@@ -11,7 +11,7 @@ crm = ["contacts[].email", "*.phone"]
 
 [privacy.flows]                         # per server: where its tokenized data may be sent
 crm = ["mail"]                          # crm data may go to mail (and always back to crm)
-"*" = []                                # servers not listed (this is the default)
+"*" = []                                # servers not listed: back to themselves only
 
 [privacy.oracle]                        # search and yes/no tools (see codemode.privacy.oracle)
 enabled = true
@@ -21,11 +21,13 @@ calls_per_session = 500
 similar_calls = 12                      # near-identical calls before a human is asked
 ```
 
-Flow rules. Data tokenized from a server may always be sent back to that server. Anywhere else
-only if the server's list (or, for an unlisted server, the ``"*"`` list) holds a glob matching
-the destination. Without a ``"*"`` entry an unlisted server's data goes back only to itself:
-the safe default, a forbidden call says which line to add. A value that came from several
-servers must be allowed by each of them. A server that returns a value it was given by a
+Flow rules. Data tokenized from a server may always be sent back to that server. A server
+with a list (or, for an unlisted server, the ``"*"`` list) sends it only where one of its globs
+matches the destination; a forbidden call is refused before anything is asked and says which
+line to add. With no list and no ``"*"`` entry (the default), data may go to tools that declare
+``openWorldHint: false``, and to any other tool only with the human's approval of that call
+(``codemode.privacy.flows``). A value that came from several servers must be allowed by each
+of them. A server that returns a value it was given by a
 detokenized call does not become a source of it. Values first seen in printed output may go
 anywhere (the code held them in clear already).
 """
@@ -169,9 +171,10 @@ class PrivacySettings(ConfigModel):
             return self.flows[server], f"privacy.flows.{server}"
         if DEFAULT_FLOW_KEY in self.flows:
             return self.flows[DEFAULT_FLOW_KEY], 'privacy.flows."*"'
-        return (), 'privacy.flows."*" (default: back to the source server only)'
+        return (), 'privacy.flows."*" (default: closed-world tools; others ask the user)'
 
     def may_flow(self, source: str, destination: str) -> bool:
+        """Whether the config itself lets ``source``'s data reach ``destination``."""
         if source == destination:
             return True
         targets, _key = self.flow_targets(source)

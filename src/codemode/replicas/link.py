@@ -134,7 +134,11 @@ class ReplicaLink:
         approval_id = str(message["id"])
         try:
             result = await self.engine.resume_approved(
-                approval_id, bool(message["allow"]), owner=message.get("owner"), digest=None
+                approval_id,
+                bool(message["allow"]),
+                owner=message.get("owner"),
+                digest=None,
+                remember=str(message.get("remember", "call")),
             )
             payload = result_to_json(result)
         except ApprovalMismatchError as error:
@@ -164,6 +168,7 @@ class ReplicaLink:
         owner: str | None,
         digest: str | None,
         progress: Progress | None = None,
+        remember: str = "call",
     ) -> ExecutionResult:
         decision = await anyio.to_thread.run_sync(
             self.records.decide, approval_id, allow, owner, digest
@@ -171,14 +176,19 @@ class ReplicaLink:
         if decision.replica == self.replica:
             try:
                 return await self.engine.resume_approved(
-                    approval_id, allow, owner=owner, digest=digest, progress=progress
+                    approval_id,
+                    allow,
+                    owner=owner,
+                    digest=digest,
+                    progress=progress,
+                    remember=remember,
                 )
             except ApprovalMismatchError:
                 self.records.undo(approval_id, allow)
                 raise
         if not self.directory.alive(decision.replica):
             raise self._lost(approval_id)
-        message = {"id": approval_id, "allow": allow, "owner": owner}
+        message = {"id": approval_id, "allow": allow, "owner": owner, "remember": remember}
         await anyio.to_thread.run_sync(
             self.redis.call,
             self.redis.client.rpush,

@@ -83,6 +83,9 @@ class InProcessSandbox:
         host = self._host
         return (host.stats.count, 0) if host is not None else (0, 0)
 
+    def live_stdout(self) -> str:
+        return ""  # a test twin: its output is not kept while it runs
+
     def execute(
         self,
         code: str,

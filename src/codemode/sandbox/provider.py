@@ -41,6 +41,10 @@ class SessionSandbox(Protocol):
         """(tool calls, bytes printed) of the execution running now; any thread may ask."""
         ...
 
+    def live_stdout(self) -> str:
+        """The tail of what the execution paused now (waiting on a tool call) printed so far."""
+        ...
+
     @property
     def released(self) -> bool:
         """True once release() stopped the sandbox, until the next execution starts one."""

@@ -100,23 +100,26 @@ class ExecutionResult:
 
     @classmethod
     def approval_required(
-        cls, approval: dict[str, Any], session: str | None, duration_ms: float
+        cls,
+        approval: dict[str, Any],
+        session: str | None,
+        duration_ms: float,
+        *,
+        printed: str = "",
     ) -> ExecutionResult:
-        """The execution is paused at a tool call that a human must approve first."""
+        """The execution is paused at a tool call that a human must approve first;
+        ``printed``: what the code printed before it (the user may need it to decide)."""
         return cls(
             status="approval_required",
             exit_code=None,
-            stdout="",
+            stdout=printed,
             stderr="",
             error=None,
             files={"created": [], "modified": [], "deleted": []},
             tool_calls={},
             duration_ms=duration_ms,
             truncated={},
-            hint=(
-                f"Paused before {approval['tool']}: ask the user, then call approve with "
-                f"approval={approval['id']!r} and allow=true or false to resume."
-            ),
+            hint="Ask the user, then call approve with this approval and allow=true or false.",
             session=session,
             extra={"approval": approval},
         )
@@ -128,10 +131,15 @@ class ExecutionResult:
         if approval:
             lines = [
                 head,
+                *(["stdout:", self.stdout.rstrip("\n")] if self.stdout else []),
                 # In full: an approver must see everything that would run.
                 f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])})",
                 f"digest: {approval.get('digest', '')}",
                 *([f"full arguments: {approval['file']}"] if approval.get("file") else []),
+                *(
+                    f"sends values from {origin}: {', '.join(tokens)}"
+                    for origin, tokens in approval.get("values", {}).get("from", {}).items()
+                ),
                 f"reason: {approval['reason']}",
                 f"approval: {approval['id']}",
                 f"session: {self.session}",
@@ -184,12 +192,18 @@ def _marker(n: int) -> str:
     return f"[... {n:,} bytes omitted ...]"
 
 
+# Output up to this many times the tail's size is shown whole: cutting a little saves a few
+# tokens but costs the model another round to read the rest.
+WHOLE_OUTPUT_FACTOR = 2
+
+
 def clip_tail(stream: HeadTail, chars: int) -> tuple[str, int]:
-    """The last ``chars`` characters, with a marker when anything before them was dropped."""
+    """All of the text when it is short (up to ``WHOLE_OUTPUT_FACTOR * chars`` characters),
+    else the last ``chars`` characters with a marker for what was dropped before them."""
     head, tail, dropped = stream.text()
     if dropped == 0:
         text = head + tail
-        if len(text) <= chars:
+        if len(text) <= chars * WHOLE_OUTPUT_FACTOR:
             return text, 0
         cut = len(text[:-chars].encode("utf-8", "replace"))
         return _marker(cut) + "\n" + text[-chars:], cut

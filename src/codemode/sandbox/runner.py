@@ -30,7 +30,7 @@ from codemode.sandbox.facts import Parked
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import GuestProcess
-from codemode.sandbox.result import ExecutionResult
+from codemode.sandbox.result import ExecutionResult, clip_tail
 from codemode.sandbox.settings import Limits
 from codemode.sandbox.watchdog import WATCHDOG, Watched
 from codemode.sandbox.workspace import Snapshot, diff
@@ -263,6 +263,12 @@ class Sandbox:
             return 0, 0
         return live[0].stats.count, live[1].total
 
+    def live_stdout(self) -> str:
+        """The tail of what the running execution printed so far (as a result shows it);
+        "" between executions. Read while the code waits on a tool call (an approval)."""
+        live = self._live
+        return clip_tail(live[1], self.limits.stdout_tail_chars)[0] if live is not None else ""
+
     def resume(self) -> None:
         """Let the sandbox's tasks run again (the next execution is about to start)."""
         if self._stopped:
@@ -347,7 +353,12 @@ class Sandbox:
                 if key.data != "sock":
                     self._drain(key.data)
                     continue
-                for incoming in self._read_frames():
+                frames = self._read_frames()
+                if frames:
+                    # The guest flushes its output before a call: read it first, so a call
+                    # that waits (an approval) can show what was printed before it.
+                    self._drain("stdout")
+                for incoming in frames:
                     if outcome.cancelled_at is not None and not _is_done(incoming):
                         outcome.refused_after_cancel += 1  # dropped: no call starts now
                         continue

@@ -74,6 +74,10 @@ class OneSandboxSession:
         sandbox = self._sandbox
         return sandbox.live_counts() if sandbox is not None else (0, 0)
 
+    def live_stdout(self) -> str:
+        sandbox = self._sandbox
+        return sandbox.live_stdout() if sandbox is not None else ""
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -26,6 +26,9 @@ FIELDS = ("server", "name", "summary", "description", "params", "body", "path", 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\[(])")
 _SPACES = re.compile(r"\s+")
 _MAX_SIGNATURE_PARAMS = 6
+# A list or dict parameter shows its item shape within this many characters (else plain ``list``).
+_SHAPE_CHARS = 120
+_SHAPE_PROPERTIES = 6
 _VERSION = re.compile(r"v\d+(\.\d+)*")
 
 
@@ -105,13 +108,47 @@ def _type_hint(schema: JSONObject, root: JSONObject) -> str:
     }.get(str(kind), "Any")
 
 
+def _shape(schema: JSONObject, root: JSONObject, depth: int) -> str:
+    """A compact type: ``list[{name: str, tags: list[str]}]``; objects list their properties
+    (required first) ``depth`` levels down, at most ``_SHAPE_PROPERTIES`` of them."""
+    schema = _resolve(schema, root)
+    hint = _type_hint(schema, root)
+    if hint == "list":
+        items = schema.get("items")
+        if not isinstance(items, dict) or depth <= 0:
+            return "list"
+        return f"list[{_shape(items, root, depth - 1)}]"
+    props = _properties(schema, root) if depth > 0 else {}
+    if hint not in ("dict", "Any") or not props:
+        return hint
+    required = [n for n in schema.get("required", []) if n in props]
+    names = required + [n for n in props if n not in required]
+    fields = [f"{n}: {_shape(props[n], root, depth - 1)}" for n in names[:_SHAPE_PROPERTIES]]
+    if len(names) > _SHAPE_PROPERTIES:
+        fields.append("…")
+    return "{" + ", ".join(fields) + "}"
+
+
+def _param_hint(schema: JSONObject, root: JSONObject) -> str:
+    """The parameter's type, with the item shape of a list or dict when it fits one line."""
+    hint = _type_hint(schema, root)
+    if hint not in ("list", "dict", "Any"):
+        return hint
+    for depth in (3, 2, 1):
+        shape = _shape(schema, root, depth)
+        if len(shape) <= _SHAPE_CHARS:
+            return shape
+    return hint
+
+
 def signature(spec: ToolSpec, function: str) -> str:
-    """A one-line Python signature: required parameters, then a few optional ones, then ``...``."""
+    """A one-line Python signature: required parameters (lists and dicts with their item
+    shape), then a few optional ones, then ``...``."""
     root = spec.input_schema
     props = _properties(root, root)
     required = [n for n in root.get("required", []) if n in props]
     optional = [n for n in props if n not in required]
-    shown = [f"{n}: {_type_hint(props[n], root)}" for n in required]
+    shown = [f"{n}: {_param_hint(props[n], root)}" for n in required]
     room = max(0, _MAX_SIGNATURE_PARAMS - len(shown))
     shown += [f"{n}=…" for n in optional[:room]]
     if len(optional) > room:

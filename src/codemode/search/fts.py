@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from codemode.search.base import DEFAULT_LIMIT, Hit, hit_from_document
 from codemode.search.documents import FIELDS, ToolDocument, tool_documents
+from codemode.search.names import NameLookup
 from codemode.search.text import expand_query, terms
 from codemode.tools import ToolSpec
 
@@ -67,6 +68,7 @@ class FtsIndex:
         # What a hit shows, per position (row ``i + 1``); a stored index has only these.
         self.entries: list[Hit] | Sequence[Hit] = _entries if _entries else []
         self._lock = threading.Lock()
+        self._names = NameLookup()
         if _database is not None:
             self._db = _database
             return
@@ -165,7 +167,14 @@ class FtsIndex:
         ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
         return ranked[:limit]
 
+    def named(self, query: str) -> list[Hit] | None:
+        """The tools ``query`` names by Python name (``stripe.post_refunds``), else None."""
+        with self._lock:
+            return self._names.find(query, self.entries)
+
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+        if (named := self.named(query)) is not None:
+            return [replace(hit, score=1.0) for hit in named[:limit]]
         return [
             replace(self.entries[position], score=score)
             for position, score in self.ranked(query, limit)

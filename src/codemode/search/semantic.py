@@ -281,6 +281,8 @@ class HybridIndex:
         }
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+        if (named := self.lexical.named(query)) is not None:
+            return [replace(hit, score=1.0) for hit in named[:limit]]
         ranked = sorted(self.scores(query).items(), key=lambda item: (-item[1], item[0]))
         entries = self.entries
         return [replace(entries[p], score=score) for p, score in ranked[:limit]]
@@ -295,9 +297,9 @@ def open_stored_index(
     backend: Backend = "auto",
 ) -> SearchIndex | None:
     """The index stored for ``fingerprint``, or None (nothing stored, or no vectors for a
-    semantic index). ``backend`` is the encoder's when none is given: a process that answers
-    one query should pass "numpy" (importing ONNX Runtime and starting its session cost more
-    than the faster pass saves once)."""
+    semantic index). ``backend`` is the encoder's when none is given: "numpy" saves a process
+    that answers one query importing ONNX Runtime and starting its session, but its float32
+    query weights can order near ties unlike the gateway's 8-bit ones."""
     cache_dir = cache_dir or default_cache_dir()
     store = IndexStore(cache_dir)
     entries = store.load_entries(fingerprint)

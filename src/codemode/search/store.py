@@ -34,7 +34,7 @@ __all__ = ["INDEX_FORMAT", "IndexStore", "catalog_fingerprint", "default_cache_d
 log = logging.getLogger("codemode.search")
 
 # Bump when documents, lexical columns or vector views change: old entries are then ignored.
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 # marshal from version 3 on writes an object seen twice as a back-reference, depending on
 # reference counts: the same tools then hashed differently from one process to the next (the
 # Cloudflare spec's shared schemas did), and no process found the index another had stored.

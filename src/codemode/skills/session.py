@@ -92,7 +92,7 @@ class SkillTester:
         sandbox = self.provider.open("t_" + secrets.token_urlsafe(12))
         try:
             result = sandbox.execute(
-                test_program(skill.tests),
+                test_program(skill.tests, skill.name),
                 tools=replace(base, modules=modules),
                 timeout_s=min(self.timeout_s, timeout_s or self.timeout_s),
             )
@@ -267,6 +267,9 @@ class KeepingSandbox:
 
     def live_counts(self) -> tuple[int, int]:
         return self.inner.live_counts()
+
+    def live_stdout(self) -> str:
+        return self.inner.live_stdout()
 
     def _access(self, tools: ToolAccess, imported: dict[str, Skill]) -> ToolAccess:
         builtins: dict[str, ToolInvoker] = {}

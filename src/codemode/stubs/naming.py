@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import keyword
 import re
+import sys
 from collections.abc import Iterable
 
 __all__ = [
     "assign_names",
     "class_name",
     "identifier",
+    "import_line",
     "parameter_names",
     "server_names",
     "tool_names",
@@ -71,6 +73,14 @@ def server_names(servers: Iterable[str]) -> dict[str, str]:
 def tool_names(tools: Iterable[str]) -> dict[str, str]:
     """Upstream tool name -> module and function name within one server package."""
     return assign_names(tools, fallback="tool")
+
+
+def import_line(package: str) -> str:
+    """How code imports a server's package: under another name when the standard library has a
+    module of that name (``time``), so ``import time`` and the server both work in one code."""
+    if package in sys.stdlib_module_names:
+        return f"from servers import {package} as {package}_server"
+    return f"from servers import {package}"
 
 
 def parameter_names(parameters: Iterable[str]) -> dict[str, str]:

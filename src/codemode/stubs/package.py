@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -48,8 +48,11 @@ class StubLibrary:
         unavailable: Mapping[str, str] | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         observed: ObservedShapes | None = None,
+        policy_note: Callable[[ToolSpec], str | None] | None = None,
     ) -> None:
         self.observed = observed
+        # What the policy will do with a tool's calls, said in its docstring.
+        self.policy_note = policy_note
         self._by_server: dict[str, dict[str, ToolSpec]] = {}
         for spec in specs:
             self._by_server.setdefault(spec.server, {})[spec.name] = spec
@@ -153,7 +156,10 @@ class StubLibrary:
             for tool, function in sorted(self._tool_py[server].items(), key=lambda i: i[1]):
                 observed = self.observed.describe(tools[tool]) if self.observed else None
                 files[root / package / f"{function}.py"] = render_tool_module(
-                    tools[tool], function_name=function, observed=observed
+                    tools[tool],
+                    function_name=function,
+                    observed=observed,
+                    policy_note=self._note(tools[tool]),
                 )
         if root.is_dir():
             for stale in sorted(root.rglob("*.py")):
@@ -203,8 +209,16 @@ class StubLibrary:
         if len(parts) == 3:
             tool = self._tool_up[server].get(parts[2])
             if tool is not None:
-                return render_tool_module(tools[tool], function_name=parts[2], observed=observed)
+                return render_tool_module(
+                    tools[tool],
+                    function_name=parts[2],
+                    observed=observed,
+                    policy_note=self._note(tools[tool]),
+                )
         return None
+
+    def _note(self, spec: ToolSpec) -> str | None:
+        return self.policy_note(spec) if self.policy_note is not None else None
 
     def _render_root(self) -> str:
         servers = {s: list(t.values()) for s, t in self._by_server.items()}

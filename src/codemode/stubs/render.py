@@ -12,7 +12,13 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from codemode.stubs.naming import identifier, parameter_names, server_names, tool_names
+from codemode.stubs.naming import (
+    identifier,
+    import_line,
+    parameter_names,
+    server_names,
+    tool_names,
+)
 from codemode.stubs.schema import TypeBuilder, quote, schema_notes
 from codemode.tools import ToolSpec
 
@@ -35,7 +41,11 @@ OUTPUT_MAX_CLASSES = 12
 
 
 def render_tool_module(
-    spec: ToolSpec, *, function_name: str | None = None, observed: str | None = None
+    spec: ToolSpec,
+    *,
+    function_name: str | None = None,
+    observed: str | None = None,
+    policy_note: str | None = None,
 ) -> str:
     """One tool as a module holding one typed function that calls the tool through the bridge.
 
@@ -106,7 +116,7 @@ def render_tool_module(
     parts += [
         "",
         signature,
-        _docstring(_function_doc(spec, params, observed), indent="    "),
+        _docstring(_function_doc(spec, params, observed, policy_note), indent="    "),
         *body,
         "",
         "",
@@ -127,7 +137,10 @@ def _module_doc(spec: ToolSpec, function: str) -> str:
 
 
 def _function_doc(
-    spec: ToolSpec, params: list[tuple[str, str, str, bool, Any]], observed: str | None = None
+    spec: ToolSpec,
+    params: list[tuple[str, str, str, bool, Any]],
+    observed: str | None = None,
+    policy_note: str | None = None,
 ) -> str:
     sections: list[str] = []
     description = spec.description.strip() or (spec.title or "").strip()
@@ -177,7 +190,9 @@ def _function_doc(
         for flag, label in ((spec.read_only, "read-only"), (spec.destructive, "destructive"))
         if flag
     ]
-    if spec.source == "mcp" and spec.destructive is None and not spec.read_only:
+    if policy_note is not None:  # what the policy will do says more than the hints
+        flags = [policy_note]
+    elif spec.source == "mcp" and spec.destructive is None and not spec.read_only:
         flags.append("destructive by default (it declares no annotations)")
     if flags:
         origin += f"; {', '.join(flags)}"
@@ -200,8 +215,9 @@ def _returns_doc(spec: ToolSpec) -> str:
             "server's decode_json setting); other text as a str."
         )
     return (
-        "Its text, as a str: JSON in it is not decoded (use json.loads). Images and other "
-        "content come as dicts, several parts as a list."
+        "Its text, as a str, never decoded: it may hold JSON (json.loads), a Python literal "
+        "(ast.literal_eval) or plain text; the observed shape, once results were seen, says "
+        "which. Images and other content come as dicts, several parts as a list."
     )
 
 
@@ -211,6 +227,11 @@ def render_server_init(server: str, tools: Sequence[ToolSpec]) -> str:
     by_python = sorted((names[spec.name], spec) for spec in tools)
     package = identifier(server, fallback="server")
     doc = [f"{package}: {len(tools)} tool{'s' if len(tools) != 1 else ''} of server {server!r}."]
+    if import_line(package) != f"from servers import {package}":
+        doc.append(
+            f"The standard library has a module {package!r} too: `{import_line(package)}` "
+            f"keeps both usable (`import {package}` is the standard library's)."
+        )
     if by_python:
         shown = by_python[:INIT_LISTED_TOOLS]
         more = len(by_python) - len(shown)
@@ -272,7 +293,12 @@ def render_root_init(
     doc.append("")
     for upstream in sorted(servers, key=lambda s: names[s]):
         count = len(servers[upstream])
-        doc.append(f"    {names[upstream]}: {count} tool{'s' if count != 1 else ''}")
+        line = f"    {names[upstream]}: {count} tool{'s' if count != 1 else ''}"
+        if import_line(names[upstream]) != f"from servers import {names[upstream]}":
+            line += (
+                f" ({import_line(names[upstream])}: the standard library has a {names[upstream]})"
+            )
+        doc.append(line)
     if down:
         doc.append("")
         doc.append("Unavailable now (importing one says why):")

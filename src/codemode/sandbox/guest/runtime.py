@@ -213,6 +213,10 @@ def call_tool(server, tool, arguments):
     if not isinstance(arguments, dict):
         raise TypeError("arguments must be a dict")
     frame = {"op": "call", "server": server, "tool": tool, "args": arguments}
+    try:  # what was printed before the call reaches the host first (an approval shows it)
+        sys.stdout.flush()
+    except Exception:  # the code may have replaced sys.stdout
+        pass
     if _deferred.get():
         _deferred.set(False)
         try:

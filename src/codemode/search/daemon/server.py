@@ -73,7 +73,7 @@ def _answer(index: Any, request: Any, key: str) -> tuple[dict[str, Any], bool]:
     query, limit = request.get("query"), request.get("limit", 5)
     if op != "search" or not isinstance(query, str) or not isinstance(limit, int) or limit < 1:
         return {"error": "expected {op: search, query: str, limit: int >= 1}"}, False
-    hits = index.search(query, min(limit, 50))
+    hits = index.search(query, min(limit, 100))
     return {"hits": [hit_to_json(hit) | {"score": hit.score} for hit in hits]}, False
 
 
