@@ -207,3 +207,44 @@ def test_part_must_be_a_positive_integer():
     for wrong in (0, -1, True, "2", 1.5):
         with pytest.raises(UsageError, match="part=2"):
             check_part(wrong)
+
+
+def test_a_server_named_like_a_standard_module_is_shown_as_code_imports_it():
+    from codemode.tools import ToolSpec
+
+    schema = {
+        "type": "object",
+        "properties": {"timezone": {"type": "string"}},
+        "required": ["timezone"],
+    }
+    specs = [
+        ToolSpec(
+            server="time",
+            name="get_current_time",
+            description="Now in a zone.",
+            input_schema=schema,
+        ),
+        ToolSpec(
+            server="time", name="convert_time", description="Convert a time.", input_schema=schema
+        ),
+        ToolSpec(
+            server="crm",
+            name="find_lead",
+            description="Find a lead by time zone.",
+            input_schema=schema,
+        ),
+    ]
+    small = FtsIndex()
+    small.add(specs)
+    hits = small.search("time zone", 3)
+    answer = render_answer(hits, head=1)
+    header, *rest = answer.splitlines()
+    modules = dict.fromkeys(h.module for h in hits)
+    assert header == "from servers import " + ", ".join(
+        "time as time_server" if m == "time" else m for m in modules
+    )
+    assert {"time", "crm"} <= set(modules)
+    assert not any(line.startswith(("time.", "time:")) for line in rest)
+    assert any(line.startswith("time_server") for line in rest)
+    # The name as code calls it finds the function too.
+    assert [h.function for h in small.search("time_server.convert_time", 5)] == ["convert_time"]

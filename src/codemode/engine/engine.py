@@ -316,10 +316,8 @@ class Codemode(SearchMixin, WorkspaceFilesMixin, SharingMixin):
         remember: str = "call",
     ) -> ExecutionResult:
         """Answer a pending approval and wait for the resumed execution (or its next pause).
-
-        An approval runs the call only if its arguments are still exactly those shown (and
-        match ``digest``, the one from the approval_required result, when given).
-        ``remember``: "call" (this call only), "tool" (this tool, for the rest of the
+        The call runs only if its arguments are still exactly those shown (and match
+        ``digest`` when given). ``remember``: "call", "tool" (this tool, for the rest of the
         session) or "server" (this server's calls of the same kind, read-only or not)."""
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")

@@ -37,8 +37,12 @@ class NameLookup:
         if self._seen != len(entries):
             if self._seen > len(entries):
                 self._by_name, self._seen = {}, 0
+            from codemode.stubs.naming import code_name
+
             for entry in entries[self._seen :]:
                 self._by_name.setdefault(entry.python_name, entry)
+                # Also as code calls it: ``time_server.convert_time`` for a ``time`` server.
+                self._by_name.setdefault(f"{code_name(entry.module)}.{entry.function}", entry)
             self._seen = len(entries)
         found: list[Hit] = []
         for word in words:

@@ -81,8 +81,18 @@ def answer_head(query: str, hits: Sequence[Hit], limit: int) -> int:
 
 
 def _header(hits: Sequence[Hit]) -> str:
-    modules = ", ".join(dict.fromkeys(hit.module for hit in hits))
-    return f"from servers import {modules}"
+    from codemode.stubs.naming import code_name
+
+    modules = dict.fromkeys(hit.module for hit in hits)
+    named = (m if code_name(m) == m else f"{m} as {code_name(m)}" for m in modules)
+    return f"from servers import {', '.join(named)}"
+
+
+def _in_code(hit: Hit) -> str:
+    """``module.function`` as code that imported the module by ``_header`` calls it."""
+    from codemode.stubs.naming import code_name
+
+    return f"{code_name(hit.module)}.{hit.function}"
 
 
 def render_answer(
@@ -103,10 +113,10 @@ def render_answer(
     tail = hits[len(shown) :] if detail == "summary" else []
     lines = [_header([*shown, *tail])]
     if detail == "name":
-        lines += [hit.python_name for hit in shown]
+        lines += [_in_code(hit) for hit in shown]
     elif detail == "summary" or source is None:
         for hit in shown:
-            lines.append(f"{hit.module}.{hit.signature}")
+            lines.append(f"{_in_code(hit).rsplit('.', 1)[0]}.{hit.signature}")
             if hit.summary:
                 lines.append(f"  {hit.summary}")
         if tail:
@@ -123,7 +133,7 @@ def _tail_lines(tail: Sequence[Hit]) -> list[str]:
     summary each cost more tokens than further names: measured, docs/search.md)."""
     by_module: dict[str, list[str]] = {}
     for hit in tail:
-        by_module.setdefault(hit.module, []).append(hit.function)
+        by_module.setdefault(_in_code(hit).rsplit(".", 1)[0], []).append(hit.function)
     lines = ['More candidates (search("module.function") shows one):']
     lines += [f"{module}: {', '.join(names)}" for module, names in by_module.items()]
     return lines

@@ -75,12 +75,16 @@ def tool_names(tools: Iterable[str]) -> dict[str, str]:
     return assign_names(tools, fallback="tool")
 
 
-def import_line(package: str) -> str:
-    """How code imports a server's package: under another name when the standard library has a
+def code_name(package: str) -> str:
+    """The name code gives a server's package: ``time_server`` where the standard library has a
     module of that name (``time``), so ``import time`` and the server both work in one code."""
-    if package in sys.stdlib_module_names:
-        return f"from servers import {package} as {package}_server"
-    return f"from servers import {package}"
+    return f"{package}_server" if package in sys.stdlib_module_names else package
+
+
+def import_line(package: str) -> str:
+    """How code imports a server's package (see ``code_name``)."""
+    name = code_name(package)
+    return f"from servers import {package}" + (f" as {name}" if name != package else "")
 
 
 def parameter_names(parameters: Iterable[str]) -> dict[str, str]:
