@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from codemode.errors import ApprovalLinkError
-from codemode.gateway.web.links import ApprovalLinks, PrintedTail
+from codemode.gateway.web.links import ApprovalLinks
 
 pytestmark = pytest.mark.anyio
 
@@ -50,11 +50,3 @@ async def test_a_link_decides_once_and_its_waiter_hears_it() -> None:
         links.decide(secret, browser, link.csrf, "deny")
     with pytest.raises(ApprovalLinkError, match="unknown"):
         links.open("not-a-secret", browser)
-
-
-def test_printed_tail_keeps_the_end_of_stdout_only() -> None:
-    tail = PrintedTail()
-    tail("stderr", b"ignored\n")
-    tail("stdout", b"a" * 20000 + b"end\n")
-    text = tail.text()
-    assert text.endswith("end\n") and len(text) == 16 * 1024 and "ignored" not in text

@@ -200,7 +200,6 @@ def execute(
     from codemode.cli.options import check_loaded, load_cli_config
     from codemode.engine import Codemode
     from codemode.errors import CodemodeError
-    from codemode.gateway.web.links import PrintedTail
 
     config = load_cli_config(args.config, demo_allowed=not (args.no_tools or args.openapi))
     openapi: list[Path] = [] if args.no_tools else args.openapi
@@ -226,22 +225,16 @@ def execute(
             await answer_approvals(engine, web)
 
     async def answer_approvals(engine: Codemode, web: WebApprover | None) -> None:
-        printed = PrintedTail()
-
-        def output(stream: str, data: bytes) -> None:
-            sink(stream, data)
-            printed(stream, data)
-
         try:
             result = await engine.execute(
-                code, timeout_s=args.timeout, on_output=output, progress=progress
+                code, timeout_s=args.timeout, on_output=sink, progress=progress
             )
             while result.status == "approval_required":
                 if status is not None:
                     status.clear()
                 approval = result.extra["approval"]
                 if web is not None:
-                    allow, remember = await web.decide(approval, result.session, printed.text())
+                    allow, remember = await web.decide(approval, result.session, result.stdout)
                 else:
                     answer = await anyio.to_thread.run_sync(decide, args.approve, approval)
                     allow, remember = answer.allow, answer.remember

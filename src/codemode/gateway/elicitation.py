@@ -204,11 +204,9 @@ class ApprovalRouter:
         user: UserChannel | None,
         owner: str | None,
         progress: Progress | None,
-        printed: str = "",
     ) -> ExecutionResult | types.InputRequiredResult:
         """Follow ``result`` through every approval it pauses at that a person answers:
-        the final result, or an ``InputRequiredResult`` for a client answering in rounds.
-        ``printed``: what the code printed before the pause (shown on the approval page)."""
+        the final result, or an ``InputRequiredResult`` for a client answering in rounds."""
         if progress is not None and not isinstance(progress, _Rising):
             progress = _Rising(progress)
         while result.status == "approval_required":
@@ -227,7 +225,8 @@ class ApprovalRouter:
             self._asked[str(approval["id"])] = (approval, result.session)
             await self._reserved.add(str(approval["id"]))
             if route == "url":
-                url = self._page_for(approval, owner, result.session, printed)
+                # A paused result's stdout is what the code printed before the pause.
+                url = self._page_for(approval, owner, result.session, result.stdout)
                 if user.ask_url is None:
                     return self._input_required(approval, url)
                 allow, remember = await self._ask_page(user.ask_url, approval, url, progress)

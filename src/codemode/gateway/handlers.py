@@ -22,7 +22,7 @@ from codemode.gateway.elicitation import ApprovalRouter, UserChannel
 from codemode.gateway.resources import WorkspaceResources
 from codemode.gateway.structured import search_structured
 from codemode.gateway.web.ledger import TokenLedger
-from codemode.gateway.web.links import ApprovalLinks, PrintedTail
+from codemode.gateway.web.links import ApprovalLinks
 from codemode.policy.grants import REMEMBER_CHOICES
 from codemode.sandbox.result import ExecutionResult
 from codemode.search.render import DEFAULT_HEAD
@@ -195,7 +195,6 @@ class GatewayHandlers:
         if session == NEW_SESSION:
             # Another session beside the caller's default one, which stays the default.
             session = None
-        printed = PrintedTail()  # what the code prints before a pause, for the approval page
 
         async def run(handle: str | None) -> ExecutionResult:
             return await self.engine.execute(
@@ -208,7 +207,6 @@ class GatewayHandlers:
                 opened=remember.set if remember is not None else None,
                 check=check,
                 fresh_dir=fresh_dir,
-                on_output=printed,
             )
 
         try:
@@ -218,9 +216,7 @@ class GatewayHandlers:
                 raise
             # The remembered session expired: start a new one rather than fail forever.
             result = await run(None)
-        settled = await self.approvals.settle(
-            result, caller.user, caller.owner, caller.progress, printed.text()
-        )
+        settled = await self.approvals.settle(result, caller.user, caller.owner, caller.progress)
         return await self._answer(settled, caller)
 
     async def _answer(

@@ -18,10 +18,7 @@ from typing import Any, Literal
 
 from codemode.errors import ApprovalLinkError
 
-__all__ = ["ApprovalLink", "ApprovalLinks", "Decision", "PrintedTail"]
-
-# The approval page shows at most this much of what the code printed before the pause.
-PRINTED_TAIL_BYTES = 16 * 1024
+__all__ = ["ApprovalLink", "ApprovalLinks", "Decision"]
 
 Decision = Literal["allow_call", "allow_tool", "deny"]
 DECISIONS: tuple[Decision, ...] = ("allow_call", "allow_tool", "deny")
@@ -182,23 +179,3 @@ class ApprovalLinks:
 def _settle(future: asyncio.Future[Decision], decision: Decision | None) -> None:
     if not future.done() and decision is not None:
         future.set_result(decision)
-
-
-class PrintedTail:
-    """An ``on_output`` callback keeping the last ``PRINTED_TAIL_BYTES`` of stdout (already
-    through the session's privacy net when it has one)."""
-
-    def __init__(self) -> None:
-        self._data = bytearray()
-        self._lock = threading.Lock()
-
-    def __call__(self, stream: str, data: bytes) -> None:
-        if stream != "stdout":
-            return
-        with self._lock:
-            self._data += data
-            del self._data[:-PRINTED_TAIL_BYTES]
-
-    def text(self) -> str:
-        with self._lock:
-            return self._data.decode("utf-8", "replace")
