@@ -112,6 +112,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/search_int8.py
 	$(BIN)/python benchmarks/cold_cli.py
 	$(BIN)/python benchmarks/gateway.py
+	$(BIN)/python benchmarks/approval_page.py
 	$(BIN)/python benchmarks/replicas.py
 	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/agent/run.py
