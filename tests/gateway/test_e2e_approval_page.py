@@ -197,3 +197,32 @@ async def test_the_mcp_endpoint_still_needs_the_bearer_token(
     async with httpx.AsyncClient() as plain:
         response = await plain.post(http.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert response.status_code == 401
+
+
+async def test_links_use_the_public_url_and_declining_the_page_denies(
+    tmp_path: Path, harness: Any
+) -> None:
+    """Behind a proxy, links name ``[gateway] public_url``; a user who declines to open the
+    page denies the call."""
+    demo = server_commands(tmp_path / "data")
+    public = "https://approvals.example.test/base"
+    config = harness.write_config(
+        tmp_path, {"crm": demo["crm"]}, pool_size=1, gateway={"public_url": f'"{public}"'}
+    )
+    config.write_text(config.read_text() + '\n[policy]\napprovals = "url"\n', encoding="utf-8")
+    http = harness.HTTPGateway(config, tmp_path / "gateway-http.log").start()
+    urls: list[str] = []
+
+    async def decline(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams)
+        urls.append(params.url)
+        return types.ElicitResult(action="decline")
+
+    try:
+        target = harness.http_target(http.url, harness.bearer(harness.MAIN))
+        async with harness.client_for(target, elicitation_callback=decline) as client:
+            result = await client.call_tool("execute", {"code": CODE})
+    finally:
+        assert not http.stop()
+    assert urls and urls[0].startswith(f"{public}/approve/")
+    assert "denied:" in harness.structured(result)["stdout"]

@@ -98,6 +98,11 @@ class GatewaySettings(ConfigModel):
     # Token owners who may open the operator console (/console on HTTP gateways). The
     # default is the owner of a generated or bare token: a single-user gateway's operator.
     operators: tuple[StrictStr, ...] = ("default",)
+    # Where people reach this gateway (its approval page links), e.g. "https://codemode.example.com"
+    # behind a proxy. None: http://HOST:PORT as served.
+    public_url: Annotated[
+        StrictStr | None, Hint(fix='write public_url = "https://codemode.example.com"')
+    ] = None
     # HTTP bearer tokens: owner name -> token (``${VAR}`` expands). Each owner has its own
     # sessions, approvals and session quota.
     tokens: Annotated[

@@ -59,7 +59,8 @@ async def serve(
         )
         disconnects = Disconnects()
         # The approval page (MCP elicitation, URL mode) lives beside /mcp on HTTP gateways.
-        links = ApprovalLinks(f"http://{host}:{port}") if transport == "http" else None
+        public = config.gateway.public_url or f"http://{host}:{port}"
+        links = ApprovalLinks(public) if transport == "http" else None
         ledger = TokenLedger(definition_tokens(engine)) if transport == "http" else None
         server = build_server(
             engine,
