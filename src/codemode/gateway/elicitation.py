@@ -5,12 +5,15 @@ the gateway asks the client's user instead of returning ``approval_required`` to
 
 - a client with a back-channel (2025-era connections) gets an ``elicitation/create`` request
   while its ``execute`` call waits, with progress still reported;
-- a 2026-07-28 client (no back-channel) gets an ``InputRequiredResult`` holding the same form;
-  its retry carries the answer (``input_responses``) and the approval's id (``request_state``)
-  and resumes the paused execution: the code does not run again.
+- a 2026-07-28 client (no back-channel) gets an ``InputRequiredResult`` holding the same
+  request; its retry carries the answer (``input_responses``) and the approval's id
+  (``request_state``) and resumes the paused execution: the code does not run again.
 
-The model only ever sees the outcome. Approvals asked this way are reserved: the ``approve``
-tool refuses them, so a model cannot answer its own call while the person decides.
+The request is a form (allow once, allow the tool for the session, deny), or in URL mode a
+link to the approval page (``gateway.web``), where the decision is taken. "Allow the tool" is
+the approval API's ``remember="tool"``. The model only ever sees the outcome. Approvals asked
+this way are reserved: the ``approve`` tool refuses them, so a model cannot answer its own
+call while the person decides.
 """
 
 from __future__ import annotations
@@ -168,7 +171,7 @@ class ApprovalRouter:
         # The approval page's links (HTTP gateways): "url" sends the user there.
         self.links = links
         # Approvals asked of a person: the approve tool must not answer them.
-        self._asked: dict[str, tuple[Mapping[str, Any], str | None]] = {}
+        self._asked: dict[str, Mapping[str, Any]] = {}
         self._reserved = Reservations(engine)
 
     def route(self, user: UserChannel | None) -> Route:
@@ -222,7 +225,7 @@ class ApprovalRouter:
                 ).strip()
                 continue
             assert user is not None
-            self._asked[str(approval["id"])] = (approval, result.session)
+            self._asked[str(approval["id"])] = approval
             await self._reserved.add(str(approval["id"]))
             if route == "url":
                 # A paused result's stdout is what the code printed before the pause.
@@ -286,13 +289,12 @@ class ApprovalRouter:
     ) -> ExecutionResult | types.InputRequiredResult:
         """A retry round: answer the approval it names with the user's answer, follow on."""
         approval_id = user.resuming
-        asked = self._asked.get(approval_id or "")
-        if asked is None:
+        approval = self._asked.get(approval_id or "")
+        if approval is None:
             raise SessionError(
                 f"approval {str(approval_id)[:16]!r} is not waiting for an answer here",
                 fix="run the code again: the paused execution was answered or has ended",
             )
-        approval = asked[0]
         answer = (user.responses or {}).get(APPROVAL_INPUT)
         link = self.links.by_approval(str(approval["id"])) if self.links is not None else None
         if answer is None:
