@@ -5,8 +5,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 TP_STAMP := .third_party/.installed-stamp
 BENCH_STAMP := $(VENV)/.bench-stamp
+BROWSER_STAMP := $(VENV)/.browser-stamp
 
-.PHONY: setup third-party setup-local-model demo test test-fresh-clock test-unprivileged test-without-model test-fast lint bench bench-mpnet bench-maxsim clean
+.PHONY: setup third-party setup-local-model setup-browser demo test test-fresh-clock test-unprivileged test-without-model test-fast lint bench bench-mpnet bench-maxsim clean
 
 setup: $(STAMP)
 
@@ -37,11 +38,21 @@ $(TP_STAMP): scripts/install_third_party.sh third_party/package.json
 	bash scripts/install_third_party.sh
 	touch $(TP_STAMP)
 
+# The approval page's browser tests: Playwright (PyPI) driving Chromium from Debian's packages,
+# installed as root (CI); as another user they are skipped, saying how to install them.
+setup-browser: $(BROWSER_STAMP)
+
+$(BROWSER_STAMP): $(STAMP) scripts/install_browser.sh
+	bash scripts/install_browser.sh $(BIN)/python
+	touch $@
+
 demo: setup
 	$(BIN)/codemode demo
 
-test: setup third-party setup-local-model
-	CODEMODE_EXPECT_MODEL=1 $(BIN)/python -m pytest -q
+# Where the browser could be installed (root), a missing one fails its tests instead of skipping.
+test: setup third-party setup-local-model setup-browser
+	CODEMODE_EXPECT_MODEL=1 CODEMODE_EXPECT_BROWSER=$$([ "$$(id -u)" -eq 0 ] && echo 1 || echo 0) \
+	  $(BIN)/python -m pytest -q
 	$(MAKE) test-fresh-clock
 	$(MAKE) test-unprivileged
 	$(MAKE) test-without-model
@@ -118,6 +129,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/search_int8.py
 	$(BIN)/python benchmarks/cold_cli.py
 	$(BIN)/python benchmarks/gateway.py
+	$(BIN)/python benchmarks/approval_page.py
 	$(BIN)/python benchmarks/replicas.py
 	$(BIN)/python benchmarks/cluster.py
 	$(BIN)/python benchmarks/scale.py

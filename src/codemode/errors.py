@@ -43,7 +43,9 @@ from __future__ import annotations
 
 __all__ = [
     "ApprovalDecidedError",
+    "ApprovalLinkError",
     "ApprovalMismatchError",
+    "ApprovalReservedError",
     "BridgeProtocolError",
     "ClusterBusyError",
     "ClusterError",
@@ -197,6 +199,18 @@ class SessionBusyError(SessionError):
 
 class ApprovalDecidedError(SessionError):
     code = "approval_decided"
+
+
+class ApprovalReservedError(SessionError):
+    """The model tried to answer an approval that only the person behind the client may."""
+
+    code = "approval_reserved"
+
+
+class ApprovalLinkError(SessionError):
+    """An approval page link that is unknown, expired, used, or opened by another browser."""
+
+    code = "approval_link_refused"
 
 
 class ReplicaLostError(SessionError):

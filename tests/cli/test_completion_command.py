@@ -40,7 +40,7 @@ def test_commands_complete(bash_script):
 
 def test_options_and_their_choices_complete(bash_script):
     assert complete_in_bash(bash_script, "exec", "--appr") == ["--approve"]
-    assert complete_in_bash(bash_script, "exec", "--approve", "") == ["all", "ask", "none"]
+    assert complete_in_bash(bash_script, "exec", "--approve", "") == ["all", "ask", "none", "web"]
     assert complete_in_bash(bash_script, "install", "c") == [
         "claude-code",
         "claude-desktop",
@@ -63,4 +63,4 @@ def test_zsh_script_wraps_the_bash_one_and_fish_knows_every_command(capsys):
     fish = capsys.readouterr().out
     for name in COMMANDS:
         assert f"-n __fish_use_subcommand -f -a {name} " in fish
-    assert "-n '__fish_seen_subcommand_from exec' -l approve -x -a 'ask all none'" in fish
+    assert "-n '__fish_seen_subcommand_from exec' -l approve -x -a 'ask web all none'" in fish

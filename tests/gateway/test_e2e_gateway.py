@@ -37,7 +37,10 @@ async def test_lists_the_meta_tools_and_nothing_else(gateway: Any) -> None:
     assert names[:2] == ["search", "execute"]
     # Exactly the measured definitions, not one of the upstreams' 39 tools.
     wire = [tool.model_dump(by_alias=True, exclude_none=True) for tool in listed.tools]
+    # approve carries annotations (clients confirm it with their user); they are not context.
+    annotations = {entry["name"]: entry.pop("annotations", None) for entry in wire}
     assert wire == tool_definitions()
+    assert annotations["approve"]["destructiveHint"] is True
     assert not {"get_document", "create_entities", "write_file", "crash"} & set(names)
 
 

@@ -43,4 +43,8 @@ def test_mcp_tool_objects_round_trip():
     tools = mcp_tools()
     assert [t.name for t in tools] == ["search", "execute", "approve"]
     wire = [t.model_dump(by_alias=True, exclude_none=True) for t in tools]
+    # Annotations go to the client, not into the model's context (tool_definitions).
+    annotations = [entry.pop("annotations", None) for entry in wire]
     assert wire == tool_definitions()
+    assert annotations[:2] == [None, None]
+    assert annotations[2]["destructiveHint"] is True and annotations[2]["readOnlyHint"] is False

@@ -21,6 +21,7 @@ from codemode.cli.status_line import StatusLine
 from codemode.terminal_text import for_terminal, text_for_terminal
 
 if TYPE_CHECKING:
+    from codemode.cli.web_approval import WebApprover
     from codemode.engine import Codemode
     from codemode.sandbox.result import ExecutionResult
 
@@ -65,10 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--approve",
-        choices=("ask", "all", "none"),
+        choices=("ask", "web", "all", "none"),
         default="ask",
         help="calls that need approval: ask on the terminal (default; denied without one; "
-        "the answer may hold for the tool or server for the run), approve all, or deny all",
+        "the answer may hold for the tool or server for the run), on a local approval page "
+        "(web: prints its link and waits), approve all, or deny all",
     )
 
 
@@ -188,6 +190,7 @@ def execute(
 ) -> ExecutionResult | None:
     """Run the code once in its own engine, answering approvals as ``--approve`` says; a
     ``status`` line shows how it is going meanwhile. None when Ctrl-C (or SIGTERM) stopped it."""
+    import contextlib
     import signal
 
     import anyio
@@ -213,6 +216,15 @@ def execute(
     failed: list[CodemodeError] = []  # raised after the task group, which would wrap it
 
     async def run_code(engine: Codemode) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            web = None
+            if args.approve == "web":
+                from codemode.cli.web_approval import web_approver
+
+                web = await stack.enter_async_context(web_approver(engine))
+            await answer_approvals(engine, web)
+
+    async def answer_approvals(engine: Codemode, web: WebApprover | None) -> None:
         try:
             result = await engine.execute(
                 code, timeout_s=args.timeout, on_output=sink, progress=progress
@@ -221,13 +233,17 @@ def execute(
                 if status is not None:
                     status.clear()
                 approval = result.extra["approval"]
-                answer = await anyio.to_thread.run_sync(decide, args.approve, approval)
+                if web is not None:
+                    allow, remember = await web.decide(approval, result.session, result.stdout)
+                else:
+                    answer = await anyio.to_thread.run_sync(decide, args.approve, approval)
+                    allow, remember = answer.allow, answer.remember
                 result = await engine.approve(
                     approval["id"],
-                    answer.allow,
+                    allow,
                     progress=progress,
-                    digest=approval.get("digest") if answer.allow else None,
-                    remember=answer.remember,
+                    digest=approval.get("digest") if allow else None,
+                    remember=remember,
                 )
             if status is not None:
                 status.clear()

@@ -60,9 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--approve",
-        choices=("ask", "all", "none"),
+        choices=("ask", "web", "all", "none"),
         default="ask",
-        help="calls that need approval: ask on the terminal (default), approve all, deny all",
+        help="calls that need approval: ask on the terminal (default), on a local approval "
+        "page (web: prints its link and waits), approve all, deny all",
     )
     parser.add_argument("--json", action="store_true", help="print the run record as JSON")
 
@@ -137,6 +138,8 @@ async def _run_until_signalled(agent: Agent, task: str) -> RunRecord:
 
 
 def run(args: argparse.Namespace) -> int:
+    from contextlib import AsyncExitStack
+
     import anyio
 
     from codemode.agent import Agent, make_provider
@@ -171,13 +174,18 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> RunRecord:
         backend = make_backend(config.sandbox, workspace=workspace) if workspace else None
         try:
-            async with Codemode(config, backend=backend) as engine:
+            async with Codemode(config, backend=backend) as engine, AsyncExitStack() as stack:
+                approve = _approver(args.approve)
+                if args.approve == "web":
+                    from codemode.cli.web_approval import web_approver
+
+                    approve = (await stack.enter_async_context(web_approver(engine))).approve
                 agent = Agent(
                     engine,
                     model,
                     output_format=args.format or model_settings.format,
                     max_rounds=args.max_rounds or settings.max_rounds,
-                    approve=_approver(args.approve),
+                    approve=approve,
                     observer=LivePrinter(out, progress=sys.stderr),
                     execution_timeout_s=args.timeout or settings.execution_timeout_s,
                     context_tokens=model_settings.context_tokens,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, StrictBool, StrictFloat, ValidationInfo, field_validator
+from pydantic import Field, StrictBool, StrictFloat, StrictStr, ValidationInfo, field_validator
 
 from codemode.config.env import expand_references
 from codemode.config.servers import ServerConfig
@@ -95,6 +95,14 @@ class GatewaySettings(ConfigModel):
     max_sessions_per_client: PositiveWholeNumber = 16
     # Seconds between progress notifications to a client that asked for them.
     progress_interval_s: PositiveNumber = 5.0
+    # Token owners who may open the operator console (/console on HTTP gateways). The
+    # default is the owner of a generated or bare token: a single-user gateway's operator.
+    operators: tuple[StrictStr, ...] = ("default",)
+    # Where people reach this gateway (its approval page links), e.g. "https://codemode.example.com"
+    # behind a proxy. None: http://HOST:PORT as served.
+    public_url: Annotated[
+        StrictStr | None, Hint(fix='write public_url = "https://codemode.example.com"')
+    ] = None
     # HTTP bearer tokens: owner name -> token (``${VAR}`` expands). Each owner has its own
     # sessions, approvals and session quota.
     tokens: Annotated[

@@ -7,6 +7,7 @@ a ``Caller`` and hands it over, so the handlers can be tested and traced on thei
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import threading
 import weakref
@@ -19,8 +20,11 @@ from mcp import MCPError, types
 from codemode.engine import Codemode
 from codemode.engine.progress import Progress
 from codemode.errors import CodemodeError, UnknownSessionError
+from codemode.gateway.elicitation import ApprovalRouter, UserChannel
 from codemode.gateway.resources import WorkspaceResources
 from codemode.gateway.structured import search_structured
+from codemode.gateway.web.ledger import TokenLedger
+from codemode.gateway.web.links import ApprovalLinks
 from codemode.policy.grants import REMEMBER_CHOICES
 from codemode.sandbox.result import ExecutionResult
 from codemode.search.render import DEFAULT_HEAD
@@ -46,7 +50,8 @@ class Caller:
     ``client`` names the client where the transport identifies it (a token's owner, the one
     stdio client): the quota its sessions count against. ``progress`` reports progress to
     the client, when it asked for it. ``on_close`` runs cleanup when a 2025-era HTTP
-    connection ends (its DELETE, or the transport's own idle timeout).
+    connection ends (its DELETE, or the transport's own idle timeout). ``user`` reaches the
+    person behind the client, when it declared elicitation.
     """
 
     owner: str | None = None
@@ -55,6 +60,11 @@ class Caller:
     client: str | None = None
     progress: Progress | None = None
     on_close: OnClose | None = None
+    user: UserChannel | None = None
+
+
+# What a tool call answers: its result, or (2026 clients) a round asking the user first.
+Answer = types.CallToolResult | types.InputRequiredResult
 
 
 def text_result(text: str, *, error: bool = False) -> types.CallToolResult:
@@ -74,9 +84,17 @@ def execution_result(result: ExecutionResult) -> types.CallToolResult:
 
 
 class GatewayHandlers:
-    def __init__(self, engine: Codemode) -> None:
+    def __init__(
+        self,
+        engine: Codemode,
+        *,
+        links: ApprovalLinks | None = None,
+        ledger: TokenLedger | None = None,
+    ) -> None:
         self.engine = engine
+        self.ledger = ledger
         self.resources = WorkspaceResources(engine, images=engine.config.gateway.result_images)
+        self.approvals = ApprovalRouter(engine, links=links)
         # A 2025-era connection is one agent's conversation: its calls without a handle reuse
         # the session the connection used before, released when the connection ends.
         # A 2026-era request identifies no agent (a token may serve many; stateless, no
@@ -86,9 +104,27 @@ class GatewayHandlers:
             weakref.WeakKeyDictionary()
         )
 
-    async def call(
-        self, name: str, arguments: dict[str, Any], caller: Caller
-    ) -> types.CallToolResult:
+    async def call(self, name: str, arguments: dict[str, Any], caller: Caller) -> Answer:
+        answer = await self._call(name, arguments, caller)
+        if self.ledger is not None and isinstance(answer, types.CallToolResult):
+            self._record(name, arguments, caller, answer)
+        return answer
+
+    def _record(
+        self, name: str, arguments: dict[str, Any], caller: Caller, answer: types.CallToolResult
+    ) -> None:
+        """The tokens this exchange put in the model's context: its arguments and the text."""
+        from codemode.tokens import count_tokens
+
+        assert self.ledger is not None
+        sent = json.dumps(arguments, ensure_ascii=False)
+        text = "\n".join(getattr(block, "text", "") for block in answer.content)
+        structured = answer.structured_content or {}
+        session = structured.get("session") if isinstance(structured, dict) else None
+        key = str(session) if session else f"{name}:{caller.owner or '-'}"
+        self.ledger.record(key, caller.owner, count_tokens(sent) + count_tokens(text))
+
+    async def _call(self, name: str, arguments: dict[str, Any], caller: Caller) -> Answer:
         if name not in TOOL_NAMES:
             # A protocol error (JSON-RPC -32602), as the MCP spec shows for an unknown tool.
             raise MCPError(
@@ -96,6 +132,11 @@ class GatewayHandlers:
                 message=f"Unknown tool: {name!r}; the tools are search, execute and approve",
             )
         try:
+            if caller.user is not None and caller.user.resuming is not None:
+                # A retry carrying the user's answer: resume the paused execution, never
+                # run the call's code again.
+                resumed = await self.approvals.resume(caller.user, caller.owner, caller.progress)
+                return await self._answer(resumed, caller)
             if name == "search":
                 return await self.search(arguments, caller)
             if name == "execute":
@@ -138,7 +179,7 @@ class GatewayHandlers:
             },
         )
 
-    async def execute(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
+    async def execute(self, arguments: dict[str, Any], caller: Caller) -> Answer:
         code = arguments.get("code")
         session = arguments.get("session")
         fresh = arguments.get("fresh", False)
@@ -181,14 +222,23 @@ class GatewayHandlers:
                 raise
             # The remembered session expired: start a new one rather than fail forever.
             result = await run(None)
+        settled = await self.approvals.settle(result, caller.user, caller.owner, caller.progress)
+        return await self._answer(settled, caller)
+
+    async def _answer(
+        self, result: ExecutionResult | types.InputRequiredResult, caller: Caller
+    ) -> Answer:
+        if isinstance(result, types.InputRequiredResult):
+            return result
         answer = execution_result(result)
         answer.content.extend(await self.resources.attachments(result, caller.owner))
         return answer
 
-    async def approve(self, arguments: dict[str, Any], caller: Caller) -> types.CallToolResult:
+    async def approve(self, arguments: dict[str, Any], caller: Caller) -> Answer:
         approval, allow = arguments.get("approval"), arguments.get("allow")
         if not isinstance(approval, str) or not isinstance(allow, bool):
             return _argument_error("`approval` (the id from the result) and `allow` (true/false)")
+        await self.approvals.check_model_may_answer(approval)
         digest = arguments.get("digest")  # optional: the digest shown with the approval
         remember = arguments.get("remember", "call")
         if remember not in REMEMBER_CHOICES:
@@ -203,7 +253,8 @@ class GatewayHandlers:
             progress=caller.progress,
             remember=remember,
         )
-        return execution_result(result)
+        settled = await self.approvals.settle(result, caller.user, caller.owner, caller.progress)
+        return await self._answer(settled, caller)
 
     def _remembered(self, caller: Caller) -> _Remembered | None:
         """Where a handle-less call finds its session: a 2025-era client's connection;

@@ -72,6 +72,15 @@ APPROVE: dict[str, Any] = {
         },
         "required": ["approval", "allow"],
     },
+    # Destructive and not idempotent: clients that confirm such tools with their user ask
+    # before the model's answer counts (a client that elicits never needs this tool).
+    "annotations": {
+        "title": "Approve a paused call (confirm with the user)",
+        "read_only_hint": False,
+        "destructive_hint": True,
+        "idempotent_hint": False,
+        "open_world_hint": True,
+    },
 }
 
 META_TOOLS: tuple[dict[str, Any], ...] = (SEARCH, EXECUTE, APPROVE)
@@ -86,9 +95,14 @@ def tool_definitions() -> list[dict[str, Any]]:
 
 
 def mcp_tools() -> list[Tool]:
-    from mcp.types import Tool
+    from mcp.types import Tool, ToolAnnotations
 
     return [
-        Tool(name=t["name"], description=t["description"], input_schema=t["input_schema"])
+        Tool(
+            name=t["name"],
+            description=t["description"],
+            input_schema=t["input_schema"],
+            annotations=ToolAnnotations(**t["annotations"]) if "annotations" in t else None,
+        )
         for t in META_TOOLS
     ]

@@ -28,6 +28,10 @@ from codemode.gateway.auth import (
 from codemode.gateway.disconnects import Disconnects, DisconnectWatch
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
+from codemode.gateway.web.app import ApprovalPages, WebPage, with_web_pages
+from codemode.gateway.web.console import OperatorConsole
+from codemode.gateway.web.ledger import TokenLedger, definition_tokens
+from codemode.gateway.web.links import ApprovalLinks
 from codemode.sdk_compat import uvicorn_server
 
 __all__ = ["serve"]
@@ -62,10 +66,16 @@ async def serve(
             file=sys.stderr,
         )
         disconnects = Disconnects()
+        # The approval page (MCP elicitation, URL mode) lives beside /mcp on HTTP gateways.
+        public = config.gateway.public_url or f"http://{host}:{port}"
+        links = ApprovalLinks(public) if transport == "http" else None
+        ledger = TokenLedger(definition_tokens(engine)) if transport == "http" else None
         server = build_server(
             engine,
             sole_client="stdio" if transport == "stdio" else None,
             disconnects=disconnects,
+            links=links,
+            ledger=ledger,
         )
         # SIGTERM and SIGINT end serving gracefully, so the engine stops every sandbox and
         # upstream on the way out (the default action would kill the process first).
@@ -91,12 +101,20 @@ async def serve(
                 app: Any = EnvelopeGuard(
                     DisconnectWatch(server.streamable_http_app(host=host), disconnects)
                 )
+                pages: list[WebPage] = []
+                if links is not None:
+                    pages.append(ApprovalPages(links))
                 if insecure_allow_anonymous:
                     _warn_anonymous(host, port)
                 else:
                     app, table = _authenticated(app, config, tokens)
                     if config.gateway.shared_store and len(table):
                         group.start_soon(_publish_token_set, config, table)
+                    # The console checks the same tokens (no console without them).
+                    if ledger is not None:
+                        operators = config.gateway.operators
+                        pages.append(OperatorConsole(engine, app.verifiers, operators, ledger))
+                app = with_web_pages(app, *pages)
                 print(f"codemode: serving MCP on http://{host}:{port}/mcp", file=sys.stderr)
                 # uvicorn would re-raise the signal after its shutdown, killing the process
                 # before the engine cleans up: we watch the signals instead.

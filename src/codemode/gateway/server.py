@@ -23,8 +23,11 @@ from codemode.engine.progress import Progress
 from codemode.errors import CodemodeError
 from codemode.gateway.auth import OWNER_SCOPE_KEY
 from codemode.gateway.disconnects import Disconnects, cancel_when_gone
-from codemode.gateway.handlers import Caller, GatewayHandlers
+from codemode.gateway.elicitation import UserChannel
+from codemode.gateway.handlers import Answer, Caller, GatewayHandlers
 from codemode.gateway.meta_tools import mcp_tools
+from codemode.gateway.web.ledger import TokenLedger
+from codemode.gateway.web.links import ApprovalLinks
 from codemode.sdk_compat import connection_key
 
 __all__ = ["build_server", "caller_identity", "caller_of"]
@@ -55,8 +58,14 @@ def caller_identity(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return hashlib.sha256(credential.encode()).hexdigest()[:32]
 
 
-def caller_of(ctx: ServerRequestContext[Any, Any], *, sole_client: str | None = None) -> Caller:
-    """``sole_client`` names the one client a transport can have (stdio)."""
+def caller_of(
+    ctx: ServerRequestContext[Any, Any],
+    *,
+    sole_client: str | None = None,
+    call: types.CallToolRequestParams | None = None,
+) -> Caller:
+    """``sole_client`` names the one client a transport can have (stdio); ``call`` is the
+    tool call being answered (its input responses reach the user channel)."""
     version = ctx.protocol_version
     legacy = version.startswith(("2025", "2024"))
     # The only stable key for a 2025-era client: an object living as long as its connection.
@@ -69,7 +78,42 @@ def caller_of(ctx: ServerRequestContext[Any, Any], *, sole_client: str | None = 
     # the gateway's own end, which keeps its sessions' checkpoints anyway.
     exit_stack = getattr(connection, "exit_stack", None) if legacy and not sole_client else None
     on_close = exit_stack.push_async_callback if isinstance(exit_stack, AsyncExitStack) else None
-    return Caller(owner, connection, legacy, client, progress, on_close)
+    user = _user_channel(ctx, call)
+    return Caller(owner, connection, legacy, client, progress, on_close, user)
+
+
+def _user_channel(
+    ctx: ServerRequestContext[Any, Any], call: types.CallToolRequestParams | None
+) -> UserChannel | None:
+    """How to ask the client's user, when the client declared elicitation: over the
+    back-channel when the connection has one, else in rounds (2026-07-28)."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return None
+    # A bare `elicitation: {}` (2025-06-18) means form mode.
+    form = elicitation.form is not None or elicitation.url is None
+    url = elicitation.url is not None
+    ask = ask_url = None
+    if not ctx.session.can_send_request and ctx.protocol_version.startswith(("2025", "2024")):
+        # Neither a back-channel nor rounds (InputRequiredResult is 2026-07-28's): no way
+        # to ask this client's user.
+        return None
+    if ctx.session.can_send_request:
+        request_id = ctx.request_id
+        session = ctx.session
+
+        async def ask(message: str, schema: dict[str, Any]) -> types.ElicitResult:
+            return await session.elicit_form(message, schema, related_request_id=request_id)
+
+        async def ask_url(message: str, link: str, elicitation_id: str) -> types.ElicitResult:
+            return await session.elicit_url(
+                message, link, elicitation_id, related_request_id=request_id
+            )
+
+    responses = call.input_responses if call is not None else None
+    state = call.request_state if call is not None else None
+    return UserChannel(form, url, ask, responses, state, ask_url)
 
 
 def _progress_to(ctx: ServerRequestContext[Any, Any]) -> Progress:
@@ -88,7 +132,7 @@ def _gone_event(
     return disconnects.take(headers.get("mcp-session-id"), ctx.request_id)
 
 
-def _client_gone() -> types.CallToolResult:
+def _client_gone() -> Answer:
     message = "the client disconnected during the call: it was cancelled"
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)], is_error=True
@@ -96,14 +140,21 @@ def _client_gone() -> types.CallToolResult:
 
 
 def build_server(
-    engine: Codemode, *, sole_client: str | None = None, disconnects: Disconnects | None = None
+    engine: Codemode,
+    *,
+    sole_client: str | None = None,
+    disconnects: Disconnects | None = None,
+    links: ApprovalLinks | None = None,
+    ledger: TokenLedger | None = None,
 ) -> Server[Any]:
     """``sole_client``: the name of the only client this server will have (stdio), so its
     sessions count against one quota.
     ``disconnects``: filled by ``DisconnectWatch`` around the HTTP app, so a 2025-era client
-    that drops its connection mid-call cancels the call."""
+    that drops its connection mid-call cancels the call. ``links``: the approval page's (HTTP
+    gateways), where ``policy.approvals = "url"`` sends the user; ``ledger``: where the tokens
+    of each answer are counted for the operator console."""
     tools = mcp_tools()
-    handlers = GatewayHandlers(engine)
+    handlers = GatewayHandlers(engine, links=links, ledger=ledger)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -112,8 +163,8 @@ def build_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        caller = caller_of(ctx, sole_client=sole_client)
+    ) -> Answer:
+        caller = caller_of(ctx, sole_client=sole_client, call=params)
         arguments = dict(params.arguments or {})
         gone = _gone_event(ctx, disconnects) if caller.legacy else None
         if gone is None:

@@ -14,10 +14,14 @@ from pydantic import BeforeValidator, Field, StrictInt, StrictStr, field_validat
 
 from codemode.config_model import ConfigModel, Hint, invalid, show_value, validate_section
 
-__all__ = ["Action", "BudgetSettings", "Mode", "PolicySettings", "Rule"]
+__all__ = ["Action", "ApprovalsMode", "BudgetSettings", "Mode", "PolicySettings", "Rule"]
 
 Action = Literal["allow", "deny", "ask"]
 Mode = Literal["default", "read_only"]
+# Who answers a call that needs a human: "elicit" asks the client's user (MCP elicitation),
+# "url" sends them to the gateway's approval page, "tool" lets the model call `approve`;
+# "auto" elicits when the client declares the capability, else falls back to the tool.
+ApprovalsMode = Literal["auto", "elicit", "tool", "url"]
 
 _WILDCARDS = frozenset("*?[")
 
@@ -84,6 +88,7 @@ class PolicySettings(ConfigModel):
         ),
     ] = ()
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    approvals: ApprovalsMode = "auto"
 
     @field_validator("rules", mode="after")
     @classmethod
