@@ -123,3 +123,18 @@ def test_arguments_changed_after_they_were_shown_are_not_approved() -> None:
     assert pending.decision is None
     broker.answer(pending.id, False, None)  # a denial needs no match
     assert pending.decision is False
+
+
+async def test_the_approval_file_and_its_folder_are_the_owners_only(
+    asking: Codemode, bank: Bank
+) -> None:
+    folder = asking.config.gateway.state_dir / "approvals"
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)  # as an older version left it
+    paused = await asking.execute(CODE)
+    approval = paused.to_dict()["approval"]
+    spilled = Path(approval["file"])
+    assert spilled.parent == folder
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert spilled.stat().st_mode & 0o777 == 0o600
+    await asking.approve(approval["id"], False)

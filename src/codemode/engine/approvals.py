@@ -139,9 +139,12 @@ _PREVIEW_CHARS = 160
 
 
 def _spill(directory: Path, approval_id: str, text: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    from codemode.state.private import private_dir
+
+    private_dir(directory)  # tightened if an older version left it readable
     path = directory / f"{approval_id}.json"
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
+    descriptor = os.open(path, flags, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(text)
     return path
