@@ -12,7 +12,7 @@ from codemode.bridge.host import ToolAccess
 from codemode.cluster.provider import RaySandboxes
 from codemode.cluster.session import RemoteSession
 from codemode.sandbox.isolation import require_isolation
-from tests.sandbox.test_hostile_bridge import FLOOD, MALFORMED, RAW, Recorder
+from tests.sandbox.test_hostile_bridge import FLOOD, MALFORMED, RAW, recorder
 
 pytestmark = [pytest.mark.slow, pytest.mark.hostile]
 
@@ -100,7 +100,7 @@ def test_huge_output_crosses_the_stream_and_is_capped_on_the_gateway(
 def test_malformed_and_forged_frames_from_a_worker_get_an_error_reply(
     isolated_remote: RemoteSession, attack: str, code: str
 ):
-    tools = Recorder()
+    tools = recorder()
     attack_code = (
         RAW + f"reply = {attack}\nprint('RESULT:', reply.get('ok'), reply['error']['code'])"
     )
@@ -152,7 +152,7 @@ def test_a_garbage_flood_and_a_closed_bridge_from_a_worker(isolated_remote: Remo
 def test_a_flood_of_awaitable_calls_from_a_worker_is_answered_once_each(
     isolated_remote: RemoteSession,
 ):
-    tools = Recorder()
+    tools = recorder()
     result = isolated_remote.execute(RAW + FLOOD, tools=ToolAccess(tools), timeout_s=30)
     assert result.stdout == "RESULT: True\n", result.to_dict()
     assert len(tools.calls) == 3000
