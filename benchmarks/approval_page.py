@@ -1,7 +1,7 @@
 """The approval page (MCP elicitation, URL mode): how fast it loads, and how soon the paused
 execution's result reaches the client after the page's decision.
 
-    .venv/bin/python benchmarks/approval_page.py [--rounds N] [--json]
+    .venv/bin/python benchmarks/approval_page.py [--rounds N] [--json] [--smoke]
 
 A real HTTP gateway with ``policy.approvals = "url"`` and the demo CRM; the official Python
 client declares URL elicitation, in the 2026-07-28 protocol (rounds) and the 2025 one (a
@@ -112,8 +112,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="one round (a check that it runs)")
     args = parser.parse_args()
-    report = anyio.run(_measure, args.rounds)
+    report = anyio.run(_measure, 1 if args.smoke else args.rounds)
     if args.json:
         print(json.dumps(report, indent=2))
         return

@@ -1,6 +1,6 @@
 """Honest work through the real engine: how often do the guards get in the way?
 
-    .venv/bin/python benchmarks/honest.py [--rounds N] [--json]
+    .venv/bin/python benchmarks/honest.py [--rounds N] [--json] [--smoke]
 
 Replays realistic, honest agent workflows (each one `execute`) through a real ``Codemode``
 engine with its whole chain (audit, policy, oracle guard, privacy), the isolated sandbox, and
@@ -364,9 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=3, help="times the workload runs")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--smoke", action="store_true", help="one round (a check that it runs)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="codemode-honest-") as tmp:
+        if args.smoke:
+            args.rounds = 1
         tally = asyncio.run(run(args.rounds, Path(tmp)))
     figures = report(tally, time.perf_counter() - started)
     if args.json:

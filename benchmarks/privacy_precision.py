@@ -231,7 +231,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=23)
     parser.add_argument("--oracle-records", type=int, default=1000)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--smoke", action="store_true", help="100 records, 100 in the vault (a check that it runs)"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.records, args.oracle_records = 100, 100
     result = measure(args.records, args.seed)
     result["oracle"] = oracle(args.oracle_records, args.seed)
     if args.json:

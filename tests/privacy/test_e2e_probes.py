@@ -21,6 +21,9 @@ from tests.privacy.customers_server import customers
 pytestmark = pytest.mark.anyio
 SERVER = str(Path(__file__).with_name("customers_server.py"))
 SECRET = "jordan.blake@acme.example.com"
+# Each execution without a handle is a session of its own: each test's code first reads the
+# customers, so its session holds their addresses (as tokens) before it probes or sends.
+READ_ALL = "rows = customers.read_query(query='SELECT id, name, email FROM customers')['rows']\n"
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +61,7 @@ async def test_names_that_share_words_with_addresses_come_back_as_names(client: 
 
 async def test_an_honest_batch_of_per_customer_queries_never_pauses(client: Any) -> None:
     code = (
-        "from servers import customers\n"
-        "for number in range(1, 61):\n"
+        "from servers import customers\n" + READ_ALL + "for number in range(1, 61):\n"
         "    query = f'SELECT name, email FROM customers WHERE id = {number}'\n"
         "    row = customers.read_query(query=query)['rows'][0]\n"
         "print('done')\n"
@@ -68,9 +70,10 @@ async def test_an_honest_batch_of_per_customer_queries_never_pauses(client: Any)
     assert data["status"] == "ok" and data["stdout"] == "done\n", data["text"]
 
 
-PROBE = """
-from servers import customers
-known = ''
+PROBE = (
+    "from servers import customers\n"
+    + READ_ALL
+    + """known = ''
 for _ in range(40):
     for char in 'abcdefghijklmnopqrstuvwxyz0123456789.@-':
         guess = ''.join(c.upper() if i % 2 else c for i, c in enumerate(known + char))
@@ -81,6 +84,7 @@ for _ in range(40):
         break
 print('rebuilt', len(known))
 """
+)
 
 
 async def test_a_case_varied_probe_is_paused_before_a_tenth_shows(client: Any) -> None:
@@ -100,7 +104,8 @@ async def test_a_case_varied_probe_is_paused_before_a_tenth_shows(client: Any) -
 async def test_an_address_sent_in_pieces_to_a_forbidden_server_is_refused(client: Any) -> None:
     code = (
         "from servers import customers, mail\n"
-        "for piece in ['jordan.', 'blake@a', 'cme.exa', 'mple.com']:\n"
+        + READ_ALL
+        + "for piece in ['jordan.', 'blake@a', 'cme.exa', 'mple.com']:\n"
         "    mail.send(to='team', body=piece)\n"
         "    print('sent', piece)\n"
     )
