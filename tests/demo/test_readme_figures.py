@@ -75,6 +75,14 @@ def test_a_missing_figure_is_a_problem():
 
 @pytest.mark.slow
 def test_the_readme_shows_what_the_demo_prints_now():
+    from codemode.search.encoder import INSTALL_HINT, semantic_available
+
+    if not semantic_available():
+        # The README's figures are the default install's: its search answers (and so their
+        # tokens) rank with the embedding model. make test's main run has it and checks them.
+        pytest.skip(
+            f"the README's demo figures are measured with the embedding model ({INSTALL_HINT})"
+        )
     run = figures.demo_figures(figures.run_demo())
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert figures.problems(readme, run) == [], "run `python scripts/readme_figures.py --write`"
