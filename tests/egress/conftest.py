@@ -7,9 +7,18 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from egress_servers import EchoServer, HttpServer, Servers, sandbox_settings, self_signed, verified
+from egress_servers import (
+    EchoServer,
+    HttpServer,
+    Recorder,
+    Servers,
+    sandbox_settings,
+    self_signed,
+    verified,
+)
 
 from codemode.audit import MemoryAuditLog
+from codemode.egress import EgressHub
 from codemode.engine.egress import audit_egress
 from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession
 
@@ -55,3 +64,16 @@ def egress_session(egress_pool: SandboxPool) -> Iterator[SandboxSession]:
     session = verified(egress_pool, "egress-test")
     yield session
     session.close()
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def hub(servers: Servers, recorder: Recorder) -> Iterator[EgressHub]:
+    """A proxy hub on the test servers' network; its records go to ``recorder``."""
+    hub = EgressHub(servers.network(), sink=recorder)
+    yield hub
+    hub.close()

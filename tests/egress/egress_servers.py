@@ -15,7 +15,7 @@ from pathlib import Path
 
 from codemode.audit import AuditLog
 from codemode.audit.events import AuditEvent, AuditFilter
-from codemode.egress import NetworkSettings
+from codemode.egress import ConnectionRecord, NetworkSettings
 from codemode.sandbox import Limits, SandboxPool, SandboxSession, SandboxSettings
 from codemode.sandbox.isolation import require_isolation
 
@@ -212,3 +212,39 @@ def verified(pool: SandboxPool, name: str) -> SandboxSession:
     assert session.sandbox is not None
     require_isolation(session.sandbox)  # raises (the test fails) rather than run unisolated
     return session
+
+
+class Recorder:
+    """A record sink the test can wait on (records arrive when a connection ends)."""
+
+    def __init__(self) -> None:
+        self.records: list[ConnectionRecord] = []
+        self.cond = threading.Condition()
+
+    def __call__(self, record: ConnectionRecord) -> None:
+        with self.cond:
+            self.records.append(record)
+            self.cond.notify_all()
+
+    def wait_for(self, count: int, timeout: float = 10) -> list[ConnectionRecord]:
+        with self.cond:
+            assert self.cond.wait_for(lambda: len(self.records) >= count, timeout), self.records
+            return list(self.records)
+
+    def first(self, code: str) -> ConnectionRecord:
+        """The first record with error ``code`` (waited for)."""
+        with self.cond:
+            found = lambda: [r for r in self.records if r.error_code == code]  # noqa: E731
+            assert self.cond.wait_for(found, 10), self.records
+            return found()[0]
+
+
+def read_exactly(client: socket.socket, count: int) -> bytes:
+    """``count`` bytes from ``client``, or fewer if it closes first."""
+    data = b""
+    while len(data) < count:
+        chunk = client.recv(count - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data

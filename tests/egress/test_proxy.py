@@ -8,13 +8,11 @@ import shutil
 import socket
 import ssl
 import tempfile
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
-from egress_servers import Servers, exchange
+from egress_servers import Recorder, Servers, exchange, read_exactly
 
 from codemode.audit import MemoryAuditLog
 from codemode.audit.events import AuditFilter
@@ -22,36 +20,6 @@ from codemode.egress import ConnectionRecord, EgressHub, NetworkSettings, Static
 from codemode.egress.proxy import sweep_orphans
 from codemode.engine.egress import EgressAudit
 from codemode.hostnames import IPAddress
-
-
-class Recorder:
-    """A record sink the test can wait on (records arrive when a connection ends)."""
-
-    def __init__(self) -> None:
-        self.records: list[ConnectionRecord] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, record: ConnectionRecord) -> None:
-        with self.cond:
-            self.records.append(record)
-            self.cond.notify_all()
-
-    def wait_for(self, count: int, timeout: float = 10) -> list[ConnectionRecord]:
-        with self.cond:
-            assert self.cond.wait_for(lambda: len(self.records) >= count, timeout), self.records
-            return list(self.records)
-
-
-@pytest.fixture
-def recorder() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def hub(servers: Servers, recorder: Recorder) -> Iterator[EgressHub]:
-    hub = EgressHub(servers.network(), sink=recorder)
-    yield hub
-    hub.close()
 
 
 def _get(path: str, url: str, host: str, extra: str = "") -> bytes:
@@ -160,7 +128,7 @@ def test_the_checked_address_is_the_one_connected_to(servers: Servers, recorder:
             client.settimeout(10)
             client.connect(gate.path)
             client.sendall(f"CONNECT api.test:{servers.echo.port} HTTP/1.1\r\n\r\nping".encode())
-            answer = _read_exactly(client, len(b"HTTP/1.1 200 Connection established\r\n\r\nping"))
+            answer = read_exactly(client, len(b"HTTP/1.1 200 Connection established\r\n\r\nping"))
     finally:
         gate.close()
         hub.close()
@@ -168,16 +136,6 @@ def test_the_checked_address_is_the_one_connected_to(servers: Servers, recorder:
     assert resolver.calls == 1
     assert servers.echo.seen.connections == before + 1
     assert recorder.wait_for(1)[0].address == "127.0.0.1"
-
-
-def _read_exactly(client: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = client.recv(count - len(data))
-        if not chunk:
-            break
-        data += chunk
-    return data
 
 
 def test_a_second_connect_smuggled_behind_the_first_is_tunnel_data(
@@ -191,7 +149,7 @@ def test_a_second_connect_smuggled_behind_the_first_is_tunnel_data(
         client.connect(gate.path)
         client.sendall(first + smuggled)
         expected = b"HTTP/1.1 200 Connection established\r\n\r\n" + smuggled
-        assert _read_exactly(client, len(expected)) == expected  # echoed by the listed server
+        assert read_exactly(client, len(expected)) == expected  # echoed by the listed server
     gate.close()
     assert servers.other.seen.connections == 0
     (record,) = recorder.wait_for(1)
@@ -209,7 +167,7 @@ def test_https_through_connect_keeps_tls_end_to_end(hub: EgressHub, servers: Ser
         raw.settimeout(10)
         raw.connect(gate.path)
         raw.sendall(f"CONNECT localhost:{servers.tls.port} HTTP/1.1\r\n\r\n".encode())
-        assert _read_exactly(raw, 39) == b"HTTP/1.1 200 Connection established\r\n\r\n"
+        assert read_exactly(raw, 39) == b"HTTP/1.1 200 Connection established\r\n\r\n"
         with context.wrap_socket(raw, server_hostname="localhost") as tls:
             tls.sendall(b"GET /secret HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             answer = b""
@@ -242,7 +200,7 @@ def test_connections_beyond_the_limit_are_refused(hub: EgressHub, servers: Serve
             client.settimeout(10)
             client.connect(gate.path)
             client.sendall(f"CONNECT 127.0.0.1:{servers.echo.port} HTTP/1.1\r\n\r\n".encode())
-            assert _read_exactly(client, 39).startswith(b"HTTP/1.1 200")
+            assert read_exactly(client, 39).startswith(b"HTTP/1.1 200")
             held.append(client)
         answer = exchange(gate.path, b"")
         assert answer.startswith(b"HTTP/1.1 503 ") and b"max_connections" in answer
@@ -262,7 +220,7 @@ def test_closing_a_gate_ends_its_tunnels_and_removes_its_socket(
         client.settimeout(10)
         client.connect(gate.path)
         client.sendall(f"CONNECT 127.0.0.1:{servers.echo.port} HTTP/1.1\r\n\r\n".encode())
-        assert _read_exactly(client, 39).startswith(b"HTTP/1.1 200")
+        assert read_exactly(client, 39).startswith(b"HTTP/1.1 200")
         gate.close()
         assert client.recv(10) == b""  # the tunnel ended with the gate
     assert not Path(gate.directory).exists()

@@ -4,50 +4,12 @@ one refused over ``max_connections`` (503) and one that never sent a whole reque
 from __future__ import annotations
 
 import socket
-import threading
-from collections.abc import Iterator
 
 import pytest
-from egress_servers import Servers, exchange
+from egress_servers import Recorder, Servers, exchange, read_exactly
 
-from codemode.egress import ConnectionRecord, EgressHub
+from codemode.egress import EgressHub
 from codemode.engine.egress import audit_event
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.records: list[ConnectionRecord] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, record: ConnectionRecord) -> None:
-        with self.cond:
-            self.records.append(record)
-            self.cond.notify_all()
-
-    def first(self, code: str) -> ConnectionRecord:
-        with self.cond:
-            found = lambda: [r for r in self.records if r.error_code == code]  # noqa: E731
-            assert self.cond.wait_for(found, 10), self.records
-            return found()[0]
-
-
-@pytest.fixture
-def recorder() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def hub(servers: Servers, recorder: Recorder) -> Iterator[EgressHub]:
-    hub = EgressHub(servers.network(), sink=recorder)
-    yield hub
-    hub.close()
-
-
-def _read(client: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count and (chunk := client.recv(count - len(data))):
-        data += chunk
-    return data
 
 
 def test_a_connection_refused_over_max_connections_is_reported(
@@ -62,7 +24,7 @@ def test_a_connection_refused_over_max_connections_is_reported(
             client.settimeout(10)
             client.connect(gate.path)
             client.sendall(f"CONNECT 127.0.0.1:{servers.echo.port} HTTP/1.1\r\n\r\n".encode())
-            assert _read(client, 39).startswith(b"HTTP/1.1 200")
+            assert read_exactly(client, 39).startswith(b"HTTP/1.1 200")
             held.append(client)
         assert exchange(gate.path, b"").startswith(b"HTTP/1.1 503 ")
         record = recorder.first("egress_busy")

@@ -22,7 +22,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, NoReturn
 
 from codemode.engine.session import Session
 from codemode.errors import SessionQuotaError, UnknownSessionError
@@ -281,11 +281,14 @@ class SessionRegistry:
                 else:
                     victim.busy += 1  # held as the idle releaser holds it: nothing closes it
             if victim is None:
-                if unused:  # a new session that never ran: nothing of it is worth keeping
-                    self.close(record.handle)
-                raise error
+                self._refuse(record, error, unused)
             tried.append(victim)
             self._release_for(victim, record)
+
+    def _refuse(self, record: Session, error: Exception, unused: bool) -> NoReturn:
+        if unused:  # a new session that never ran: nothing of it is worth keeping
+            self.close(record.handle)
+        raise error
 
     def _within_client_quota(self, record: Session) -> None:
         """Before ``record`` runs: when its client holds its whole quota without it, release
@@ -316,9 +319,7 @@ class SessionRegistry:
                 else:
                     victim.busy += 1  # held as the idle releaser holds it: nothing closes it
             if victim is None:
-                if unused:  # a new session that never ran: nothing of it is worth keeping
-                    self.close(record.handle)
-                raise error
+                self._refuse(record, error, unused)
             tried.append(victim)
             self._release_for(victim, None)
 
