@@ -27,6 +27,8 @@ HELPERS = {"peers_servers.py", "process_memory.py", "search_eval.py"}
 # Benchmarks that start a Ray cluster (tens of seconds before the first number): run on their
 # own, marked slow.
 RAY = {"cluster.py", "scale.py"}
+# What tests/cluster/conftest.py's wait_for says when a local Ray node does not start in time.
+RAY_START_TIMEOUT = "did not happen within"
 THIRD_PARTY = {"gateway.py", "agent/run.py"}
 WAIT_S = 300
 
@@ -112,6 +114,11 @@ def test_the_benchmark_still_runs(
         # workers' join deadline: the quick ones finish first.
         wait(quick_runs.values(), timeout=WAIT_S)
         done = smoke(name)
+        if done.returncode != 0 and RAY_START_TIMEOUT in done.stderr:
+            # Seen twice in CI: a local Ray node that missed its start deadline (the head, a
+            # worker). That is the cluster's start on a busy machine, not the benchmark's
+            # code, which a second run checks just the same; any other failure fails at once.
+            done = smoke(name)
     else:
         done = quick_runs[name].result(timeout=WAIT_S)
     assert done.returncode == 0, (
