@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from codemode.agent import Agent, Approval, ScriptedModel
+from codemode.agent.agent import system_prompt
+from codemode.agent.formats import make_format
 from codemode.agent.providers.base import ModelReply, ModelRequest
 from codemode.errors import ContextLengthError, ModelConfigError, ModelError
+from codemode.tokens import count_tokens
 
 pytestmark = pytest.mark.anyio
 
@@ -44,14 +47,37 @@ async def test_plan_search_execute_fix_and_answer(engine):
     assert all(r.tokens_in > 0 and r.tokens_out > 0 for r in record.rounds)
 
 
-async def test_the_system_prompt_asks_for_a_plan_and_functions_and_offers_two_tools(engine):
+def test_the_prompt_for_a_catalog_to_search_asks_for_a_plan_and_offers_two_tools():
+    # A catalog too big to list (the shop fixture is small enough: see the listed test below).
+    tools = make_format("tools").for_catalog(listed=False)
+    system = system_prompt(tools, ["crm", "docs"], 3)
+    assert "Plan first" in system and "small functions" in system
+    assert "at most 3 rounds" in system and "Use search to find" in system
+    assert [tool.name for tool in tools.tools()] == ["search", "execute"]
+    assert tools.tools()[1].input_schema["required"] == ["code"]
+
+
+async def test_the_prompt_for_a_listed_catalog_is_short_and_offers_execute_only(engine):
     model = ScriptedModel([{"answer": "nothing to do"}])
     await Agent(engine, model, max_rounds=3).run("Say hi")
     request = model.requests[0]
-    assert "Plan first" in request.system and "small functions" in request.system
-    assert "at most 3 rounds" in request.system
-    assert [tool.name for tool in request.tools] == ["search", "execute"]
-    assert request.tools[1].input_schema["required"] == ["code"]
+    assert "Plan in a line" in request.system and "at most 3 rounds" in request.system.lower()
+    assert "help(f)" in request.system and "FINAL ANSWER:" in request.system
+    assert [tool.name for tool in request.tools] == ["execute"]
+    assert request.tools[0].input_schema["required"] == ["code"]
+    # Cheaper than the guide for a catalog to search, listing included.
+    searched = system_prompt(make_format("tools"), ["shop"], 3)
+    assert count_tokens(request.system) + 60 < count_tokens(searched) + count_tokens(
+        request.system.split("The functions (all of them):\n", 1)[1]
+    )
+
+
+async def test_help_on_a_listed_function_prints_its_docs(engine):
+    code = "from servers import shop\nhelp(shop.place_order)"
+    model = ScriptedModel([{"execute": code}, {"answer": "read"}])
+    record = await Agent(engine, model).run("What does place_order do?")
+    stdout = record.rounds[0].steps[0].result["stdout"]
+    assert "place_order(" in stdout and "Place an order" in stdout
 
 
 async def test_a_final_answer_line_without_a_tool_call_ends_the_run_with_that_answer(engine):

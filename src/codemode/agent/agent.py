@@ -42,19 +42,25 @@ __all__ = ["Agent", "system_prompt"]
 def system_prompt(
     output_format: OutputFormat, servers: list[str], max_rounds: int, listing: str | None = None
 ) -> str:
-    """The codemode agent's instructions; ``listing`` (every function of a small catalog, as
-    ``search.listing`` renders it) goes at the end, so the model needs no search round."""
+    """The codemode agent's instructions. ``listing`` (every function of a small catalog, as
+    ``search.listing`` renders it) makes them short and goes at the end: the model needs no
+    search round, and a small task should not pay for a guide written for hundreds of tools."""
+    if listing:
+        return "\n".join(
+            [
+                "Solve the task with Python run in a sandbox; variables and files persist. Print "
+                "only what you need. A failed tool call raises ToolError; help(f) shows f's docs. "
+                f"At most {max_rounds} rounds. {output_format.instructions()}",
+                "The functions (all of them):",
+                listing,
+            ]
+        )
     listed = ", ".join(servers) if servers else "none configured"
-    find = (
-        "Every function is listed at the end; search(query) gives more detail."
-        if listing
-        else "Use search to find the functions and their signatures."
-    )
     lines = [
         "You solve the user's task by writing Python that runs in a sandbox.",
         f"Tools are Python functions grouped by server ({listed}): "
-        f"`from servers import NAME`, then call `NAME.function(...)`. {find} "
-        "A failed tool call raises ToolError.",
+        "`from servers import NAME`, then call `NAME.function(...)`. Use search to find the "
+        "functions and their signatures. A failed tool call raises ToolError.",
         "How to work:",
         "1. Plan first: say in a few lines what you will do.",
         "2. Organise the code in small functions called at the end, so a fix stays local.",
@@ -65,8 +71,6 @@ def system_prompt(
         f"You have at most {max_rounds} rounds.",
         output_format.instructions(),
     ]
-    if listing:
-        lines += ["The functions (all of them):", listing]
     return "\n".join(lines)
 
 
@@ -115,6 +119,8 @@ class Agent(RoundLoop):
         from codemode.search.listing import small_catalog_listing
 
         listing = small_catalog_listing(self.engine.catalog.specs())
+        # Asked once per run, before the first round: the tools offered follow the prompt.
+        self.format = self.format.for_catalog(listed=listing is not None)
         return system_prompt(self.format, self.engine.catalog.servers, self.max_rounds, listing)
 
     async def start(self) -> None:

@@ -59,7 +59,8 @@ def render_execution(result: dict[str, Any], approvals: Sequence[ApprovalDecisio
     lines += _files(result.get("files") or {})
     calls = result.get("tool_calls") or {}
     if isinstance(calls, dict) and calls.get("count"):
-        lines.append(f"tool calls: {calls['count']} ({calls.get('failures', 0)} failed)")
+        failed = calls.get("failures") or 0
+        lines.append(f"tool calls: {calls['count']}" + (f" ({failed} failed)" if failed else ""))
     lines += _approval_lines(approvals)
     if result.get("sandbox_reset"):
         lines.append("note: the sandbox was restarted; variables are gone")

@@ -9,6 +9,7 @@ The two text formats suit models without tool calling (small ones do better with
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from codemode.settings.agent import OutputFormatName
 
 __all__ = [
     "EXECUTE_TOOL",
+    "LISTED_EXECUTE_TOOL",
     "SEARCH_TOOL",
     "FencedCode",
     "JsonEnvelope",
@@ -58,6 +60,13 @@ EXECUTE_TOOL = ToolDefinition(
         "required": ["code"],
     },
 )
+# When the prompt lists every function (a small catalog), search has nothing to add: the code
+# can call help() on any of them.
+LISTED_EXECUTE_TOOL = ToolDefinition(
+    name="execute",
+    description="Run Python in the sandbox; only printed output comes back.",
+    input_schema=EXECUTE_TOOL.input_schema,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +79,14 @@ class OutputFormat(ABC):
     name: OutputFormatName
     # The one-line reminder appended to every correction.
     reminder: str
+    # True when the system prompt lists every function: no search is offered.
+    listed: bool = False
+
+    def for_catalog(self, *, listed: bool) -> OutputFormat:
+        """This format for a catalog the prompt lists whole (``listed``) or one to search."""
+        clone = copy.copy(self)
+        clone.listed = listed
+        return clone
 
     def tools(self) -> tuple[ToolDefinition, ...]:
         return ()
@@ -97,9 +114,14 @@ class NativeTools(OutputFormat):
     )
 
     def tools(self) -> tuple[ToolDefinition, ...]:
-        return (SEARCH_TOOL, EXECUTE_TOOL)
+        return (LISTED_EXECUTE_TOOL,) if self.listed else (SEARCH_TOOL, EXECUTE_TOOL)
 
     def instructions(self) -> str:
+        if self.listed:
+            return (
+                "Plan in a line, then call execute(code). When done, reply without a tool call "
+                "and a line FINAL ANSWER: followed by the answer."
+            )
         return (
             "Work with the tools: search(query) finds functions, execute(code) runs Python. "
             "Write your plan as text before a tool call. When the task is done, reply with no "
@@ -157,6 +179,12 @@ class JsonEnvelope(OutputFormat):
     )
 
     def instructions(self) -> str:
+        if self.listed:
+            return (
+                'Answer with one JSON object only: {"thoughts": "your plan", "code": "Python to '
+                'run"}, or when done {"thoughts": "...", "answer": "the final answer"}. Escape '
+                "newlines in strings as \\n."
+            )
         return (
             "Answer with exactly one JSON object and nothing else: "
             '{"thoughts": "your plan", "code": "the Python to run"}. To look up functions: '
@@ -177,6 +205,11 @@ class FencedCode(OutputFormat):
     )
 
     def instructions(self) -> str:
+        if self.listed:
+            return (
+                "Write a short plan, then one ```python block to run. When done, write FINAL "
+                "ANSWER: followed by the answer."
+            )
         return (
             "Write a short plan, then exactly one ```python code block to run. To look up "
             "functions, write a ```search block with what you need instead. When the task is "
