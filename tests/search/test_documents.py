@@ -89,7 +89,7 @@ def test_a_list_parameter_shows_its_item_shape_in_the_signature():
     document = tool_document(spec, "memory", "create_entities")
     assert document.signature == (
         "create_entities(entities: list[{name: str, entityType: str, observations: list[str]}])"
-        " -> Any"
+        " -> str"
     )
 
 
@@ -131,3 +131,30 @@ def test_dict_shapes_follow_refs_put_required_first_and_stay_on_one_short_line()
     assert "deep: list[dict]," in signature  # the deepest shape that fits 120 characters
     assert "long: dict)" in signature  # no shape fits: the plain type
     assert "\n" not in signature
+
+
+def test_the_search_signature_returns_what_the_stub_declares():
+    import re
+
+    from codemode.stubs.render import render_tool_module
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    specs = [
+        ToolSpec(server="s", name="text_tool", input_schema=schema),  # MCP text: str
+        ToolSpec(server="s", name="json_tool", input_schema=schema, decode_json=True),
+        ToolSpec(
+            server="s",
+            name="typed_tool",
+            input_schema=schema,
+            output_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
+        ),
+    ]
+    for spec in specs:
+        stub = render_tool_module(spec, function_name=spec.name)
+        declared = re.search(r"\) -> (\w+):", stub)
+        assert declared is not None
+        searched = tool_document(spec, "s", spec.name).signature.rsplit(" -> ", 1)[1]
+        # A typed result is a TypedDict class in the stub, a dict in the one-line signature.
+        expected = "dict" if spec.output_schema else declared.group(1)
+        assert searched == expected, spec.name
+    assert tool_document(specs[0], "s", "text_tool").signature.endswith("-> str")

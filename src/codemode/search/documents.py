@@ -153,8 +153,15 @@ def signature(spec: ToolSpec, function: str) -> str:
     shown += [f"{n}=…" for n in optional[:room]]
     if len(optional) > room:
         shown.append("…")
-    returns = _type_hint(spec.output_schema, root) if spec.output_schema else "Any"
-    return f"{function}({', '.join(shown)}) -> {returns}"
+    return f"{function}({', '.join(shown)}) -> {_returns(spec)}"
+
+
+def _returns(spec: ToolSpec) -> str:
+    """The return type as the stub declares it (stubs.render): an MCP tool with no output
+    schema returns its text undecoded, so ``str``."""
+    if spec.output_schema:
+        return _type_hint(spec.output_schema, spec.output_schema)
+    return "str" if spec.source == "mcp" and not spec.decode_json else "Any"
 
 
 def tool_documents(specs: Iterable[ToolSpec]) -> list[ToolDocument]:
