@@ -142,3 +142,20 @@ def test_one_http_client_stack():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout.split()
     assert out == ["httpx2", "1", "300.0", "False"]
+
+
+async def test_an_anyio_process_still_holds_the_event_loops_transport_where_it_is_closed():
+    import anyio
+
+    process = await anyio.open_process([sys.executable, "-c", "pass"])
+    try:
+        transport = getattr(getattr(process, "_process", None), "_transport", None)
+        assert callable(getattr(transport, "close", None)), (
+            "anyio's Process no longer keeps the asyncio transport at _process._transport: "
+            "adapt close_subprocess_transport in src/codemode/sdk_compat.py"
+        )
+        await process.wait()
+        sdk_compat.close_subprocess_transport(process)
+        assert transport.is_closing()  # type: ignore[union-attr]
+    finally:
+        await process.aclose()

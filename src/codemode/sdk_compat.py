@@ -15,6 +15,9 @@ What is touched, and why:
 - ``ServerSession._connection``: the only object that lives exactly as long as one client's
   connection (``ctx.session`` is a new proxy per request); 2025-era clients key their implicit
   session on it (``connection_key``).
+- anyio's ``Process._process._transport``: the event loop's subprocess transport stays open (and
+  warns when collected) while a grandchild of an MCP server holds its pipes; the stdio transport
+  closes it after stopping the server (``close_subprocess_transport``).
 - ``uvicorn.Server.capture_signals``: uvicorn installs its own SIGINT/SIGTERM handlers and
   re-raises the signal after shutdown, killing the process before the engine cleans up
   (``uvicorn_server`` returns a server that leaves signals to its caller).
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MCP_HTTP_READ_TIMEOUT_S",
     "MCP_HTTP_TIMEOUT_S",
+    "close_subprocess_transport",
     "connection_key",
     "mcp_http_client",
     "tolerate_invalid_structured_content",
@@ -149,3 +153,12 @@ def _signal_free_server_class() -> type[uvicorn.Server]:
             yield
 
     return SignalFreeServer
+
+
+def close_subprocess_transport(process: object) -> None:
+    """Close the event loop's transport of an anyio ``Process`` (a no-op where there is none)."""
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with contextlib.suppress(PermissionError):  # re-killing a setuid child
+            close()

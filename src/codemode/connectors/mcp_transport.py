@@ -80,22 +80,22 @@ def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
 async def watched_transport(
     target: StdioTarget | HTTPTarget, stderr: IO[str] | None, lost: asyncio.Event
 ) -> AsyncIterator[TransportStreams]:
-    """The SDK transport, with its read stream watched so the end of it sets ``lost``."""
-    from mcp import StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    """The transport (codemode's own for stdio, the SDK's for HTTP), with its read stream
+    watched so the end of it sets ``lost``."""
     from mcp.client.streamable_http import streamable_http_client
 
+    from codemode.connectors.stdio_transport import stdio_transport
     from codemode.sdk_compat import mcp_http_client
 
     try:
         if isinstance(target, StdioTarget):
-            params = StdioServerParameters(
-                command=target.command,
-                args=list(target.args),
+            async with stdio_transport(
+                target.command,
+                target.args,
                 env=child_environment(target.env),
                 cwd=target.cwd,
-            )
-            async with stdio_client(params, errlog=stderr or sys.stderr) as (read, write):  # type: ignore[arg-type]
+                errlog=stderr or sys.stderr,
+            ) as (read, write):
                 yield _WatchedReadStream(read, lost), write
         else:
             async with (
