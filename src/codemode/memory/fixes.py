@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from codemode.errors import StateStoreError
-from codemode.state.private import private_sqlite
+from codemode.storage.private import private_sqlite
 
 __all__ = ["Fix", "FixMemory", "MemoryFixes", "SQLiteFixes"]
 
