@@ -4,14 +4,20 @@ did (its own CREATE statements and ``user_version``), then opens it."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 from codemode.audit.events import AuditEvent, AuditFilter
 from codemode.audit.sqlite import MIGRATIONS as AUDIT_MIGRATIONS
 from codemode.audit.sqlite import SQLiteAuditLog
+from codemode.catalog.cache import MIGRATIONS as CACHE_MIGRATIONS
+from codemode.catalog.cache import SQLiteDefinitionCache, spec_to_json
 from codemode.state.sqlite import MIGRATIONS as STATE_MIGRATIONS
 from codemode.state.sqlite import SQLiteStore
+from codemode.tools import ToolSpec
+
+SPEC = ToolSpec(server="crm", name="get_lead", description="A lead.", input_schema={})
 
 AUDIT_V1 = """
 CREATE TABLE events (
@@ -95,3 +101,42 @@ def test_a_state_database_from_before_migrations_keeps_its_values(tmp_path: Path
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == len(STATE_MIGRATIONS)
     db.close()
+
+
+def cache_file(path: Path, version: int) -> None:
+    old_file(
+        path,
+        f"""
+        CREATE TABLE definitions (server TEXT PRIMARY KEY, fingerprint TEXT NOT NULL,
+            specs TEXT NOT NULL, updated_at REAL NOT NULL);
+        INSERT INTO definitions VALUES ('crm', 'f1', '{json.dumps([spec_to_json(SPEC)])}', 1.0);
+        PRAGMA user_version = {version};
+        """,
+    )
+
+
+def test_a_definition_cache_of_schema_3_keeps_its_tools(tmp_path: Path) -> None:
+    path = tmp_path / "definitions.sqlite"
+    cache_file(path, 3)
+    cache = SQLiteDefinitionCache(path)
+    assert cache.get("crm", "f1") == [SPEC]
+    cache.close()
+
+
+def test_a_definition_cache_of_an_older_tool_shape_is_listed_again(tmp_path: Path) -> None:
+    path = tmp_path / "definitions.sqlite"
+    cache_file(path, 2)
+    cache = SQLiteDefinitionCache(path)
+    assert cache.get("crm", "f1") is None
+    cache.close()
+
+
+def test_a_newer_codemodes_definition_cache_is_set_aside_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "definitions.sqlite"
+    cache_file(path, len(CACHE_MIGRATIONS) + 1)
+    before = path.read_bytes()
+    cache = SQLiteDefinitionCache(path)
+    assert cache.get("crm", "f1") is None
+    cache.close()
+    [aside] = [p for p in tmp_path.iterdir() if ".corrupt-" in p.name and p.suffix != "-wal"]
+    assert aside.read_bytes() == before

@@ -5,7 +5,8 @@
 - creates the folder (0700) and the file (0600) before SQLite does, and tightens looser modes
   an older version left;
 - connects in autocommit mode with a busy timeout, usable from any thread (callers lock);
-- switches the file to WAL unless it already is, and sets ``synchronous = NORMAL``;
+- switches the file to WAL unless it already is (or the caller wants the rollback journal),
+  and sets ``synchronous = NORMAL``;
 - applies the migrations the file has not had yet, in order, in one ``BEGIN IMMEDIATE``
   transaction, so that of several processes opening a new file at once exactly one migrates;
   the version reached is kept in ``PRAGMA user_version`` and each step (with the codemode
@@ -69,12 +70,14 @@ def open_database(
     what: str,
     busy_timeout_s: float = 15.0,
     deadline_s: float = 30.0,
+    wal: bool = True,
     clock: Callable[[], float] = time.monotonic,
     pause: Callable[[float], None] = time.sleep,
 ) -> sqlite3.Connection:
     """A connection to ``path`` with every migration applied. ``what`` names the store in
-    error messages ("the audit log"). ``clock`` and ``pause`` measure and wait out the
-    deadline (injectable for tests)."""
+    error messages ("the audit log"). ``wal=False`` keeps SQLite's rollback journal (a
+    file with one writer that wants every read to reach the main file). ``clock`` and
+    ``pause`` measure and wait out the deadline (injectable for tests)."""
     latest = latest_version(migrations)
     private_sqlite(path)
     connection = sqlite3.connect(
@@ -82,7 +85,8 @@ def open_database(
     )
     try:
         retry = _Retry(path, what, clock() + deadline_s, deadline_s, clock, pause)
-        if retry(lambda: _journal_mode(connection), "reading its journal mode") != "wal":
+        mode = retry(lambda: _journal_mode(connection), "reading its journal mode")
+        if wal and mode != "wal":
             retry(lambda: _make_wal(connection), "switching it to WAL")
         connection.execute("PRAGMA synchronous = NORMAL")
         if _version(connection) != latest:
