@@ -25,7 +25,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "policy",
         "privacy",
         "config stubs state egress",
-        "connectors search audit",
+        "connectors search audit checkpoints",
         "catalog sandbox",
         "memory checks skills cluster files",
         "engine",
