@@ -237,3 +237,18 @@ def test_processes_racing_to_create_a_file_all_open_it_and_migrate_it_once(
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
     assert db.execute("SELECT count(*) FROM hits").fetchone()[0] == 8
     db.close()
+
+
+def test_the_rollback_journal_is_kept_when_asked(path: Path) -> None:
+    db = open_database(path, [NOTES], what="the notes", wal=False)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    db.close()
+
+
+def test_a_symlink_in_place_of_the_file_is_refused(path: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.sqlite"
+    path.parent.mkdir()
+    path.symlink_to(elsewhere)
+    with pytest.raises(OSError):
+        open_database(path, [NOTES], what="the notes")
+    assert not elsewhere.exists()
