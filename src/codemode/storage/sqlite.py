@@ -111,8 +111,8 @@ class _Retry:
         while True:
             try:
                 return step()
-            except sqlite3.OperationalError as error:
-                if not _busy(error):
+            except (sqlite3.OperationalError, _JournalModeKeptError) as error:
+                if isinstance(error, sqlite3.OperationalError) and not _busy(error):
                     raise
                 if self.clock() >= self.deadline:
                     raise StoreBusyError(
@@ -123,6 +123,10 @@ class _Retry:
                     ) from None
             self.pause(wait)
             wait = min(wait * 2, _LONGEST_PAUSE_S)
+
+
+class _JournalModeKeptError(Exception):
+    """SQLite kept the old journal mode without an error: another connection was in the way."""
 
 
 def _busy(error: sqlite3.OperationalError) -> bool:
@@ -139,7 +143,7 @@ def _journal_mode(connection: sqlite3.Connection) -> str:
 def _make_wal(connection: sqlite3.Connection) -> None:
     mode = str(connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
     if mode != "wal":  # SQLite answers with the old mode when another process is in the way
-        raise sqlite3.OperationalError(f"database is locked (journal mode stayed {mode})")
+        raise _JournalModeKeptError(f"the journal mode stayed {mode}")
 
 
 def _version(connection: sqlite3.Connection) -> int:
