@@ -21,11 +21,11 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
         "errors tools config_model jsonpointer terminal_text sdk_compat hostnames tokens",
-        "settings bridge testing",
+        "settings bridge testing storage",
         "policy",
         "privacy",
         "config stubs state egress",
-        "connectors search audit",
+        "connectors search audit checkpoints",
         "catalog sandbox",
         "memory checks skills cluster files",
         "engine",

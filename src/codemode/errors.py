@@ -22,8 +22,10 @@
     │   │   ├── ReplicaLostError      the replica running a paused execution stopped
     │   │   └── WorkspaceFileError    a workspace file that cannot be served (missing, a link...)
     │   ├── StateStoreError           a state, memory, skill or checkpoint store failed
-    │   │   └── SharedStoreDecryptError a value in the shared store cannot be decrypted (a wrong
-    │   │                             or missing key, changed or moved), or is unencrypted there
+    │   │   ├── SharedStoreDecryptError a value in the shared store cannot be decrypted (a wrong
+    │   │   │                         or missing key, changed or moved), or is unencrypted there
+    │   │   ├── StoreBusyError        a SQLite file stayed locked by other processes too long
+    │   │   └── StoreVersionError     a SQLite file written by a newer codemode (a downgrade)
     │   ├── ModelInstallError         the embedding model could not be fetched, verified or unpacked
     │   ├── ModelError                a model provider failed (after retries) or answered nonsense
     │   │   └── ContextLengthError    the conversation does not fit the model's context window
@@ -72,6 +74,8 @@ __all__ = [
     "SkillNotFoundError",
     "SkillRefusedError",
     "StateStoreError",
+    "StoreBusyError",
+    "StoreVersionError",
     "ToolError",
     "ToolNotFoundError",
     "ToolNotGrantedError",
@@ -233,6 +237,20 @@ class SharedStoreDecryptError(StateStoreError):
     unencrypted although a key is set (or encrypted although none is). Never returned as data."""
 
     code = "shared_store_decrypt"
+
+
+class StoreBusyError(StateStoreError):
+    """A SQLite store could not be opened (its journal mode set, its schema migrated) before
+    the deadline because other processes kept it locked."""
+
+    code = "store_busy"
+
+
+class StoreVersionError(StateStoreError):
+    """A SQLite store has a schema newer than this codemode knows: a newer codemode wrote it.
+    Opening it anyway could corrupt it, so it is refused."""
+
+    code = "store_version"
 
 
 class ModelInstallError(RuntimeFailure):

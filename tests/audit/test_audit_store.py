@@ -138,6 +138,8 @@ def test_concurrent_appends_from_threads(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from codemode.audit import AuditEvent, SQLiteAuditLog
+print("ready", flush=True)
+sys.stdin.readline()  # every writer starts at once
 log = SQLiteAuditLog(sys.argv[1])
 for i in range(int(sys.argv[3])):
     log.append(AuditEvent(float(i), sys.argv[2], "crm", "t", "sha256:0", "allow", 0.0, "ok"))
@@ -147,17 +149,31 @@ log.close()
 
 def test_concurrent_appends_from_processes(tmp_path: Path) -> None:
     path = tmp_path / "audit.sqlite"
-    # The writers race to create the file and its schema, too.
+    # The writers race to create the file and its schema, too: each says when it is ready,
+    # then all are let go at once.
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"p{n}", "150"])
-        for n in range(4)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), f"p{n}", "100"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(8)
     ]
     for writer in writers:
+        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+    for writer in writers:
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.close()
+    for writer in writers:
         assert writer.wait(timeout=60) == 0
+        assert writer.stdout is not None
+        writer.stdout.close()
     with SQLiteAuditLog(path) as log:
-        assert len(log.query(AuditFilter(limit=None))) == 600
-        for n in range(4):
-            assert len(log.query(AuditFilter(session=f"p{n}", limit=None))) == 150
+        assert len(log.query(AuditFilter(limit=None))) == 800
+        for n in range(8):
+            assert len(log.query(AuditFilter(session=f"p{n}", limit=None))) == 100
 
 
 def test_a_garbage_file_is_moved_aside_and_a_new_log_started(tmp_path: Path) -> None:

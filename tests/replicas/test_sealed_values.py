@@ -10,6 +10,7 @@ from typing import Any
 import msgpack
 import pytest
 
+from codemode.checkpoints import Checkpoint, KVCheckpoints
 from codemode.errors import SharedStoreDecryptError
 from codemode.privacy.vault import TokenSource
 from codemode.replicas.audit import shared_digest_key
@@ -17,7 +18,6 @@ from codemode.replicas.connection import SharedRedis
 from codemode.replicas.sealed_store import SealedStore
 from codemode.replicas.sealing import KeySealer, PlainSealer, StoreKey
 from codemode.replicas.vault import SharedVault
-from codemode.skills.checkpoint import Checkpoint, KVCheckpoints
 from codemode.state.redis import RedisStore
 from tests.replicas.conftest import stored_bytes
 

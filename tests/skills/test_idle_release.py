@@ -15,6 +15,7 @@ import pytest
 from mcp import Client
 
 from codemode.catalog.catalog import Catalog
+from codemode.checkpoints import Checkpoint, KVCheckpoints
 from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
@@ -26,7 +27,6 @@ from codemode.policy import PolicySettings
 from codemode.sandbox import Limits, SandboxSettings
 from codemode.sandbox.runner import Sandbox
 from codemode.skills import SkillsSettings
-from codemode.skills.checkpoint import Checkpoint, KVCheckpoints
 
 pytestmark = pytest.mark.anyio
 

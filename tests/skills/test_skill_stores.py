@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from codemode.checkpoints import Checkpoint, CheckpointTools, KVCheckpoints
 from codemode.errors import ToolError
-from codemode.skills.checkpoint import Checkpoint, CheckpointTools, KVCheckpoints
 from codemode.skills.model import Skill
 from codemode.skills.store import FolderSkills, MemorySkills, SkillStore, owner_key
 from codemode.skills.usage import SkillUsage

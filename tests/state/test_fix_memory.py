@@ -11,9 +11,10 @@ from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
-from codemode.memory import MemoryFixes, SQLiteFixes, error_signature
+from codemode.memory import KVFixes, MemoryFixes, error_signature
 from codemode.memory.learning import short_diff
 from codemode.sandbox import Limits, SandboxSettings
+from codemode.state.sqlite import SQLiteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -44,9 +45,8 @@ def test_short_diff_keeps_only_changed_lines() -> None:
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_stores_are_bounded_deduplicated_and_removable(kind: str, tmp_path: Path) -> None:
-    store = (
-        MemoryFixes(per_owner=3) if kind == "memory" else SQLiteFixes(tmp_path / "f", per_owner=3)
-    )
+    state = SQLiteStore(tmp_path / "f")
+    store = MemoryFixes(per_owner=3) if kind == "memory" else KVFixes(state, per_owner=3)
     for n in range(5):
         store.remember("me", f"sig{n}", f"diff{n}")
     store.remember("me", "sig4", "newer")
@@ -60,6 +60,7 @@ def test_stores_are_bounded_deduplicated_and_removable(kind: str, tmp_path: Path
     assert store.forget("me") == 2
     assert store.entries("me") == []
     store.close()
+    state.close()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 from codemode.cli.doctor_checks import check_private_storage
 from codemode.config import CodemodeConfig
 from codemode.config.model import GatewaySettings
-from codemode.memory.fixes import SQLiteFixes
+from codemode.memory import KVFixes
 from codemode.settings.sandbox import PackageSettings, SandboxSettings
 from codemode.state.sqlite import SQLiteStore
 
@@ -59,11 +59,13 @@ def test_an_older_store_readable_by_others_is_tightened_when_opened(tmp_path, op
 
 
 def test_the_fix_memory_is_private_and_tightened_too(tmp_path, open_umask):
-    path = tmp_path / "state" / "fixes.sqlite"
-    SQLiteFixes(path).remember("alice", "sig", "- a\n+ b")
+    path = tmp_path / "state" / "state.sqlite"  # the fix memory lives in the state store
+    store = SQLiteStore(path)
+    KVFixes(store).remember("alice", "sig", "- a\n+ b")
+    store.close()
     assert mode(path) == 0o600 and mode(path.parent) == 0o700
     os.chmod(path, 0o644)
-    SQLiteFixes(path)
+    SQLiteStore(path).close()
     assert mode(path) == 0o600
 
 

@@ -25,13 +25,14 @@ from codemode.audit.events import AuditEvent, AuditFilter, Outcome
 from codemode.audit.rotation import needs_rotation, prune, rotate
 from codemode.policy.outcome import Verdict
 from codemode.settings.audit import AuditSettings
+from codemode.storage.private import private_sqlite
+from codemode.storage.sqlite import Migration, open_database
 
-__all__ = ["SQLiteAuditLog"]
+__all__ = ["MIGRATIONS", "SQLiteAuditLog"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
 #: Appends between two checks of the file's size and age.
 _ROTATION_CHECK_EVERY = 256
 _BUSY_TIMEOUT_S = 15.0
@@ -40,8 +41,12 @@ _COLUMNS = (
     "time, session, server, tool, args_digest, decision, duration_ms, outcome, error_code, "
     "message, rule, count"
 )
-_CREATE = (
-    """CREATE TABLE IF NOT EXISTS events (
+MIGRATIONS = (
+    Migration(
+        1,
+        "append-only events",
+        (
+            """CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     time REAL NOT NULL,
     session TEXT NOT NULL,
@@ -53,44 +58,22 @@ _CREATE = (
     outcome TEXT NOT NULL,
     error_code TEXT,
     message TEXT NOT NULL,
-    rule TEXT,
-    count INTEGER NOT NULL DEFAULT 1
+    rule TEXT
 )""",
-    "CREATE INDEX IF NOT EXISTS events_time ON events (time)",
-    "CREATE INDEX IF NOT EXISTS events_session ON events (session, id)",
-    """CREATE TRIGGER IF NOT EXISTS events_append_only_update BEFORE UPDATE ON events
+            "CREATE INDEX IF NOT EXISTS events_time ON events (time)",
+            "CREATE INDEX IF NOT EXISTS events_session ON events (session, id)",
+            """CREATE TRIGGER IF NOT EXISTS events_append_only_update BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END""",
-    """CREATE TRIGGER IF NOT EXISTS events_append_only_delete BEFORE DELETE ON events
+            """CREATE TRIGGER IF NOT EXISTS events_append_only_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END""",
+        ),
+    ),
+    Migration(
+        2,
+        "repeated events counted",
+        ("ALTER TABLE events ADD COLUMN count INTEGER NOT NULL DEFAULT 1",),
+    ),
 )
-# From each older version to the next.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: ("ALTER TABLE events ADD COLUMN count INTEGER NOT NULL DEFAULT 1",),
-}
-
-
-def _upgrade(connection: sqlite3.Connection) -> None:
-    """Create or migrate the schema, once, whichever process gets there first."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        if version == 0:
-            statements: tuple[str, ...] = _CREATE
-        else:
-            statements = tuple(
-                statement
-                for step in range(version, SCHEMA_VERSION)
-                for statement in _MIGRATIONS.get(step, ())
-            )
-        for statement in statements:
-            connection.execute(statement)
-        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        connection.execute("COMMIT")
-    except BaseException:
-        if connection.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                connection.execute("ROLLBACK")
-        raise
 
 
 def _is_corruption(error: sqlite3.DatabaseError) -> bool:
@@ -256,28 +239,14 @@ class SQLiteAuditLog:
             if not self._replaced():
                 return self._connection
             self._disconnect()
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # Created here (not by SQLite) so that only the owner can read it.
-        descriptor = os.open(self.path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
-        try:
-            stat = os.fstat(descriptor)
-        finally:
-            os.close(descriptor)
-        # Known before connecting, so that recovery from a file that is corrupt from the start
-        # moves aside this file and never a fresh one another process put in its place.
+        # Created (0600) and known before connecting, so that recovery from a file that is
+        # corrupt from the start moves aside this file and never a fresh one another process
+        # put in its place.
+        stat = private_sqlite(self.path).stat()
         self._identity = (stat.st_dev, stat.st_ino)
-        connection = sqlite3.connect(
-            self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        connection = open_database(
+            self.path, MIGRATIONS, what="the audit log", busy_timeout_s=_BUSY_TIMEOUT_S
         )
-        try:
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            version = connection.execute("PRAGMA user_version").fetchone()[0]
-            if version < SCHEMA_VERSION:
-                _upgrade(connection)
-        except BaseException:
-            connection.close()
-            raise
         self._connection = connection
         return connection
 

@@ -18,9 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from codemode.errors import StoreVersionError
+from codemode.storage.sqlite import Migration, open_database
 from codemode.tools import ToolSpec
 
 __all__ = [
+    "MIGRATIONS",
     "DefinitionCache",
     "MemoryDefinitionCache",
     "SQLiteDefinitionCache",
@@ -30,7 +33,20 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SCHEMA_VERSION = 3  # 2: ToolSpec.tags; 3: ToolSpec.open_world
+# A step that changes ToolSpec clears the cached tools: they are listed again once.
+MIGRATIONS = (
+    Migration(
+        1,
+        "definitions",
+        (
+            "CREATE TABLE IF NOT EXISTS definitions ("
+            " server TEXT PRIMARY KEY, fingerprint TEXT NOT NULL,"
+            " specs TEXT NOT NULL, updated_at REAL NOT NULL)",
+        ),
+    ),
+    Migration(2, "ToolSpec.tags", ("DELETE FROM definitions",)),
+    Migration(3, "ToolSpec.open_world", ("DELETE FROM definitions",)),
+)
 _SPEC_FIELDS = frozenset(field.name for field in dataclasses.fields(ToolSpec))
 
 
@@ -88,27 +104,21 @@ class SQLiteDefinitionCache:
         self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             return self._connect()
-        except sqlite3.DatabaseError as error:
+        except (sqlite3.DatabaseError, StoreVersionError) as error:
+            # A newer codemode's cache too: set aside (never rewritten) and rebuilt.
             self._move_aside(error)
             return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
+        # The rollback journal, not WAL: every read reaches the file, so a damaged file is
+        # noticed at once and the cache rebuilt.
+        db = open_database(
+            self.path, MIGRATIONS, what="the definition cache", busy_timeout_s=5.0, wal=False
+        )
         try:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, _SCHEMA_VERSION):
-                db.execute("DROP TABLE IF EXISTS definitions")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS definitions ("
-                " server TEXT PRIMARY KEY, fingerprint TEXT NOT NULL,"
-                " specs TEXT NOT NULL, updated_at REAL NOT NULL)"
-            )
-            db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
             db.execute("SELECT count(*) FROM definitions").fetchone()
-            db.commit()
         except sqlite3.DatabaseError:
             db.close()
             raise

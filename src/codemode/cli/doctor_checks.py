@@ -229,7 +229,7 @@ def check_state(config: CodemodeConfig) -> Check:
 def check_private_storage(config: CodemodeConfig) -> Check:
     """State, the package cache and approvals: nothing another local user can read or enter."""
     from codemode.sandbox.packages import cache_root
-    from codemode.state.private import loose_paths
+    from codemode.storage.private import loose_paths
 
     roots = [config.gateway.state_dir.expanduser(), cache_root(config.sandbox.packages)]
     loose = [found for root in roots for found in loose_paths(root)]

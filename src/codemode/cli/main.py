@@ -95,7 +95,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from codemode.state.private import restrict_umask
+    from codemode.storage.private import restrict_umask
 
     # State, caches and approvals hold one user's data: nothing created is readable by others.
     previous = restrict_umask()

@@ -139,7 +139,7 @@ _PREVIEW_CHARS = 160
 
 
 def _spill(directory: Path, approval_id: str, text: str) -> Path:
-    from codemode.state.private import private_dir
+    from codemode.storage.private import private_dir
 
     private_dir(directory)  # tightened if an older version left it readable
     path = directory / f"{approval_id}.json"

@@ -46,7 +46,7 @@ from codemode.engine.workspace import WorkspaceFiles
 from codemode.errors import SandboxError, SessionError, UnknownSessionError
 from codemode.files import WorkspaceFile, WorkspaceListing
 from codemode.files.access import READ_LIMIT
-from codemode.memory.fixes import FixMemory, SQLiteFixes
+from codemode.memory import FixMemory, open_fixes
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.backends import SandboxBackend
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
@@ -182,7 +182,7 @@ class Codemode:
         self.state_store = await anyio.to_thread.run_sync(
             open_state_store, self.config.state, state_dir
         )
-        self.fix_memory = await anyio.to_thread.run_sync(SQLiteFixes, state_dir / "fixes.sqlite")
+        self.fix_memory = await anyio.to_thread.run_sync(open_fixes, self.state_store, state_dir)
         self.shapes = await anyio.to_thread.run_sync(ShapeBook, state_dir / SHAPES_FILE)
         self._invoker = CatalogInvoker(self.catalog, asyncio.get_running_loop())
         assert self.sandboxes is not None and self.state_store is not None

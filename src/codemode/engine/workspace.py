@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from codemode.checkpoints import Checkpoint, archive_entries, archive_file
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.threads import WorkerThreads
@@ -12,7 +13,6 @@ from codemode.engine.views import CatalogViews
 from codemode.errors import SessionError, WorkspaceFileError
 from codemode.files import WorkspaceFile, WorkspaceListing, list_workspace, read_workspace_file
 from codemode.files.access import MAX_ENTRIES, READ_LIMIT, WorkspaceEntry, check_path, mime_type
-from codemode.skills.checkpoint import Checkpoint, archive_entries, archive_file
 
 if TYPE_CHECKING:
     from codemode.skills.runtime import SkillsRuntime

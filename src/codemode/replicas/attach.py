@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from codemode.checkpoints import KVCheckpoints
 from codemode.engine.approvals import ApprovalBroker
 from codemode.engine.parts import SessionParts, Wiring, registry_for
 from codemode.engine.registry import SessionRegistry
@@ -20,7 +21,6 @@ from codemode.replicas.registry import SharedSessionRegistry
 from codemode.replicas.sealed_store import SealedStore
 from codemode.replicas.sealing import Sealer
 from codemode.replicas.stores import RedisSessionStores
-from codemode.skills.checkpoint import KVCheckpoints
 from codemode.state.redis import RedisStore
 
 if TYPE_CHECKING:

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codemode.bridge.host import ToolAccess, ToolInvoker
-from codemode.sandbox.layout import WORKSPACE
-from codemode.sandbox.provider import SandboxProvider, SessionSandbox
-from codemode.skills.checkpoint import (
+from codemode.checkpoints import (
     Checkpoint,
     CheckpointStore,
     CheckpointTools,
     KVCheckpoints,
 )
+from codemode.sandbox.layout import WORKSPACE
+from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.skills.library import SkillHit, SkillLibrary
 from codemode.skills.model import Skill
 from codemode.skills.session import KeepingSandbox, SkillTester, SkillTools

@@ -18,16 +18,16 @@ from typing import Any
 
 from codemode.bridge.host import NO_TOOLS, ModuleProvider, ModuleSource, ToolAccess, ToolInvoker
 from codemode.bridge.router import BuiltinRouter
-from codemode.errors import SkillRefusedError, ToolError
-from codemode.sandbox.provider import SandboxProvider, SessionSandbox
-from codemode.sandbox.result import ExecutionResult
-from codemode.sandbox.runner import OutputCallback
-from codemode.skills.checkpoint import (
+from codemode.checkpoints import (
     CHECKPOINT_SERVER,
     RESTORE_PROGRAM,
     TAKE_PROGRAM,
     CheckpointTools,
 )
+from codemode.errors import SkillRefusedError, ToolError
+from codemode.sandbox.provider import SandboxProvider, SessionSandbox
+from codemode.sandbox.result import ExecutionResult
+from codemode.sandbox.runner import OutputCallback
 from codemode.skills.guest_code import test_program
 from codemode.skills.library import SkillLibrary
 from codemode.skills.model import Skill

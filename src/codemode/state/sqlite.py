@@ -1,6 +1,6 @@
-"""``SQLiteStore``: the durable tier by default (one file, WAL, safe across threads). The file
-and its directory are its owner's only (0600/0700), tightened when an older version left them
-readable to others."""
+"""``SQLiteStore``: the durable tier by default (one file, WAL, safe across threads and
+processes). The file and its directory are its owner's only (0600/0700), tightened when an
+older version left them readable to others (``codemode.storage.open_database``)."""
 
 from __future__ import annotations
 
@@ -10,30 +10,34 @@ import time
 from pathlib import Path
 
 from codemode.errors import StateStoreError
-from codemode.state.private import private_sqlite
 from codemode.state.store import StoredValue
+from codemode.storage.sqlite import Migration, open_database
 
-__all__ = ["SQLiteStore"]
+__all__ = ["MIGRATIONS", "SQLiteStore"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS kv (
+# Step 1 is the schema of the versions before migrations (user_version 0): it creates nothing
+# on their files, which then carry on from here.
+MIGRATIONS = (
+    Migration(
+        1,
+        "key-value table",
+        (
+            """CREATE TABLE IF NOT EXISTS kv (
     key TEXT PRIMARY KEY,
     data BLOB NOT NULL,
     expires_at REAL
-);
-CREATE INDEX IF NOT EXISTS kv_expiry ON kv (expires_at) WHERE expires_at IS NOT NULL;
-"""
+)""",
+            "CREATE INDEX IF NOT EXISTS kv_expiry ON kv (expires_at) WHERE expires_at IS NOT NULL",
+        ),
+    ),
+)
 
 
 class SQLiteStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            private_sqlite(path)
-            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            self._db = open_database(path, MIGRATIONS, what="the state database")
         except (OSError, sqlite3.Error) as error:
             raise StateStoreError(
                 f"cannot open the state database {path}: {error}",

@@ -1,4 +1,4 @@
-"""Session checkpoints: a session's files (and the variables it keeps) in the durable tier.
+"""Taking and restoring a checkpoint: the ``_checkpoint`` server and the sandbox programs.
 
 The host never reads the workspace. After an execution, a short host-written program runs in
 the sandbox, builds a tar of the workspace itself (regular files and folders only, links never
@@ -14,87 +14,22 @@ import io
 import keyword
 import tarfile
 import time
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-import msgpack
-
+from codemode.checkpoints.store import Checkpoint, CheckpointStore
 from codemode.errors import StateStoreError, ToolError
-from codemode.state.store import KeyValueStore
 from codemode.tools import ToolCall
 
 __all__ = [
     "CHECKPOINT_SERVER",
-    "Checkpoint",
-    "CheckpointStore",
+    "RESTORE_PROGRAM",
+    "TAKE_PROGRAM",
     "CheckpointTools",
-    "KVCheckpoints",
     "archive_entries",
     "archive_file",
 ]
 
 CHECKPOINT_SERVER = "_checkpoint"
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    owner: str
-    taken_at: float
-    archive: bytes = b""
-    files: tuple[str, ...] = ()
-    variables: dict[str, bytes] = field(default_factory=dict)
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "files": list(self.files),
-            "variables": sorted(self.variables),
-            "taken_at": self.taken_at,
-        }
-
-
-class CheckpointStore(Protocol):
-    def put(self, handle: str, checkpoint: Checkpoint, *, expires_at: float) -> None: ...
-
-    def get(self, handle: str) -> Checkpoint | None: ...
-
-    def delete(self, handle: str) -> None: ...
-
-
-class KVCheckpoints:
-    """Checkpoints in any ``KeyValueStore`` (SQLite durable tier by default; a ``MemoryStore``
-    for tests), one key per session, expiring with it."""
-
-    def __init__(self, store: KeyValueStore) -> None:
-        self.store = store
-
-    def put(self, handle: str, checkpoint: Checkpoint, *, expires_at: float) -> None:
-        data = msgpack.packb(
-            {
-                "owner": checkpoint.owner,
-                "taken_at": checkpoint.taken_at,
-                "archive": checkpoint.archive,
-                "files": list(checkpoint.files),
-                "variables": checkpoint.variables,
-            },
-            use_bin_type=True,
-        )
-        self.store.set(f"ckpt:{handle}", data, expires_at=expires_at)
-
-    def get(self, handle: str) -> Checkpoint | None:
-        found = self.store.get(f"ckpt:{handle}")
-        if found is None:
-            return None
-        raw = msgpack.unpackb(found.data, raw=False)
-        return Checkpoint(
-            owner=raw["owner"],
-            taken_at=raw["taken_at"],
-            archive=raw["archive"],
-            files=tuple(raw["files"]),
-            variables=dict(raw["variables"]),
-        )
-
-    def delete(self, handle: str) -> None:
-        self.store.delete(f"ckpt:{handle}")
 
 
 class CheckpointTools:
