@@ -136,10 +136,15 @@ async def test_no_tool_call_starts_after_a_cancel(engine: Codemode, desk: Desk) 
     opened = await engine.execute("from servers import desk")
     assert opened.session is not None
     code = (
-        "import time\ntry:\n    desk.signal_ready()\n    time.sleep(120)\n"
-        "except BaseException:\n    pass\ndesk.place_order(item='after the cancel')\n"
+        "import time\ntry:\n    desk.signal_ready()\n    print('started', flush=True)\n"
+        "    time.sleep(120)\nexcept BaseException:\n    pass\n"
+        "desk.place_order(item='after the cancel')\n"
     )
-    await _cancel_when_ready(engine, desk, code, opened.session)
+    # Cancelled once the code has read signal_ready's reply (it printed after it), so the
+    # interrupt is what it swallows. Cancelled while that call is still in flight, the call
+    # is abandoned instead: the code swallows its ToolError, and the interrupt then stops it
+    # at the refused place_order (a different path, which the other tests cover).
+    await _cancel_when_ready(engine, desk, code, opened.session, printed=b"started")
     after = await _next(engine, "print('next')", opened.session)
     assert after.stdout == "next\n", after.render_text()
     assert desk.orders == []

@@ -93,6 +93,77 @@ def test_a_running_session_stays_counted_and_a_dead_replicas_sessions_lapse(
     assert y.create("s_5", "alice", "alice", 2).status == "ok"
 
 
+def test_a_released_session_leaves_the_count_and_rejoins_it_unless_the_quota_is_full(
+    redis: SharedRedis,
+) -> None:
+    x = SessionDirectory(redis, "rx", lease_s=30, idle_s=60)
+    y = SessionDirectory(redis, "ry", lease_s=30, idle_s=60)
+    assert x.create("s_1", "alice", "alice", 2).status == "ok"
+    assert x.create("s_2", "alice", "alice", 2).status == "ok"
+    x.release("s_1", "alice")
+    assert y.create("s_3", "alice", "alice", 2).status == "full"
+    assert x.uncount("s_1", "alice")  # released on x: its place is free on y
+    assert y.client_sessions("alice") == 1
+    # Releasing the lease again, or renewing it, does not count a released session.
+    x.release("s_1", "alice")
+    assert x.renew(["s_2"], {"s_2": "alice"}) == []
+    assert y.client_sessions("alice") == 1
+    assert y.create("s_3", "alice", "alice", 2).status == "ok"
+    # Resumed (on y), it finds the quota full: refused, naming what holds it.
+    taken = y.claim("s_1", "alice")
+    assert (taken.status, taken.client, taken.released) == ("ok", "alice", True)
+    refused = y.rejoin("s_1", "alice", 2)
+    assert (refused.status, refused.held, sorted(refused.holding)) == ("full", 2, ["s_2", "s_3"])
+    assert y.client_sessions("alice") == 2
+    y.forget("s_3")
+    assert y.rejoin("s_1", "alice", 2).status == "ok"
+    assert y.client_sessions("alice") == 2
+    # Counted again: releasing its lease keeps its place, as for any idle session.
+    y.release("s_1", "alice")
+    assert x.create("s_4", "alice", "alice", 2).status == "full"
+
+
+def test_only_the_replica_that_ran_a_session_last_can_free_its_place(
+    redis: SharedRedis,
+) -> None:
+    x = SessionDirectory(redis, "rx", lease_s=30, idle_s=60)
+    y = SessionDirectory(redis, "ry", lease_s=30, idle_s=60)
+    assert x.create("s_1", "alice", "alice", 1).status == "ok"
+    x.release("s_1", "alice")
+    assert y.claim("s_1", "alice").status == "ok"  # moved to y; x keeps a stale copy
+    assert not x.uncount("s_1", "alice")  # x releasing its stale copy frees nothing
+    assert y.create("s_2", "alice", "alice", 1).status == "full"
+
+
+def test_replicas_racing_for_a_place_freed_by_a_release_take_it_once(
+    redis: SharedRedis,
+) -> None:
+    x = SessionDirectory(redis, "rx", lease_s=30, idle_s=60)
+    y = SessionDirectory(redis, "ry", lease_s=30, idle_s=60)
+    assert x.create("s_old", "alice", "alice", 1).status == "ok"
+    x.release("s_old", "alice")
+    assert x.uncount("s_old", "alice")
+    assert x.claim("s_old", "alice").status == "ok"
+    start = threading.Barrier(2)
+    answers: dict[str, str] = {}
+
+    def rejoin() -> None:
+        start.wait(10)
+        answers["rejoin"] = x.rejoin("s_old", "alice", 1).status
+
+    def create() -> None:
+        start.wait(10)
+        answers["create"] = y.create("s_new", "alice", "alice", 1).status
+
+    threads = [threading.Thread(target=rejoin), threading.Thread(target=create)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(answers.values()) == ["full", "ok"]
+    assert x.client_sessions("alice") == 1
+
+
 # --- two engines ----------------------------------------------------------------------------
 
 
@@ -243,3 +314,33 @@ async def test_a_store_outage_refuses_new_sessions_with_the_store_error(
         assert a.registry is not None and len(a.registry) == 0
         redis_server.start()
         await _open(a)
+
+
+@pytest.mark.anyio
+async def test_a_session_released_on_a_frees_its_place_for_b_and_rejoins_when_resumed(
+    redis_server: Any, crm: Crm, tmp_path: Path
+) -> None:
+    engines = _engines(redis_server, crm, tmp_path, max_sessions_per_client=2)
+    async with engines[0] as a, engines[1] as b:
+        keep = "from state import keep\nx = 41\nkeep('x')\nprint('first')"
+        released = await a.execute(keep, client="alice")
+        assert released.session is not None
+        await _open(a)
+        await _assert_refused(b)
+        assert a.shared is not None and a.registry is not None
+        registry = a.registry
+        # Released on A (what idle release and a 2025 connection's end do): B gets its place.
+        assert await anyio.to_thread.run_sync(registry.release_now, released.session)
+        assert a.shared.registry.directory.client_sessions("alice") == 1
+        third = await _open(b)
+        # Resumed now, it needs a place again: the quota is full, and the refusal names
+        # the sessions that hold it and how to free one.
+        with pytest.raises(SessionQuotaError, match=ACROSS) as refused:
+            await b.execute("print(x + 1)", session=released.session, client="alice")
+        assert third[:12] in str(refused.value)
+        assert "closed on any replica" in str(refused.value.fix)
+        assert "once released" in str(refused.value.fix)
+        assert await b.close_session(third)
+        resumed = await b.execute("print(x + 1)", session=released.session, client="alice")
+        assert (resumed.status, resumed.stdout) == ("ok", "42\n"), resumed.render_text()
+        await _assert_refused(a)  # counted again: two places taken

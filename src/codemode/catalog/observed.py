@@ -26,6 +26,7 @@ from typing import Any
 
 from codemode.bridge.host import ToolInvoker
 from codemode.catalog.shapes import Shape, merge_shapes, render_shape, shape_of
+from codemode.state.private import private_dir
 from codemode.tools import ToolCall, ToolSpec
 
 __all__ = ["SHAPES_FILE", "ShapeBook", "ShapeRecorder"]
@@ -137,7 +138,7 @@ class ShapeBook:
     def _save(self, snapshot: dict[str, Any]) -> None:
         assert self.path is not None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
             fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".shapes-")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(snapshot, handle, separators=(",", ":"))

@@ -19,7 +19,6 @@ import os
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from codemode.connectors.base import BaseConnector, ToolsChangedCallback
@@ -30,6 +29,7 @@ from codemode.connectors.mcp_transport import (
     child_environment,
     watched_transport,
 )
+from codemode.connectors.tether import tethered_pid
 from codemode.errors import UpstreamUnavailableError
 from codemode.tools import AnnotationsDefault, ToolResult, ToolSpec
 
@@ -410,29 +410,15 @@ class _Connection:
         return text + (f"; its stderr ends with: {tail}" if tail else "")
 
     def find_pid(self) -> int | None:
-        """The direct child whose stderr is our capture file (Linux /proc)."""
+        """The stdio server's process id (Linux /proc): the tether's child, both writing
+        their stderr to our capture file."""
         if self._pid is not None or self._stderr is None or self.lost.is_set():
             return self._pid if not self.lost.is_set() else None
         try:
             ours = os.fstat(self._stderr.fileno())
         except (OSError, ValueError):
             return None
-        me = os.getpid()
-        with contextlib.suppress(OSError):
-            for entry in os.scandir("/proc"):
-                if not entry.name.isdigit():
-                    continue
-                try:
-                    with open(f"/proc/{entry.name}/stat", encoding="ascii") as stat:  # noqa: PTH123
-                        ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-                    if ppid != me:
-                        continue
-                    theirs = Path(f"/proc/{entry.name}/fd/2").stat()
-                except (OSError, ValueError, IndexError):
-                    continue
-                if (theirs.st_dev, theirs.st_ino) == (ours.st_dev, ours.st_ino):
-                    self._pid = int(entry.name)
-                    break
+        self._pid = tethered_pid((ours.st_dev, ours.st_ino))
         return self._pid
 
 

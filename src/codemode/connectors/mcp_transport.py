@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
+import shutil
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from codemode.connectors.tether import tethered_argv
 
 if TYPE_CHECKING:
     from codemode.sdk_compat import TransportStreams
@@ -76,6 +81,21 @@ def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def _check_command(target: StdioTarget, env: Mapping[str, str]) -> None:
+    """``FileNotFoundError`` (or ``PermissionError``) when the server's command cannot be
+    run, as starting it directly would raise (the tether, started instead, would only exit)."""
+    command = target.command
+    if os.sep in command:
+        path = Path(target.cwd or "") / command
+        if path.is_file() and not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
+        found = path.is_file()
+    else:
+        found = shutil.which(command, path=env.get("PATH", os.environ.get("PATH"))) is not None
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+
+
 @contextlib.asynccontextmanager
 async def watched_transport(
     target: StdioTarget | HTTPTarget, stderr: IO[str] | None, lost: asyncio.Event
@@ -89,12 +109,12 @@ async def watched_transport(
 
     try:
         if isinstance(target, StdioTarget):
+            env = child_environment(target.env)
+            _check_command(target, env)
+            # Tethered: the server (and its process group) never outlives this gateway.
+            tether, *argv = tethered_argv(target.command, list(target.args))
             async with stdio_transport(
-                target.command,
-                target.args,
-                env=child_environment(target.env),
-                cwd=target.cwd,
-                errlog=stderr or sys.stderr,
+                tether, argv, env=env, cwd=target.cwd, errlog=stderr or sys.stderr
             ) as (read, write):
                 yield _WatchedReadStream(read, lost), write
         else:

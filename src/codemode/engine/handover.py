@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -64,11 +63,6 @@ class SharedStore(Protocol):
     @property
     def checkpoints(self) -> KeyValueStore:
         """Where session checkpoints live, for every replica."""
-        ...
-
-    @property
-    def default_sessions(self) -> MutableMapping[str, str]:
-        """Each identified client's default session (its calls without a handle)."""
         ...
 
     def close(self) -> None: ...

@@ -27,7 +27,7 @@ from typing import Literal, NoReturn
 from codemode.engine.session import Session
 from codemode.errors import SessionQuotaError, UnknownSessionError
 
-__all__ = ["SessionFactory", "SessionRegistry", "SessionState", "new_handle"]
+__all__ = ["SessionFactory", "SessionRegistry", "SessionState", "holds_because", "new_handle"]
 
 # Builds the session for a new handle (its sandbox and chain of wrappers).
 SessionFactory = Callable[[str, str | None], Session]
@@ -149,17 +149,26 @@ class SessionRegistry:
 
     def _client_quota_full(self, holding: list[Session]) -> SessionQuotaError:
         shown = sorted(holding, key=lambda record: record.last_used)
-        listed = "; ".join(f"{record.handle[:12]}... {_holds_because(record)}" for record in shown)
+        return self.quota_refusal(
+            f"this client's {len(holding)} sessions hold its quota",
+            [(record.handle, holds_because(record)) for record in shown],
+        )
+
+    def quota_refusal(
+        self, what: str, held: list[tuple[str, str]], *, elsewhere: str = ""
+    ) -> SessionQuotaError:
+        """A client at its quota: ``what`` holds it, each ``held`` session (handle, what it
+        does), how to free a place (``elsewhere``: how sessions elsewhere free theirs)."""
+        listed = "; ".join(f"{handle[:12]}... {why}" for handle, why in held)
         if not self.evict_idle:
             free = "set gateway.idle_release_s so idle sessions give their place back"
         else:
             free = "a session gives its place back once released (idle, its checkpoint saved)"
         return SessionQuotaError(
-            f"this client's {len(holding)} sessions hold its quota "
-            f"(gateway.max_sessions_per_client = {self.max_per_client}): {listed}",
+            f"{what} (gateway.max_sessions_per_client = {self.max_per_client}): {listed}",
             fix="let a running session finish or cancel its call, answer a paused one's "
             "approval (approve), or pass the `session` handle from an earlier result to reuse "
-            f"one; {free}, or raise gateway.max_sessions_per_client",
+            f"one; {free}{elsewhere}, or raise gateway.max_sessions_per_client",
         )
 
     def resume(self, handle: str, owner: str | None) -> Session:
@@ -473,7 +482,8 @@ def new_handle() -> str:
     return "s_" + secrets.token_urlsafe(18)
 
 
-def _holds_because(record: Session) -> str:
+def holds_because(record: Session) -> str:
+    """What a session holding a place in its client's quota is doing."""
     if record.paused is not None:
         return "waiting for an approval"
     if record.busy:

@@ -6,12 +6,12 @@ the host, and written below ``destination`` only: paths are checked, links never
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from codemode.errors import CodemodeError
 from codemode.files.access import WorkspaceFile, WorkspaceListing, check_path
+from codemode.state.private import new_private_dirs, private_open
 
 if TYPE_CHECKING:
     from codemode.sandbox.result import ExecutionResult
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_SAVED", "WorkspaceReader", "changed_files", "save_files", "save_workspace"]
 
 MAX_SAVED = 50
-_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class WorkspaceReader(Protocol):
@@ -52,12 +51,11 @@ async def save_files(
             saved[path] = error.message
             continue
         target = destination.joinpath(*parts)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        new_private_dirs(target.parent)
         if target.parent.resolve() != destination.resolve().joinpath(*parts[:-1]):
             saved[path] = "its folder is a link on this machine"
             continue
-        fd = os.open(target, _WRITE_FLAGS, 0o644)
-        with os.fdopen(fd, "wb") as out:
+        with private_open(target) as out:
             out.write(found.data)
         saved[path] = target
     return saved

@@ -33,6 +33,7 @@ from codemode.gateway.web.console import OperatorConsole
 from codemode.gateway.web.ledger import TokenLedger, definition_tokens
 from codemode.gateway.web.links import ApprovalLinks
 from codemode.sdk_compat import uvicorn_server
+from codemode.state.private import restrict_umask
 
 __all__ = ["serve"]
 
@@ -54,7 +55,24 @@ async def serve(
 ) -> None:
     """Serve until SIGTERM/SIGINT. Over HTTP every request needs a bearer token (``tokens``,
     config or ``CODEMODE_TOKENS``; else one is generated and printed; or an OAuth access token
-    with ``[gateway.oauth]``) unless ``insecure_allow_anonymous``."""
+    with ``[gateway.oauth]``) unless ``insecure_allow_anonymous``. Serving owns the process:
+    what it and its children create is its owner's only (a private umask, restored after)."""
+    previous = restrict_umask()
+    try:
+        await _serve(config, transport, host, port, openapi_specs, tokens, insecure_allow_anonymous)
+    finally:
+        os.umask(previous)
+
+
+async def _serve(
+    config: CodemodeConfig,
+    transport: Transport,
+    host: str,
+    port: int,
+    openapi_specs: Sequence[Path],
+    tokens: Sequence[str],
+    insecure_allow_anonymous: bool,
+) -> None:
     names = ", ".join(config.servers) or "none"
     print(f"codemode: starting tool servers ({names}) and sandboxes...", file=sys.stderr)
     async with Codemode(config, openapi_specs=openapi_specs) as engine:

@@ -13,7 +13,6 @@ from codemode.engine.registry import SessionRegistry
 from codemode.replicas.approvals import ApprovalRecords, SharedApprovalBroker
 from codemode.replicas.audit import RedisAuditLog, shared_digest_key
 from codemode.replicas.connection import SharedRedis
-from codemode.replicas.defaults import SharedDefaultSessions
 from codemode.replicas.directory import SessionDirectory
 from codemode.replicas.keys import KEY_ENV, store_sealer
 from codemode.replicas.link import ReplicaLink
@@ -44,8 +43,6 @@ class SharedState:
     digest_key: bytes
     checkpoints: SealedStore
     link: ReplicaLink
-    # Each identified client's default session (its calls without a handle).
-    default_sessions: SharedDefaultSessions
 
     @property
     def replica(self) -> str:
@@ -163,7 +160,6 @@ def _share(
         wait_limit_s=approvals.wait_limit_s,
         sealer=sealer,
     )
-    defaults = SharedDefaultSessions(redis, ttl_s=idle_s)
     return SharedState(
         redis,
         registry,
@@ -173,5 +169,4 @@ def _share(
         digest_key,
         checkpoints,
         link,
-        defaults,
     )

@@ -14,6 +14,11 @@ renewed), so a session counts until it is closed (``forget``) or its entry expir
 replica's too. Opening checks the count and adds the handle in the script that creates the
 entry; the set itself expires with its last member. A session that moves keeps its handle,
 so it counts once; the replica that claims it learns its client from the entry.
+
+A released session (its sandbox checkpointed and stopped while idle) holds no place, as on a
+lone gateway: ``uncount`` marks its entry ``released`` and takes it out of the set (nothing
+counts it again while the mark stays), and ``rejoin``, before it runs code again on any
+replica, clears the mark and adds it back, checking the quota in the same script.
 """
 
 from __future__ import annotations
@@ -27,15 +32,27 @@ from codemode.replicas.connection import SharedRedis
 __all__ = ["Claim", "SessionDirectory", "owner_tag"]
 
 # The server's clock in ms, and the client's count: ``count(set, entry, handle, idle)`` pushes
-# ``handle``'s lapse back to idle ms from now while its entry exists (a closed session is not
-# counted again).
+# ``handle``'s lapse back to idle ms from now while its entry exists and is not marked released
+# (a closed or released session is not counted again). ``full(set, quota, handle)``: the
+# answer refusing a new place when the client holds ``quota`` (-1: none), else nil.
 _COUNT = """
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local function count(set, entry, handle, idle)
   if redis.call('EXISTS', entry) == 0 then return end
+  if redis.call('HGET', entry, 'released') == '1' then return end
   redis.call('ZADD', set, now + tonumber(idle), handle)
   redis.call('PEXPIRE', set, idle)
+end
+local function full(set, quota, handle)
+  redis.call('ZREMRANGEBYSCORE', set, '-inf', now)
+  local sessions = redis.call('ZCARD', set)
+  if tonumber(quota) < 0 or sessions < tonumber(quota) or redis.call('ZSCORE', set, handle) then
+    return nil
+  end
+  local answer = {'full', '', sessions}
+  for _, held in ipairs(redis.call('ZRANGE', set, 0, -1)) do table.insert(answer, held) end
+  return answer
 end
 """
 
@@ -49,7 +66,8 @@ redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
 local last = redis.call('HGET', KEYS[1], 'holder') or ''
 redis.call('HSET', KEYS[1], 'holder', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {'ok', last, 0, redis.call('HGET', KEYS[1], 'client') or ''}
+local client = redis.call('HGET', KEYS[1], 'client') or ''
+return {'ok', last, 0, client, redis.call('HGET', KEYS[1], 'released') or ''}
 """
 
 # A session this replica registers (a new one, or one resumed from its checkpoint). KEYS:
@@ -63,18 +81,37 @@ then return {'unknown', '', 0} end
 local held = redis.call('GET', KEYS[2])
 if held and held ~= ARGV[1] then return {'busy', held, redis.call('PTTL', KEYS[2])} end
 if KEYS[3] then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  local sessions = redis.call('ZCARD', KEYS[3])
-  local quota = tonumber(ARGV[7])
-  if quota >= 0 and sessions >= quota and not redis.call('ZSCORE', KEYS[3], ARGV[6]) then
-    return {'full', '', sessions}
-  end
+  local refused = full(KEYS[3], ARGV[7], ARGV[6])
+  if refused then return refused end
   redis.call('HSET', KEYS[1], 'client', ARGV[5])
 end
 redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'holder', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
 if KEYS[3] then count(KEYS[3], KEYS[1], ARGV[6], ARGV[4]) end
+return {'ok', '', 0}
+"""
+)
+
+# Released by ARGV[1] (only the replica that ran it last: a stale copy elsewhere says
+# nothing). KEYS: entry, the client's set. ARGV: replica, handle.
+_UNCOUNT = """
+if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'released', '1')
+redis.call('ZREM', KEYS[2], ARGV[2])
+return 1
+"""
+
+# A released session about to run code again. KEYS: entry, the client's set. ARGV: handle,
+# idle ms, quota (-1: counted, never refused).
+_REJOIN = (
+    _COUNT
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'ok', '', 0} end
+local refused = full(KEYS[2], ARGV[3], ARGV[1])
+if refused then return refused end
+redis.call('HDEL', KEYS[1], 'released')
+count(KEYS[2], KEYS[1], ARGV[1], ARGV[2])
 return {'ok', '', 0}
 """
 )
@@ -134,8 +171,12 @@ class Claim:
     retry_after_s: float = 0.0
     # ok (a claim): the client the session counts against ('' for none).
     client: str = ""
-    # full: the sessions the client holds on every replica (its quota is reached).
+    # full: the sessions the client holds on every replica (its quota is reached), and their
+    # handles.
     held: int = 0
+    holding: tuple[str, ...] = ()
+    # ok (a claim): the session was released (it holds no place until it ``rejoin``s).
+    released: bool = False
 
 
 class SessionDirectory:
@@ -148,6 +189,8 @@ class SessionDirectory:
         self._create = redis.script(_CREATE)
         self._release = redis.script(_RELEASE)
         self._renew = redis.script(_RENEW)
+        self._uncount = redis.script(_UNCOUNT)
+        self._rejoin = redis.script(_REJOIN)
 
     def _entry(self, handle: str) -> str:
         return self.redis.key("session", handle)
@@ -186,14 +229,15 @@ class SessionDirectory:
 
     def _answer(self, answer: list[object]) -> Claim:
         name, who, number = _text(answer[0]), _text(answer[1]), int(str(answer[2]))
-        client = _text(answer[3]) if len(answer) > 3 else ""
         if name == "busy":
             return Claim("busy", who, max(number, 0) / 1000)
         if name == "full":
-            return Claim("full", held=number)
+            return Claim("full", held=number, holding=tuple(_text(h) for h in answer[3:]))
         if name == "closed":
             return Claim("closed", who)
-        return Claim("ok" if name == "ok" else "unknown", who, client=client)
+        client = _text(answer[3]) if len(answer) > 3 else ""
+        released = len(answer) > 4 and _text(answer[4]) == "1"
+        return Claim("ok" if name == "ok" else "unknown", who, client=client, released=released)
 
     def release(self, handle: str, client: str | None = None) -> None:
         """Give the lease back (the session stays known; its idle time starts now, and so
@@ -204,6 +248,26 @@ class SessionDirectory:
             keys.append(self._sessions_of(client))
             args.append(handle)
         self._release(keys=keys, args=args)
+
+    def uncount(self, handle: str, client: str) -> bool:
+        """``handle`` was released by this replica: it leaves ``client``'s count until it
+        ``rejoin``s. False (nothing changed) when another replica ran it since."""
+        keys = [self._entry(handle), self._sessions_of(client)]
+        return bool(self._uncount(keys=keys, args=[self.replica, handle]))
+
+    def rejoin(self, handle: str, client: str, quota: int | None) -> Claim:
+        """A released ``handle`` is about to run code: it counts against ``client`` again,
+        unless the client holds ``quota`` sessions already (``full``, nothing changed)."""
+        keys = [self._entry(handle), self._sessions_of(client)]
+        args: list[object] = [handle, self.idle_ms, -1 if quota is None else quota]
+        return self._answer(self._rejoin(keys=keys, args=args))
+
+    def leases(self, handles: list[str]) -> list[str | None]:
+        """The replica running each of ``handles`` now (None: none is)."""
+        if not handles:
+            return []
+        found = self.redis.call(self.redis.client.mget, [self._lease(h) for h in handles])
+        return [None if value is None else _text(value) for value in found]
 
     def renew(self, handles: list[str], clients: Mapping[str, str] | None = None) -> list[str]:
         """Extend this replica's leases (and the places of those sessions in their

@@ -11,10 +11,11 @@ reaches by name, like a cluster backend's).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 
 from codemode.engine.handover import Handover
-from codemode.engine.registry import SessionFactory, SessionRegistry, new_handle
+from codemode.engine.registry import SessionFactory, SessionRegistry, holds_because, new_handle
 from codemode.engine.session import Session
 from codemode.errors import (
     SessionBusyError,
@@ -39,7 +40,9 @@ class RestoreFromCheckpoint:
 class SharedSessionRegistry(SessionRegistry):
     """``max_sessions`` and ``max_stored`` count this replica's sessions: the sandboxes it runs
     and the copies it keeps (a session released here restores on any replica). A client's
-    quota (``max_per_client``) counts its sessions on every replica, in the directory."""
+    quota (``max_per_client``) counts its sessions on every replica, in the directory; a
+    session released here leaves that count (``settle``) and rejoins it, or is refused, before
+    it runs code again on any replica (``make_room``)."""
 
     where = "this replica"
 
@@ -70,6 +73,11 @@ class SharedSessionRegistry(SessionRegistry):
         self.restoring = restoring
         self.forget = forget
         self.handover = handover or RestoreFromCheckpoint()
+        # Handles whose place in their client's count was given back (released): they
+        # rejoin it before running code. Changed with ``_count_lock`` held, so a release
+        # and a rejoin of one session reach the store in the order they happen here.
+        self._uncounted: set[str] = set()
+        self._count_lock = threading.Lock()
 
     @property
     def replica(self) -> str:
@@ -85,7 +93,7 @@ class SharedSessionRegistry(SessionRegistry):
         quota = self.max_per_client if client is not None else None
         opened = self.directory.create(handle, owner, client, quota)
         if opened.status == "full":
-            raise self._client_full(opened.held)
+            raise self._client_full(opened)
         try:
             with self._lock:
                 self._check_stored()  # again: another open may have taken the last place
@@ -101,16 +109,33 @@ class SharedSessionRegistry(SessionRegistry):
         except StateStoreError:  # its entry and its place in the count then expire alone
             log.warning("could not forget the session %s", handle[:12], exc_info=True)
 
-    def _client_full(self, held: int) -> SessionQuotaError:
-        idle = f"{self.idle_timeout_s / 60:g} minutes"
-        return SessionQuotaError(
-            f"this client already holds {held} sessions across all gateway replicas (counted "
-            f"in the shared store), its quota (gateway.max_sessions_per_client = "
-            f"{self.max_per_client})",
-            fix="pass the `session` handle from an earlier result to reuse one (any replica "
-            f"continues it); a session closed on any replica, or unused for {idle}, frees "
-            "its place; or raise gateway.max_sessions_per_client on every replica",
+    def _client_full(self, refused: Claim) -> SessionQuotaError:
+        return self.quota_refusal(
+            f"this client already holds {refused.held} sessions across all gateway replicas "
+            "(counted in the shared store), its quota",
+            self._describe(list(refused.holding)),
+            elsewhere="; a session closed on any replica frees its place at once (any "
+            "replica continues a session whose handle you pass)",
         )
+
+    def _describe(self, handles: list[str]) -> list[tuple[str, str]]:
+        """What each of a client's counted sessions is doing, as far as this replica sees."""
+        try:
+            leases = self.directory.leases(handles)
+        except StateStoreError:
+            leases = [None] * len(handles)
+        with self._lock:
+            local = [self._sessions.get(handle) for handle in handles]
+        described = []
+        for handle, lease, record in zip(handles, leases, local, strict=True):
+            if record is not None and lease in (None, self.replica):
+                why = f"{holds_because(record)} on this replica"
+            elif lease is not None:
+                why = f"running code or waiting for an approval on replica {lease}"
+            else:
+                why = "idle on another replica"
+            described.append((handle, why))
+        return described
 
     def checkout(self, handle: str | None, owner: str | None, client: str | None = None) -> Session:
         if handle is None:
@@ -139,7 +164,57 @@ class SharedSessionRegistry(SessionRegistry):
             with self._lock:
                 if self._sessions.get(handle) is record:
                     self._clients[handle] = claim.client
+                    if claim.released:  # it rejoins the count before its code runs
+                        self._uncounted.add(handle)
         return record
+
+    def settle(self, record: Session, heir: Session | None = None) -> None:
+        with self._count_lock:
+            with self._lock:
+                client = self._clients.get(record.handle)
+                leaving = (
+                    client is not None
+                    and record.released
+                    and record.busy == 1
+                    and record.handle not in self._uncounted
+                    and self._sessions.get(record.handle) is record
+                )
+            if leaving:
+                assert client is not None
+                self._leave_count(record.handle, client)
+            super().settle(record, heir)
+
+    def _leave_count(self, handle: str, client: str) -> None:
+        """``handle`` was released here: its client's place is free on every replica."""
+        try:
+            self.directory.uncount(handle, client)
+        except StateStoreError:  # its place then lapses with its idle time
+            log.warning("could not free the quota place of %s", handle[:12], exc_info=True)
+            return
+        with self._lock:
+            self._uncounted.add(handle)
+
+    def make_room(self, record: Session) -> None:
+        self._rejoin(record)
+        super().make_room(record)
+
+    def _rejoin(self, record: Session) -> None:
+        """Before a released session runs code: it takes a place in its client's count
+        again; ``SessionQuotaError`` (it stays released) when the client's quota is full."""
+        with self._count_lock:
+            with self._lock:
+                client = self._clients.get(record.handle)
+                if client is None or record.handle not in self._uncounted:
+                    return
+            rejoined = self.directory.rejoin(record.handle, client, self.max_per_client)
+            if rejoined.status == "full":
+                raise self._client_full(rejoined)
+            with self._lock:
+                self._uncounted.discard(record.handle)
+
+    def _forget(self, handle: str) -> Session | None:
+        self._uncounted.discard(handle)
+        return super()._forget(handle)
 
     def client_of(self, handle: str) -> str | None:
         """The client ``handle`` counts against, when this replica knows it."""

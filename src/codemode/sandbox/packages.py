@@ -31,6 +31,7 @@ from pathlib import Path
 from codemode.errors import PackageError, PackageNotAllowedError
 from codemode.sandbox.layout import PACKAGES
 from codemode.settings.sandbox import PackageSettings
+from codemode.state.private import private_write
 
 __all__ = [
     "InstallReport",
@@ -203,9 +204,7 @@ class PackageInstaller:
             shutil.rmtree(uv_cache, ignore_errors=True)
         ref = {"digest": digest, "installed": [list(item) for item in installed]}
         ref_path = self.root / "refs" / f"{key}.json"
-        temporary = ref_path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(ref))
-        temporary.replace(ref_path)
+        private_write(ref_path, json.dumps(ref).encode())
         return InstallReport(specs, installed, digest, path, False, log[-LOG_TAIL_CHARS:])
 
     def _run_uv(self, target: Path, specs: tuple[str, ...], uv_cache: Path) -> str:

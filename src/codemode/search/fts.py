@@ -17,6 +17,7 @@ from codemode.search.base import DEFAULT_LIMIT, Hit, hit_from_document
 from codemode.search.documents import FIELDS, ToolDocument, tool_documents
 from codemode.search.names import NameLookup
 from codemode.search.text import expand_query, terms
+from codemode.state.private import private_file
 from codemode.tools import ToolSpec
 
 __all__ = ["DEFAULT_WEIGHTS", "FtsIndex"]
@@ -90,6 +91,7 @@ class FtsIndex:
     def save(self, path: Path) -> None:
         """Write the index to a SQLite file (replaced if it exists)."""
         path.unlink(missing_ok=True)
+        private_file(path)  # empty, 0600: SQLite writes the index into it
         target = sqlite3.connect(path)
         try:
             with self._lock:

@@ -34,6 +34,7 @@ from codemode.search.encoder import (
 from codemode.search.fts import FtsIndex
 from codemode.search.store import IndexStore, catalog_fingerprint, default_cache_dir
 from codemode.search.weights import model_variant
+from codemode.state.private import private_dir, private_open
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -112,9 +113,9 @@ class EmbeddingCache:
 
         path = self.path_for(texts)
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_dir(self.directory)
             partial = path.with_suffix(f".{os.getpid()}.tmp")
-            with partial.open("wb") as handle:
+            with private_open(partial) as handle:
                 np.save(handle, vectors, allow_pickle=False)
             partial.replace(path)
         except OSError as error:  # a read-only home only costs speed next time

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from codemode.search.hit import Hit
+from codemode.state.private import private_dir, private_open, private_write
 
 if TYPE_CHECKING:
     from codemode.search.arrays import FloatArray
@@ -179,9 +180,9 @@ class IndexStore:
         """Store the tools and the lexical index (an ``FtsIndex``; its ``save`` writes SQLite)."""
         directory = self.directory(fingerprint)
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            private_dir(directory)
             body = {"format": INDEX_FORMAT, "tools": [hit_to_json(hit) for hit in entries]}
-            _write_atomic(directory / "tools.json", json.dumps(body).encode())
+            private_write(directory / "tools.json", json.dumps(body).encode())
             partial = self.lexical_path(fingerprint).with_suffix(f".{os.getpid()}.tmp")
             lexical.save(partial)
             partial.replace(self.lexical_path(fingerprint))
@@ -209,9 +210,9 @@ class IndexStore:
 
         path = self.vectors_path(fingerprint, model_key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
             partial = path.with_suffix(f".{os.getpid()}.tmp")
-            with partial.open("wb") as handle:
+            with private_open(partial) as handle:
                 np.save(handle, np.ascontiguousarray(vectors), allow_pickle=False)
             partial.replace(path)
         except OSError as error:
@@ -225,8 +226,8 @@ class IndexStore:
         body = {"format": INDEX_FORMAT, "fingerprint": fingerprint, "watch": stamps}
         path = self.root / "inputs" / f"{key}.json"
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(path, json.dumps(body).encode())
+            private_dir(path.parent)
+            private_write(path, json.dumps(body).encode())
         except OSError as error:
             log.warning("could not store the search input key in %s: %s", path.parent, error)
 
@@ -243,9 +244,3 @@ class IndexStore:
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
         return fingerprint if isinstance(fingerprint, str) else None
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_bytes(data)
-    partial.replace(path)

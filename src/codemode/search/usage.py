@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 import time
 from collections import deque
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from codemode.search.base import Hit
 from codemode.search.text import terms
+from codemode.state.private import private_dir, private_write
 
 if TYPE_CHECKING:
     from codemode.search.arrays import FloatArray
@@ -169,10 +169,8 @@ class UsageLog:
                 )
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps(self.to_json()))
-        partial.replace(path)
+        private_dir(path.parent)
+        private_write(path, json.dumps(self.to_json()).encode())
 
     def load(self, path: Path) -> None:
         """Read what ``save`` wrote; a missing or unreadable file leaves the log as it is."""

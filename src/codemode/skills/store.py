@@ -25,6 +25,7 @@ from codemode.skills.model import (
     render_skill_md,
     valid_name,
 )
+from codemode.state.private import private_dir
 
 __all__ = ["FolderSkills", "MemorySkills", "SkillStore", "owner_key", "read_skill_folder"]
 
@@ -108,7 +109,7 @@ class FolderSkills:
     def put(self, skill: Skill) -> None:
         folder = self._folder(skill.owner, skill.name)
         try:
-            (folder / "scripts").mkdir(parents=True, exist_ok=True)
+            private_dir(folder / "scripts")
             _write(folder / "scripts" / f"{skill.name}.py", skill.source)
             _write(folder / "scripts" / f"test_{skill.name}.py", skill.tests)
             _write(folder / "provenance.json", render_provenance(skill))

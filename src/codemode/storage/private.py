@@ -2,24 +2,31 @@
 
 State (kv values, checkpoints with workspace files, the fix memory), caches and approvals hold
 what one user's code and tools produced; on a shared machine another local user must not read
-them. The CLI sets a private umask at start (``restrict_umask``), stores create their files
-with explicit modes (``private_dir``, ``private_file``), and a store opened with looser modes
-(written by an older version) is tightened on the spot. ``loose_paths`` is what
-``codemode doctor`` reports.
+them. The CLI and ``serve`` set a private umask (they own the process); a library must not
+change a process-wide umask, so stores and caches create their files with explicit modes
+whatever the umask (``private_dir``, ``private_file``, ``private_open``, ``private_write``),
+and a store opened with looser modes (written by an older version) is tightened on the spot.
+``loose_paths`` is what ``codemode doctor`` reports.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import threading
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = [
     "PRIVATE_UMASK",
     "loose_paths",
+    "new_private_dirs",
     "private_dir",
     "private_file",
+    "private_open",
     "private_sqlite",
+    "private_write",
     "restrict_umask",
 ]
 
@@ -44,9 +51,25 @@ def _tighten(path: Path, mode: int) -> None:
         path.chmod(stat.S_IMODE(info.st_mode) & ~PRIVATE_UMASK & mode)
 
 
+def new_private_dirs(path: Path) -> Path:
+    """``path`` as a directory, each folder created on the way 0700 (those that exist are
+    left as they are: a folder the user chose keeps its modes)."""
+    missing: list[Path] = []
+    current = path
+    while not os.path.lexists(current) and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another thread
+            folder.mkdir(mode=0o700)
+    path.mkdir(exist_ok=True)  # a file in its place: FileExistsError, as mkdir says
+    return path
+
+
 def private_dir(path: Path) -> Path:
-    """``path`` as a directory only its owner can enter (created 0700, tightened if looser)."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """``path`` as a directory only its owner can enter (created 0700 with every folder on
+    the way, tightened if looser)."""
+    new_private_dirs(path)
     _tighten(path, 0o700)
     return path
 
@@ -58,6 +81,32 @@ def private_file(path: Path) -> Path:
     descriptor = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     os.close(descriptor)
     _tighten(path, 0o600)
+    return path
+
+
+def private_open(path: Path) -> BinaryIO:
+    """``path`` opened for writing (truncated), 0600 whatever the umask or its old modes;
+    a link in its place is refused (``OSError``)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    descriptor = os.open(path, flags, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return os.fdopen(descriptor, "wb")
+
+
+def private_write(path: Path, data: bytes) -> Path:
+    """Replace ``path`` with ``data`` in one step (a reader never sees half), 0600."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with private_open(partial) as out:
+            out.write(data)
+        partial.replace(path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return path
 
 
