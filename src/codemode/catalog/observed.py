@@ -26,7 +26,7 @@ from typing import Any
 
 from codemode.bridge.host import ToolInvoker
 from codemode.catalog.shapes import Shape, merge_shapes, render_shape, shape_of
-from codemode.state.private import private_dir
+from codemode.storage.private import private_dir
 from codemode.tools import ToolCall, ToolSpec
 
 __all__ = ["SHAPES_FILE", "ShapeBook", "ShapeRecorder"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from codemode.errors import CodemodeError
 from codemode.files.access import WorkspaceFile, WorkspaceListing, check_path
-from codemode.state.private import new_private_dirs, private_open
+from codemode.storage.private import new_private_dirs, private_open
 
 if TYPE_CHECKING:
     from codemode.sandbox.result import ExecutionResult

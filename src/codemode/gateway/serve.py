@@ -33,7 +33,7 @@ from codemode.gateway.web.console import OperatorConsole
 from codemode.gateway.web.ledger import TokenLedger, definition_tokens
 from codemode.gateway.web.links import ApprovalLinks
 from codemode.sdk_compat import uvicorn_server
-from codemode.state.private import restrict_umask
+from codemode.storage.private import restrict_umask
 
 __all__ = ["serve"]
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from codemode.errors import PackageError, PackageNotAllowedError
 from codemode.sandbox.layout import PACKAGES
 from codemode.settings.sandbox import PackageSettings
-from codemode.state.private import private_write
+from codemode.storage.private import private_write
 
 __all__ = [
     "InstallReport",

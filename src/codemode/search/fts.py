@@ -17,7 +17,7 @@ from codemode.search.base import DEFAULT_LIMIT, Hit, hit_from_document
 from codemode.search.documents import FIELDS, ToolDocument, tool_documents
 from codemode.search.names import NameLookup
 from codemode.search.text import expand_query, terms
-from codemode.state.private import private_file
+from codemode.storage.private import private_file
 from codemode.tools import ToolSpec
 
 __all__ = ["DEFAULT_WEIGHTS", "FtsIndex"]

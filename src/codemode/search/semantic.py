@@ -34,7 +34,7 @@ from codemode.search.encoder import (
 from codemode.search.fts import FtsIndex
 from codemode.search.store import IndexStore, catalog_fingerprint, default_cache_dir
 from codemode.search.weights import model_variant
-from codemode.state.private import private_dir, private_open
+from codemode.storage.private import private_dir, private_open
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from codemode.search.hit import Hit
-from codemode.state.private import private_dir, private_open, private_write
+from codemode.storage.private import private_dir, private_open, private_write
 
 if TYPE_CHECKING:
     from codemode.search.arrays import FloatArray

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from codemode.search.base import Hit
 from codemode.search.text import terms
-from codemode.state.private import private_dir, private_write
+from codemode.storage.private import private_dir, private_write
 
 if TYPE_CHECKING:
     from codemode.search.arrays import FloatArray

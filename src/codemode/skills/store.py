@@ -25,7 +25,7 @@ from codemode.skills.model import (
     render_skill_md,
     valid_name,
 )
-from codemode.state.private import private_dir
+from codemode.storage.private import private_dir
 
 __all__ = ["FolderSkills", "MemorySkills", "SkillStore", "owner_key", "read_skill_folder"]
 
