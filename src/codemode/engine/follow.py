@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from codemode.config.model import GatewaySettings
@@ -13,6 +14,8 @@ from codemode.engine.approvals import ApprovalBroker, PendingApproval
 from codemode.engine.progress import Progress, cancel_report, wait_reporting
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
+from codemode.errors import SessionError
+from codemode.policy.approval import ApprovalDecision
 from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["Follower"]
@@ -84,11 +87,26 @@ class Follower:
         self.registry.release(record)
         result = record.finish(job.result())
         earlier, record.cancelled = record.cancelled, None
-        if earlier is not None:
-            result.extra["cancelled_before"] = cancel_report(earlier)
-            result.hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}"
-            result.hint = result.hint.strip()
-        return result
+        if earlier is None:
+            return result
+        hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}".strip()
+        return replace(result, cancelled_before=cancel_report(earlier), hint=hint)
+
+    async def resume(
+        self, decision: ApprovalDecision, progress: Progress | None = None
+    ) -> ExecutionResult:
+        """Answer an approval pending in this engine and follow the execution it resumes."""
+        pending = self.approvals.answer(
+            decision.approval_id,
+            decision.allow,
+            decision.decided_by,
+            digest=decision.digest,
+            remember=decision.remember,
+        )
+        record = self.registry.get(pending.session, decision.decided_by)
+        if (job := record.paused) is None:
+            raise SessionError("that execution is no longer running")
+        return await self.follow(record, job, progress)
 
     def abandon(
         self,

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
@@ -25,10 +24,23 @@ from codemode.files import WorkspaceFile, list_workspace, render_tree
 from codemode.files.access import enter_fresh_dir, write_output_file
 from codemode.memory.learning import FixLearner
 from codemode.sandbox.provider import SessionSandbox
+from codemode.sandbox.reports import Restore
 from codemode.sandbox.result import ExecutionResult, whole_text
 from codemode.skills.session import describe_restore
 
 __all__ = ["Session"]
+
+# The reports a result carries whose values can hold what the code wrote (names, text).
+_USER_TEXT_REPORTS = (
+    "left_running",
+    "files_not_carried",
+    "checkpoint",
+    "stdout_file",
+    "task_dir",
+    "workspace_tree",
+    "grants",
+    "saved_files",
+)
 
 
 @dataclass(eq=False)
@@ -77,15 +89,15 @@ class Session:
         if self.chain.packages is not None:
             tools = replace(tools, packages=self.chain.packages)
         self.code = code
-        setup: dict[str, Any] = {}  # what the fresh_dir step reported (a restore)
+        restored: Restore | None = None  # the fresh_dir step's restore, if it made one
         if fresh_dir:
             if not self.has_workspace:
                 raise SessionError(
                     "fresh_dir needs a sandbox with a workspace; this one has none",
                     fix="run codemode with its isolated sandbox (the default backend)",
                 )
-            self.task_dir = enter_fresh_dir(
-                self.sandbox, modules=views.modules, fresh=fresh, extra=setup
+            self.task_dir, restored = enter_fresh_dir(
+                self.sandbox, modules=views.modules, fresh=fresh
             )
             fresh = False
         scanned = None
@@ -104,16 +116,15 @@ class Session:
         finally:
             if scanned is not None:
                 scanned.flush()
-        if "restored" in setup and "restored" not in result.extra:
-            result.extra["restored"] = setup["restored"]
-            result.hint = f"{describe_restore(setup['restored'])} {result.hint}".strip()
+        if restored is not None and result.restored is None:
+            hint = f"{describe_restore(restored)} {result.hint}".strip()
+            result = replace(result, restored=restored, hint=hint)
         if result.status == "cancelled":  # stop here: the caller asked for nothing more
-            result.captured_stdout = None
-            return result
+            return replace(result, captured_stdout=None)
         if result.captured_stdout is not None:
-            self._keep_whole_output(result, views)
+            result = self._keep_whole_output(result, views)
         if self.task_dir is not None:
-            self._show_project(result, views)
+            result = self._show_project(result, views)
         return result
 
     def live_counts(self) -> tuple[int, int]:
@@ -130,32 +141,30 @@ class Session:
         worker thread); see ``SessionSandbox.release``."""
         return self.sandbox.release(still_idle)
 
-    def _keep_whole_output(self, result: ExecutionResult, views: CatalogViews) -> None:
+    def _keep_whole_output(self, result: ExecutionResult, views: CatalogViews) -> ExecutionResult:
         """The model saw the tail of stdout: write all of it to a workspace file, say where."""
-        captured, result.captured_stdout = result.captured_stdout, None
+        captured, result = result.captured_stdout, replace(result, captured_stdout=None)
         if captured is None or not self.has_workspace or result.sandbox_reset:
-            return
+            return result
         try:
             path = write_output_file(self.sandbox, whole_text(captured), modules=views.modules)
         except WorkspaceFileError:
-            return
-        result.extra["stdout_file"] = path
-        result.hint = (
+            return result
+        hint = (
             f"Only the tail of the output is shown; all {captured.total:,} bytes are in the "
             f"workspace file {path} (~/{path} in code): read just the part you need."
         )
+        return replace(result, stdout_file=path, hint=hint)
 
-    def _show_project(self, result: ExecutionResult, views: CatalogViews) -> None:
+    def _show_project(self, result: ExecutionResult, views: CatalogViews) -> ExecutionResult:
         if result.sandbox_reset:
             self.task_dir = None  # the folder went with the sandbox
-            return
-        result.extra["task_dir"] = self.task_dir
+            return result
         try:
-            listing = list_workspace(self.sandbox, modules=views.modules)
+            tree = render_tree(list_workspace(self.sandbox, modules=views.modules))
         except WorkspaceFileError as error:
-            result.extra["workspace_tree"] = f"(not listed: {error.message})"
-            return
-        result.extra["workspace_tree"] = render_tree(listing)
+            tree = f"(not listed: {error.message})"
+        return replace(result, task_dir=self.task_dir, workspace_tree=tree)
 
     def finish_file(self, file: WorkspaceFile) -> WorkspaceFile:
         """A workspace file on its way to the client: text gets the same privacy net as
@@ -178,7 +187,7 @@ class Session:
         of the error, file names, tool-call names, the limit and any extra field)."""
         result.session = self.handle
         if len(self.chain.grants):  # the approvals this session remembers, for the client
-            result.extra["grants"] = self.chain.grants.snapshot()
+            result.grants = self.chain.grants.snapshot()
         if self.fixes is not None:
             earlier = self.fixes.observe(self.code, result)
             if earlier:
@@ -197,8 +206,11 @@ class Session:
         result.files = scan_value(result.files)
         result.tool_calls = scan_value(result.tool_calls)
         result.truncated = scan_value(result.truncated)
-        result.extra = scan_value(result.extra)
-        return result
+        return replace(
+            result,
+            **{name: scan_value(getattr(result, name)) for name in _USER_TEXT_REPORTS},
+            restored=result.restored.scanned(scan_value) if result.restored else None,
+        )
 
     def approval_result(
         self, pending: PendingApproval, duration_ms: float, *, spill_dir: Path | None = None
@@ -211,7 +223,7 @@ class Session:
         described = pending.describe(view, spill_dir=spill_dir)
         printed = self.sandbox.live_stdout()
         if privacy is not None:
-            described["reason"] = privacy.scan_output(described["reason"])
+            described = replace(described, reason=privacy.scan_output(described.reason))
             printed = privacy.scan_output(printed)
         return ExecutionResult.approval_required(
             described, self.handle, duration_ms, printed=printed
