@@ -354,20 +354,15 @@ class Codemode:
         record = await self._checkout(session, owner, client)
         if opened is not None:
             opened(record.handle)
-        if record.paused is not None:
+        try:
+            cancel = record.begin(code)  # refused while it runs or waits for an approval
+        except SessionError:
             self.registry.release(record)
-            pending = self.approvals.pending_for(record.handle)
-            raise SessionError(
-                "this session is paused, waiting for an approval"
-                + (f" ({pending.id})" if pending else ""),
-                fix="call approve with that approval id (allow true or false) first",
-            )
+            raise
         if check and (problems := check_calls(code, views.signatures)):
+            record.complete()
             self.registry.release(record)
-            record.code = code
             return record.finish(rejected_result(problems))
-
-        cancel = record.cancel = threading.Event()
         registry = self.registry
 
         def run() -> ExecutionResult:
@@ -477,12 +472,12 @@ class Codemode:
         if self.skills is not None:
             restore = handle in self._resuming
             sandbox = self.skills.wrap(sandbox, handle, owner, chain.invoker, restore=restore)
-        session = Session(handle, owner, sandbox, chain)
-        session.has_workspace = self.sandboxes.has_workspace
+        fixes = None
         if self.fix_memory is not None:
             scrub = chain.privacy.scan_output if chain.privacy is not None else str
-            session.fixes = FixLearner(self.fix_memory, owner, scrub)
-        return session
+            fixes = FixLearner(self.fix_memory, owner, scrub)
+        workspace = self.sandboxes.has_workspace
+        return Session(handle, owner, sandbox, chain, fixes=fixes, has_workspace=workspace)
 
     def _session_closed(self, session: Session) -> None:
         self.approvals.cancel_session(session.handle)

@@ -4,7 +4,6 @@ reporting progress meanwhile, and stopping it when its caller goes away."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -50,7 +49,6 @@ class Follower:
         def notice(pending: PendingApproval) -> None:
             loop.call_soon_threadsafe(settle, pending)
 
-        cancel = record.cancel  # this execution's: a later one on the session has its own
         self.approvals.listen(record.handle, notice)
         already = self.approvals.pending_for(record.handle)
         if already is not None:
@@ -72,21 +70,23 @@ class Follower:
             # The caller cancelled or went away: stop the code (no tool call starts after
             # this), release the session when it has stopped, and keep its result for the
             # next execution to report.
-            self.abandon(record, job, cancel)
+            self.abandon(record, job)
             raise
         finally:
             self.approvals.unlisten(record.handle)
         if not job.done():
-            record.paused = job
-            return record.approval_result(
+            paused = record.approval_result(
                 attention.result(),
                 round((time.monotonic() - started) * 1000, 3),
                 spill_dir=self.gateway.state_dir / "approvals",
             )
-        record.paused = None
+            assert paused.approval is not None  # approval_result always carries it
+            record.pause(job, paused.approval)
+            return paused
+        record.complete()
         self.registry.release(record)
         result = record.finish(job.result())
-        earlier, record.cancelled = record.cancelled, None
+        earlier = record.take_cancelled()
         if earlier is None:
             return result
         hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}".strip()
@@ -104,26 +104,20 @@ class Follower:
             remember=decision.remember,
         )
         record = self.registry.get(pending.session, decision.decided_by)
-        if (job := record.paused) is None:
+        if record.paused is None:
             raise SessionError("that execution is no longer running")
+        job = record.resume(decision)
         return await self.follow(record, job, progress)
 
-    def abandon(
-        self,
-        record: Session,
-        job: asyncio.Task[ExecutionResult],
-        cancel: threading.Event | None,
-    ) -> None:
-        if cancel is not None:
-            cancel.set()
+    def abandon(self, record: Session, job: asyncio.Task[ExecutionResult]) -> None:
+        record.cancel()  # no tool call starts after this
         # A call waiting for a human is refused: its thread must not wait for an answer.
         self.approvals.cancel_session(record.handle)
         registry = self.registry
 
         def stopped(done: asyncio.Task[ExecutionResult]) -> None:
-            record.paused = None
             registry.release(record)
-            if not done.cancelled() and done.exception() is None:
-                record.cancelled = record.finish(done.result())
+            ok = not done.cancelled() and done.exception() is None
+            record.stopped(record.finish(done.result()) if ok else None)
 
         job.add_done_callback(stopped)

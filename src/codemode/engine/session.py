@@ -17,12 +17,14 @@ from pathlib import Path
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
 from codemode.engine.invoker import cancellable
+from codemode.engine.life import AFTER_CLOSE, Life, check_move
 from codemode.engine.output import OutputCallback, ScannedOutput
 from codemode.engine.views import CatalogViews
-from codemode.errors import SessionError, WorkspaceFileError
+from codemode.errors import SessionError, SessionStateError, WorkspaceFileError
 from codemode.files import WorkspaceFile, list_workspace, render_tree
 from codemode.files.access import enter_fresh_dir, write_output_file
 from codemode.memory.learning import FixLearner
+from codemode.policy.approval import ApprovalDecision, ApprovalRequest
 from codemode.sandbox.provider import SessionSandbox
 from codemode.sandbox.reports import Restore
 from codemode.sandbox.result import ExecutionResult, whole_text
@@ -51,22 +53,136 @@ class Session:
     chain: InvokerChain
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
-    # Executions running now (checked out by the registry); a busy session never expires.
+    # Checkouts by the registry (executions, and its own idle release); a busy session never
+    # expires. Counted by the registry, under its lock.
     busy: int = 0
-    # An execution paused before a call that needs a human; ``Codemode.approve`` resumes it.
-    paused: asyncio.Task[ExecutionResult] | None = None
-    # Set to stop the execution running now (its caller cancelled or went away).
-    cancel: threading.Event | None = None
-    # The finished result of an execution whose caller cancelled, until the next one reports it.
-    cancelled: ExecutionResult | None = None
     # Remembers how this owner fixed errors, and offers the fix when one comes back.
     fixes: FixLearner | None = None
-    # The code of the execution running now (for the fix memory).
-    code: str = ""
     # False for sandboxes without a workspace of their own (the in-process twin).
     has_workspace: bool = True
+    # The code of the execution running now (for the fix memory).
+    code: str = field(default="", init=False)
     # Project mode: the task's folder (``fresh_dir``), relative to the workspace.
-    task_dir: str | None = None
+    task_dir: str | None = field(default=None, init=False)
+    # The life cycle (``codemode.engine.life``), moved only by the methods below.
+    _life: Life = field(default=Life.IDLE, init=False, repr=False)
+    # The execution paused for an approval, and the request it waits on.
+    _paused: asyncio.Task[ExecutionResult] | None = field(default=None, init=False, repr=False)
+    _request: ApprovalRequest | None = field(default=None, init=False, repr=False)
+    # Set to stop the execution running now (its caller cancelled or went away).
+    _cancel: threading.Event | None = field(default=None, init=False, repr=False)
+    # Cancelled executions not yet stopped, and the last one's finished result (until the
+    # next execution reports it).
+    _stopping: int = field(default=0, init=False, repr=False)
+    _cancelled: ExecutionResult | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    # --- the life cycle ---------------------------------------------------------------------
+
+    @property
+    def state(self) -> Life:
+        """Where the session is in its life (``RELEASED``: idle, its sandbox given back)."""
+        life = self._life
+        return Life.RELEASED if life is Life.IDLE and self.sandbox.released else life
+
+    @property
+    def paused(self) -> asyncio.Task[ExecutionResult] | None:
+        """The execution waiting for an approval, if one is."""
+        return self._paused
+
+    @property
+    def cancel_event(self) -> threading.Event | None:
+        """The running execution's stop signal (set by ``cancel``)."""
+        return self._cancel
+
+    def _move(self, move: str, to: Life, detail: str = "") -> bool:
+        """Go ``to`` by ``move`` (False: the session was closed first, and stays closed)."""
+        if self._life is Life.CLOSED and move in AFTER_CLOSE:
+            return False
+        check_move(move, self.state, self.handle, detail)
+        self._life = to
+        return True
+
+    def begin(self, code: str) -> threading.Event:
+        """An execution of ``code`` starts (after a cancelled one, it waits for the sandbox
+        until that one has stopped): its stop signal."""
+        with self._lock:
+            request = self._request if self._life is Life.PAUSED else None
+            self._move("begin", Life.RUNNING, f" ({request.id})" if request else "")
+            self.code = code
+            self._cancel = threading.Event()
+            return self._cancel
+
+    def pause(self, job: asyncio.Task[ExecutionResult], request: ApprovalRequest) -> None:
+        """The running execution (``job``) waits at a call for ``request`` to be decided."""
+        with self._lock:
+            if self._move("pause", Life.PAUSED):
+                self._paused, self._request = job, request
+
+    def resume(self, decision: ApprovalDecision) -> asyncio.Task[ExecutionResult]:
+        """``decision`` answered the request the session waits on: the execution runs on."""
+        with self._lock:
+            request, job = self._request, self._paused
+            if request is not None and decision.approval_id != request.id:
+                raise SessionStateError(
+                    f"session {self.handle[:12]!r} waits on approval {request.id[:16]!r}, not "
+                    f"{decision.approval_id[:16]!r}",
+                    fix="answer the approval of the latest approval_required result",
+                    state=self._life.value,
+                )
+            self._move("resume", Life.RUNNING)
+            assert job is not None  # set with the pause
+            self._paused, self._request = None, None
+            return job
+
+    def complete(self) -> None:
+        """The running execution ended (its result goes to its caller)."""
+        with self._lock:
+            self._move("complete", Life.IDLE)
+
+    def cancel(self) -> None:
+        """The running execution's caller cancelled or went away: stop its code."""
+        with self._lock:
+            if self._move("cancel", Life.CANCELLED):
+                self._stopping += 1
+            if self._cancel is not None:
+                self._cancel.set()
+
+    def stopped(self, result: ExecutionResult | None) -> None:
+        """A cancelled execution's code stopped; ``result`` (finished) is kept for the next
+        execution to report. Idle again unless the next one has begun."""
+        with self._lock:
+            if self._life is Life.CLOSED:
+                return  # closed meanwhile: nobody is left to report to (AFTER_CLOSE)
+            if self._stopping == 0:
+                raise SessionStateError(
+                    f"session {self.handle[:12]!r} has no cancelled execution to stop",
+                    fix="cancel an execution before reporting it stopped",
+                    state=self._life.value,
+                )
+            check_move("stopped", self._life, self.handle)
+            self._stopping -= 1
+            if result is not None:
+                self._cancelled = result
+            if self._life is Life.CANCELLED and self._stopping == 0:
+                self._life = Life.IDLE
+
+    def take_cancelled(self) -> ExecutionResult | None:
+        """The result of the last cancelled execution, once (the next result reports it)."""
+        with self._lock:
+            cancelled, self._cancelled = self._cancelled, None
+            return cancelled
+
+    def release(self, still_idle: Callable[[], bool]) -> bool:
+        """Checkpoint and stop the sandbox of this idle session (blocking: call it from a
+        worker thread); see ``SessionSandbox.release``. False, and nothing released, when an
+        execution runs or nothing is left to release; refused while paused or closed."""
+        with self._lock:
+            if self.state in (Life.RUNNING, Life.CANCELLED, Life.RELEASED):
+                return False  # an execution came in meanwhile, or nothing is left to release
+            check_move("release", self.state, self.handle)
+        # An execution that begins from here on waits for the release, then restores.
+        return self.sandbox.release(still_idle)
 
     def run(
         self,
@@ -135,11 +251,6 @@ class Session:
     def released(self) -> bool:
         """Its sandbox was released while idle; the next execution restores it."""
         return self.sandbox.released
-
-    def release(self, still_idle: Callable[[], bool]) -> bool:
-        """Checkpoint and stop the sandbox of this idle session (blocking: call it from a
-        worker thread); see ``SessionSandbox.release``."""
-        return self.sandbox.release(still_idle)
 
     def _keep_whole_output(self, result: ExecutionResult, views: CatalogViews) -> ExecutionResult:
         """The model saw the tail of stdout: write all of it to a workspace file, say where."""
@@ -231,6 +342,9 @@ class Session:
 
     def close(self) -> None:
         """Stop the sandbox, write the audit log's counts, forget every value the vault held."""
+        with self._lock:
+            if self._life is not Life.CLOSED:
+                self._life = Life.CLOSED
         self.sandbox.close()
         self.chain.close()
         if self.chain.privacy is not None:
