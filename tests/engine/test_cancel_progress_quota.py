@@ -21,7 +21,7 @@ from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
-from codemode.errors import SessionQuotaError
+from codemode.errors import SessionQuotaError, SessionStateError
 from codemode.sandbox import Limits, SandboxSettings
 from codemode.sandbox.result import ExecutionResult
 
@@ -387,3 +387,27 @@ async def test_index_build_progress_carries_stage_and_percentage(
     assert values[1] == 43.0  # 5% for the lexical stage, then 40% of the other 95
     assert all(total == 100.0 for _, total, _ in reports)
     assert heard[:2] == [("lexical", 100.0), ("embedding", 40.0)]
+
+
+async def test_a_second_execution_while_one_runs_is_refused_and_the_first_goes_on(
+    engine: Codemode, desk: Desk
+) -> None:
+    opened = await engine.execute("from servers import desk")
+    assert opened.session is not None
+    outcome: dict[str, ExecutionResult] = {}
+
+    async def first() -> None:
+        code = "desk.wait_for_release()\nprint('first done')"
+        outcome["first"] = await engine.execute(code, session=opened.session)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(first)
+        assert await anyio.to_thread.run_sync(desk.waiting.wait, WAIT_S), "never started"
+        with pytest.raises(SessionStateError, match="running code now") as refused:
+            await engine.execute("desk.place_order(item='pear')", session=opened.session)
+        assert refused.value.state == "running" and "another session" in str(refused.value)
+        desk.release.set()
+    assert outcome["first"].stdout == "first done\n", outcome["first"].render_text()
+    assert desk.orders == []  # the refused code never ran
+    after = await _next(engine, "print('next')", opened.session)
+    assert after.status == "ok" and after.stdout == "next\n"
