@@ -293,32 +293,29 @@ class Session:
         return replace(file, data=scanned.encode("utf-8"))
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
-        """The one place a raw outcome becomes what the client sees: the handle, and the
-        second privacy net over every field the code could fill (output, hint, every field
-        of the error, file names, tool-call names, the limit and any extra field)."""
-        result.session = self.handle
-        if len(self.chain.grants):  # the approvals this session remembers, for the client
-            result.grants = self.chain.grants.snapshot()
-        if self.fixes is not None:
-            earlier = self.fixes.observe(self.code, result)
-            if earlier:
-                result.hint = f"{result.hint} This error was fixed before with:\n{earlier}".strip()
+        """The one place a raw outcome becomes what the client sees: the handle, the grants
+        this session remembers, a fix remembered for its error, and the second privacy net
+        over every field the code could fill (output, hint, every field of the error, file
+        names, tool-call names, the limit and every report that can carry its text)."""
+        grants = self.chain.grants.snapshot() if len(self.chain.grants) else result.grants
+        hint = result.hint
+        if self.fixes is not None and (earlier := self.fixes.observe(self.code, result)):
+            hint = f"{hint} This error was fixed before with:\n{earlier}".strip()
+        result = replace(result, session=self.handle, grants=grants, hint=hint)
         privacy = self.chain.privacy
         if privacy is None:
             return result
         scan, scan_value = privacy.scan_output, privacy.scan_value
-        result.stdout = scan(result.stdout)
-        result.stderr = scan(result.stderr)
-        result.hint = scan(result.hint)
-        if result.limit is not None:
-            result.limit = scan(result.limit)
-        if result.error:
-            result.error = scan_value(result.error)
-        result.files = scan_value(result.files)
-        result.tool_calls = scan_value(result.tool_calls)
-        result.truncated = scan_value(result.truncated)
         return replace(
             result,
+            stdout=scan(result.stdout),
+            stderr=scan(result.stderr),
+            hint=scan(result.hint),
+            limit=None if result.limit is None else scan(result.limit),
+            error=scan_value(result.error) if result.error else result.error,
+            files=scan_value(result.files),
+            tool_calls=scan_value(result.tool_calls),
+            truncated=scan_value(result.truncated),
             **{name: scan_value(getattr(result, name)) for name in _USER_TEXT_REPORTS},
             restored=result.restored.scanned(scan_value) if result.restored else None,
         )
