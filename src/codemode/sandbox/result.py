@@ -77,10 +77,8 @@ class ExecutionResult:
         data = {
             item.name: copy.deepcopy(getattr(self, item.name))
             for item in fields(self)
-            if item.name != "captured_stdout"
+            if item.name not in _NOT_PLAIN
         }
-        for name in _REPORT_FIELDS:
-            del data[name]
         data.update(self.reports())
         if data["limit"] is None:
             del data["limit"]
@@ -104,7 +102,7 @@ class ExecutionResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExecutionResult:
         """The result ``to_dict`` gave (keys it does not know are ignored)."""
-        known = {item.name for item in fields(cls)} - {"captured_stdout", *_REPORT_FIELDS}
+        known = {item.name for item in fields(cls)} - _NOT_PLAIN
         result = cls(**{name: value for name, value in data.items() if name in known})
         approval, restored, cancelled = (
             data.get(name) for name in ("approval", "restored", "cancelled_before")
@@ -266,7 +264,9 @@ _REPORT_FIELDS = (
     "saved_files",
     "loss",
 )
-# Those whose JSON is the value itself.
+# The fields ``to_dict`` does not copy as they are.
+_NOT_PLAIN = frozenset({"captured_stdout", *_REPORT_FIELDS})
+# The reports whose JSON is the value itself.
 _PLAIN_REPORTS = frozenset(_REPORT_FIELDS) - {"approval", "restored", "cancelled_before", "loss"}
 # Facts kept for scripts (``to_dict``) that the model does not need on every result.
 _UNSTRUCTURED_REPORTS = frozenset({"workspace_bytes"})
