@@ -80,6 +80,7 @@ LEADS = {
     ("begin", Life.IDLE): Life.RUNNING,
     ("begin", Life.RELEASED): Life.RUNNING,
     ("begin", Life.CANCELLED): Life.RUNNING,
+    ("begin", Life.RUNNING): Life.RUNNING,  # it waits for the sandbox
     ("pause", Life.RUNNING): Life.PAUSED,
     ("resume", Life.PAUSED): Life.RUNNING,
     ("complete", Life.RUNNING): Life.IDLE,
@@ -131,7 +132,7 @@ def test_a_paused_session_says_which_approval_it_waits_for() -> None:
     assert record.paused is JOB
     with pytest.raises(SessionError, match=r"waiting for an approval \(ap_1\)"):
         record.begin("print(2)")
-    with pytest.raises(SessionStateError, match="waits on approval 'ap_1', not 'ap_2'"):
+    with pytest.raises(SessionStateError, match="on approval 'ap_1', not this one"):
         record.resume(ApprovalDecision("ap_2", True))
     assert record.state is Life.PAUSED
     assert record.resume(DECISION) is JOB and record.paused is None
@@ -161,9 +162,41 @@ def test_the_next_execution_may_begin_before_the_cancelled_one_stopped() -> None
     assert record.state is Life.IDLE and record.take_cancelled() is DONE
 
 
+def test_executions_that_overlap_are_counted() -> None:
+    record = into(Life.RUNNING)
+    record.begin("print('second')")  # waits for the sandbox while the first runs
+    record.complete()
+    assert record.state is Life.RUNNING  # the second still runs
+    record.complete()
+    assert record.state is Life.IDLE
+    with pytest.raises(SessionStateError, match="cannot complete"):
+        record.complete()
+
+
+def test_a_queued_execution_may_be_cancelled_while_the_first_waits_for_an_approval() -> None:
+    record = into(Life.RUNNING)
+    second = record.begin("print('second')")
+    record.pause(JOB, REQUEST)
+    record.cancel(second)  # the second one's caller gave up: the paused one is untouched
+    assert second.is_set() and record.state is Life.PAUSED
+    assert record.resume(DECISION) is JOB and record.state is Life.RUNNING
+    record.complete()
+    assert record.state is Life.CANCELLED  # the second is still stopping
+    record.stopped(DONE)
+    assert record.state is Life.IDLE and record.take_cancelled() is DONE
+
+
+def test_a_paused_execution_alone_cannot_complete_or_be_cancelled() -> None:
+    record = into(Life.PAUSED)
+    for move in ("complete", "cancel"):
+        with pytest.raises(SessionStateError, match=f"cannot {move}: it is paused"):
+            MOVES[move](record)
+    assert record.state is Life.PAUSED and not record.cancel_event.is_set()  # type: ignore[union-attr]
+
+
 def test_stopped_without_a_cancel_is_refused() -> None:
     for start in (Life.IDLE, Life.RUNNING):
-        with pytest.raises(SessionStateError, match="no cancelled execution"):
+        with pytest.raises(SessionStateError, match="cannot end a cancelled execution"):
             into(start).stopped(DONE)
 
 

@@ -4,6 +4,7 @@ reporting progress meanwhile, and stopping it when its caller goes away."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -49,6 +50,7 @@ class Follower:
         def notice(pending: PendingApproval) -> None:
             loop.call_soon_threadsafe(settle, pending)
 
+        cancel = record.cancel_event  # this execution's: a later one on the session has its own
         self.approvals.listen(record.handle, notice)
         already = self.approvals.pending_for(record.handle)
         if already is not None:
@@ -70,7 +72,7 @@ class Follower:
             # The caller cancelled or went away: stop the code (no tool call starts after
             # this), release the session when it has stopped, and keep its result for the
             # next execution to report.
-            self.abandon(record, job)
+            self.abandon(record, job, cancel)
             raise
         finally:
             self.approvals.unlisten(record.handle)
@@ -109,8 +111,13 @@ class Follower:
         job = record.resume(decision)
         return await self.follow(record, job, progress)
 
-    def abandon(self, record: Session, job: asyncio.Task[ExecutionResult]) -> None:
-        record.cancel()  # no tool call starts after this
+    def abandon(
+        self,
+        record: Session,
+        job: asyncio.Task[ExecutionResult],
+        cancel: threading.Event | None = None,
+    ) -> None:
+        record.cancel(cancel)  # no tool call starts after this
         # A call waiting for a human is refused: its thread must not wait for an answer.
         self.approvals.cancel_session(record.handle)
         registry = self.registry

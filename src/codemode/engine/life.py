@@ -1,7 +1,7 @@
 """A session's life cycle: the states it can be in and the moves between them.
 
 ``Session`` holds its state and moves it only through its own methods (``begin``, ``pause``,
-``resume``, ``complete``, ``cancel``, ``stopped``, ``release``, ``close``); a move this table
+``resume``, ``complete``, ``cancel``, ``stopped``, ``release``, ``close``); a move its state
 does not allow is refused with ``SessionStateError``.
 """
 
@@ -11,7 +11,7 @@ import enum
 
 from codemode.errors import SessionStateError
 
-__all__ = ["AFTER_CLOSE", "LEGAL", "Life", "check_move"]
+__all__ = ["AFTER_CLOSE", "LEGAL", "Life", "refusal"]
 
 
 class Life(enum.Enum):
@@ -29,15 +29,17 @@ class Life(enum.Enum):
     CLOSED = "closed"
 
 
-# move -> the states it may start from. ``stopped`` (a cancelled execution ended) may come
-# after the next execution began; ``close`` is allowed from anywhere but ``CLOSED``.
+# For one execution at a time: move -> the states it may start from. Executions may overlap
+# (a second one waits for the sandbox while the first runs or stops), so ``Session`` counts
+# them: ``complete`` and ``cancel`` need a running execution that is not the paused one;
+# ``stopped`` (a cancelled execution ended) needs a cancelled one still stopping.
 LEGAL: dict[str, frozenset[Life]] = {
-    "begin": frozenset({Life.IDLE, Life.RELEASED, Life.CANCELLED}),
+    "begin": frozenset({Life.IDLE, Life.RELEASED, Life.RUNNING, Life.CANCELLED}),
     "pause": frozenset({Life.RUNNING}),
     "resume": frozenset({Life.PAUSED}),
     "complete": frozenset({Life.RUNNING}),
     "cancel": frozenset({Life.RUNNING}),
-    "stopped": frozenset({Life.CANCELLED, Life.RUNNING, Life.PAUSED}),
+    "stopped": frozenset({Life.CANCELLED}),
     "release": frozenset({Life.IDLE}),
     "close": frozenset(set(Life) - {Life.CLOSED}),
 }
@@ -65,11 +67,9 @@ _WHY: dict[Life, tuple[str, str]] = {
 }
 
 
-def check_move(move: str, state: Life, handle: str, detail: str = "") -> None:
-    """Raise ``SessionStateError`` unless ``move`` may start from ``state``."""
-    if state in LEGAL[move]:
-        return
+def refusal(move: str, state: Life, handle: str, detail: str = "") -> SessionStateError:
+    """The error for ``move`` asked of a session in ``state``: why not, and what to do."""
     why, fix = _WHY[state]
-    raise SessionStateError(
+    return SessionStateError(
         f"session {handle[:12]!r} cannot {move}: {why}{detail}", fix=fix, state=state.value
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
 from codemode.engine.invoker import cancellable
-from codemode.engine.life import AFTER_CLOSE, Life, check_move
+from codemode.engine.life import Life, refusal
 from codemode.engine.output import OutputCallback, ScannedOutput
 from codemode.engine.views import CatalogViews
 from codemode.errors import SessionError, SessionStateError, WorkspaceFileError
@@ -64,16 +64,17 @@ class Session:
     code: str = field(default="", init=False)
     # Project mode: the task's folder (``fresh_dir``), relative to the workspace.
     task_dir: str | None = field(default=None, init=False)
-    # The life cycle (``codemode.engine.life``), moved only by the methods below.
-    _life: Life = field(default=Life.IDLE, init=False, repr=False)
-    # The execution paused for an approval, and the request it waits on.
+    # The life cycle (``codemode.engine.life``), moved only by the methods below: executions
+    # begun and not yet ended (completed, or cancelled), cancelled ones still stopping, the
+    # one paused for an approval and the request it waits on.
+    _active: int = field(default=0, init=False, repr=False)
+    _stopping: int = field(default=0, init=False, repr=False)
     _paused: asyncio.Task[ExecutionResult] | None = field(default=None, init=False, repr=False)
     _request: ApprovalRequest | None = field(default=None, init=False, repr=False)
-    # Set to stop the execution running now (its caller cancelled or went away).
+    _closed: bool = field(default=False, init=False, repr=False)
+    # The newest execution's stop signal.
     _cancel: threading.Event | None = field(default=None, init=False, repr=False)
-    # Cancelled executions not yet stopped, and the last one's finished result (until the
-    # next execution reports it).
-    _stopping: int = field(default=0, init=False, repr=False)
+    # The last cancelled execution's finished result, until the next execution reports it.
     _cancelled: ExecutionResult | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -82,8 +83,15 @@ class Session:
     @property
     def state(self) -> Life:
         """Where the session is in its life (``RELEASED``: idle, its sandbox given back)."""
-        life = self._life
-        return Life.RELEASED if life is Life.IDLE and self.sandbox.released else life
+        if self._closed:
+            return Life.CLOSED
+        if self._paused is not None:
+            return Life.PAUSED
+        if self._active:
+            return Life.RUNNING
+        if self._stopping:
+            return Life.CANCELLED
+        return Life.RELEASED if self.sandbox.released else Life.IDLE
 
     @property
     def paused(self) -> asyncio.Task[ExecutionResult] | None:
@@ -92,80 +100,81 @@ class Session:
 
     @property
     def cancel_event(self) -> threading.Event | None:
-        """The running execution's stop signal (set by ``cancel``)."""
+        """The newest execution's stop signal (``cancel`` sets it)."""
         return self._cancel
 
-    def _move(self, move: str, to: Life, detail: str = "") -> bool:
-        """Go ``to`` by ``move`` (False: the session was closed first, and stays closed)."""
-        if self._life is Life.CLOSED and move in AFTER_CLOSE:
-            return False
-        check_move(move, self.state, self.handle, detail)
-        self._life = to
-        return True
+    def _refuse(self, move: str, detail: str = "") -> SessionStateError:
+        return refusal(move, self.state, self.handle, detail)
+
+    def _running_unpaused(self) -> int:
+        return self._active - (self._paused is not None)
 
     def begin(self, code: str) -> threading.Event:
-        """An execution of ``code`` starts (after a cancelled one, it waits for the sandbox
-        until that one has stopped): its stop signal."""
+        """An execution of ``code`` starts (while another runs or stops, it waits for the
+        sandbox): its stop signal. Refused while paused for an approval, or closed."""
         with self._lock:
-            request = self._request if self._life is Life.PAUSED else None
-            self._move("begin", Life.RUNNING, f" ({request.id})" if request else "")
+            state = self.state
+            if state in (Life.PAUSED, Life.CLOSED):
+                request = self._request if state is Life.PAUSED else None
+                raise self._refuse("begin", f" ({request.id})" if request else "")
+            self._active += 1
             self.code = code
             self._cancel = threading.Event()
             return self._cancel
 
     def pause(self, job: asyncio.Task[ExecutionResult], request: ApprovalRequest) -> None:
-        """The running execution (``job``) waits at a call for ``request`` to be decided."""
+        """The running execution ``job`` waits at a call for ``request`` to be decided."""
         with self._lock:
-            if self._move("pause", Life.PAUSED):
-                self._paused, self._request = job, request
+            if self._closed:
+                return  # closed under it (AFTER_CLOSE): its wait was denied
+            if self._paused is not None or self._active == 0:
+                raise self._refuse("pause")
+            self._paused, self._request = job, request
 
     def resume(self, decision: ApprovalDecision) -> asyncio.Task[ExecutionResult]:
         """``decision`` answered the request the session waits on: the execution runs on."""
         with self._lock:
             request, job = self._request, self._paused
-            if request is not None and decision.approval_id != request.id:
-                raise SessionStateError(
-                    f"session {self.handle[:12]!r} waits on approval {request.id[:16]!r}, not "
-                    f"{decision.approval_id[:16]!r}",
-                    fix="answer the approval of the latest approval_required result",
-                    state=self._life.value,
-                )
-            self._move("resume", Life.RUNNING)
-            assert job is not None  # set with the pause
+            if job is None or request is None:
+                raise self._refuse("resume")
+            if decision.approval_id != request.id:
+                raise self._refuse("resume", f" on approval {request.id[:16]!r}, not this one")
             self._paused, self._request = None, None
             return job
 
     def complete(self) -> None:
-        """The running execution ended (its result goes to its caller)."""
+        """A running execution ended (its result goes to its caller)."""
         with self._lock:
-            self._move("complete", Life.IDLE)
+            if self._closed:
+                return  # closed under it (AFTER_CLOSE)
+            if self._running_unpaused() == 0:
+                raise self._refuse("complete")
+            self._active -= 1
 
-    def cancel(self) -> None:
-        """The running execution's caller cancelled or went away: stop its code."""
+    def cancel(self, signal: threading.Event | None = None) -> None:
+        """A running execution's caller cancelled or went away: stop its code. ``signal``:
+        that execution's stop signal (``begin`` gave it), by default the newest one's."""
         with self._lock:
-            if self._move("cancel", Life.CANCELLED):
+            if not self._closed:
+                if self._running_unpaused() == 0:
+                    raise self._refuse("cancel")
+                self._active -= 1
                 self._stopping += 1
-            if self._cancel is not None:
-                self._cancel.set()
+            stop = signal or self._cancel
+            if stop is not None:
+                stop.set()
 
     def stopped(self, result: ExecutionResult | None) -> None:
         """A cancelled execution's code stopped; ``result`` (finished) is kept for the next
-        execution to report. Idle again unless the next one has begun."""
+        execution to report."""
         with self._lock:
-            if self._life is Life.CLOSED:
-                return  # closed meanwhile: nobody is left to report to (AFTER_CLOSE)
+            if self._closed:
+                return  # nobody is left to report to (AFTER_CLOSE)
             if self._stopping == 0:
-                raise SessionStateError(
-                    f"session {self.handle[:12]!r} has no cancelled execution to stop",
-                    fix="cancel an execution before reporting it stopped",
-                    state=self._life.value,
-                )
-            check_move("stopped", self._life, self.handle)
+                raise self._refuse("end a cancelled execution", " (none is stopping)")
             self._stopping -= 1
             if result is not None:
                 self._cancelled = result
-            if self._life is Life.CANCELLED and self._stopping == 0:
-                self._life = Life.IDLE
 
     def take_cancelled(self) -> ExecutionResult | None:
         """The result of the last cancelled execution, once (the next result reports it)."""
@@ -178,9 +187,11 @@ class Session:
         worker thread); see ``SessionSandbox.release``. False, and nothing released, when an
         execution runs or nothing is left to release; refused while paused or closed."""
         with self._lock:
-            if self.state in (Life.RUNNING, Life.CANCELLED, Life.RELEASED):
+            state = self.state
+            if state in (Life.RUNNING, Life.CANCELLED, Life.RELEASED):
                 return False  # an execution came in meanwhile, or nothing is left to release
-            check_move("release", self.state, self.handle)
+            if state is not Life.IDLE:
+                raise self._refuse("release")
         # An execution that begins from here on waits for the release, then restores.
         return self.sandbox.release(still_idle)
 
@@ -340,8 +351,7 @@ class Session:
     def close(self) -> None:
         """Stop the sandbox, write the audit log's counts, forget every value the vault held."""
         with self._lock:
-            if self._life is not Life.CLOSED:
-                self._life = Life.CLOSED
+            self._closed = True
         self.sandbox.close()
         self.chain.close()
         if self.chain.privacy is not None:
