@@ -93,7 +93,8 @@ def cold(provider: RaySandboxes, count: int, tools: ToolAccess) -> dict[str, flo
 
 
 def _why(result: Any) -> str:
-    extra = {k: v for k, v in result.extra.items() if k in ("left_running", "node")}
+    reports = result.reports()
+    extra = {k: v for k, v in reports.items() if k in ("left_running", "node")}
     reset = " (sandbox reset)" if result.sandbox_reset else ""
     return f"{result.status}{reset} {result.limit or ''} {extra} {result.hint[:120]}"
 

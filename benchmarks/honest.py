@@ -278,11 +278,10 @@ class Tally:
 async def run_workflow(engine: Codemode, flow: Workflow, session: str | None, tally: Tally) -> str:
     result = await engine.execute(flow.code, session=session)
     asked = 0
-    while result.status == "approval_required":
+    while result.approval is not None:
         asked += 1
         tally.guard_tokens += count_tokens(result.render_text())
-        approval = result.extra["approval"]
-        result = await engine.approve(approval["id"], True, remember=flow.remember)
+        result = await engine.approve(result.approval.id, True, remember=flow.remember)
         if result.status == "error" and result.error is not None:
             tally.refused_after_approval += 1
     calls = int(result.tool_calls.get("count", 0))

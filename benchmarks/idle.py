@@ -71,7 +71,7 @@ async def measure(rounds: int) -> dict[str, Any]:
             started = time.perf_counter()
             warm = await engine.execute(CODE, session=handle)
             samples["warm"].append((time.perf_counter() - started) * 1000)
-            assert warm.stdout == "10000\n" and "restored" not in warm.extra
+            assert warm.stdout == "10000\n" and warm.restored is None
             if index == 0:
                 await anyio.to_thread.run_sync(pool.wait_full, 30.0)
                 memory["idle"] = tree_memory(os.getpid()).__dict__
@@ -86,7 +86,7 @@ async def measure(rounds: int) -> dict[str, Any]:
             back = await engine.execute(CODE, session=handle)
             samples["after_release"].append((time.perf_counter() - started) * 1000)
             assert back.stdout == "10000\n", back.render_text()
-            assert back.extra["restored"]["variables"] == ["rows"]
+            assert back.restored is not None and back.restored.variables == ["rows"]
     medians: dict[str, Any] = {
         name: round(statistics.median(values), 2) for name, values in samples.items()
     }

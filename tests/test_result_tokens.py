@@ -12,6 +12,7 @@ from typing import Any
 from codemode.checks.calls import CallProblem
 from codemode.checks.result import rejected_result
 from codemode.ledger import execute_tokens
+from codemode.policy.approval import ApprovalRequest
 from codemode.sandbox.result import ExecutionResult, make_hint
 from codemode.tokens import count_tokens
 
@@ -74,13 +75,13 @@ def test_a_rejected_call_lists_every_problem_in_fewer_tokens_than_before() -> No
 
 
 def test_an_approval_with_the_output_before_it() -> None:
-    approval = {
-        "id": "ap_2H9oHfX83oXr1Rmm",
-        "tool": "crm.delete_customers",
-        "arguments": {"ids": [1, 2, 3]},
-        "digest": "d_0123456789abcdef",
-        "reason": "crm.delete_customers is destructive",
-    }
+    approval = ApprovalRequest(
+        id="ap_2H9oHfX83oXr1Rmm",
+        tool="crm.delete_customers",
+        arguments={"ids": [1, 2, 3]},
+        digest="d_0123456789abcdef",
+        reason="crm.delete_customers is destructive",
+    )
     bare = ExecutionResult.approval_required(approval, SESSION, 12.0)
     assert within(cost(bare), (90, 118))  # before: 117 + 144
     shown = ExecutionResult.approval_required(

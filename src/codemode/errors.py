@@ -18,6 +18,8 @@
     │   │   ├── ApprovalMismatchError an approval for arguments other than the call's
     │   │   ├── SessionQuotaError     a client (or the gateway) holds all the sessions it may
     │   │   ├── SessionBusyError      the session runs on another gateway replica right now
+    │   │   ├── SessionStateError     a session asked for a move its state does not allow (a
+    │   │   │                         second execution while one runs, resume when not paused)
     │   │   ├── ApprovalDecidedError  an approval that was already answered (on any replica)
     │   │   ├── ReplicaLostError      the replica running a paused execution stopped
     │   │   └── WorkspaceFileError    a workspace file that cannot be served (missing, a link...)
@@ -70,6 +72,7 @@ __all__ = [
     "SessionBusyError",
     "SessionError",
     "SessionQuotaError",
+    "SessionStateError",
     "SharedStoreDecryptError",
     "SkillNotFoundError",
     "SkillRefusedError",
@@ -199,6 +202,17 @@ class SessionBusyError(SessionError):
     """Another gateway replica holds the session's lease (it is running code there)."""
 
     code = "session_busy"
+
+
+class SessionStateError(SessionError):
+    """A session was asked for a move its life-cycle state does not allow; ``state`` is the
+    state it was in (``codemode.engine.life.Life``'s value)."""
+
+    code = "session_state"
+
+    def __init__(self, message: str, *, fix: str | None = None, state: str = "") -> None:
+        super().__init__(message, fix=fix)
+        self.state = state
 
 
 class ApprovalDecidedError(SessionError):

@@ -125,7 +125,7 @@ def execute_tokens(result: ExecutionResult | None = None) -> tuple[int, int]:
             },
             hint="",
             session="s_" + "x" * 24,
-            extra={"workspace_bytes": 0},
+            workspace_bytes=0,
         )
         result.hint = make_hint(result, 30.0)
     text, data = count_tokens_many([result.render_text(), _dumps(result.to_structured())])

@@ -259,4 +259,4 @@ async def test_an_answer_remembered_for_the_tool_is_asked_once_and_carries_the_v
     record = await Agent(engine, model, approve=approve).run("Order pears three times")
     assert record.status == "done"
     assert len(asked) == 1 and len(shop.orders) == 3
-    assert asked[0].view["digest"].startswith("sha256:")  # the whole approval view, for a terminal
+    assert asked[0].digest.startswith("sha256:")  # the whole approval view, for a terminal

@@ -7,7 +7,7 @@ import pytest
 
 from codemode.agent import Agent, Approval, ScriptedModel
 from codemode.agent.feedback import render_execution
-from codemode.agent.record import ApprovalDecision
+from codemode.agent.record import ApprovalRecord
 from codemode.search.listing import SMALL_CATALOG_TOKENS, small_catalog_listing
 from codemode.tokens import count_tokens
 from codemode.tools import ToolSpec
@@ -59,10 +59,10 @@ async def test_the_agent_prompt_lists_a_small_catalog_and_the_model_can_skip_sea
 
 
 def test_approvals_of_many_calls_of_one_tool_read_as_one_line():
-    decisions = [ApprovalDecision("ops.create_order", {"n": i}, "asks", True) for i in range(4)]
+    decisions = [ApprovalRecord("ops.create_order", {"n": i}, "asks", True) for i in range(4)]
     decisions += [
-        ApprovalDecision("ops.list_stock", {}, "asks", True),
-        ApprovalDecision("ops.delete_all", {}, "asks", False),
+        ApprovalRecord("ops.list_stock", {}, "asks", True),
+        ApprovalRecord("ops.delete_all", {}, "asks", False),
     ]
     text = render_execution({"status": "ok", "stdout": "done\n"}, decisions)
     assert "approval: the user allowed ops.create_order (x4), ops.list_stock" in text

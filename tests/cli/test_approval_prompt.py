@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +27,23 @@ from codemode.engine import Codemode
 from codemode.engine.approvals import INLINE_CHARS, canonical_json, text_digest
 from codemode.errors import ApprovalMismatchError
 from codemode.policy import PolicySettings
+from codemode.policy.approval import ApprovalRequest
 from codemode.sandbox import SandboxSettings
 
 
-def view(arguments: Any, **extra: Any) -> dict[str, Any]:
+def view(arguments: Any, **extra: Any) -> ApprovalRequest:
     text = canonical_json(arguments)
-    return {
-        "id": "ap_1",
-        "tool": "crm.update_lead",
-        "arguments": arguments,
-        "digest": text_digest(text),
-        "chars": len(text),
-        "reason": "crm.update_lead is marked destructive",
-        **extra,
-    }
+    return ApprovalRequest.from_dict(
+        {
+            "id": "ap_1",
+            "tool": "crm.update_lead",
+            "arguments": arguments,
+            "digest": text_digest(text),
+            "chars": len(text),
+            "reason": "crm.update_lead is marked destructive",
+            **extra,
+        }
+    )
 
 
 class Terminal(io.StringIO):
@@ -57,8 +61,8 @@ def test_the_whole_call_is_shown_inline_up_to_the_limit_with_its_digest() -> Non
     notes = "n" * (INLINE_CHARS - 40)
     approval = view({"lead_id": "LEAD-1", "notes": notes})
     shown = render_approval(approval)
-    assert canonical_json(approval["arguments"]) in shown  # all of it, not the first 500
-    assert approval["digest"] in shown
+    assert canonical_json(approval.arguments) in shown  # all of it, not the first 500
+    assert approval.digest in shown
     assert "crm.update_lead" in shown and "marked destructive" in shown
 
 
@@ -72,7 +76,7 @@ HOSTILE = "ok\u202eevil\u202d \u2066x\u2069 zero\u200bwidth \x1b[2J\x9b2J bell\x
 
 def test_control_bidi_and_zero_width_characters_are_shown_escaped() -> None:
     approval = view({"note": HOSTILE}, reason=f"because {HOSTILE}")
-    approval["tool"] = "crm.update\u202elead"
+    approval = replace(approval, tool="crm.update\u202elead")
     shown = render_approval(approval)
     body = shown.replace("\n", "")  # the approver's own line breaks
     invisible = [c for c in body if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
@@ -102,7 +106,7 @@ def test_the_answer_says_how_long_it_holds(typed: str, allow: bool, remember: st
 
 def test_an_approval_whose_shown_text_does_not_match_its_digest_is_refused() -> None:
     approval = view({"lead_id": "LEAD-1"})
-    approval["digest"] = text_digest("something else")
+    approval = replace(approval, digest=text_digest("something else"))
     terminal = Terminal("y\n")
     assert not ask_on(terminal, approval).allow
     assert "not approved" in terminal.getvalue()
@@ -135,12 +139,12 @@ LONG = "from servers import crm\nprint(crm.save_notes(lead_id='L1', notes_text='
 @pytest.mark.anyio
 async def test_long_arguments_are_in_a_0600_file_whose_digest_is_checked(engine: Any) -> None:
     paused = await engine.execute(LONG)
-    approval = paused.extra["approval"]
-    path = Path(approval["file"])
+    approval = paused.approval
+    path = Path(approval.file)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     terminal = Terminal("y\n")
     shown = render_approval(approval)
-    assert str(path) in shown and "9,0" in shown and approval["digest"] in shown
+    assert str(path) in shown and "9,0" in shown and approval.digest in shown
     # The file is changed after it was shown: the approval is refused at the terminal.
     original = path.read_text(encoding="utf-8")
     path.write_text(original.replace("xxx", "yyy", 1), encoding="utf-8")
@@ -150,8 +154,8 @@ async def test_long_arguments_are_in_a_0600_file_whose_digest_is_checked(engine:
     assert answer.allow
     # The engine checks the digest again against the call itself.
     with pytest.raises(ApprovalMismatchError):
-        await engine.approve(approval["id"], True, digest=text_digest("changed"))
-    done = await engine.approve(approval["id"], True, digest=approval["digest"])
+        await engine.approve(approval.id, True, digest=text_digest("changed"))
+    done = await engine.approve(approval.id, True, digest=approval.digest)
     assert done.status == "ok" and done.stdout == "9000\n"
     assert engine.saved == ["x" * 9000]
 

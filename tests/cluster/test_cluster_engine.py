@@ -242,5 +242,5 @@ async def test_a_lost_session_resumes_from_its_checkpoint_on_a_new_sandbox(engin
     assert lost.status == "session_lost", lost.to_dict()
     resumed = await codemode.execute(read, session=wrote.session)
     assert (resumed.status, resumed.stdout) == ("ok", "pears 3\n"), resumed.to_dict()
-    assert resumed.extra["restored"]["variables"] == ["totals"]
+    assert resumed.restored.variables == ["totals"]
     assert "resumed from its checkpoint" in resumed.hint

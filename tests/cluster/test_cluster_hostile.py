@@ -131,7 +131,7 @@ def test_a_forged_done_then_busy_code_is_caught_on_the_worker(isolated_remote: R
     )
     result = isolated_remote.execute(attack, timeout_s=3)
     # The worker saw the code still running after its "done": the sandbox is restarted.
-    assert result.status == "ok" and result.extra["left_running"], result.to_dict()
+    assert result.status == "ok" and result.left_running, result.to_dict()
     assert result.sandbox_reset
     next_execution_works(isolated_remote)
 

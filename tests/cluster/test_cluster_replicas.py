@@ -95,8 +95,8 @@ async def test_a_session_moves_between_replicas_while_its_sandboxes_run_on_the_n
         session=wrote.session,
     )
     assert (on_b.status, on_b.stdout) == ("ok", "buy pears 3\n"), on_b.render_text()
-    restored = on_b.extra["restored"]
-    assert (restored["files"], restored["variables"]) == (["todo.txt"], ["totals"])
+    restored = on_b.restored
+    assert (restored.files, restored.variables) == (["todo.txt"], ["totals"])
     assert _node_of(b, wrote.session) in nodes
     back = await a.execute("print(open('b.txt').read(), totals['pears'])", session=wrote.session)
     assert (back.status, back.stdout) == ("ok", "b 4\n"), back.render_text()
@@ -110,15 +110,15 @@ async def test_an_approval_paused_on_a_and_granted_on_b_runs_the_call_once(
     paused = await a.execute(ORDER)
     assert paused.status == "approval_required", paused.render_text()
     assert _node_of(a, paused.session) in ray_cluster.node_ids()
-    approval = paused.extra["approval"]
+    approval = paused.approval
     with pytest.raises(SessionBusyError, match="another gateway replica"):
         await b.execute("print(1)", session=paused.session)
     assert crm.orders == []
-    done = await b.approve(approval["id"], True, digest=approval["digest"])
+    done = await b.approve(approval.id, True, digest=approval.digest)
     assert (done.status, done.stdout) == ("ok", "1\n"), done.render_text()
     for replica in (a, b):
         with pytest.raises(ApprovalDecidedError, match="already decided"):
-            await replica.approve(approval["id"], True)
+            await replica.approve(approval.id, True)
     assert crm.orders == [{"item": "pear"}]
     after = await b.execute("print('free')", session=paused.session)
     assert (after.status, after.stdout) == ("ok", "free\n"), after.render_text()

@@ -82,7 +82,7 @@ def test_state_files_and_output_arrive_in_order(remote: Sandbox):
     assert result.truncated["stderr_total_bytes"] == 3001
     # Listed by the worker host from the stopped sandbox, not reported by the guest.
     assert result.files["created"] == ["made.txt"]
-    assert result.extra["workspace_bytes"] > 0
+    assert result.workspace_bytes > 0
     again = remote.execute("print(open('made.txt').read())")
     assert (again.stdout, again.files["created"]) == ("hi\n", [])
 

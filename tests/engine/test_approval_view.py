@@ -104,11 +104,11 @@ async def test_an_approval_quoting_another_digest_runs_nothing(asking: Codemode,
 
 def test_short_arguments_are_shown_whole_and_long_ones_paged_without_a_file() -> None:
     short = PendingApproval("ap_s", "s1", None, ToolCall("bank", "wire", {"to": "a"}), "r")
-    assert short.describe()["arguments"] == {"to": "a"} and "file" not in short.describe()
+    assert short.describe().arguments == {"to": "a"} and short.describe().file is None
     call = ToolCall("bank", "wire", {"note": "x" * 10_000})
     described = PendingApproval("ap_l", "s1", None, call, "r").describe()
-    assert described["arguments"] == {"note": "x" * 10_000}
-    assert "".join(described["pages"]) == canonical_json(call.arguments)
+    assert described.arguments == {"note": "x" * 10_000}
+    assert "".join(described.pages or []) == canonical_json(call.arguments)
 
 
 def test_arguments_changed_after_they_were_shown_are_not_approved() -> None:
@@ -119,7 +119,7 @@ def test_arguments_changed_after_they_were_shown_are_not_approved() -> None:
     shown = pending.describe()
     call.arguments["amount"] = 10_000  # what would run is no longer what was shown
     with pytest.raises(ApprovalMismatchError, match="not the ones shown"):
-        broker.answer(pending.id, True, None, digest=shown["digest"])
+        broker.answer(pending.id, True, None, digest=shown.digest)
     assert pending.decision is None
     broker.answer(pending.id, False, None)  # a denial needs no match
     assert pending.decision is False

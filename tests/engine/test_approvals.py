@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,9 +15,11 @@ from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
-from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprover
-from codemode.errors import SessionError
+from codemode.engine.approvals import ApprovalBroker, PendingApproval, SessionApprovalGate
+from codemode.errors import ApprovalMismatchError, SessionError
 from codemode.policy import Budget, Policy, PolicyInvoker, PolicySettings
+from codemode.policy.approval import ApprovalDecision, ApprovalRequest
+from codemode.policy.grants import ApprovalAnswer
 from codemode.testing import RecordingInvoker
 
 pytestmark = pytest.mark.anyio
@@ -79,6 +82,32 @@ async def test_denied_call_raises_tool_error_in_the_code(asking: Codemode, shop)
     assert shop.orders == []
 
 
+async def test_a_typed_request_and_decision_round_trip_through_the_engine(asking: Codemode, shop):
+    paused = await asking.execute(CODE, owner="alice")
+    request = paused.approval
+    assert isinstance(request, ApprovalRequest)
+    assert (request.server, request.tool) == ("shop", "shop.place_order")
+    assert request.arguments == {"item": "pear", "quantity": 2}
+    assert request.digest.startswith("sha256:") and request.chars == len(
+        '{"item":"pear","quantity":2}'
+    )
+    assert paused.to_dict()["approval"] == request.to_dict()
+    assert ApprovalRequest.from_dict(request.to_dict()) == request
+    # A decision names its request, quotes its digest and says who decided.
+    decision = ApprovalDecision.answering(request, ApprovalAnswer(True, "tool"), "alice")
+    assert (decision.approval_id, decision.digest) == (request.id, request.digest)
+    with pytest.raises(SessionError, match="no pending approval"):
+        await asking.decide(replace(decision, decided_by="bob"))  # another owner's
+    stale = replace(decision, digest="sha256:" + "0" * 64)
+    with pytest.raises(ApprovalMismatchError):
+        await asking.decide(stale)
+    done = await asking.decide(decision)
+    assert done.status == "ok" and shop.orders == [{"item": "pear", "quantity": 2, "number": 1}]
+    assert done.grants is not None and done.grants[0]["target"] == "shop.place_order"
+    denial = ApprovalDecision.answering(request, ApprovalAnswer(False, "tool"))
+    assert (denial.allow, denial.remember, denial.digest) == (False, "call", None)
+
+
 async def test_waiting_for_approval_does_not_count_against_the_time_limit(asking: Codemode, shop):
     import anyio
 
@@ -124,7 +153,7 @@ def test_a_wait_for_a_human_moves_the_deadline_once() -> None:
     gave the code 2W more time. The deadline must move by the wait, not twice it."""
     broker = ApprovalBroker()
     policy = Policy(PolicySettings.from_mapping(ASK_BEFORE_ORDERS, "t"), lambda s, t: None)
-    approver = SessionApprover(broker, "s1", None)
+    approver = SessionApprovalGate(broker, "s1", None)
     invoker = PolicyInvoker(
         RecordingInvoker(default="ok"), policy, approver=approver, budget=Budget()
     )

@@ -21,6 +21,7 @@ from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
+from codemode.engine.life import Life
 from codemode.errors import SessionQuotaError
 from codemode.sandbox import Limits, SandboxSettings
 from codemode.sandbox.result import ExecutionResult
@@ -122,11 +123,11 @@ async def test_a_cancel_interrupts_the_code_and_keeps_the_session(
     after = await _next(engine, "print(x + 1)", first.session)
     # The interrupt stopped the code before `x = 0`, without restarting the sandbox.
     assert after.status == "ok" and after.stdout == "42\n", after.render_text()
-    report = after.extra["cancelled_before"]
-    assert report["status"] == "cancelled"
-    assert report["error"]["type"] == "KeyboardInterrupt"
-    assert report["tool_calls"]["by_tool"] == {"desk.signal_ready": {"calls": 1, "failures": 0}}
-    assert report["sandbox_reset"] is False
+    report = after.cancelled_before
+    assert report.status == "cancelled"
+    assert report.error["type"] == "KeyboardInterrupt"
+    assert report.tool_calls["by_tool"] == {"desk.signal_ready": {"calls": 1, "failures": 0}}
+    assert report.sandbox_reset is False
     assert after.hint.startswith("The previous execution was cancelled: Cancelled by the client")
     assert "Variables and files are kept" in after.render_text()
 
@@ -148,10 +149,10 @@ async def test_no_tool_call_starts_after_a_cancel(engine: Codemode, desk: Desk) 
     after = await _next(engine, "print('next')", opened.session)
     assert after.stdout == "next\n", after.render_text()
     assert desk.orders == []
-    report = after.extra["cancelled_before"]
-    assert report["refused_after_cancel"] == 1
+    report = after.cancelled_before
+    assert report.refused_after_cancel == 1
     # The code waited for a reply that never came: the grace period ended it.
-    assert report["sandbox_reset"] is True
+    assert report.sandbox_reset is True
 
 
 async def test_a_cancel_abandons_the_tool_call_in_flight(engine: Codemode, desk: Desk) -> None:
@@ -164,9 +165,9 @@ async def test_a_cancel_abandons_the_tool_call_in_flight(engine: Codemode, desk:
     assert not desk.released.is_set()
     desk.release.set()
     assert after.stdout == "next\n", after.render_text()
-    report = after.extra["cancelled_before"]
-    assert report["status"] == "cancelled" and "not reached" not in report["stdout"]
-    assert report["tool_calls"]["failures"] == 1
+    report = after.cancelled_before
+    assert report.status == "cancelled" and "not reached" not in report.stdout
+    assert report.tool_calls["failures"] == 1
 
 
 async def test_code_that_ignores_the_interrupt_is_stopped_after_the_grace_period(
@@ -181,7 +182,7 @@ async def test_code_that_ignores_the_interrupt_is_stopped_after_the_grace_period
     await _cancel_when_ready(engine, desk, code, opened.session)
     after = await _next(engine, "print('alive')", opened.session)
     assert after.status == "ok" and after.stdout == "alive\n"
-    assert after.extra["cancelled_before"]["sandbox_reset"] is True
+    assert after.cancelled_before.sandbox_reset is True
 
 
 async def test_a_guest_without_cpu_after_a_cancel_is_interrupted_not_restarted(
@@ -225,9 +226,9 @@ async def test_a_guest_without_cpu_after_a_cancel_is_interrupted_not_restarted(
         with contextlib.suppress(ProcessLookupError):
             os.kill(guest, signal.SIGCONT)
     after = await _next(engine, "print(x + 1)", first.session)
-    report = after.extra["cancelled_before"]
-    assert report["sandbox_reset"] is False, after.render_text()
-    assert report["error"]["type"] == "KeyboardInterrupt"
+    report = after.cancelled_before
+    assert report.sandbox_reset is False, after.render_text()
+    assert report.error["type"] == "KeyboardInterrupt"
     assert after.stdout == "42\n", after.render_text()
 
 
@@ -288,7 +289,7 @@ async def test_idle_sessions_give_a_clients_quota_back(engine: Codemode) -> None
     third = await engine.execute("print('third')", client="alice")
     assert third.status == "ok" and third.stdout == "third\n", third.render_text()
     back = await engine.execute("print(x + 1)", session=first.session, client="alice")
-    assert back.stdout == "42\n" and "restored" in back.extra, back.render_text()
+    assert back.stdout == "42\n" and back.restored is not None, back.render_text()
     other = await engine.execute("print('bob is served')", client="bob")
     assert other.stdout == "bob is served\n"
 
@@ -392,3 +393,33 @@ async def test_index_build_progress_carries_stage_and_percentage(
     assert values[1] == 43.0  # 5% for the lexical stage, then 40% of the other 95
     assert all(total == 100.0 for _, total, _ in reports)
     assert heard[:2] == [("lexical", 100.0), ("embedding", 40.0)]
+
+
+async def wait_for(condition: Callable[[], bool]) -> None:
+    with anyio.fail_after(WAIT_S):
+        while not condition():
+            await anyio.sleep(0.02)
+
+
+async def test_a_second_execution_while_one_runs_waits_for_it_and_then_runs(
+    engine: Codemode, desk: Desk
+) -> None:
+    opened = await engine.execute("from servers import desk")
+    assert opened.session is not None
+    outcome: dict[str, ExecutionResult] = {}
+
+    async def run(name: str, code: str) -> None:
+        outcome[name] = await engine.execute(code, session=opened.session)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, "first", "desk.wait_for_release()\nprint('first done')")
+        assert await anyio.to_thread.run_sync(desk.waiting.wait, WAIT_S), "never started"
+        group.start_soon(run, "second", "print(desk.place_order(item='pear'))")
+        assert engine.registry is not None
+        record = next(r for r in engine.registry.sessions() if r.handle == opened.session)
+        await wait_for(lambda: record.busy == 2)  # both checked out: the second has begun
+        assert desk.orders == []  # the second waits for the sandbox while the first runs
+        desk.release.set()
+    assert outcome["first"].stdout == "first done\n", outcome["first"].render_text()
+    assert outcome["second"].stdout == "pear\n", outcome["second"].render_text()
+    assert record.state is Life.IDLE

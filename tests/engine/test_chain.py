@@ -109,10 +109,10 @@ async def test_by_default_data_reaches_an_open_world_tool_only_if_the_user_allow
         code = "from servers import crm, mail\nmail.send(to=crm.list_contacts()[0]['email'], subject='x')"
         result = await engine.execute(code)
         assert result.status == "approval_required"
-        approval = result.extra["approval"]
-        assert approval["values"] == {"to": "mail.send", "from": {"crm": ["<EMAIL_1>"]}}
-        assert '[privacy.flows] crm = ["crm", "mail"]' in approval["reason"]
-        result = await engine.approve(approval["id"], False)
+        approval = result.approval
+        assert approval.values.to_dict() == {"to": "mail.send", "from": {"crm": ["<EMAIL_1>"]}}
+        assert '[privacy.flows] crm = ["crm", "mail"]' in approval.reason
+        result = await engine.approve(approval.id, False)
     assert result.status == "error"
     assert result.error is not None and "denied the approval" in result.error["message"]
     assert crm.sent == []

@@ -48,9 +48,7 @@ async def approve_all(engine: Codemode, result: Any, remember: str, owner: str |
     asked = 0
     while result.status == "approval_required":
         asked += 1
-        result = await engine.approve(
-            result.extra["approval"]["id"], True, remember=remember, owner=owner
-        )
+        result = await engine.approve(result.approval.id, True, remember=remember, owner=owner)
     return result, asked
 
 
@@ -58,9 +56,7 @@ async def test_a_tool_grant_is_audited_and_shown_in_the_sessions_results(engine)
     codemode, log, closed = engine
     result, asked = await approve_all(codemode, await codemode.execute(THREE), "tool", None)
     assert (result.status, asked, closed) == ("ok", 1, ["T-0", "T-1", "T-2"])
-    assert [(g["scope"], g["target"]) for g in result.extra["grants"]] == [
-        ("tool", "desk.close_ticket")
-    ]
+    assert [(g["scope"], g["target"]) for g in result.grants] == [("tool", "desk.close_ticket")]
     events = log.query(AuditFilter(tool="desk.close_ticket"))
     label = "remembered approval (tool: desk.close_ticket)"
     assert [(e.decision, e.rule) for e in events] == [
@@ -77,7 +73,7 @@ async def test_call_asks_each_time_and_grants_stay_in_their_session_and_owner(en
     first, asked = await approve_all(
         codemode, await codemode.execute(THREE, owner="alice"), "server", "alice"
     )
-    assert asked == 1 and first.extra["grants"][0]["scope"] == "server"
+    assert asked == 1 and first.grants[0]["scope"] == "server"
     _again, asked = await approve_all(
         codemode,
         await codemode.execute(THREE, session=first.session, owner="alice"),
@@ -88,14 +84,14 @@ async def test_call_asks_each_time_and_grants_stay_in_their_session_and_owner(en
     other, asked = await approve_all(
         codemode, await codemode.execute(THREE, owner="bob"), "call", "bob"
     )
-    assert asked == 3 and "grants" not in other.extra  # another owner's session asks again
+    assert asked == 3 and other.grants is None  # another owner's session asks again
     assert len(closed) == 12
 
 
 async def test_an_unknown_scope_is_refused_and_the_call_stays_pending(engine):
     codemode, _log, closed = engine
     paused = await codemode.execute(THREE)
-    approval = paused.extra["approval"]["id"]
+    approval = paused.approval.id
     with pytest.raises(UsageError, match='"tool" \\(this tool, this session\\)'):
         await codemode.approve(approval, True, remember="forever")
     assert closed == []

@@ -91,9 +91,9 @@ print(done.returncode, done.stdout.strip().splitlines()[-1])
 async def test_project_mode_fresh_folders_tree_and_pytest(engine: Codemode) -> None:
     first = await engine.execute(TESTED_CODE, fresh_dir=True)
     assert first.status == "ok", first.render_text()
-    assert first.extra["task_dir"] == "tasks/001"
+    assert first.task_dir == "tasks/001"
     assert first.files["created"] == ["tasks/001/slug.py", "tasks/001/test_slug.py"]
-    tree = first.extra["workspace_tree"]
+    tree = first.workspace_tree
     assert tree.splitlines()[:3] == ["tasks/", "  001/", "    slug.py (58 B)"]
     assert "workspace:" in first.render_text() and "task folder: tasks/001" in first.render_text()
     tested = await engine.execute(RUN_PYTEST, session=first.session)
@@ -104,7 +104,7 @@ async def test_project_mode_fresh_folders_tree_and_pytest(engine: Codemode) -> N
         "import os\nprint(os.getcwd())", session=first.session, fresh_dir=True
     )
     assert second.stdout == "/workspace/tasks/002\n"
-    assert "  002/" in second.extra["workspace_tree"]
+    assert "  002/" in second.workspace_tree
 
 
 async def test_output_beyond_the_tail_is_written_whole_to_a_file(engine: Codemode) -> None:
@@ -112,7 +112,7 @@ async def test_output_beyond_the_tail_is_written_whole_to_a_file(engine: Codemod
     printed = await engine.execute("for i in range(400):\n    print(f\"row {i}: {'x' * 40}\")")
     assert printed.status == "ok" and printed.truncated["stdout_bytes"] > 0
     assert printed.stdout.endswith(lines[-1] + "\n")
-    path = printed.extra["stdout_file"]
+    path = printed.stdout_file
     assert path == "outputs/stdout-001.txt"
     assert path in printed.hint
     assert printed.session is not None
@@ -123,4 +123,4 @@ async def test_output_beyond_the_tail_is_written_whole_to_a_file(engine: Codemod
         session=printed.session,
     )
     assert again.stdout == "row 0: xx\n"
-    assert "stdout_file" not in again.extra
+    assert again.stdout_file is None

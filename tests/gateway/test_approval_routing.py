@@ -11,6 +11,7 @@ from mcp import types
 
 from codemode.gateway.elicitation import ApprovalRouter, UserChannel, approval_form, decision_of
 from codemode.gateway.web.links import ApprovalLinks
+from codemode.policy.approval import ApprovalRequest
 
 
 class StubEngine:
@@ -72,13 +73,13 @@ def test_answers_are_read_strictly() -> None:
 
 
 def test_the_form_describes_the_call_and_offers_three_answers() -> None:
-    approval = {
-        "id": "ap_1",
-        "tool": "crm.delete_lead",
-        "arguments": {"lead_id": "LEAD-1", "note": "x" * 5000},
-        "digest": "sha256:abc",
-        "reason": "destructive",
-    }
+    approval = ApprovalRequest(
+        id="ap_1",
+        tool="crm.delete_lead",
+        arguments={"lead_id": "LEAD-1", "note": "x" * 5000},
+        digest="sha256:abc",
+        reason="destructive",
+    )
     message, schema = approval_form(approval)
     assert "crm.delete_lead" in message and "sha256:abc" in message and "ap_1" in message
     assert "LEAD-1" in message and "characters)" in message  # long arguments are cut, saying so

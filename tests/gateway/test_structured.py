@@ -27,7 +27,7 @@ def result(**changes) -> ExecutionResult:
         "truncated": {"stdout_bytes": 0, "stderr_bytes": 0, "stdout_total_bytes": 0},
         "hint": "",
         "session": "s_abc",
-        "extra": {"workspace_bytes": 4096},
+        "workspace_bytes": 4096,
     }
     fields.update(changes)
     return ExecutionResult(**fields)
@@ -50,7 +50,8 @@ def test_fields_that_say_something_stay():
         hint="Fix the ValueError at line 3 and run again.",
         limit="memory",
         sandbox_reset=True,
-        extra={"workspace_bytes": 1, "left_running": "1 thread(s)"},
+        workspace_bytes=1,
+        left_running="1 thread(s)",
     ).to_structured()
     assert data == {
         "status": "error",

@@ -21,6 +21,7 @@ from codemode.privacy import (
     assert_no_pii,
 )
 from codemode.privacy.recall import skeleton
+from codemode.sandbox.reports import Restore
 from codemode.sandbox.result import ExecutionResult
 from codemode.settings.policy import BudgetSettings
 from codemode.tools import ToolCall
@@ -182,7 +183,10 @@ def test_every_field_of_a_result_is_scanned() -> None:
         truncated={},
         hint=f"h {PHONE}",
         limit=f"limit {PHONE}",
-        extra={"progress": [f"step {EMAIL}"], PHONE: "key"},
+        workspace_tree=f"step {EMAIL}",
+        files_not_carried=[f"{PHONE}.txt"],
+        checkpoint=f"not saved: {EMAIL}",
+        restored=Restore([f"{EMAIL}.csv"], [], "idle", error=f"unreadable {PHONE}"),
     )
     finished = _session(invoker).finish(result)
     text = json.dumps(finished.to_dict())

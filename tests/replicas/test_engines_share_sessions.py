@@ -55,15 +55,15 @@ async def test_a_session_started_on_one_replica_continues_on_the_other(
     )
     assert (on_b.status, on_b.stdout) == ("ok", "buy pears 3\n"), on_b.render_text()
     assert on_b.session == handle
-    assert on_b.extra["restored"]["files"] == ["notes/todo.txt"]
-    assert on_b.extra["restored"]["variables"] == ["totals"]
+    assert on_b.restored.files == ["notes/todo.txt"]
+    assert on_b.restored.variables == ["totals"]
     # Back on A: its own copy is stale, so it continues from B's checkpoint, not from it.
     back = await a.execute("print(open('b.txt').read(), totals['pears'])", session=handle)
     assert (back.status, back.stdout) == ("ok", "b 4\n"), back.render_text()
-    assert back.extra["restored"]["files"] == ["b.txt", "notes/todo.txt"]
+    assert back.restored.files == ["b.txt", "notes/todo.txt"]
     # Staying on one replica restores nothing.
     again = await a.execute("print(totals['pears'])", session=handle)
-    assert again.stdout == "4\n" and "restored" not in again.extra
+    assert again.stdout == "4\n" and again.restored is None
 
 
 async def test_a_foreign_or_closed_session_is_unknown_on_every_replica(
@@ -93,20 +93,20 @@ async def test_an_approval_paused_on_a_and_granted_on_b_runs_the_call_once(
     a, b = replicas
     paused = await a.execute(ORDER)
     assert paused.status == "approval_required", paused.render_text()
-    approval = paused.extra["approval"]
+    approval = paused.approval
     # While A holds the paused execution, B must not run the session.
     with pytest.raises(SessionBusyError, match="another gateway replica"):
         await b.execute("print(1)", session=paused.session)
     with pytest.raises(ApprovalMismatchError):
-        await b.approve(approval["id"], True, digest="sha256:" + "0" * 64)
+        await b.approve(approval.id, True, digest="sha256:" + "0" * 64)
     assert crm.orders == []
-    done = await b.approve(approval["id"], True, digest=approval["digest"])
+    done = await b.approve(approval.id, True, digest=approval.digest)
     assert (done.status, done.stdout) == ("ok", "1\n"), done.render_text()
     assert done.session == paused.session
     assert crm.orders == [{"item": "pear"}]
     for replica in (a, b):
         with pytest.raises(ApprovalDecidedError, match="already decided"):
-            await replica.approve(approval["id"], True)
+            await replica.approve(approval.id, True)
     assert crm.orders == [{"item": "pear"}]
     # The execution is over and its lease given back: B may run the session now.
     after = await b.execute("print('free')", session=paused.session)
@@ -118,7 +118,7 @@ async def test_two_replicas_racing_to_approve_decide_once(
 ) -> None:
     a, b = replicas
     paused = await a.execute(ORDER)
-    approval_id = paused.extra["approval"]["id"]
+    approval_id = paused.approval.id
     answers = await asyncio.gather(
         a.approve(approval_id, True), b.approve(approval_id, True), return_exceptions=True
     )
@@ -137,7 +137,7 @@ async def test_a_denial_on_b_resumes_the_execution_on_a_without_the_call(
         "from servers import crm\ntry:\n    crm.place_order(item='x')\n"
         "except Exception as error:\n    print('refused:', type(error).__name__)"
     )
-    denied = await b.approve(paused.extra["approval"]["id"], False)
+    denied = await b.approve(paused.approval.id, False)
     assert denied.stdout.startswith("refused:"), denied.render_text()
     assert crm.orders == []
 
@@ -194,7 +194,7 @@ async def test_an_approval_whose_holder_died_is_answered_replica_lost(
     assert a.shared is not None
     a.shared.link.close()  # A stops answering the others (its heartbeat ends at once)
     with pytest.raises(ReplicaLostError, match="the call did not run"):
-        await b.approve(paused.extra["approval"]["id"], True)
+        await b.approve(paused.approval.id, True)
     assert crm.orders == []
 
 
@@ -206,7 +206,7 @@ async def test_an_approval_that_lapsed_is_no_longer_pending_anywhere(
     assert paused.session is not None
     assert await a.close_session(paused.session)  # the paused call is refused, not run
     with pytest.raises(SessionError, match="no longer pending"):
-        await b.approve(paused.extra["approval"]["id"], True)
+        await b.approve(paused.approval.id, True)
 
 
 def _make_idle(engine: Codemode, handle: str) -> list[str]:
@@ -229,7 +229,7 @@ async def test_idle_expiry_drops_a_stale_copy_but_forgets_a_session_where_it_ran
     # A's copy is stale (B ran the session since): expiring it there keeps the session.
     assert _make_idle(a, handle) == [handle]
     on_b = await b.execute(READ, session=handle)
-    assert on_b.stdout == "buy pears 3\n" and "restored" not in on_b.extra, on_b.render_text()
+    assert on_b.stdout == "buy pears 3\n" and on_b.restored is None, on_b.render_text()
     # B ran it last: idle there means idle everywhere, so it is forgotten on every replica.
     assert _make_idle(b, handle) == [handle]
     for replica in (a, b):
@@ -281,7 +281,7 @@ async def test_a_provider_that_reattaches_is_asked_instead_of_restoring(
         assert a.shared is not None
         assert twin.asked == [(wrote.session, a.shared.replica)]
         # Nothing was restored: a real reattaching provider would hand back the same sandbox.
-        assert moved.stdout == "False\n" and "restored" not in moved.extra, moved.render_text()
+        assert moved.stdout == "False\n" and moved.restored is None, moved.render_text()
 
 
 async def test_a_handle_less_call_gets_its_own_session_that_continues_on_every_replica(
@@ -331,7 +331,7 @@ async def test_a_full_replica_releases_its_least_recently_used_idle_session_for_
         assert on_b.stdout == "buy pears 3\n", on_b.render_text()
         # Back on A (its copy is stale): restored there, pushing the second session out.
         back = await a.execute(READ, session=first.session)
-        assert back.stdout == "buy pears 3\n" and back.extra["restored"]["variables"]
+        assert back.stdout == "buy pears 3\n" and back.restored.variables
         assert a.session_states(None) == {first.session: "idle", second.session: "released"}
         kept = await a.execute("print(x)", session=second.session)
         assert kept.stdout == "2\n", kept.render_text()

@@ -113,7 +113,7 @@ async def test_a_changed_checkpoint_is_said_plainly_in_the_result_never_restored
     blob[30] ^= 0x01
     redis.client.set(key, bytes(blob))
     moved = await b.execute("import os\nprint(os.listdir('.'))", session=handle)
-    restored = moved.extra["restored"]
-    assert restored["files"] == [] and "integrity check" in restored["error"], restored
+    restored = moved.restored
+    assert restored.files == [] and "integrity check" in restored.error, restored
     assert "could not be read" in moved.hint and "start empty" in moved.hint
     assert moved.stdout == "[]\n", moved.render_text()

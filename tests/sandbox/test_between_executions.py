@@ -96,7 +96,7 @@ def test_code_that_forges_done_does_not_run_after_the_result(
     assert isolated_session.sandbox is not None
     bwrap = isolated_session.sandbox.process.pid
     result = isolated_session.execute(FORGED_THEN_BUSY, timeout_s=10)
-    assert result.extra.get("left_running"), result.to_dict()
+    assert result.left_running, result.to_dict()
     assert result.sandbox_reset is True
     assert not alive(bwrap), "the sandbox still runs after its result was returned"
     host.next_execution_works(isolated_session)
@@ -143,7 +143,7 @@ def test_signal_handlers_do_not_run_between_executions(
     host.pause(0.5)
     resumed = time.monotonic()
     if first.sandbox_reset:
-        assert first.extra.get("left_running"), first.to_dict()
+        assert first.left_running, first.to_dict()
         assert not alive(bwrap)
     else:
         later = isolated_session.execute(

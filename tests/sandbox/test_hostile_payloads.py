@@ -49,7 +49,7 @@ def test_disk_fill_stops_at_the_workspace_quota(isolated_session: SandboxSession
     assert result.status == "ok", result.to_dict()
     assert result.stdout.startswith("RESULT: BLOCKED [Errno 28] No space left on device")
     assert result.files["created"] == ["fill.bin"]
-    assert result.extra["workspace_bytes"] <= 64 << 20
+    assert result.workspace_bytes <= 64 << 20
     after = os.statvfs("/tmp")
     # The 64 MiB workspace is a tmpfs in memory: the host disk did not take the fill.
     assert (before.f_bavail - after.f_bavail) * after.f_frsize < 32 << 20

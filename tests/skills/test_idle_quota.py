@@ -221,13 +221,13 @@ async def test_a_restore_at_the_limit_releases_the_least_recently_used_idle_sess
         # a comes back: now b is the least recently used, and it is released for a.
         back = await engine.execute(show("a") + "\nprint('scratch' in globals())", session=a.handle)
         assert back.stdout == "a 1\nFalse\n", back.render_text()
-        assert back.extra["restored"]["variables"] == ["a"]
+        assert back.restored.variables == ["a"]
         assert watch.states() == ["idle", "released", "idle"]
         assert holding(watch.records) == [a, c]
 
         # And b, with its state, pushing out c (a ran more recently).
         again = await engine.execute(show("b"), session=b.handle)
-        assert again.stdout == "b 2\n" and again.extra["restored"]["files"] == ["b.txt"]
+        assert again.stdout == "b 2\n" and again.restored.files == ["b.txt"]
         assert watch.states() == ["idle", "idle", "released"]
         assert max(watch.others_holding) <= 1
 
@@ -303,7 +303,7 @@ async def test_an_execute_arriving_while_its_session_is_released_for_room_keeps_
             await wait_until(lambda: a.busy == 2)  # checked out, waiting for the release
             go.set()
         # a's execution came first: a kept its sandbox; b made room for the new session.
-        assert outcome["a"].stdout == "a 1\n" and "restored" not in outcome["a"].extra
+        assert outcome["a"].stdout == "a 1\n" and outcome["a"].restored is None
         assert outcome["new"].status == "ok", outcome["new"].render_text()
         watch.opened(outcome["new"].session)
         assert watch.states() == ["idle", "released", "idle"]

@@ -181,7 +181,7 @@ async def test_an_execute_arriving_during_a_release_waits_and_restores(engine: C
     assert outcome["released"] is True
     result = outcome["result"]
     assert (result.status, result.stdout) == ("ok", "buy pears 3 False\n"), result.render_text()
-    assert result.extra["restored"]["reason"] == "idle"
+    assert result.restored.reason == "idle"
 
 
 async def test_a_release_during_an_execution_stops_nothing(
@@ -214,7 +214,7 @@ async def test_a_release_during_an_execution_stops_nothing(
         assert (released, swept) == (False, [])
         result = outcome["result"]
         assert result.stdout == "through buy pears\n", result.render_text()
-        assert "restored" not in result.extra and record.sandbox.inner.sandbox is not None  # type: ignore[attr-defined]
+        assert result.restored is None and record.sandbox.inner.sandbox is not None  # type: ignore[attr-defined]
 
 
 async def test_a_session_waiting_for_an_approval_is_never_released(
@@ -237,7 +237,7 @@ async def test_a_session_waiting_for_an_approval_is_never_released(
         assert guest is not None and alive(guest)
         done = await engine.approve(paused.to_dict()["approval"]["id"], True)
         assert (done.status, done.stdout) == ("ok", "ordered 1 pears\n"), done.render_text()
-        assert "restored" not in done.extra
+        assert done.restored is None
         assert shop.orders == [{"item": "pear", "quantity": 2, "number": 1}]
 
 
@@ -247,7 +247,7 @@ async def test_a_session_whose_checkpoint_cannot_be_saved_keeps_its_sandbox(
     skills = SkillsSettings(max_checkpoint_bytes=20_000)
     async with make_engine(release_s=0, skills=skills) as engine:
         big = await engine.execute("open('big.bin', 'wb').write(b'x' * 50_000)\nn = 7")
-        assert big.extra["checkpoint"].startswith("not saved")
+        assert big.checkpoint.startswith("not saved")
         releaser = IdleReleaser(engine.registry, 0)  # type: ignore[arg-type]
         record = record_of(engine, big.session)
         executions = record.sandbox.inner.executions  # type: ignore[attr-defined]
@@ -272,7 +272,7 @@ async def test_session_states_list_every_state(engine: Codemode) -> None:
     assert await anyio.to_thread.run_sync(releaser.sweep) == [first.session]
     assert engine.session_states(None) == {first.session: "released"}
     after = await engine.execute("print('x' in globals())", session=first.session)
-    assert after.stdout == "False\n" and after.extra["restored"]["files"] == []
+    assert after.stdout == "False\n" and after.restored.files == []
     assert "other variables start empty" in after.hint
     assert engine.session_states(None) == {first.session: "idle"}
 
@@ -318,8 +318,8 @@ async def test_a_task_started_in_a_fresh_folder_after_a_release_says_what_came_b
         "print(open('../../notes/todo.txt').read(), totals)", session=wrote.session, fresh_dir=True
     )
     assert task.stdout == "buy pears {'pears': 3}\n", task.render_text()
-    assert task.extra["task_dir"] == "tasks/001"
-    assert task.extra["restored"]["files"] == ["notes/todo.txt"]
+    assert task.task_dir == "tasks/001"
+    assert task.restored.files == ["notes/todo.txt"]
     assert task.hint.startswith("This session was idle, so its sandbox was released")
 
 
@@ -335,5 +335,5 @@ async def test_a_restore_that_fails_after_a_release_is_said_plainly(engine: Code
     engine.skills.checkpoints.put(handle, spoiled, expires_at=time.time() + 60)
     after = await engine.execute("import os\nprint(os.path.exists('notes'))", session=handle)
     assert after.stdout == "False\n", after.render_text()
-    assert after.extra["restored"]["error"].startswith("the checkpoint could not be restored")
+    assert after.restored.error.startswith("the checkpoint could not be restored")
     assert "its files and variables start empty" in after.hint

@@ -72,7 +72,7 @@ async def test_a_session_resumes_after_its_sandbox_crashed(engine: Codemode) -> 
     assert crashed.sandbox_reset
     resumed = await engine.execute("import os\n" + READ, session=wrote.session)
     assert resumed.stdout == "buy pears 3 False\n", resumed.render_text()
-    assert resumed.extra["restored"]["files"] == ["notes/todo.txt"]
+    assert resumed.restored.files == ["notes/todo.txt"]
 
 
 async def test_a_workspace_over_the_limit_is_not_checkpointed_and_the_result_says_so(
@@ -87,7 +87,7 @@ async def test_a_workspace_over_the_limit_is_not_checkpointed_and_the_result_say
     async with engine:
         big = await engine.execute("open('big.bin', 'wb').write(b'x' * 50_000)")
         assert big.status == "ok", big.render_text()
-        assert big.extra["checkpoint"].startswith("not saved")
+        assert big.checkpoint.startswith("not saved")
         assert engine.skills is not None and big.session is not None
         assert not engine.skills.resumable(big.session, None)
 

@@ -22,14 +22,14 @@ from codemode.agent.providers import (
     ToolDefinition,
     make_provider,
 )
-from codemode.agent.record import ApprovalDecision, Round, RunRecord, RunStatus, Step
+from codemode.agent.record import ApprovalRecord, Round, RunRecord, RunStatus, Step
 from codemode.settings.agent import AgentSettings, ModelSettings, parse_model_ref
 
 __all__ = [
     "Agent",
     "AgentSettings",
     "Approval",
-    "ApprovalDecision",
+    "ApprovalRecord",
     "Approver",
     "FencedCode",
     "JsonEnvelope",

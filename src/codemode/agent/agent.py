@@ -22,7 +22,6 @@ from codemode.agent.formats import OutputFormat, make_format
 from codemode.agent.loop import (
     DEFAULT_MAX_ROUNDS,
     DEFAULT_PROGRESS_INTERVAL_S,
-    Approval,
     Approver,
     RoundLoop,
     RunObserver,
@@ -30,6 +29,7 @@ from codemode.agent.loop import (
 from codemode.agent.providers.base import ModelProvider
 from codemode.agent.record import Round, RunRecord, Step
 from codemode.errors import CodemodeError, UnknownSessionError
+from codemode.policy.approval import ApprovalDecision
 from codemode.settings.agent import OutputFormatName
 
 if TYPE_CHECKING:
@@ -176,20 +176,8 @@ class Agent(RoundLoop):
             code, session=self.session, timeout_s=self.execution_timeout_s
         )
         self.session = result.session or self.session
-        while result.status == "approval_required":
-            raw = result.extra["approval"]
-            approval = Approval(
-                id=str(raw["id"]),
-                tool=str(raw["tool"]),
-                arguments=raw.get("arguments"),
-                reason=str(raw.get("reason", "")),
-                view=dict(raw),
-            )
-            answer = await self.decide(approval, round_, step)
-            result = await self.engine.approve(
-                approval.id,
-                answer.allow,
-                digest=raw.get("digest") if answer.allow else None,
-                remember=answer.remember,
-            )
+        while result.approval is not None:
+            request = result.approval
+            answer = await self.decide(request, round_, step)
+            result = await self.engine.decide(ApprovalDecision.answering(request, answer))
         return result

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from codemode.agent.record import ApprovalDecision, Round, RunRecord
+from codemode.agent.record import ApprovalRecord, Round, RunRecord
 
 __all__ = ["escalation_summary", "render_execution", "render_search"]
 
@@ -29,7 +29,7 @@ def _files(files: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_execution(result: dict[str, Any], approvals: Sequence[ApprovalDecision] = ()) -> str:
+def render_execution(result: dict[str, Any], approvals: Sequence[ApprovalRecord] = ()) -> str:
     status = str(result.get("status"))
     head = f"status: {status}"
     if result.get("limit"):
@@ -69,7 +69,7 @@ def render_execution(result: dict[str, Any], approvals: Sequence[ApprovalDecisio
     return "\n".join(lines)
 
 
-def _approval_lines(approvals: Sequence[ApprovalDecision]) -> list[str]:
+def _approval_lines(approvals: Sequence[ApprovalRecord]) -> list[str]:
     """One line per verdict, each tool once with how many of its calls it covers."""
     by_verdict: dict[str, dict[str, int]] = {}
     for decision in approvals:

@@ -21,8 +21,6 @@ import logging
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -40,7 +38,7 @@ from codemode.agent.providers.base import (
     clean_reply,
     count_text_tokens,
 )
-from codemode.agent.record import ApprovalDecision, Round, RunRecord, Step
+from codemode.agent.record import ApprovalRecord, Round, RunRecord, Step
 from codemode.errors import (
     CodemodeError,
     ContextLengthError,
@@ -49,6 +47,7 @@ from codemode.errors import (
     ModelTimeoutError,
     UsageError,
 )
+from codemode.policy.approval import ApprovalRequest, Approver
 from codemode.policy.grants import ApprovalAnswer
 
 __all__ = ["Approval", "Approver", "RoundLoop", "RunObserver", "deny_all", "scaled_max_tokens"]
@@ -63,22 +62,10 @@ _TOKEN_TIME_SHARE = 0.8
 _MIN_MAX_TOKENS = 64
 
 
-@dataclass(frozen=True, slots=True)
-class Approval:
-    """A tool call that waits for a human: the call as the code made it, and why it waits."""
-
-    id: str
-    tool: str
-    arguments: Any
-    reason: str
-    # The whole approval view (digest, the file of long arguments, the values it sends).
-    view: dict[str, Any] = field(default_factory=dict)
-
-
-# The user's side of an approval: True allows the call; an ApprovalAnswer also says how long
-# it holds. Sync callbacks run in a worker thread (a terminal prompt may block); async ones
-# are awaited.
-Approver = Callable[[Approval], bool | ApprovalAnswer | Awaitable[bool] | Awaitable[ApprovalAnswer]]
+# A tool call that waits for a human (the agent's name for the engine's request). The user's
+# side is an ``Approver``: sync ones run in a worker thread (a terminal prompt may block);
+# async ones are awaited.
+Approval = ApprovalRequest
 
 
 def deny_all(approval: Approval) -> bool:
@@ -366,7 +353,7 @@ class RoundLoop(ABC):
             log.warning("the approval callback failed (%s); the call is denied", error)
             decided = ApprovalAnswer(False)
         step.approvals.append(
-            ApprovalDecision(approval.tool, approval.arguments, approval.reason, decided.allow)
+            ApprovalRecord(approval.tool, approval.arguments, approval.reason, decided.allow)
         )
         round_.approval_ms += (time.perf_counter() - started) * 1000
         return decided

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ApprovalDecision", "Round", "RunRecord", "RunStatus", "Step", "StepKind"]
+__all__ = ["ApprovalRecord", "Round", "RunRecord", "RunStatus", "Step", "StepKind"]
 
 # interrupted: SIGINT or SIGTERM stopped the run (``RoundLoop.interrupt``).
 RunStatus = Literal["running", "done", "escalated", "failed", "interrupted"]
@@ -19,7 +19,7 @@ StepKind = Literal["search", "execute", "tool", "answer", "malformed"]
 
 
 @dataclass(frozen=True, slots=True)
-class ApprovalDecision:
+class ApprovalRecord:
     tool: str
     arguments: Any
     reason: str
@@ -40,7 +40,7 @@ class Step:
     # What went back to the model, as it read it.
     feedback: str = ""
     problem: str | None = None
-    approvals: list[ApprovalDecision] = field(default_factory=list)
+    approvals: list[ApprovalRecord] = field(default_factory=list)
     ms: float = 0.0
 
     @property

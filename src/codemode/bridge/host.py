@@ -21,7 +21,7 @@ from codemode.errors import CodemodeError, ToolError, ToolNotGrantedError
 from codemode.tools import ToolCall
 
 __all__ = [
-    "Approver",
+    "ApprovalGate",
     "BridgeHost",
     "execution_clock_paused",
     "Grant",
@@ -72,8 +72,9 @@ class PackageProvider(Protocol):
     def install(self, requirements: list[str], *, automatic: bool) -> dict[str, Any]: ...
 
 
-class Approver(Protocol):
-    """Asks a human whether ``call`` may run. Blocks until answered; True means approved.
+class ApprovalGate(Protocol):
+    """Where a policy wrapper sends a call that needs a human: it blocks the sandbox's tool
+    call until someone (an ``Approver``, through the engine) answered; True means approved.
 
     The time spent waiting does not count against the execution's wall-time limit.
     """

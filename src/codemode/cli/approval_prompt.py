@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 from codemode.terminal_text import shown_exactly
 
 if TYPE_CHECKING:
+    from codemode.policy.approval import ApprovalRequest
     from codemode.policy.grants import ApprovalAnswer, Remember
 
 __all__ = ["TTY", "ask_on", "decide", "render_approval"]
@@ -34,40 +35,40 @@ _CHOICES: dict[str, Remember] = {
 }
 
 
-def render_approval(approval: dict[str, Any]) -> str:
+def render_approval(approval: ApprovalRequest) -> str:
     from codemode.engine.approvals import INLINE_CHARS, canonical_json
 
-    tool = shown_exactly(str(approval["tool"]))
+    tool = shown_exactly(approval.tool)
     lines = [f"codemode: approval needed for {tool}"]
-    lines.append(f"  reason: {shown_exactly(str(approval.get('reason', '')))}")
-    values = approval.get("values") or {}
-    for origin, tokens in (values.get("from") or {}).items():
+    lines.append(f"  reason: {shown_exactly(approval.reason)}")
+    origins = approval.values.origins if approval.values is not None else {}
+    for origin, tokens in origins.items():
         shown = ", ".join(shown_exactly(str(token)) for token in tokens)
         lines.append(f"  sends hidden values from {shown_exactly(str(origin))}: {shown}")
-    digest = str(approval.get("digest", ""))
-    file = approval.get("file")
+    digest = approval.digest
+    file = approval.file
     if file:
-        chars = int(approval.get("chars", 0))
+        chars = approval.chars or 0
         lines.append(
             f"  arguments: {chars:,} characters, more than {INLINE_CHARS:,}: read them all in "
             f"{shown_exactly(str(file))} (mode 0600; {digest})"
         )
     else:
-        text = canonical_json(approval.get("arguments"))
+        text = canonical_json(approval.arguments)
         lines.append(f"  arguments ({len(text):,} characters, {digest}):")
         lines.append(f"    {shown_exactly(text)}")
     return "\n".join(lines)
 
 
-def _still_as_shown(approval: dict[str, Any]) -> str | None:
+def _still_as_shown(approval: ApprovalRequest) -> str | None:
     """None if what was shown still has the approval's digest, else why not."""
     from codemode.engine.approvals import canonical_json, text_digest
 
-    digest = approval.get("digest")
-    file = approval.get("file")
+    digest = approval.digest
+    file = approval.file
     if file:
         try:
-            descriptor = os.open(str(file), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            descriptor = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             with os.fdopen(descriptor, "rb") as handle:
                 text = handle.read().decode("utf-8", "surrogatepass")
         except (OSError, UnicodeDecodeError) as error:
@@ -75,16 +76,16 @@ def _still_as_shown(approval: dict[str, Any]) -> str | None:
         if text_digest(text) != digest:
             return "the arguments file changed since it was shown"
         return None
-    if text_digest(canonical_json(approval.get("arguments"))) != digest:
+    if text_digest(canonical_json(approval.arguments)) != digest:
         return "the arguments shown do not match the approval's digest"
     return None
 
 
-def ask_on(terminal: TextIO, approval: dict[str, Any]) -> ApprovalAnswer:
+def ask_on(terminal: TextIO, approval: ApprovalRequest) -> ApprovalAnswer:
     """Show the approval on ``terminal`` and read the answer from it."""
     from codemode.policy.grants import ApprovalAnswer
 
-    server = shown_exactly(str(approval["tool"]).split(".", 1)[0])
+    server = shown_exactly(approval.server)
     terminal.write(render_approval(approval) + "\n")
     terminal.write(
         f"allow it? y = this call, t = this tool for the session, s = {server}'s calls of this "
@@ -121,7 +122,7 @@ def _open_terminal(path: Path) -> TextIO:
 TTY = Path("/dev/tty")
 
 
-def decide(mode: str, approval: dict[str, Any]) -> ApprovalAnswer:
+def decide(mode: str, approval: ApprovalRequest) -> ApprovalAnswer:
     """The ``--approve`` mode: ask on the terminal, approve all, or deny all."""
     from codemode.policy.grants import ApprovalAnswer
 
@@ -131,7 +132,7 @@ def decide(mode: str, approval: dict[str, Any]) -> ApprovalAnswer:
         terminal = _open_terminal(TTY)
     except OSError:
         print(
-            f"codemode: {shown_exactly(str(approval['tool']))} needs approval and there is no "
+            f"codemode: {shown_exactly(approval.tool)} needs approval and there is no "
             "terminal to ask; denied (use --approve all to allow)",
             file=sys.stderr,
         )

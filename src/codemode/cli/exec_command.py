@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -200,6 +201,8 @@ def execute(
     from codemode.cli.options import check_loaded, load_cli_config
     from codemode.engine import Codemode
     from codemode.errors import CodemodeError
+    from codemode.policy.approval import ApprovalDecision
+    from codemode.policy.grants import ApprovalAnswer
 
     config = load_cli_config(args.config, demo_allowed=not (args.no_tools or args.openapi))
     openapi: list[Path] = [] if args.no_tools else args.openapi
@@ -229,22 +232,17 @@ def execute(
             result = await engine.execute(
                 code, timeout_s=args.timeout, on_output=sink, progress=progress
             )
-            while result.status == "approval_required":
+            while result.approval is not None:
                 if status is not None:
                     status.clear()
-                approval = result.extra["approval"]
+                approval = result.approval
                 if web is not None:
                     allow, remember = await web.decide(approval, result.session, result.stdout)
+                    answer = ApprovalAnswer(allow, remember)
                 else:
                     answer = await anyio.to_thread.run_sync(decide, args.approve, approval)
-                    allow, remember = answer.allow, answer.remember
-                result = await engine.approve(
-                    approval["id"],
-                    allow,
-                    progress=progress,
-                    digest=approval.get("digest") if allow else None,
-                    remember=remember,
-                )
+                decision = ApprovalDecision.answering(approval, answer)
+                result = await engine.decide(decision, progress=progress)
             if status is not None:
                 status.clear()
             saved = await _save(engine, result, args.files)
@@ -252,10 +250,11 @@ def execute(
             failed.append(error)
             return
         if saved:
-            result.extra["saved_files"] = {
+            saved_files = {
                 path: str(where) if isinstance(where, Path) else f"not copied: {where}"
                 for path, where in saved.items()
             }
+            result = replace(result, saved_files=saved_files)
         finished.append(result)
 
     async def main() -> None:
@@ -309,7 +308,7 @@ def _report(result: ExecutionResult, *, error_shown: bool) -> None:
     """After streamed output: what the output itself does not say, on stderr."""
     import logging
 
-    saved = result.extra.get("saved_files") or {}
+    saved = result.saved_files or {}
     if saved:
         print("codemode: files the code made:", file=sys.stderr)
         shown = text_for_terminal if sys.stderr.isatty() else str

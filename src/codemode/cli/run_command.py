@@ -73,7 +73,7 @@ def _approver(mode: str) -> Approver:
     from codemode.policy.grants import ApprovalAnswer
 
     def approve(approval: Approval) -> ApprovalAnswer:
-        return decide(mode, approval.view)
+        return decide(mode, approval)
 
     return approve
 
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
                 if args.approve == "web":
                     from codemode.cli.web_approval import web_approver
 
-                    approve = (await stack.enter_async_context(web_approver(engine))).approve
+                    approve = await stack.enter_async_context(web_approver(engine))
                 agent = Agent(
                     engine,
                     model,

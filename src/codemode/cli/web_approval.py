@@ -8,14 +8,14 @@ import contextlib
 import socket
 import sys
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
 if TYPE_CHECKING:
-    from codemode.agent.loop import Approval
     from codemode.engine import Codemode
     from codemode.gateway.web.links import ApprovalLinks
+    from codemode.policy.approval import ApprovalRequest
     from codemode.policy.grants import ApprovalAnswer, Remember
 
 __all__ = ["WebApprover", "web_approver"]
@@ -26,18 +26,11 @@ class WebApprover:
         self.engine = engine
         self.links = links
 
-    async def approve(self, approval: Approval) -> ApprovalAnswer:
+    async def __call__(self, approval: ApprovalRequest) -> ApprovalAnswer:
         """The agent's approver (``codemode run --approve web``)."""
         from codemode.policy.grants import ApprovalAnswer
 
-        shown = {
-            **approval.view,
-            "id": approval.id,
-            "tool": approval.tool,
-            "arguments": approval.arguments,
-            "reason": approval.reason,
-        }
-        allow, remember = await self.decide(shown, self._session_of(approval.id))
+        allow, remember = await self.decide(approval, self._session_of(approval.id))
         return ApprovalAnswer(allow, remember)
 
     def _session_of(self, approval_id: str) -> str | None:
@@ -49,27 +42,27 @@ class WebApprover:
         return None
 
     async def decide(
-        self, approval: dict[str, Any], session: str | None, printed: str = ""
+        self, approval: ApprovalRequest, session: str | None, printed: str = ""
     ) -> tuple[bool, Remember]:
         """(allow, remember) as decided on the page; an expired link denies."""
         from codemode.gateway.web.reveal import flows, reveal
 
-        arguments = approval.get("arguments")
+        arguments = approval.arguments
         link = self.links.mint(
-            approval,
+            approval.to_dict(),
             owner=None,
             session=session,
             revealed=reveal(self.engine, arguments, None, session),
             printed=reveal(self.engine, printed, None, session),
-            flows=flows(self.engine, arguments, None, session, str(approval["tool"]).split(".")[0]),
+            flows=flows(self.engine, arguments, None, session, approval.server),
         )
         print(
-            f"codemode: {approval['tool']} needs approval: open {self.links.url(link)} "
+            f"codemode: {approval.tool} needs approval: open {self.links.url(link)} "
             f"(works once, for {self.links.ttl_s / 60:.0f} min)",
             file=sys.stderr,
             flush=True,
         )
-        decision = await self.links.wait(str(approval["id"]))
+        decision = await self.links.wait(approval.id)
         return decision != "deny", "tool" if decision == "allow_tool" else "call"
 
 

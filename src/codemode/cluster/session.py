@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 from codemode.bridge.host import NO_TOOLS, ToolAccess
 from codemode.cluster.remote import RemoteGuest
 from codemode.errors import SandboxError
+from codemode.sandbox.reports import SessionLoss
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback, Sandbox
 from codemode.sandbox.session import OneSandboxSession
@@ -45,7 +47,7 @@ def session_lost_result(
         hint=_LOST_HINT,
         session=session,
         sandbox_reset=True,
-        extra={"node": node, "ran": ran is not None},
+        loss=SessionLoss(node, ran is not None),
     )
 
 
@@ -103,8 +105,9 @@ class RemoteSession(OneSandboxSession):
                 return session_lost_result(self.id, node=guest.node, ran=result)
             if sandbox.dead:
                 self._sandbox = None
-                result.sandbox_reset = True
-            if skipped:
-                result.extra["files_not_carried"] = skipped
-            result.session = self.id
-            return result
+            return replace(
+                result,
+                session=self.id,
+                sandbox_reset=result.sandbox_reset or sandbox.dead,
+                files_not_carried=skipped or None,
+            )

@@ -1,6 +1,6 @@
 """Approvals: a call that needs a human pauses its execution until someone answers.
 
-The sandbox thread blocks in ``SessionApprover.request``; the engine notices the pending
+The sandbox thread blocks in ``SessionApprovalGate.request``; the engine notices the pending
 approval, returns ``approval_required`` to the client, and resumes the same execution when
 ``answer`` is called. The call runs at most once: it is made only after an approval, by the
 thread that was waiting for it.
@@ -16,11 +16,12 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from codemode.errors import ApprovalMismatchError, SessionError, UsageError
+from codemode.policy.approval import ApprovalRequest, ValuesSent
 from codemode.policy.flowgate import FlowAsk
 from codemode.policy.grants import REMEMBER_CHOICES, ApprovalAnswer, Remember
 from codemode.tools import ToolCall
@@ -29,7 +30,7 @@ __all__ = [
     "INLINE_CHARS",
     "ApprovalBroker",
     "PendingApproval",
-    "SessionApprover",
+    "SessionApprovalGate",
     "canonical_json",
     "text_digest",
 ]
@@ -66,7 +67,7 @@ class PendingApproval:
 
     def describe(
         self, view: View | None = None, *, spill_dir: Path | None = None
-    ) -> dict[str, Any]:
+    ) -> ApprovalRequest:
         """What the client sees: the tool, the arguments as the code passed them (PII still
         tokenized), their digest (SHA-256 of the canonical JSON) and size. Arguments whose
         JSON is longer than ``INLINE_CHARS`` are written whole to a file in ``spill_dir``
@@ -78,33 +79,22 @@ class PendingApproval:
         shown = self.view(self.call.arguments)
         text = canonical_json(shown)
         self.shown_digest = text_digest(text)
-        described: dict[str, Any] = {
-            "id": self.id,
-            "tool": f"{self.call.server}.{self.call.tool}",
-            "arguments": shown,
-            "digest": self.shown_digest,
-            "chars": len(text),
-            "reason": self.reason,
-        }
-        if self.flows is not None:
-            # Tokens only: the values themselves never reach the client.
-            described["values"] = {
-                "to": f"{self.call.server}.{self.call.tool}",
-                "from": {origin: list(tokens) for origin, tokens in self.flows.values.items()},
-            }
+        tool = f"{self.call.server}.{self.call.tool}"
+        # Tokens only: the values themselves never reach the client.
+        flows = self.flows.values if self.flows is not None else None
+        values = None if flows is None else ValuesSent(tool, {k: list(v) for k, v in flows.items()})
+        described = ApprovalRequest(
+            self.id, tool, shown, self.reason, self.shown_digest, len(text), values
+        )
         if self.on_described is not None:
             self.on_described(self)
         if len(text) <= INLINE_CHARS:
             return described
         if spill_dir is not None:
             self.spilled = _spill(spill_dir, self.id, text)
-            described["arguments"] = _preview(shown)
-            described["file"] = str(self.spilled)
-        else:
-            described["pages"] = [
-                text[start : start + INLINE_CHARS] for start in range(0, len(text), INLINE_CHARS)
-            ]
-        return described
+            return replace(described, arguments=_preview(shown), file=str(self.spilled))
+        pages = [text[start : start + INLINE_CHARS] for start in range(0, len(text), INLINE_CHARS)]
+        return replace(described, pages=pages)
 
     def discard(self) -> None:
         """The approval is over: remove the file its arguments were written to."""
@@ -282,8 +272,8 @@ class ApprovalBroker:
                 pending.answered.set()
 
 
-class SessionApprover:
-    """The ``Approver`` the policy wrapper of one session calls."""
+class SessionApprovalGate:
+    """The ``ApprovalGate`` the policy wrapper of one session calls: the engine's broker."""
 
     def __init__(self, broker: ApprovalBroker, session: str, owner: str | None) -> None:
         self.broker = broker

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from codemode.bridge.host import Approver, PackageProvider, ToolInvoker
+from codemode.bridge.host import ApprovalGate, PackageProvider, ToolInvoker
 from codemode.bridge.router import BuiltinRouter
 from codemode.config import CodemodeConfig
 from codemode.engine.stores import LocalSessionStores, SessionStores
@@ -66,7 +66,7 @@ def build_invoker_chain(
     *,
     session: str,
     specs: SpecLookup,
-    approver: Approver | None,
+    approver: ApprovalGate | None,
     audit_log: AuditLog | None = None,
     digest_key: bytes | None = None,
     builtins: Mapping[str, ToolInvoker] | None = None,

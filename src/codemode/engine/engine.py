@@ -14,7 +14,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -26,7 +26,7 @@ from codemode.checks.calls import check_calls
 from codemode.checks.result import rejected_result
 from codemode.checks.runtime import explain_errors
 from codemode.config import CodemodeConfig
-from codemode.engine.approvals import ApprovalBroker, SessionApprover
+from codemode.engine.approvals import ApprovalBroker, SessionApprovalGate
 from codemode.engine.chain import build_invoker_chain
 from codemode.engine.egress import audit_egress
 from codemode.engine.factories import parts_factory
@@ -48,6 +48,7 @@ from codemode.files import WorkspaceFile, WorkspaceListing
 from codemode.files.access import READ_LIMIT
 from codemode.memory import FixMemory, open_fixes
 from codemode.memory.learning import FixLearner
+from codemode.policy.approval import ApprovalDecision
 from codemode.sandbox.backends import SandboxBackend
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.sandbox.result import ExecutionResult
@@ -59,6 +60,7 @@ from codemode.state.tools import STATE_SERVER, StateTools, session_prefixes
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
     from codemode.engine.handover import Handover, SharedStore
+    from codemode.policy.grants import Remember
     from codemode.search.base import SearchIndex
     from codemode.skills.runtime import SkillsRuntime
 
@@ -206,9 +208,8 @@ class Codemode:
     # --- search only (the CLI): no sandboxes ---------------------------------------------
 
     async def open_for_search(self) -> dict[str, str]:
-        """Load the catalog (and the observed result shapes) for ``search`` alone: no sandbox
-        pool, sessions or audit log.
-        Returns the servers that failed to load (name -> reason). ``aclose()`` when done."""
+        """Load the catalog (and the observed result shapes) for ``search`` alone, with no
+        sandbox pool, sessions or audit log: the servers that failed to load (name -> reason)."""
         failures = await self.catalog.load()  # each failure is logged once, by the catalog
         shapes_file = self.config.gateway.state_dir / SHAPES_FILE  # shown at detail "full"
         self.shapes = await anyio.to_thread.run_sync(ShapeBook, shapes_file)
@@ -337,41 +338,31 @@ class Codemode:
         fresh_dir: bool = False,
         on_output: OutputCallback | None = None,
     ) -> ExecutionResult:
-        """Run ``code`` in a session (a new one when ``session`` is None, counted against
-        ``client``'s session quota). ``opened`` hears the session's handle before the code
-        runs, so a caller that cancels still knows which session the code ran in.
-
-        Returns ``approval_required`` when the code reached a call a human must approve;
-        ``approve`` then resumes the same execution. With ``check`` (the default) calls on
+        """Run ``code`` in a session (a new one, counted against ``client``'s quota, when
+        ``session`` is None); ``opened`` hears its handle before the code runs.
+        ``approval_required``: the code reached a call a human must approve; ``decide`` (or
+        ``approve``) resumes the same execution. With ``check`` (the default) calls on
         ``servers.*`` are checked against their signatures first: a wrong one is an error
         result with its line, and nothing runs. With ``fresh_dir`` the task starts in a new
         folder of the workspace (``tasks/NNN``) and the results show the workspace's tree.
-        ``on_output(stream, data)`` sees the output
-        as it is written (see ``codemode.engine.output``), also after an approval. If this
-        call is cancelled (the client cancelled or went away), the code is stopped and no tool
-        call starts after that; the next result in the session reports what the cancelled one
-        did.
-        """
+        ``on_output(stream, data)`` sees the output as it is written, also after an approval.
+        Cancelled (or its client gone), the code stops and no tool call starts after that; the
+        next result in the session reports what it did."""
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
         views = await self.views()
         record = await self._checkout(session, owner, client)
         if opened is not None:
             opened(record.handle)
-        if record.paused is not None:
+        try:
+            cancel = record.begin(code)  # refused while it runs or waits for an approval
+        except SessionError:
             self.registry.release(record)
-            pending = self.approvals.pending_for(record.handle)
-            raise SessionError(
-                "this session is paused, waiting for an approval"
-                + (f" ({pending.id})" if pending else ""),
-                fix="call approve with that approval id (allow true or false) first",
-            )
+            raise
         if check and (problems := check_calls(code, views.signatures)):
+            record.complete()
             self.registry.release(record)
-            record.code = code
             return record.finish(rejected_result(problems))
-
-        cancel = record.cancel = threading.Event()
         registry = self.registry
 
         def run() -> ExecutionResult:
@@ -421,15 +412,23 @@ class Codemode:
         progress: Progress | None = None,
         remember: str = "call",
     ) -> ExecutionResult:
-        """Answer a pending approval and wait for the resumed execution (or its next pause): the
-        call runs only with exactly the arguments shown (and ``digest``). ``remember``: "call",
-        "tool" or "server" (``policy.grants``)."""
-        if self.registry is None:
-            raise SandboxError("the engine is not started", fix="call `await engine.start()`")
+        """``decide`` from plain values (``remember``: "call", "tool" or "server")."""
+        decision = ApprovalDecision(approval_id, allow, cast("Remember", remember), digest, owner)
+        return await self.decide(decision, progress)
+
+    async def decide(
+        self, decision: ApprovalDecision, progress: Progress | None = None
+    ) -> ExecutionResult:
+        """Answer a pending approval and follow the execution it resumes (to its next pause)."""
         # With a shared store: decided once cluster-wide, resumed where it is paused.
         answer = self.shared.link.approve if self.shared is not None else self.resume_approved
         return await answer(
-            approval_id, allow, owner=owner, digest=digest, progress=progress, remember=remember
+            decision.approval_id,
+            decision.allow,
+            owner=decision.decided_by,
+            digest=decision.digest,
+            progress=progress,
+            remember=decision.remember,
         )
 
     async def resume_approved(
@@ -443,12 +442,8 @@ class Codemode:
         remember: str = "call",
     ) -> ExecutionResult:
         """Answer an approval pending in this engine and follow the execution it resumes."""
-        registry = self._started(self.registry)
-        pending = self.approvals.answer(approval_id, allow, owner, digest=digest, remember=remember)
-        record = registry.get(pending.session, owner)
-        if (job := record.paused) is None:
-            raise SessionError("that execution is no longer running")
-        return await self._started(self._follower).follow(record, job, progress)
+        decision = ApprovalDecision(approval_id, allow, cast("Remember", remember), digest, owner)
+        return await self._started(self._follower).resume(decision, progress)
 
     def _new_session(self, handle: str, owner: str | None) -> Session:
         assert self.sandboxes is not None and self._invoker is not None  # set by start()
@@ -466,7 +461,7 @@ class Codemode:
             self._invoker,
             session=handle,
             specs=self._specs,
-            approver=SessionApprover(self.approvals, handle, owner),
+            approver=SessionApprovalGate(self.approvals, handle, owner),
             audit_log=self.audit_log,
             digest_key=self.parts.digest_key if self.parts is not None else None,
             builtins={STATE_SERVER: state},
@@ -477,12 +472,12 @@ class Codemode:
         if self.skills is not None:
             restore = handle in self._resuming
             sandbox = self.skills.wrap(sandbox, handle, owner, chain.invoker, restore=restore)
-        session = Session(handle, owner, sandbox, chain)
-        session.has_workspace = self.sandboxes.has_workspace
+        fixes = None
         if self.fix_memory is not None:
             scrub = chain.privacy.scan_output if chain.privacy is not None else str
-            session.fixes = FixLearner(self.fix_memory, owner, scrub)
-        return session
+            fixes = FixLearner(self.fix_memory, owner, scrub)
+        workspace = self.sandboxes.has_workspace
+        return Session(handle, owner, sandbox, chain, fixes=fixes, has_workspace=workspace)
 
     def _session_closed(self, session: Session) -> None:
         self.approvals.cancel_session(session.handle)

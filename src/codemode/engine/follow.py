@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from codemode.config.model import GatewaySettings
@@ -13,6 +14,8 @@ from codemode.engine.approvals import ApprovalBroker, PendingApproval
 from codemode.engine.progress import Progress, cancel_report, wait_reporting
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
+from codemode.errors import SessionError
+from codemode.policy.approval import ApprovalDecision
 from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["Follower"]
@@ -47,7 +50,7 @@ class Follower:
         def notice(pending: PendingApproval) -> None:
             loop.call_soon_threadsafe(settle, pending)
 
-        cancel = record.cancel  # this execution's: a later one on the session has its own
+        cancel = record.cancel_event  # this execution's: a later one on the session has its own
         self.approvals.listen(record.handle, notice)
         already = self.approvals.pending_for(record.handle)
         if already is not None:
@@ -74,38 +77,54 @@ class Follower:
         finally:
             self.approvals.unlisten(record.handle)
         if not job.done():
-            record.paused = job
-            return record.approval_result(
+            paused = record.approval_result(
                 attention.result(),
                 round((time.monotonic() - started) * 1000, 3),
                 spill_dir=self.gateway.state_dir / "approvals",
             )
-        record.paused = None
+            assert paused.approval is not None  # approval_result always carries it
+            record.pause(job, paused.approval)
+            return paused
+        record.complete()
         self.registry.release(record)
         result = record.finish(job.result())
-        earlier, record.cancelled = record.cancelled, None
-        if earlier is not None:
-            result.extra["cancelled_before"] = cancel_report(earlier)
-            result.hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}"
-            result.hint = result.hint.strip()
-        return result
+        earlier = record.take_cancelled()
+        if earlier is None:
+            return result
+        hint = f"The previous execution was cancelled: {earlier.hint} {result.hint}".strip()
+        return replace(result, cancelled_before=cancel_report(earlier), hint=hint)
+
+    async def resume(
+        self, decision: ApprovalDecision, progress: Progress | None = None
+    ) -> ExecutionResult:
+        """Answer an approval pending in this engine and follow the execution it resumes."""
+        pending = self.approvals.answer(
+            decision.approval_id,
+            decision.allow,
+            decision.decided_by,
+            digest=decision.digest,
+            remember=decision.remember,
+        )
+        record = self.registry.get(pending.session, decision.decided_by)
+        if record.paused is None:
+            raise SessionError("that execution is no longer running")
+        job = record.resume(decision)
+        return await self.follow(record, job, progress)
 
     def abandon(
         self,
         record: Session,
         job: asyncio.Task[ExecutionResult],
-        cancel: threading.Event | None,
+        cancel: threading.Event | None = None,
     ) -> None:
-        if cancel is not None:
-            cancel.set()
+        record.cancel(cancel)  # no tool call starts after this
         # A call waiting for a human is refused: its thread must not wait for an answer.
         self.approvals.cancel_session(record.handle)
         registry = self.registry
 
         def stopped(done: asyncio.Task[ExecutionResult]) -> None:
-            record.paused = None
             registry.release(record)
-            if not done.cancelled() and done.exception() is None:
-                record.cancelled = record.finish(done.result())
+            ok = not done.cancelled() and done.exception() is None
+            record.stopped(record.finish(done.result()) if ok else None)
 
         job.add_done_callback(stopped)

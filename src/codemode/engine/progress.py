@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
+from codemode.sandbox.reports import CancelReport
 from codemode.sandbox.result import ExecutionResult
 
 __all__ = ["Progress", "wait_reporting"]
@@ -46,14 +47,14 @@ async def wait_reporting(
             progress = None
 
 
-def cancel_report(result: ExecutionResult) -> dict[str, Any]:
+def cancel_report(result: ExecutionResult) -> CancelReport:
     """What a cancelled execution did, for the next result in its session."""
-    return {
-        "status": result.status,
-        "tool_calls": result.tool_calls,
-        "refused_after_cancel": result.extra.get("refused_after_cancel", 0),
-        "stdout": result.stdout,
-        "error": result.error,
-        "sandbox_reset": result.sandbox_reset,
-        "duration_ms": result.duration_ms,
-    }
+    return CancelReport(
+        status=result.status,
+        tool_calls=result.tool_calls,
+        refused_after_cancel=result.refused_after_cancel or 0,
+        stdout=result.stdout,
+        error=result.error,
+        sandbox_reset=result.sandbox_reset,
+        duration_ms=result.duration_ms,
+    )

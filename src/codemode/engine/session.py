@@ -13,22 +13,36 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
 from codemode.engine.invoker import cancellable
+from codemode.engine.life import Life, refusal
 from codemode.engine.output import OutputCallback, ScannedOutput
 from codemode.engine.views import CatalogViews
-from codemode.errors import SessionError, WorkspaceFileError
+from codemode.errors import SessionError, SessionStateError, WorkspaceFileError
 from codemode.files import WorkspaceFile, list_workspace, render_tree
 from codemode.files.access import enter_fresh_dir, write_output_file
 from codemode.memory.learning import FixLearner
+from codemode.policy.approval import ApprovalDecision, ApprovalRequest
 from codemode.sandbox.provider import SessionSandbox
+from codemode.sandbox.reports import Restore
 from codemode.sandbox.result import ExecutionResult, whole_text
 from codemode.skills.session import describe_restore
 
 __all__ = ["Session"]
+
+# The reports a result carries whose values can hold what the code wrote (names, text).
+_USER_TEXT_REPORTS = (
+    "left_running",
+    "files_not_carried",
+    "checkpoint",
+    "stdout_file",
+    "task_dir",
+    "workspace_tree",
+    "grants",
+    "saved_files",
+)
 
 
 @dataclass(eq=False)
@@ -39,22 +53,147 @@ class Session:
     chain: InvokerChain
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
-    # Executions running now (checked out by the registry); a busy session never expires.
+    # Checkouts by the registry (executions, and its own idle release); a busy session never
+    # expires. Counted by the registry, under its lock.
     busy: int = 0
-    # An execution paused before a call that needs a human; ``Codemode.approve`` resumes it.
-    paused: asyncio.Task[ExecutionResult] | None = None
-    # Set to stop the execution running now (its caller cancelled or went away).
-    cancel: threading.Event | None = None
-    # The finished result of an execution whose caller cancelled, until the next one reports it.
-    cancelled: ExecutionResult | None = None
     # Remembers how this owner fixed errors, and offers the fix when one comes back.
     fixes: FixLearner | None = None
-    # The code of the execution running now (for the fix memory).
-    code: str = ""
     # False for sandboxes without a workspace of their own (the in-process twin).
     has_workspace: bool = True
+    # The code of the execution running now (for the fix memory).
+    code: str = field(default="", init=False)
     # Project mode: the task's folder (``fresh_dir``), relative to the workspace.
-    task_dir: str | None = None
+    task_dir: str | None = field(default=None, init=False)
+    # The life cycle (``codemode.engine.life``), moved only by the methods below: executions
+    # begun and not yet ended (completed, or cancelled), cancelled ones still stopping, the
+    # one paused for an approval and the request it waits on.
+    _active: int = field(default=0, init=False, repr=False)
+    _stopping: int = field(default=0, init=False, repr=False)
+    _paused: asyncio.Task[ExecutionResult] | None = field(default=None, init=False, repr=False)
+    _request: ApprovalRequest | None = field(default=None, init=False, repr=False)
+    _closed: bool = field(default=False, init=False, repr=False)
+    # The newest execution's stop signal.
+    _cancel: threading.Event | None = field(default=None, init=False, repr=False)
+    # The last cancelled execution's finished result, until the next execution reports it.
+    _cancelled: ExecutionResult | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    # --- the life cycle ---------------------------------------------------------------------
+
+    @property
+    def state(self) -> Life:
+        """Where the session is in its life (``RELEASED``: idle, its sandbox given back)."""
+        if self._closed:
+            return Life.CLOSED
+        if self._paused is not None:
+            return Life.PAUSED
+        if self._active:
+            return Life.RUNNING
+        if self._stopping:
+            return Life.CANCELLED
+        return Life.RELEASED if self.sandbox.released else Life.IDLE
+
+    @property
+    def paused(self) -> asyncio.Task[ExecutionResult] | None:
+        """The execution waiting for an approval, if one is."""
+        return self._paused
+
+    @property
+    def cancel_event(self) -> threading.Event | None:
+        """The newest execution's stop signal (``cancel`` sets it)."""
+        return self._cancel
+
+    def _refuse(self, move: str, detail: str = "") -> SessionStateError:
+        return refusal(move, self.state, self.handle, detail)
+
+    def _running_unpaused(self) -> int:
+        return self._active - (self._paused is not None)
+
+    def begin(self, code: str) -> threading.Event:
+        """An execution of ``code`` starts (while another runs or stops, it waits for the
+        sandbox): its stop signal. Refused while paused for an approval, or closed."""
+        with self._lock:
+            state = self.state
+            if state in (Life.PAUSED, Life.CLOSED):
+                request = self._request if state is Life.PAUSED else None
+                raise self._refuse("begin", f" ({request.id})" if request else "")
+            self._active += 1
+            self.code = code
+            self._cancel = threading.Event()
+            return self._cancel
+
+    def pause(self, job: asyncio.Task[ExecutionResult], request: ApprovalRequest) -> None:
+        """The running execution ``job`` waits at a call for ``request`` to be decided."""
+        with self._lock:
+            if self._closed:
+                return  # closed under it (AFTER_CLOSE): its wait was denied
+            if self._paused is not None or self._active == 0:
+                raise self._refuse("pause")
+            self._paused, self._request = job, request
+
+    def resume(self, decision: ApprovalDecision) -> asyncio.Task[ExecutionResult]:
+        """``decision`` answered the request the session waits on: the execution runs on."""
+        with self._lock:
+            request, job = self._request, self._paused
+            if job is None or request is None:
+                raise self._refuse("resume")
+            if decision.approval_id != request.id:
+                raise self._refuse("resume", f" on approval {request.id[:16]!r}, not this one")
+            self._paused, self._request = None, None
+            return job
+
+    def complete(self) -> None:
+        """A running execution ended (its result goes to its caller)."""
+        with self._lock:
+            if self._closed:
+                return  # closed under it (AFTER_CLOSE)
+            if self._running_unpaused() == 0:
+                raise self._refuse("complete")
+            self._active -= 1
+
+    def cancel(self, signal: threading.Event | None = None) -> None:
+        """A running execution's caller cancelled or went away: stop its code. ``signal``:
+        that execution's stop signal (``begin`` gave it), by default the newest one's."""
+        with self._lock:
+            if not self._closed:
+                if self._running_unpaused() == 0:
+                    raise self._refuse("cancel")
+                self._active -= 1
+                self._stopping += 1
+            stop = signal or self._cancel
+            if stop is not None:
+                stop.set()
+
+    def stopped(self, result: ExecutionResult | None) -> None:
+        """A cancelled execution's code stopped; ``result`` (finished) is kept for the next
+        execution to report."""
+        with self._lock:
+            if self._closed:
+                return  # nobody is left to report to (AFTER_CLOSE)
+            if self._stopping == 0:
+                raise self._refuse("end a cancelled execution", " (none is stopping)")
+            self._stopping -= 1
+            if result is not None:
+                self._cancelled = result
+
+    def take_cancelled(self) -> ExecutionResult | None:
+        """The result of the last cancelled execution, once (the next result reports it)."""
+        with self._lock:
+            cancelled, self._cancelled = self._cancelled, None
+            return cancelled
+
+    def release(self, still_idle: Callable[[], bool]) -> bool:
+        """Checkpoint and stop the sandbox of this idle session (blocking: call it from a
+        worker thread); see ``SessionSandbox.release``. False, and nothing released, when an
+        execution runs or nothing is left to release; refused while paused or closed."""
+        with self._lock:
+            state = self.state
+            if state in (Life.RUNNING, Life.CANCELLED, Life.RELEASED):
+                return False  # an execution came in meanwhile, or nothing is left to release
+            if state is not Life.IDLE:
+                raise self._refuse("release")
+        # An execution that begins from here on waits for the release, then restores.
+        return self.sandbox.release(still_idle)
 
     def run(
         self,
@@ -77,15 +216,15 @@ class Session:
         if self.chain.packages is not None:
             tools = replace(tools, packages=self.chain.packages)
         self.code = code
-        setup: dict[str, Any] = {}  # what the fresh_dir step reported (a restore)
+        restored: Restore | None = None  # the fresh_dir step's restore, if it made one
         if fresh_dir:
             if not self.has_workspace:
                 raise SessionError(
                     "fresh_dir needs a sandbox with a workspace; this one has none",
                     fix="run codemode with its isolated sandbox (the default backend)",
                 )
-            self.task_dir = enter_fresh_dir(
-                self.sandbox, modules=views.modules, fresh=fresh, extra=setup
+            self.task_dir, restored = enter_fresh_dir(
+                self.sandbox, modules=views.modules, fresh=fresh
             )
             fresh = False
         scanned = None
@@ -104,16 +243,15 @@ class Session:
         finally:
             if scanned is not None:
                 scanned.flush()
-        if "restored" in setup and "restored" not in result.extra:
-            result.extra["restored"] = setup["restored"]
-            result.hint = f"{describe_restore(setup['restored'])} {result.hint}".strip()
+        if restored is not None and result.restored is None:
+            hint = f"{describe_restore(restored)} {result.hint}".strip()
+            result = replace(result, restored=restored, hint=hint)
         if result.status == "cancelled":  # stop here: the caller asked for nothing more
-            result.captured_stdout = None
-            return result
+            return replace(result, captured_stdout=None)
         if result.captured_stdout is not None:
-            self._keep_whole_output(result, views)
+            result = self._keep_whole_output(result, views)
         if self.task_dir is not None:
-            self._show_project(result, views)
+            result = self._show_project(result, views)
         return result
 
     def live_counts(self) -> tuple[int, int]:
@@ -125,37 +263,30 @@ class Session:
         """Its sandbox was released while idle; the next execution restores it."""
         return self.sandbox.released
 
-    def release(self, still_idle: Callable[[], bool]) -> bool:
-        """Checkpoint and stop the sandbox of this idle session (blocking: call it from a
-        worker thread); see ``SessionSandbox.release``."""
-        return self.sandbox.release(still_idle)
-
-    def _keep_whole_output(self, result: ExecutionResult, views: CatalogViews) -> None:
+    def _keep_whole_output(self, result: ExecutionResult, views: CatalogViews) -> ExecutionResult:
         """The model saw the tail of stdout: write all of it to a workspace file, say where."""
-        captured, result.captured_stdout = result.captured_stdout, None
+        captured, result = result.captured_stdout, replace(result, captured_stdout=None)
         if captured is None or not self.has_workspace or result.sandbox_reset:
-            return
+            return result
         try:
             path = write_output_file(self.sandbox, whole_text(captured), modules=views.modules)
         except WorkspaceFileError:
-            return
-        result.extra["stdout_file"] = path
-        result.hint = (
+            return result
+        hint = (
             f"Only the tail of the output is shown; all {captured.total:,} bytes are in the "
             f"workspace file {path} (~/{path} in code): read just the part you need."
         )
+        return replace(result, stdout_file=path, hint=hint)
 
-    def _show_project(self, result: ExecutionResult, views: CatalogViews) -> None:
+    def _show_project(self, result: ExecutionResult, views: CatalogViews) -> ExecutionResult:
         if result.sandbox_reset:
             self.task_dir = None  # the folder went with the sandbox
-            return
-        result.extra["task_dir"] = self.task_dir
+            return result
         try:
-            listing = list_workspace(self.sandbox, modules=views.modules)
+            tree = render_tree(list_workspace(self.sandbox, modules=views.modules))
         except WorkspaceFileError as error:
-            result.extra["workspace_tree"] = f"(not listed: {error.message})"
-            return
-        result.extra["workspace_tree"] = render_tree(listing)
+            tree = f"(not listed: {error.message})"
+        return replace(result, task_dir=self.task_dir, workspace_tree=tree)
 
     def finish_file(self, file: WorkspaceFile) -> WorkspaceFile:
         """A workspace file on its way to the client: text gets the same privacy net as
@@ -173,32 +304,32 @@ class Session:
         return replace(file, data=scanned.encode("utf-8"))
 
     def finish(self, result: ExecutionResult) -> ExecutionResult:
-        """The one place a raw outcome becomes what the client sees: the handle, and the
-        second privacy net over every field the code could fill (output, hint, every field
-        of the error, file names, tool-call names, the limit and any extra field)."""
-        result.session = self.handle
-        if len(self.chain.grants):  # the approvals this session remembers, for the client
-            result.extra["grants"] = self.chain.grants.snapshot()
-        if self.fixes is not None:
-            earlier = self.fixes.observe(self.code, result)
-            if earlier:
-                result.hint = f"{result.hint} This error was fixed before with:\n{earlier}".strip()
+        """The one place a raw outcome becomes what the client sees: the handle, the grants
+        this session remembers, a fix remembered for its error, and the second privacy net
+        over every field the code could fill (output, hint, every field of the error, file
+        names, tool-call names, the limit and every report that can carry its text)."""
+        grants = self.chain.grants.snapshot() if len(self.chain.grants) else result.grants
+        hint = result.hint
+        if self.fixes is not None and (earlier := self.fixes.observe(self.code, result)):
+            hint = f"{hint} This error was fixed before with:\n{earlier}".strip()
+        result = replace(result, session=self.handle, grants=grants, hint=hint)
         privacy = self.chain.privacy
         if privacy is None:
             return result
         scan, scan_value = privacy.scan_output, privacy.scan_value
-        result.stdout = scan(result.stdout)
-        result.stderr = scan(result.stderr)
-        result.hint = scan(result.hint)
-        if result.limit is not None:
-            result.limit = scan(result.limit)
-        if result.error:
-            result.error = scan_value(result.error)
-        result.files = scan_value(result.files)
-        result.tool_calls = scan_value(result.tool_calls)
-        result.truncated = scan_value(result.truncated)
-        result.extra = scan_value(result.extra)
-        return result
+        return replace(
+            result,
+            stdout=scan(result.stdout),
+            stderr=scan(result.stderr),
+            hint=scan(result.hint),
+            limit=None if result.limit is None else scan(result.limit),
+            error=scan_value(result.error) if result.error else result.error,
+            files=scan_value(result.files),
+            tool_calls=scan_value(result.tool_calls),
+            truncated=scan_value(result.truncated),
+            **{name: scan_value(getattr(result, name)) for name in _USER_TEXT_REPORTS},
+            restored=result.restored.scanned(scan_value) if result.restored else None,
+        )
 
     def approval_result(
         self, pending: PendingApproval, duration_ms: float, *, spill_dir: Path | None = None
@@ -211,7 +342,7 @@ class Session:
         described = pending.describe(view, spill_dir=spill_dir)
         printed = self.sandbox.live_stdout()
         if privacy is not None:
-            described["reason"] = privacy.scan_output(described["reason"])
+            described = replace(described, reason=privacy.scan_output(described.reason))
             printed = privacy.scan_output(printed)
         return ExecutionResult.approval_required(
             described, self.handle, duration_ms, printed=printed
@@ -219,6 +350,8 @@ class Session:
 
     def close(self) -> None:
         """Stop the sandbox, write the audit log's counts, forget every value the vault held."""
+        with self._lock:
+            self._closed = True
         self.sandbox.close()
         self.chain.close()
         if self.chain.privacy is not None:

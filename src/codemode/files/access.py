@@ -15,6 +15,8 @@ from codemode.files.programs import (
     spill_program,
 )
 from codemode.sandbox.provider import SessionSandbox
+from codemode.sandbox.reports import Restore
+from codemode.sandbox.result import ExecutionResult
 from codemode.tools import ToolCall
 
 __all__ = [
@@ -163,18 +165,16 @@ def _run(
     modules: ModuleProvider | None,
     *,
     fresh: bool = False,
-    extra: dict[str, Any] | None = None,
-) -> None:
+) -> ExecutionResult:
     access = ToolAccess(collector, modules, lambda server, _tool: server == WORKSPACE_SERVER)
     result = sandbox.execute(program, tools=access, fresh=fresh, timeout_s=TIMEOUT_S)
-    if extra is not None:
-        extra.update(result.extra)
     if result.status != "ok":
         message = (result.error or {}).get("message") or result.status
         raise WorkspaceFileError(
             f"the sandbox could not go through its workspace: {str(message)[:200]}",
             fix="run the session's code again, or start a new session",
         )
+    return result
 
 
 def list_workspace(
@@ -218,16 +218,15 @@ def enter_fresh_dir(
     *,
     modules: ModuleProvider | None = None,
     fresh: bool = False,
-    extra: dict[str, Any] | None = None,
-) -> str:
+) -> tuple[str, Restore | None]:
     """Make the next ``<prefix>/NNN`` folder and make it the code's working directory
-    (``fresh``: in a fresh interpreter, as the execution that follows asked). ``extra``
-    receives what the sandbox reported beside (a restored checkpoint)."""
+    (``fresh``: in a fresh interpreter, as the execution that follows asked): the folder, and
+    the checkpoint the sandbox restored first, if it did."""
     collector = _Collector()
-    _run(sandbox, fresh_dir_program(prefix), collector, modules, fresh=fresh, extra=extra)
+    done = _run(sandbox, fresh_dir_program(prefix), collector, modules, fresh=fresh)
     if collector.folder is None:
         raise WorkspaceFileError("the sandbox did not make a fresh folder", fix="try again")
-    return collector.folder
+    return collector.folder, done.restored
 
 
 def write_output_file(

@@ -32,9 +32,8 @@ class WorkspaceReader(Protocol):
 def changed_files(result: ExecutionResult) -> list[str]:
     """The files an execution created or changed (and the whole-output file, if any)."""
     paths = [*result.files.get("created", []), *result.files.get("modified", [])]
-    stdout_file = result.extra.get("stdout_file")
-    if isinstance(stdout_file, str):
-        paths.append(stdout_file)
+    if result.stdout_file is not None:
+        paths.append(result.stdout_file)
     return list(dict.fromkeys(paths))
 
 

@@ -22,7 +22,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -33,6 +33,7 @@ from codemode.engine.progress import Progress
 from codemode.errors import ApprovalReservedError, SessionError
 from codemode.gateway.reserved import Reservations
 from codemode.gateway.web.reveal import flows, reveal
+from codemode.policy.approval import ApprovalDecision, ApprovalRequest
 from codemode.sandbox.result import ExecutionResult
 from codemode.settings.policy import ApprovalsMode
 
@@ -87,19 +88,19 @@ class UserChannel:
         return None
 
 
-def approval_form(approval: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def approval_form(approval: ApprovalRequest) -> tuple[str, dict[str, Any]]:
     """The message and requested schema that describe a paused call to its approver."""
-    tool = str(approval["tool"])
-    arguments = json.dumps(approval.get("arguments"), ensure_ascii=False, indent=1)
+    tool = approval.tool
+    arguments = json.dumps(approval.arguments, ensure_ascii=False, indent=1)
     if len(arguments) > _MESSAGE_ARGUMENT_CHARS:
         arguments = arguments[:_MESSAGE_ARGUMENT_CHARS] + f"... ({len(arguments):,} characters)"
     message = "\n".join(
         [
             f"The agent's code paused before {tool}, which needs your approval.",
-            f"Why: {approval.get('reason', '')}",
+            f"Why: {approval.reason}",
             f"Arguments (personal data shown as tokens):\n{arguments}",
-            f"Digest: {approval.get('digest', '')}",
-            f"Approval: {approval['id']}",
+            f"Digest: {approval.digest}",
+            f"Approval: {approval.id}",
         ]
     )
     schema: dict[str, Any] = {
@@ -171,7 +172,7 @@ class ApprovalRouter:
         # The approval page's links (HTTP gateways): "url" sends the user there.
         self.links = links
         # Approvals asked of a person: the approve tool must not answer them.
-        self._asked: dict[str, Mapping[str, Any]] = {}
+        self._asked: dict[str, ApprovalRequest] = {}
         self._reserved = Reservations(engine)
 
     def route(self, user: UserChannel | None) -> Route:
@@ -212,21 +213,21 @@ class ApprovalRouter:
         the final result, or an ``InputRequiredResult`` for a client answering in rounds."""
         if progress is not None and not isinstance(progress, _Rising):
             progress = _Rising(progress)
-        while result.status == "approval_required":
-            approval: Mapping[str, Any] = result.extra["approval"]
+        while (approval := result.approval) is not None:
             route = self.route(user)
             if route == "tool":
                 return result
             if route == "deny":
                 result = await self._decide(approval, False, "call", owner, progress)
-                result.hint = (
-                    f"{approval['tool']} was denied: policy.approvals = {self.mode!r} needs a "
+                hint = (
+                    f"{approval.tool} was denied: policy.approvals = {self.mode!r} needs a "
                     f"client that supports MCP elicitation to ask its user. {result.hint}"
                 ).strip()
+                result = replace(result, hint=hint)
                 continue
             assert user is not None
-            self._asked[str(approval["id"])] = approval
-            await self._reserved.add(str(approval["id"]))
+            self._asked[approval.id] = approval
+            await self._reserved.add(approval.id)
             if route == "url":
                 # A paused result's stdout is what the code printed before the pause.
                 url = self._page_for(approval, owner, result.session, result.stdout)
@@ -241,36 +242,34 @@ class ApprovalRouter:
         return result
 
     def _page_for(
-        self, approval: Mapping[str, Any], owner: str | None, session: str | None, printed: str
+        self, approval: ApprovalRequest, owner: str | None, session: str | None, printed: str
     ) -> str:
         assert self.links is not None
-        arguments = approval.get("arguments")
+        arguments = approval.arguments
         link = self.links.mint(
-            approval,
+            approval.to_dict(),
             owner=owner,
             session=session,
             revealed=reveal(self.engine, arguments, owner, session),
             printed=reveal(self.engine, printed, owner, session),
-            flows=flows(
-                self.engine, arguments, owner, session, str(approval["tool"]).split(".")[0]
-            ),
+            flows=flows(self.engine, arguments, owner, session, approval.server),
         )
         return self.links.url(link)
 
     async def _ask_page(
-        self, ask_url: AskUrl, approval: Mapping[str, Any], url: str, progress: Progress | None
+        self, ask_url: AskUrl, approval: ApprovalRequest, url: str, progress: Progress | None
     ) -> tuple[bool, Remember]:
         """Send the user to the approval page and wait for the decision made there."""
         assert self.links is not None
-        message = f"Approve or deny {approval['tool']} on codemode's approval page."
+        message = f"Approve or deny {approval.tool} on codemode's approval page."
         try:
-            went = await ask_url(message, url, str(approval["id"]))
+            went = await ask_url(message, url, approval.id)
         except Exception:
             log.warning("sending the user to the approval page failed: denied", exc_info=True)
             return False, "call"
         if went.action != "accept":
             return False, "call"
-        return await self._page_decision(str(approval["id"]), str(approval["tool"]), progress)
+        return await self._page_decision(approval.id, approval.tool, progress)
 
     async def _page_decision(
         self, approval_id: str, tool: str, progress: Progress | None
@@ -296,7 +295,7 @@ class ApprovalRouter:
                 fix="run the code again: the paused execution was answered or has ended",
             )
         answer = (user.responses or {}).get(APPROVAL_INPUT)
-        link = self.links.by_approval(str(approval["id"])) if self.links is not None else None
+        link = self.links.by_approval(approval.id) if self.links is not None else None
         if answer is None:
             url = self.links.url(link) if self.links is not None and link is not None else None
             return self._input_required(approval, url)
@@ -304,7 +303,7 @@ class ApprovalRouter:
             # URL mode: the answer says the user went to the page; the page holds the decision.
             went = _accepted(answer)
             allow, remember = (
-                await self._page_decision(str(approval["id"]), str(approval["tool"]), progress)
+                await self._page_decision(approval.id, approval.tool, progress)
                 if went
                 else (False, "call")
             )
@@ -314,14 +313,14 @@ class ApprovalRouter:
         return await self.settle(result, user, owner, progress)
 
     def _input_required(
-        self, approval: Mapping[str, Any], url: str | None = None
+        self, approval: ApprovalRequest, url: str | None = None
     ) -> types.InputRequiredResult:
         params: types.ElicitRequestFormParams | types.ElicitRequestURLParams
         if url is not None:
             params = types.ElicitRequestURLParams(
-                message=f"Approve or deny {approval['tool']} on codemode's approval page.",
+                message=f"Approve or deny {approval.tool} on codemode's approval page.",
                 url=url,
-                elicitation_id=str(approval["id"]),
+                elicitation_id=approval.id,
             )
         else:
             message, schema = approval_form(approval)
@@ -329,24 +328,22 @@ class ApprovalRouter:
         request = types.ElicitRequest(params=params)
         return types.InputRequiredResult(
             input_requests={APPROVAL_INPUT: request},
-            request_state=_STATE_PREFIX + str(approval["id"]),
+            request_state=_STATE_PREFIX + approval.id,
         )
 
     async def _ask_inline(
-        self, ask: Ask, approval: Mapping[str, Any], progress: Progress | None
+        self, ask: Ask, approval: ApprovalRequest, progress: Progress | None
     ) -> tuple[bool, Remember]:
         message, schema = approval_form(approval)
         answers: list[types.ElicitResult] = []
         async with anyio.create_task_group() as group:
             if progress is not None:
-                group.start_soon(self._report_waiting, progress, str(approval["tool"]))
+                group.start_soon(self._report_waiting, progress, approval.tool)
             try:
                 answers.append(await ask(message, schema))
             except Exception:
                 # A client that declared elicitation but failed to ask: nobody decided.
-                log.warning(
-                    "asking the user for %s failed: denied", approval["tool"], exc_info=True
-                )
+                log.warning("asking the user for %s failed: denied", approval.tool, exc_info=True)
             group.cancel_scope.cancel()
         return decision_of(answers[0]) if answers else (False, "call")
 
@@ -366,22 +363,15 @@ class ApprovalRouter:
 
     async def _decide(
         self,
-        approval: Mapping[str, Any],
+        approval: ApprovalRequest,
         allow: bool,
         remember: Remember,
         owner: str | None,
         progress: Progress | None,
     ) -> ExecutionResult:
-        approval_id = str(approval["id"])
+        decision = ApprovalDecision(approval.id, allow, remember, approval.digest, owner)
         try:
-            return await self.engine.approve(
-                approval_id,
-                allow,
-                owner=owner,
-                digest=str(approval["digest"]),
-                progress=progress,
-                remember=remember,
-            )
+            return await self.engine.decide(decision, progress)
         finally:
-            self._asked.pop(approval_id, None)
-            await self._reserved.discard(approval_id)
+            self._asked.pop(approval.id, None)
+            await self._reserved.discard(approval.id)

@@ -24,7 +24,7 @@ __all__ = [
     "Grant",
     "Grants",
     "Remember",
-    "ScopedApprover",
+    "ScopedApprovalGate",
 ]
 
 Remember = Literal["call", "tool", "server"]
@@ -39,9 +39,9 @@ class ApprovalAnswer:
 
 
 @runtime_checkable
-class ScopedApprover(Protocol):
-    """An approver that also shows the values a call carries and hears how long the answer
-    holds. Approvers with only ``request`` answer for one call at a time."""
+class ScopedApprovalGate(Protocol):
+    """An approval gate that also shows the values a call carries and hears how long the
+    answer holds. Gates with only ``request`` answer for one call at a time."""
 
     def ask(self, call: ToolCall, *, reason: str, flows: FlowAsk | None) -> ApprovalAnswer: ...
 

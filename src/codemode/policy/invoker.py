@@ -14,12 +14,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from codemode.bridge.host import Approver, ToolInvoker, execution_clock_paused
+from codemode.bridge.host import ApprovalGate, ToolInvoker, execution_clock_paused
 from codemode.errors import ToolError
 from codemode.policy.budget import Budget, BudgetExceededError
 from codemode.policy.engine import Decision, Policy
 from codemode.policy.flowgate import FlowAsk, FlowGate, flows_approved
-from codemode.policy.grants import ApprovalAnswer, CallKind, Grants, ScopedApprover
+from codemode.policy.grants import ApprovalAnswer, CallKind, Grants, ScopedApprovalGate
 from codemode.policy.outcome import (
     ApprovalDeniedError,
     BudgetExhaustedError,
@@ -39,7 +39,7 @@ class PolicyInvoker:
         inner: ToolInvoker,
         policy: Policy,
         *,
-        approver: Approver | None,
+        approver: ApprovalGate | None,
         budget: Budget,
         flows: FlowGate | None = None,
         grants: Grants | None = None,
@@ -143,6 +143,6 @@ class PolicyInvoker:
     def _ask(self, call: ToolCall, reason: str, flow: FlowAsk | None) -> ApprovalAnswer:
         approver = self.approver
         assert approver is not None
-        if isinstance(approver, ScopedApprover):
+        if isinstance(approver, ScopedApprovalGate):
             return approver.ask(call, reason=reason, flows=flow)
         return ApprovalAnswer(approver.request(call, reason=reason))

@@ -38,7 +38,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StrictBool, StrictStr
 
-from codemode.bridge.host import Approver, ToolInvoker, execution_clock_paused
+from codemode.bridge.host import ApprovalGate, ToolInvoker, execution_clock_paused
 from codemode.config_model import ConfigModel, Hint, PositiveWholeNumber
 from codemode.errors import DataFlowDeniedError
 from codemode.policy.outcome import ApprovalDeniedError, BudgetExhaustedError, note_verdict
@@ -91,7 +91,7 @@ class OracleGuard:
         settings: OracleSettings,
         *,
         specs: SpecLookup,
-        approver: Approver | None,
+        approver: ApprovalGate | None,
         clock: Callable[[], float] = time.monotonic,
         vault: Vault | None = None,
         may_flow: MayFlow | None = None,

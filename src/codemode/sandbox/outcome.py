@@ -162,14 +162,14 @@ def build_result(
         limit=outcome.limit,
         sandbox_reset=measured.sandbox_reset,
         captured_stdout=measured.stdout if stdout_cut else None,
+        workspace_bytes=measured.workspace_bytes,
+        refused_after_cancel=(
+            outcome.refused_after_cancel if outcome.cancelled_at is not None else None
+        ),
+        left_running=outcome.left_running or None,
     )
-    if measured.workspace_bytes is not None:
-        result.extra["workspace_bytes"] = measured.workspace_bytes
     result.hint = make_hint(result, wall_s)
-    if outcome.cancelled_at is not None:
-        result.extra["refused_after_cancel"] = outcome.refused_after_cancel
     if outcome.left_running:
-        result.extra["left_running"] = outcome.left_running
         result.hint = (
             f"{outcome.left_running} still ran when the code ended, so the sandbox was "
             "restarted (variables and files are gone). Join threads before the code ends."

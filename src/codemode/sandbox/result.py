@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
+from codemode.policy.approval import ApprovalRequest
 from codemode.sandbox.capture import HeadTail
+from codemode.sandbox.reports import CancelReport, Restore, SessionLoss
 
 __all__ = ["ExecutionResult", "Status", "clip_head_tail", "clip_tail", "whole_text"]
 
@@ -33,7 +36,35 @@ class ExecutionResult:
     session: str | None = None
     # True when the sandbox was replaced after this execution: variables and files are gone.
     sandbox_reset: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    # Reports beside the output, each set once by the layer that knows it; ``None``: nothing
+    # to report. In ``to_dict`` and ``to_structured`` each is a top-level key of its own name.
+    # approval_required: the call that waits for a human.
+    approval: ApprovalRequest | None = None
+    # Bytes the workspace holds after the execution (for scripts, not the model).
+    workspace_bytes: int | None = None
+    # Tool calls refused after the client cancelled (set on every cancelled execution).
+    refused_after_cancel: int | None = None
+    # What still ran when the code ended (the sandbox was restarted).
+    left_running: str | None = None
+    # Files a fresh interpreter did not get from the old one (first ones only).
+    files_not_carried: list[str] | None = None
+    # Why the checkpoint after this execution was not saved.
+    checkpoint: str | None = None
+    # The session continued from its checkpoint before this execution.
+    restored: Restore | None = None
+    # The workspace file holding all of stdout when only its tail is shown.
+    stdout_file: str | None = None
+    # Project mode: the task's folder and the workspace's tree.
+    task_dir: str | None = None
+    workspace_tree: str | None = None
+    # The approvals this session remembers (``Grant.to_dict`` each).
+    grants: list[dict[str, Any]] | None = None
+    # The execution before this one was cancelled: what it did.
+    cancelled_before: CancelReport | None = None
+    # ``codemode exec --files``: each changed file -> where it was saved, or why not.
+    saved_files: dict[str, str] | None = None
+    # session_lost: the node that was lost (``node`` and ``ran`` in the JSON).
+    loss: SessionLoss | None = None
     # All of stdout the host kept (head and tail of up to ``output_kept_bytes``), so a session
     # can write it to a file when the model saw only its tail. Never sent anywhere itself.
     captured_stdout: HeadTail | None = field(default=None, repr=False, compare=False)
@@ -46,13 +77,44 @@ class ExecutionResult:
         data = {
             item.name: copy.deepcopy(getattr(self, item.name))
             for item in fields(self)
-            if item.name != "captured_stdout"
+            if item.name not in _NOT_PLAIN
         }
-        extra = data.pop("extra")
-        data.update(extra)
+        data.update(self.reports())
         if data["limit"] is None:
             del data["limit"]
         return data
+
+    def reports(self) -> dict[str, Any]:
+        """The reports that are set, in their JSON form (top-level keys of ``to_dict``)."""
+        data: dict[str, Any] = {}
+        for name in _REPORT_FIELDS:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if name == "loss":
+                data.update(node=value.node, ran=value.ran)
+            elif isinstance(value, ApprovalRequest | Restore | CancelReport):
+                data[name] = copy.deepcopy(value.to_dict())
+            else:
+                data[name] = copy.deepcopy(value)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExecutionResult:
+        """The result ``to_dict`` gave (keys it does not know are ignored)."""
+        known = {item.name for item in fields(cls)} - _NOT_PLAIN
+        result = cls(**{name: value for name, value in data.items() if name in known})
+        approval, restored, cancelled = (
+            data.get(name) for name in ("approval", "restored", "cancelled_before")
+        )
+        return replace(
+            result,
+            **{name: data[name] for name in _PLAIN_REPORTS if name in data},
+            approval=ApprovalRequest.from_dict(approval) if approval else None,
+            restored=Restore.from_dict(restored) if restored else None,
+            cancelled_before=CancelReport.from_dict(cancelled) if cancelled else None,
+            loss=SessionLoss(data.get("node"), bool(data["ran"])) if "ran" in data else None,
+        )
 
     def to_structured(self) -> dict[str, Any]:
         """The lean form an MCP client gets as structured content: the facts ``render_text``
@@ -93,15 +155,15 @@ class ExecutionResult:
             data["hint"] = self.hint
         data.update(
             (key, value)
-            for key, value in self.extra.items()
-            if value and key not in _UNSTRUCTURED_EXTRA
+            for key, value in self.reports().items()
+            if value and key not in _UNSTRUCTURED_REPORTS
         )
         return data
 
     @classmethod
     def approval_required(
         cls,
-        approval: dict[str, Any],
+        approval: ApprovalRequest,
         session: str | None,
         duration_ms: float,
         *,
@@ -121,27 +183,28 @@ class ExecutionResult:
             truncated={},
             hint="Ask the user, then call approve with this approval and allow=true or false.",
             session=session,
-            extra={"approval": approval},
+            approval=approval,
         )
 
     def render_text(self) -> str:
         """A compact rendering for the model (the JSON object carries the same facts)."""
         head = f"status: {self.status}"
-        approval = self.extra.get("approval")
-        if approval:
+        approval = self.approval
+        if approval is not None:
+            origins = approval.values.origins if approval.values is not None else {}
             lines = [
                 head,
                 *(["stdout:", self.stdout.rstrip("\n")] if self.stdout else []),
                 # In full: an approver must see everything that would run.
-                f"approval needed: {approval['tool']}({json.dumps(approval['arguments'])})",
-                f"digest: {approval.get('digest', '')}",
-                *([f"full arguments: {approval['file']}"] if approval.get("file") else []),
+                f"approval needed: {approval.tool}({json.dumps(approval.arguments)})",
+                f"digest: {approval.digest}",
+                *([f"full arguments: {approval.file}"] if approval.file else []),
                 *(
                     f"sends values from {origin}: {', '.join(tokens)}"
-                    for origin, tokens in approval.get("values", {}).get("from", {}).items()
+                    for origin, tokens in origins.items()
                 ),
-                f"reason: {approval['reason']}",
-                f"approval: {approval['id']}",
+                f"reason: {approval.reason}",
+                f"approval: {approval.id}",
                 f"session: {self.session}",
                 f"hint: {self.hint}",
             ]
@@ -172,10 +235,10 @@ class ExecutionResult:
             lines.append(
                 "deleted: " + ", ".join(deleted[:20]) + (" ..." if len(deleted) > 20 else "")
             )
-        if self.extra.get("task_dir"):
-            lines.append(f"task folder: {self.extra['task_dir']}")
-        if self.extra.get("workspace_tree"):
-            lines += ["workspace:", str(self.extra["workspace_tree"])]
+        if self.task_dir:
+            lines.append(f"task folder: {self.task_dir}")
+        if self.workspace_tree:
+            lines += ["workspace:", self.workspace_tree]
         if self.session:
             lines.append(f"session: {self.session}")
         if self.hint:
@@ -184,8 +247,29 @@ class ExecutionResult:
 
 
 _CUT_KEYS = ("stdout_bytes", "stderr_bytes")
+# The report fields, in the order their keys appear in the JSON.
+_REPORT_FIELDS = (
+    "approval",
+    "workspace_bytes",
+    "refused_after_cancel",
+    "left_running",
+    "files_not_carried",
+    "checkpoint",
+    "restored",
+    "stdout_file",
+    "task_dir",
+    "workspace_tree",
+    "grants",
+    "cancelled_before",
+    "saved_files",
+    "loss",
+)
+# The fields ``to_dict`` does not copy as they are.
+_NOT_PLAIN = frozenset({"captured_stdout", *_REPORT_FIELDS})
+# The reports whose JSON is the value itself.
+_PLAIN_REPORTS = frozenset(_REPORT_FIELDS) - {"approval", "restored", "cancelled_before", "loss"}
 # Facts kept for scripts (``to_dict``) that the model does not need on every result.
-_UNSTRUCTURED_EXTRA = frozenset({"workspace_bytes"})
+_UNSTRUCTURED_REPORTS = frozenset({"workspace_bytes"})
 
 
 def _marker(n: int) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 from codemode.bridge.host import NO_TOOLS, ToolAccess
 from codemode.errors import SandboxError
@@ -139,11 +140,13 @@ class SandboxSession(OneSandboxSession):
             )
             if sandbox.dead:
                 self._sandbox = None
-                result.sandbox_reset = True
-            if carried is not None and carried.skipped:
-                result.extra["files_not_carried"] = carried.skipped[:_SKIPPED_LISTED]
-            result.session = self.id
-            return result
+            skipped = carried.skipped[:_SKIPPED_LISTED] if carried is not None else []
+            return replace(
+                result,
+                session=self.id,
+                sandbox_reset=result.sandbox_reset or sandbox.dead,
+                files_not_carried=skipped or None,
+            )
 
     def _fresh_from(self, old: Sandbox) -> tuple[Sandbox, CopyReport]:
         """A new interpreter from the pool holding ``old``'s files; ``old`` is stopped."""

@@ -2,8 +2,9 @@
 
 Inside the sandbox: ``from skills import save`` and ``from skills import <name>``. On the host:
 ``SkillLibrary`` (visibility, saving, staleness, search) over a ``SkillStore`` (folders in the
-Agent Skills layout by default), usage counts in the state store, and session checkpoints
-(``codemode.skills.checkpoint``) so a session survives a lost sandbox.
+Agent Skills layout by default) and usage counts in the state store. ``KeepingSandbox`` also
+carries the session checkpoints (``codemode.checkpoints``), so a session survives a lost
+sandbox.
 """
 
 from codemode.settings.skills import SkillsSettings

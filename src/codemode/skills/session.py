@@ -14,7 +14,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from codemode.bridge.host import NO_TOOLS, ModuleProvider, ModuleSource, ToolAccess, ToolInvoker
 from codemode.bridge.router import BuiltinRouter
@@ -26,6 +26,7 @@ from codemode.checkpoints import (
 )
 from codemode.errors import SkillRefusedError, ToolError
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
+from codemode.sandbox.reports import Restore
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback
 from codemode.skills.guest_code import test_program
@@ -220,6 +221,7 @@ class KeepingSandbox:
         )
         self._count(code, imported, result)
         self._live, self._unsaved = not result.sandbox_reset, False
+        unsaved: str | None = None
         if result.sandbox_reset:
             self._loaded.clear()
             self._restore_pending = self.checkpoints is not None
@@ -227,13 +229,13 @@ class KeepingSandbox:
         elif self.checkpoints is not None and self._worth_keeping(result):
             note = self._take()
             if note is not None and note.startswith("not saved"):
-                result.extra["checkpoint"] = note
+                unsaved = note
         elif result.status not in ("ok", "error"):
             self._dirty = True  # stopped part way: the host's file list may be short
-        if restored is not None:
-            result.extra["restored"] = restored
-            result.hint = f"{describe_restore(restored)} {result.hint}".strip()
-        return result
+        if restored is None:
+            return replace(result, checkpoint=unsaved)
+        hint = f"{describe_restore(restored)} {result.hint}".strip()
+        return replace(result, checkpoint=unsaved, restored=restored, hint=hint)
 
     @property
     def released(self) -> bool:
@@ -334,7 +336,7 @@ class KeepingSandbox:
         self._dirty = note is None or not note.startswith("saved")
         return note
 
-    def _restore(self, timeout_s: float | None) -> dict[str, Any] | None:
+    def _restore(self, timeout_s: float | None) -> Restore | None:
         tools = self.checkpoints
         assert tools is not None
         self._restore_pending = False
@@ -345,45 +347,45 @@ class KeepingSandbox:
         )
         released, self._released = self._released, False
         fetched = tools.fetched
+        reason: Literal["idle", "lost"] = "idle" if released else "lost"
         if result.status != "ok":
-            failed: dict[str, Any] = {
-                "files": [],
-                "variables": [],
-                "reason": "idle" if released else "lost",
-            }
             if tools.unreadable is not None:  # said plainly, whatever the reason for the restore
-                return {**failed, "error": f"its checkpoint could not be read: {tools.unreadable}"}
+                error = f"its checkpoint could not be read: {tools.unreadable}"
+                return Restore([], [], reason, error=error)
             if not released:
                 return None
             # Said plainly: the code must not go on as if its files were there.
-            return {**failed, "error": f"the checkpoint could not be restored ({result.status})"}
+            error = f"the checkpoint could not be restored ({result.status})"
+            return Restore([], [], reason, error=error)
         if fetched is None and not released:
             return None
-        described = fetched.describe() if fetched is not None else {"files": [], "variables": []}
-        described["variables"] = sorted(tools.restored_variables)
         # Restored variables stay kept: the next checkpoint (maybe on another replica) has them.
         tools.kept |= set(tools.restored_variables)
-        described["reason"] = "idle" if released else "lost"
         self._dirty = False
-        return described
+        return Restore(
+            list(fetched.files) if fetched is not None else [],
+            sorted(tools.restored_variables),
+            reason,
+            taken_at=fetched.taken_at if fetched is not None else None,
+        )
 
     def close(self) -> None:
         self.inner.close()
 
 
-def describe_restore(restored: dict[str, Any]) -> str:
-    """The result's line about a restore (``restored`` as the result carries it)."""
-    what = f"{len(restored['files'])} file(s)"
-    if restored["variables"]:
-        what += " and variables " + ", ".join(restored["variables"])
-    if "error" in restored:
+def describe_restore(restored: Restore) -> str:
+    """The result's line about a restore."""
+    what = f"{len(restored.files)} file(s)"
+    if restored.variables:
+        what += " and variables " + ", ".join(restored.variables)
+    if restored.error is not None:
         why = (
             "This session was idle, so its sandbox was released"
-            if restored.get("reason") == "idle"
+            if restored.reason == "idle"
             else "This session continues in a new sandbox"
         )
-        return f"{why}, and {restored['error']}: its files and variables start empty."
-    if restored.get("reason") == "idle":
+        return f"{why}, and {restored.error}: its files and variables start empty."
+    if restored.reason == "idle":
         return (
             f"This session was idle, so its sandbox was released; it resumed from its "
             f"checkpoint ({what} restored; other variables start empty: name the ones to "
