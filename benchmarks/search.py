@@ -10,6 +10,8 @@ search of a fresh ``LiveIndex`` (a gateway after restart), and a cold ``codemode
     .venv/bin/python benchmarks/search.py [--json] [--no-semantic] [--no-cli] [--rounds N]
         [--cache-dir DIR]  # default: the user cache; an empty one measures the uncached build
         [--query-precision int8|float32]  # the queries' weights on ONNX Runtime (default int8)
+        [--first-index N]  # N rounds of a first index (empty cache) with both views and with
+                           # the default one, taking turns: wall, CPU, and each one's quality
 
 With 8-bit queries (the default) the latency table also times the float32 query pass and a new
 query's hybrid search on it, taking turns with the others.
@@ -109,6 +111,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="weights of the query pass on ONNX Runtime (tool vectors are float32 either way)",
     )
     parser.add_argument(
+        "--first-index",
+        type=int,
+        default=0,
+        metavar="N",
+        help="time N first indexes (empty cache directories) per embedded-view setting",
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="lexical, one spec, one round: does it still run"
     )
     args = parser.parse_args(argv)
@@ -148,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             {"lexical search (total)": lambda q: lexical.search(q, 5)}, queries, args.rounds
         )
 
+    if not args.no_semantic and args.first_index:
+        first_index_stage(report, all_specs, tasks, servers, args.first_index)
     if not args.no_semantic:
         semantic_stages(report, all_specs, tasks, servers, queries, args)
     if not args.no_cli:
@@ -303,6 +314,48 @@ def semantic_stages(
     }
 
 
+def first_index_stage(
+    report: dict[str, Any],
+    all_specs: list[ToolSpec],
+    tasks: list[dict[str, Any]],
+    servers: dict[str, str],
+    rounds: int,
+) -> None:
+    """A first index as ``build_index`` makes it (model weights prepared, tools embedded, index
+    stored), each in an empty cache directory, with both views (the default before) and with
+    the default views, taking turns (ABBA); wall time and this process's CPU time (ONNX Runtime's
+    threads included). The first round of each also scores its default first answer."""
+    from codemode.search.semantic import DEFAULT_VIEWS, HybridIndex, save_index
+    from codemode.search.store import catalog_fingerprint
+
+    settings = {"both views (0, 1)": (0, 1), f"default views {DEFAULT_VIEWS}": DEFAULT_VIEWS}
+    fingerprint = catalog_fingerprint(all_specs)
+    rows: dict[str, dict[str, Any]] = {name: {"wall_s": [], "cpu_s": []} for name in settings}
+    for round_ in range(rounds):
+        names = list(settings) if round_ % 2 == 0 else list(reversed(settings))
+        for name in names:
+            load = os.getloadavg()[0]
+            with tempfile.TemporaryDirectory() as directory:
+                wall, cpu = time.perf_counter(), time.process_time()
+                index = HybridIndex(
+                    cache_dir=Path(directory), query_session="first_query", views=settings[name]
+                )
+                index.add(all_specs)
+                save_index(index, fingerprint, Path(directory))
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                row = rows[name]
+                row["wall_s"].append(round(wall, 1))
+                row["cpu_s"].append(round(cpu, 1))
+                row.setdefault("load_1min", []).append(round(load, 2))
+                log(f"first index, {name}: {wall:.1f} s wall, {cpu:.1f} s CPU (load {load:.2f})")
+                if "first_answer" not in row:
+                    row["first_answer"] = first_answer(index.search, index.entries, tasks, servers)
+    for row in rows.values():
+        row["wall_median_s"] = round(statistics.median(row["wall_s"]), 1)
+        row["cpu_median_s"] = round(statistics.median(row["cpu_s"]), 1)
+    report["first_index"] = rows
+
+
 def cli_stages(report: dict[str, Any], spec_paths: list[Path], args: argparse.Namespace) -> None:
     from codemode.search.store import default_cache_dir
 
@@ -372,6 +425,15 @@ def print_report(report: dict[str, Any]) -> None:
     if "index_memory_mb" in report:
         print(
             f"stored hybrid index in memory (RSS, model included): {report['index_memory_mb']} MB"
+        )
+    for name, row in report.get("first_index", {}).items():
+        answer = row["first_answer"]
+        print(
+            f"first index, {name}: wall {row['wall_median_s']} s (runs {row['wall_s']}), "
+            f"CPU {row['cpu_median_s']} s (runs {row['cpu_s']}), load {row['load_1min']}; "
+            f"first answer named: held-out {answer['heldout/all']['named']:.3f}, paraphrase "
+            f"{answer['heldout/paraphrase']['named']:.3f}, dev {answer['dev/all']['named']:.3f}, "
+            f"median {answer['heldout/all']['median_tokens']:.0f} tokens"
         )
     print("\nlatency (median over every task query)")
     for name, row in report["latency"].items():

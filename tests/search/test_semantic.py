@@ -1,10 +1,12 @@
 import pytest
 
+from codemode.errors import UsageError
 from codemode.search import semantic
 from codemode.search.documents import tool_documents
 from codemode.search.encoder import MiniLMEncoder
 from codemode.search.fts import FtsIndex
-from codemode.search.semantic import HybridIndex
+from codemode.search.semantic import HybridIndex, open_stored_index, save_index, vectors_key
+from codemode.search.store import catalog_fingerprint
 
 pytestmark = pytest.mark.needs_model
 
@@ -63,8 +65,8 @@ def test_hybrid_finds_paraphrased_tasks(subset, encoder, tmp_path):
 def test_embeddings_are_cached_on_disk(subset, encoder, tmp_path):
     first = CountingEncoder(encoder)
     HybridIndex(encoder=first, cache_dir=tmp_path).add(subset)
-    views = len(tool_documents(subset[:1])[0].semantic_texts)
-    assert views == 2
+    assert len(tool_documents(subset[:1])[0].semantic_texts) == 2
+    views = len(semantic.DEFAULT_VIEWS)
     assert first.texts == views * len(subset)
     assert len(list((tmp_path / "embeddings").glob("*.npy"))) == views
 
@@ -133,3 +135,55 @@ def test_a_python_name_answers_with_that_function_alone(subset, encoder, tmp_pat
     index.add(subset)
     name = index.search("give a customer their money back", 10)[-1].python_name
     assert [hit.python_name for hit in index.search(name, 31)] == [name]
+
+
+def test_the_index_embeds_only_its_views(subset, encoder, tmp_path, np):
+    documents = tool_documents(subset)
+    seen: list[str] = []
+
+    class Recording(CountingEncoder):
+        def encode(self, texts, **kwargs):
+            seen.extend(texts)
+            return super().encode(texts, **kwargs)
+
+    prose = HybridIndex(encoder=Recording(encoder), cache_dir=tmp_path, group_weight=0.0)
+    prose.add(subset)
+    assert prose.views == semantic.DEFAULT_VIEWS == (1,)
+    assert sorted(seen) == sorted(d.semantic_texts[1] for d in documents)
+    both = HybridIndex(encoder=encoder, cache_dir=tmp_path, group_weight=0.0, views=(0, 1))
+    both.add(subset)
+    first = HybridIndex(encoder=encoder, cache_dir=tmp_path, group_weight=0.0, views=(0,))
+    first.add(subset)
+    assert np.allclose(both.vectors, (first.vectors + prose.vectors) / 2, atol=1e-6)
+    assert not np.allclose(both.vectors, prose.vectors, atol=1e-3)
+
+
+def test_an_index_needs_a_view(encoder, tmp_path):
+    with pytest.raises(UsageError, match="at least one embedded view"):
+        HybridIndex(encoder=encoder, cache_dir=tmp_path, views=())
+
+
+def test_stored_vectors_name_their_views(subset, encoder, tmp_path, np):
+    # Vectors averaged over other views are other vectors: a store written with two views (the
+    # default before) must not be read as the one-view index, nor the other way round.
+    assert vectors_key("m", (0, 1)) != vectors_key("m", (1,)) != vectors_key("m", (0,))
+    assert vectors_key("m", (1,)).startswith("m-")
+    assert vectors_key("m", (1,)) != vectors_key("other", (1,))
+    fingerprint = catalog_fingerprint(subset)
+    two = HybridIndex(encoder=encoder, cache_dir=tmp_path, views=(0, 1))
+    two.add(subset)
+    save_index(two, fingerprint, tmp_path)
+    assert (
+        open_stored_index(fingerprint, semantic=True, cache_dir=tmp_path, encoder=encoder) is None
+    )
+    stored = open_stored_index(
+        fingerprint, semantic=True, cache_dir=tmp_path, encoder=encoder, views=(0, 1)
+    )
+    assert isinstance(stored, HybridIndex) and np.array_equal(stored.vectors, two.vectors)
+    one = HybridIndex(encoder=encoder, cache_dir=tmp_path)
+    one.add(subset)
+    save_index(one, fingerprint, tmp_path)
+    again = open_stored_index(fingerprint, semantic=True, cache_dir=tmp_path, encoder=encoder)
+    assert isinstance(again, HybridIndex) and again.views == (1,)
+    assert np.array_equal(again.vectors, one.vectors)
+    assert not np.allclose(again.vectors, two.vectors, atol=1e-3)

@@ -25,6 +25,7 @@ from codemode.search.semantic import (
     model_key,
     open_stored_index,
     resolve_semantic,
+    vectors_key,
 )
 from codemode.search.store import IndexStore, catalog_fingerprint
 from codemode.search.usage import UsageLog
@@ -149,7 +150,8 @@ class LiveIndex:
             if self._persist and self._specs:
                 store = IndexStore(self._cache_dir)
                 store.save_entries(self.fingerprint, self._lexical.entries, self._lexical)
-                store.save_vectors(self.fingerprint, model_key(hybrid.encoder), hybrid.vectors)
+                key = vectors_key(model_key(hybrid.encoder), hybrid.views)
+                store.save_vectors(self.fingerprint, key, hybrid.vectors)
         except Exception as error:  # noqa: BLE001 - any failure leaves lexical search working
             log.warning("semantic index failed, searching lexically: %s", error)
             self._finish(SearchStatus("lexical", error=str(error)))

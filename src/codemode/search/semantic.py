@@ -1,10 +1,10 @@
 """Hybrid search: BM25 blended with MiniLM sentence embeddings, and the factory that picks an index.
 
-Each tool's short texts (summary with name and path words; summary with its first sentence) are
-embedded once and cached on disk, keyed by model and content hash: embedding 3,224 operations
-takes tens of seconds on two cores, a cached load takes milliseconds. A whole index (tools,
-lexical table, vectors) is also stored per catalog fingerprint (``store.IndexStore``), so a new
-process opens it without reading the tools at all. A query is embedded at search time (a few ms,
+Each tool's prose view (its summary and first sentence; ``DEFAULT_VIEWS``) is embedded once and
+cached on disk, keyed by model and content hash: embedding 3,224 operations takes seconds to tens
+of seconds on two cores, a cached load takes milliseconds. A whole index (tools, lexical table,
+vectors) is also stored per catalog fingerprint (``store.IndexStore``), so a new process opens
+it without reading the tools at all. A query is embedded at search time (a few ms,
 then kept in a small LRU) and compared with every tool; the final score blends normalized BM25
 with cosine similarity over the union of both candidate lists.
 """
@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemode.errors import UsageError
 from codemode.search.base import DEFAULT_LIMIT, Hit, SearchIndex
 from codemode.search.documents import ToolDocument, tool_documents
 from codemode.search.encoder import (
@@ -47,6 +48,7 @@ __all__ = [
     "build_index",
     "default_cache_dir",
     "open_stored_index",
+    "vectors_key",
 ]
 
 log = logging.getLogger("codemode.search")
@@ -61,6 +63,11 @@ DEFAULT_CANDIDATES = 100
 DOCUMENT_MAX_TOKENS = 96
 DEFAULT_GROUP_WEIGHT = 0.3
 QUERY_CACHE_SIZE = 256
+# Which of ``ToolDocument.semantic_texts`` are embedded and averaged: the prose view alone.
+# Both views cost 2.6 times the tokens (136k + 82k over the three benchmark specs) for one task
+# more on each split (default first answer: held-out 0.912 against 0.906, paraphrases 0.821
+# both, dev 0.840 against 0.834; docs/search.md).
+DEFAULT_VIEWS: tuple[int, ...] = (1,)
 
 
 def model_key(encoder: MiniLMEncoder) -> str:
@@ -71,6 +78,12 @@ def model_key(encoder: MiniLMEncoder) -> str:
 
 def _model_key(max_length: int, variant: str) -> str:
     return f"{MODEL_ID}-{max_length}" + (f"-{variant}" if variant else "")
+
+
+def vectors_key(model_key: str, views: Sequence[int]) -> str:
+    """What a stored index's tool vectors are stored under: the model (``model_key``) and the
+    views they average, so vectors made another way are never read as these."""
+    return f"{model_key}-view{'+'.join(str(view) for view in views)}"
 
 
 def _stored_model_key(cache_dir: Path) -> str | None:
@@ -125,10 +138,11 @@ class EmbeddingCache:
 class HybridIndex:
     """A ``SearchIndex``: BM25 (``FtsIndex``) and MiniLM cosine similarity, blended.
 
-    A tool's vector is the mean of its views' embeddings (``ToolDocument.semantic_texts``)
-    mixed with the mean vector of its group (its OpenAPI tag or first path word), so a query
-    that names the product area lifts that area's tools. All of it is folded into one matrix
-    at ``add`` time: a query costs one encoder pass and one matrix-vector product.
+    A tool's vector is the mean of its ``views``' embeddings (indexes into
+    ``ToolDocument.semantic_texts``) mixed with the mean vector of its group (its OpenAPI tag
+    or first path word), so a query that names the product area lifts that area's tools. All
+    of it is folded into one matrix at ``add`` time: a query costs one encoder pass and one
+    matrix-vector product.
     """
 
     semantic = True
@@ -144,9 +158,16 @@ class HybridIndex:
         group_weight: float = DEFAULT_GROUP_WEIGHT,
         vectors: FloatArray | None = None,
         query_session: QuerySession = "now",
+        views: Sequence[int] = DEFAULT_VIEWS,
     ) -> None:
         import numpy as np
 
+        if not views:
+            raise UsageError(
+                "a semantic index needs at least one embedded view",
+                fix=f"pass views={DEFAULT_VIEWS!r} (the default) or other indexes of "
+                "ToolDocument.semantic_texts",
+            )
         cache_dir = cache_dir or default_cache_dir()
         self.encoder = encoder or MiniLMEncoder(
             max_length=DOCUMENT_MAX_TOKENS, cache_dir=cache_dir, query_session=query_session
@@ -155,6 +176,7 @@ class HybridIndex:
         self.alpha = alpha
         self.candidates = candidates
         self.group_weight = group_weight
+        self.views = tuple(views)
         self._cache = EmbeddingCache(cache_dir, model_key(self.encoder))
         self._vectors: Any = (
             vectors
@@ -207,7 +229,7 @@ class HybridIndex:
         by_server: dict[str, list[ToolDocument]] = {}
         for document in documents:
             by_server.setdefault(document.spec.server, []).append(document)
-        total = sum(len(d.semantic_texts) for d in documents) or 1
+        total = len(self.views) * len(documents) or 1
         done = 0
 
         def step(count: int) -> Callable[[int, int], None] | None:
@@ -217,10 +239,9 @@ class HybridIndex:
             return lambda finished, _all: progress("embedding", 100.0 * (base + finished) / total)
 
         for group in by_server.values():
-            views = min(len(d.semantic_texts) for d in group)
             per_view = []
-            for v in range(views):
-                texts = [d.semantic_texts[v] for d in group]
+            for view in self.views:
+                texts = [d.semantic_texts[view] for d in group]
                 per_view.append(self._embed(texts, step(len(texts))))
                 done += len(texts)
             vectors = np.mean(per_view, axis=0).astype(np.float32)
@@ -310,11 +331,13 @@ def open_stored_index(
     encoder: MiniLMEncoder | None = None,
     backend: Backend = "auto",
     query_session: QuerySession = "now",
+    views: Sequence[int] = DEFAULT_VIEWS,
 ) -> SearchIndex | None:
-    """The index stored for ``fingerprint``, or None (nothing stored, or no vectors for a
-    semantic index). ``backend`` and ``query_session`` are the encoder's when none is given:
-    "numpy" saves a process that answers one query importing ONNX Runtime and starting its
-    session, but its float32 query weights can order near ties unlike the gateway's 8-bit ones."""
+    """The index stored for ``fingerprint``, or None (nothing stored, or no vectors of these
+    ``views`` for a semantic index). ``backend`` and ``query_session`` are the encoder's when
+    none is given: "numpy" saves a process that answers one query importing ONNX Runtime and
+    starting its session, but its float32 query weights can order near ties unlike the
+    gateway's 8-bit ones."""
     cache_dir = cache_dir or default_cache_dir()
     store = IndexStore(cache_dir)
     entries = store.load_entries(fingerprint)
@@ -325,7 +348,7 @@ def open_stored_index(
     key = model_key(encoder) if encoder is not None else _stored_model_key(cache_dir)
     if key is None:
         return None
-    vectors = store.load_vectors(fingerprint, key, len(entries))
+    vectors = store.load_vectors(fingerprint, vectors_key(key, views), len(entries))
     if vectors is None:
         return None
     encoder = encoder or MiniLMEncoder(
@@ -335,7 +358,9 @@ def open_stored_index(
         query_session=query_session,
     )
     lexical = FtsIndex.open(store.lexical_path(fingerprint), entries)
-    return HybridIndex(encoder=encoder, lexical=lexical, cache_dir=cache_dir, vectors=vectors)
+    return HybridIndex(
+        encoder=encoder, lexical=lexical, cache_dir=cache_dir, vectors=vectors, views=views
+    )
 
 
 def resolve_semantic(semantic: bool | None) -> bool:
@@ -396,4 +421,5 @@ def save_index(index: HybridIndex | FtsIndex, fingerprint: str, cache_dir: Path 
     lexical = index.lexical if isinstance(index, HybridIndex) else index
     store.save_entries(fingerprint, lexical.entries, lexical)
     if isinstance(index, HybridIndex):
-        store.save_vectors(fingerprint, model_key(index.encoder), index.vectors)
+        key = vectors_key(model_key(index.encoder), index.views)
+        store.save_vectors(fingerprint, key, index.vectors)

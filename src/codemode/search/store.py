@@ -4,7 +4,9 @@ Layout under the cache directory (``default_cache_dir()``)::
 
     search/<fingerprint>/tools.json        what a hit shows, one entry per tool, index order
     search/<fingerprint>/lexical.sqlite    the FTS5 table (BM25)
-    search/<fingerprint>/vectors-<model>.npy   tool vectors (memory-mapped on load)
+    search/<fingerprint>/vectors-<key>.npy     tool vectors (memory-mapped on load); the key
+                                           names the model and the views they average
+                                           (``semantic.vectors_key``)
     search/inputs/<key>.json               command-line inputs -> fingerprint, with the files
                                            whose size and mtime must not have changed
 
