@@ -36,7 +36,7 @@ from __future__ import annotations
 import codecs
 import functools
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from codemode.privacy.detection import Detection, Detector
@@ -88,6 +88,7 @@ class _Text:
     _digits: bytes | None = None
     clusters: list[tuple[int, int, int]] | None = None
     _native: list[list[int]] | None = None
+    _reversed: bytes | None = None
 
     @property
     def raw(self) -> bytes:
@@ -107,6 +108,14 @@ class _Text:
             self._digits = self.raw.translate(_DIGITS)
         return self._digits
 
+    @property
+    def reversed(self) -> bytes:
+        """``raw`` back to front: a run of characters that ends at a place is matched forward
+        from it (searching back for where it starts costs a try at every position)."""
+        if self._reversed is None:
+            self._reversed = self.raw[::-1]
+        return self._reversed
+
     def native_hits(self, scanner: NativeScanner) -> list[list[int]]:
         if self._native is None:
             self._native = scanner.hits(self.raw)
@@ -114,7 +123,7 @@ class _Text:
 
 
 Window = tuple[int, int]
-Anchor = Callable[[_Text], Iterator[Window]]
+Anchor = Callable[[_Text], Iterable[Window]]
 
 
 def _literals(*words: str, back: int, forward: int, lower: bool = False) -> Anchor:
@@ -200,19 +209,25 @@ def _numbers(
     return windows
 
 
-RunWindow = Callable[[str, int], Window]
+RunWindow = Callable[[_Text, int], Window]
 
 
 def _run_window(
-    before: re.Pattern[str], after: re.Pattern[str], back: int, forward: int, size: int
+    before: re.Pattern[bytes] | None, after: re.Pattern[str], back: int, forward: int, size: int
 ) -> RunWindow:
     """The window over the run of ``before`` characters ending at a needle (at most ``back``
-    long) and the run of ``after`` characters following it (at most ``forward``)."""
+    long, matched in the reversed ASCII copy) and the run of ``after`` characters following it
+    (at most ``forward``)."""
 
-    def window(text: str, at: int) -> Window:
-        run = before.search(text, max(0, at - back), at)
-        start = run.start() if run is not None else at
-        forth = after.match(text, at + size, at + size + forward)
+    def window(source: _Text, at: int) -> Window:
+        start = at
+        if before is not None:
+            backwards = source.reversed
+            origin = len(backwards) - at
+            run = before.match(backwards, origin, origin + back)
+            if run is not None:
+                start -= run.end() - origin
+        forth = after.match(source.text, at + size, at + size + forward)
         end = forth.end() if forth is not None else at + size
         return start - 1, end + 1
 
@@ -222,21 +237,24 @@ def _run_window(
 def _runs(needle: str, window: RunWindow) -> Anchor:
     """``window`` around each ``needle``."""
 
-    def windows(source: _Text) -> Iterator[Window]:
+    def windows(source: _Text) -> list[Window]:
         text = source.text
+        found: list[Window] = []
         at = text.find(needle)
         while at >= 0:
-            yield window(text, at)
+            found.append(window(source, at))
             at = text.find(needle, at + 1)
+        return found
 
     return windows
 
 
-# An address's local part and domain around its @ (the pattern's own limits, 64 and 253).
-_AT_RUN = _run_window(re.compile(r"[\w.+%\-]+\Z"), re.compile(r"[A-Za-z0-9.\-]*"), 72, 264, 1)
+# An address's local part and domain around its @ (the pattern's own limits, 64 and 253). In
+# the ASCII copy a letter beyond ASCII ends the run early: no address can start before it.
+_AT_RUN = _run_window(re.compile(rb"[\w.+%\-]*"), re.compile(r"[A-Za-z0-9.\-]*"), 72, 264, 1)
 _AT = _runs("@", _AT_RUN)
 # An international number: the digits, separators and parentheses after its +.
-_PLUS_RUN = _run_window(re.compile(r"\Z"), re.compile(r"[\d .()\-]*"), 0, 112, 1)
+_PLUS_RUN = _run_window(None, re.compile(r"[\d .()\-]*"), 0, 112, 1)
 _PLUS = _runs("+", _PLUS_RUN)
 _NATIVE_RUNS: dict[tuple[str, int], RunWindow] = {("EMAIL", 0): _AT_RUN, ("PHONE", 0): _PLUS_RUN}
 _NUMBER_ANCHORS: dict[str, Anchor] = {
@@ -254,18 +272,15 @@ _NUMBER_ANCHORS: dict[str, Anchor] = {
 def _native_anchor(scanner: NativeScanner, slot: int, anchor: NativeAnchor) -> Anchor:
     back, forward = anchor.back, anchor.forward
 
-    def windows(source: _Text) -> Iterator[Window]:
-        for end in source.native_hits(scanner)[slot]:
-            yield end - back, end + forward
+    def windows(source: _Text) -> list[Window]:
+        return [(end - back, end + forward) for end in source.native_hits(scanner)[slot]]
 
     return windows
 
 
 def _native_runs(scanner: NativeScanner, slot: int, offset: int, window: RunWindow) -> Anchor:
-    def windows(source: _Text) -> Iterator[Window]:
-        text = source.text
-        for end in source.native_hits(scanner)[slot]:
-            yield window(text, end - offset)
+    def windows(source: _Text) -> list[Window]:
+        return [window(source, end - offset) for end in source.native_hits(scanner)[slot]]
 
     return windows
 
@@ -317,16 +332,23 @@ _SECRET_ANCHORS: tuple[Anchor, ...] = (
 )
 
 
-def _merged(windows: Iterator[Window], size: int) -> list[Window]:
-    # Past the reach of a match, room for the cut-off check (``_EDGE``).
-    spans = sorted((max(0, low), min(size, high + _EDGE)) for low, high in windows)
-    merged: list[list[int]] = []
-    for low, high in spans:
-        if merged and low <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], high)
+def _merged(windows: Iterable[Window], size: int) -> list[Window]:
+    """``windows`` in order, overlapping ones joined, each reaching ``_EDGE`` further (room for
+    the cut-off check) and clipped to the text."""
+    spans = sorted(windows)  # anchors mostly find them in order: little left to sort
+    if not spans:
+        return spans
+    merged: list[Window] = []
+    low, high = spans[0]
+    low, high = max(0, low), high + _EDGE
+    for start, end in spans:
+        if start <= high:
+            high = max(high, end + _EDGE)
         else:
-            merged.append([low, high])
-    return [(low, high) for low, high in merged]
+            merged.append((low, min(size, high)))
+            low, high = start, end + _EDGE
+    merged.append((low, min(size, high)))
+    return merged
 
 
 class _Group:
@@ -341,30 +363,32 @@ class _Group:
         self.combined = re.compile(branches) if self.joined else None
 
     def find_into(self, source: _Text, found: list[Detection]) -> None:
-        size = len(source.text)
-        windows = [(0, size)] if self.anchor is None else _merged(self.anchor(source), size)
-        for low, high in windows:
-            self._window(source.text, low, high, found)
-
-    def _window(self, text: str, low: int, high: int, found: list[Detection]) -> None:
-        limit = high - _EDGE if high < len(text) else high
+        text = source.text
+        if self.anchor is None:
+            windows = [(0, len(text))]
+        else:
+            windows = _merged(self.anchor(source), len(text))
+            if not windows:
+                return
         if self.combined is not None:
-            mark = len(found)
-            for match in self.combined.finditer(text, low, high):
-                detector = self.joined[int(match.lastgroup[1:])] if match.lastgroup else None
-                if detector is None or (
-                    detector.validate is not None and not detector.validate(match)
-                ):
-                    del found[mark:]
-                    for one in self.joined:
-                        _find(one, text, low, high, limit, found)
-                    break
-                if match.end() <= limit:
-                    found.append(
-                        Detection(detector.kind, match.start(), match.end(), match.group())
-                    )
+            for low, high in windows:
+                self._joined(text, low, high, found)
         for detector in self.separate:
-            _find(detector, text, low, high, limit, found)
+            _find(detector, text, windows, found)
+
+    def _joined(self, text: str, low: int, high: int, found: list[Detection]) -> None:
+        assert self.combined is not None
+        limit = high - _EDGE if high < len(text) else high
+        mark = len(found)
+        for match in self.combined.finditer(text, low, high):
+            detector = self.joined[int(match.lastgroup[1:])] if match.lastgroup else None
+            if detector is None or (detector.validate is not None and not detector.validate(match)):
+                del found[mark:]
+                for one in self.joined:
+                    _find(one, text, [(low, high)], found)
+                return
+            if match.end() <= limit:
+                found.append(Detection(detector.kind, match.start(), match.end(), match.group()))
 
 
 class WindowedKind:
@@ -382,18 +406,24 @@ class WindowedKind:
             group.find_into(source, found)
 
 
-def _find(
-    detector: Detector, text: str, low: int, high: int, limit: int, found: list[Detection]
-) -> None:
+def _find(detector: Detector, text: str, windows: Sequence[Window], found: list[Detection]) -> None:
+    """``detector``'s matches in each window, but those cut by its far edge (``_EDGE``)."""
+    search, validate, kind = detector.pattern.search, detector.validate, detector.kind
     has_group = "value" in detector.pattern.groupindex
-    for match in detector.pattern.finditer(text, low, high):
-        if match.end() > limit:
+    size = len(text)
+    for low, high in windows:
+        # Most windows hold one match or none: ``search`` costs less than ``finditer`` there.
+        match = search(text, low, high)
+        if match is None:
             continue
-        if detector.validate is not None and not detector.validate(match):
-            continue
-        start, end = match.span("value") if has_group else match.span()
-        if end > start:
-            found.append(Detection(detector.kind, start, end, text[start:end]))
+        limit = high - _EDGE if high < size else high
+        while match is not None:
+            end = match.end()
+            if end <= limit and (validate is None or validate(match)):
+                start, stop = match.span("value") if has_group else (match.start(), end)
+                if stop > start:
+                    found.append(Detection(kind, start, stop, text[start:stop]))
+            match = search(text, end, high)
 
 
 def native_available() -> bool:
