@@ -26,7 +26,12 @@ __all__ = [
 ]
 
 
+_NOT_ASCII_DIGITS = bytes(i for i in range(128) if not 48 <= i <= 57)
+
+
 def _digits(text: str) -> str:
+    if text.isascii():  # the common case, several times faster as bytes
+        return text.encode("ascii").translate(None, _NOT_ASCII_DIGITS).decode("ascii")
     return "".join(ch for ch in text if ch.isdigit())
 
 
@@ -101,14 +106,27 @@ def iban_valid(match: re.Match[str]) -> bool:
 
 
 _VERSION_CONTEXT = re.compile(r"(?i)(?:version|ver|release|build|v)[\s:=]*$")
+_VERSION_WORD_ENDS = frozenset("nredv")
+
+
+def _after_version_word(before: str) -> bool:
+    # Cheap first: the context needs one of the words' last letters once trailing whitespace,
+    # ":" and "=" are gone (``str.rstrip`` strips what ``\s`` matches).
+    tail = before.rstrip()
+    while tail.endswith((":", "=")):
+        tail = tail.rstrip(":=").rstrip()
+    if tail[-1:].lower() not in _VERSION_WORD_ENDS:
+        return False
+    return _VERSION_CONTEXT.search(before) is not None
 
 
 def ipv4_valid(match: re.Match[str]) -> bool:
-    octets = [int(part) for part in match.group().split(".")]
-    if octets[0] in {0, 255}:  # "this network", broadcast, or a netmask such as 255.255.255.0
+    value = match.group()
+    first = int(value[: value.index(".")])
+    if first in {0, 255}:  # "this network", broadcast, or a netmask such as 255.255.255.0
         return False
-    before = match.string[max(0, match.start() - 16) : match.start()]
-    return _VERSION_CONTEXT.search(before) is None
+    start = match.start()
+    return not _after_version_word(match.string[max(0, start - 16) : start])
 
 
 def ipv6_valid(match: re.Match[str]) -> bool:

@@ -64,7 +64,8 @@ ANCHORS: dict[tuple[str, int], NativeAnchor] = {
     ("UK_NINO", 0): NativeAnchor(r"[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]", 14, 2),
     ("DE_TAX_ID", 0): NativeAnchor(r"(?:^|[^\w.,\-])[1-9]\d ?\d{3} ?\d{3} ?\d{3}", 15, 2),
     ("ES_DNI", 0): NativeAnchor(r"(?:^|[^\w\-])(?:\d{8}|[XYZ]\d{7})-?[A-Z]", 11, 2),
-    ("IP", 0): NativeAnchor(r"\d\.\d{1,3}\.\d", 11, 12),
+    # The last digit of the first group to the first of the last: one hit per address.
+    ("IP", 0): NativeAnchor(r"\d\.\d{1,3}\.\d{1,3}\.\d", 14, 4),
     # IPv6 that ``ipv6_valid`` accepts has "::" or at least six groups (the IPv4-tailed form);
     # a match is at most 50 characters long.
     ("IP", 1): NativeAnchor(rf"::|(?:{_HEX}:){{6}}", 52, 52),
