@@ -286,25 +286,30 @@ def _native_runs(scanner: NativeScanner, slot: int, offset: int, window: RunWind
 
 
 @functools.cache
-def _native_anchor_of(kind: str, index: int) -> Anchor | None:
-    """The Hyperscan anchor of a built-in pattern (``codemode.privacy.native``), if it has one."""
+def _native_anchor_of(kind: str, index: int) -> tuple[Anchor, int] | None:
+    """The Hyperscan anchor of a built-in pattern (``codemode.privacy.native``) and the slot
+    of its hits, if it has one."""
     scanner = native_scanner()
     slot = scanner.slot(kind, index) if scanner is not None else None
     if scanner is None or slot is None:
         return None
     anchor = ANCHORS[kind, index]
     if anchor.at is not None:
-        return _native_runs(scanner, slot, anchor.at, _NATIVE_RUNS[kind, index])
-    return _native_anchor(scanner, slot, anchor)
+        return _native_runs(scanner, slot, anchor.at, _NATIVE_RUNS[kind, index]), slot
+    return _native_anchor(scanner, slot, anchor), slot
 
 
-def _anchor_of(kind: str, index: int, native: bool = False) -> Anchor | None:
+def _anchor_of(kind: str, index: int, native: bool = False) -> tuple[Anchor | None, int | None]:
     """The anchor of the ``index``-th built-in pattern of ``kind`` (None: the whole text);
-    with ``native``, Hyperscan's where it has one."""
+    with ``native``, Hyperscan's where it has one, with the slot of its hits."""
     if native:
-        anchor = _native_anchor_of(kind, index)
-        if anchor is not None:
-            return anchor
+        found = _native_anchor_of(kind, index)
+        if found is not None:
+            return found
+    return _python_anchor_of(kind, index), None
+
+
+def _python_anchor_of(kind: str, index: int) -> Anchor | None:
     if kind == "EMAIL":
         return _AT
     if kind == "SECRET":
@@ -354,8 +359,11 @@ def _merged(windows: Iterable[Window], size: int) -> list[Window]:
 class _Group:
     """The patterns of one kind that share an anchor, joined as in ``detectors._Scanner``."""
 
-    def __init__(self, anchor: Anchor | None, detectors: Sequence[Detector]) -> None:
+    def __init__(
+        self, anchor: Anchor | None, detectors: Sequence[Detector], slot: int | None = None
+    ) -> None:
         self.anchor = anchor
+        self.slot = slot  # of the anchor's native hits: no hits, nothing to verify
         joinable = [d for d in detectors if not d.pattern.groupindex]
         self.joined = tuple(joinable) if len(joinable) > 1 else ()
         self.separate = tuple(d for d in detectors if d not in self.joined)
@@ -396,14 +404,11 @@ class WindowedKind:
 
     def __init__(self, kind: str, detectors: Sequence[Detector], *, native: bool) -> None:
         self.kind = kind
-        by_anchor: dict[Anchor | None, list[Detector]] = {}
+        by_anchor: dict[tuple[Anchor | None, int | None], list[Detector]] = {}
         for index, detector in enumerate(detectors):
             by_anchor.setdefault(_anchor_of(kind, index, native), []).append(detector)
-        self.groups = tuple(_Group(anchor, members) for anchor, members in by_anchor.items())
-
-    def find_into(self, source: _Text, found: list[Detection]) -> None:
-        for group in self.groups:
-            group.find_into(source, found)
+        self.groups = tuple(_Group(key[0], members, key[1]) for key, members in by_anchor.items())
+        self.native = any(group.slot is not None for group in self.groups)
 
 
 def _find(detector: Detector, text: str, windows: Sequence[Window], found: list[Detection]) -> None:
@@ -445,9 +450,15 @@ def scan(kinds: Sequence[WindowedKind], text: str) -> tuple[list[Detection], lis
     may start when the anchors were found natively (None: search the text for it)."""
     source = _Text(text)
     found: list[Detection] = []
-    for kind in kinds:
-        kind.find_into(source, found)
     scanner = native_scanner()
-    if source._native is None or scanner is None:
+    hits: list[list[int]] = []
+    if scanner is not None and any(kind.native for kind in kinds):
+        hits = source.native_hits(scanner)
+    for kind in kinds:
+        for group in kind.groups:
+            # Most groups have no hit at all in the short windows markup is removed from.
+            if group.slot is None or hits[group.slot]:
+                group.find_into(source, found)
+    if scanner is None or not hits:
         return found, None
-    return found, scanner.markup_candidates(source._native)
+    return found, scanner.markup_candidates(hits)
