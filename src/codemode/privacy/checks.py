@@ -27,6 +27,7 @@ __all__ = [
 
 
 _NOT_ASCII_DIGITS = bytes(i for i in range(128) if not 48 <= i <= 57)
+_NO_DIGITS = dict.fromkeys(range(48, 58))  # str.translate: drop the ASCII digits
 
 
 def _digits(text: str) -> str:
@@ -69,17 +70,28 @@ _CARD_ISSUERS: tuple[tuple[int, int, frozenset[int]], ...] = (
 )
 
 
+def _others(text: str) -> str:
+    return "".join(ch for ch in text if not ch.isdigit())
+
+
+# The same, with the length of each prefix range's numbers: (prefix length, low, high, lengths).
+_CARD_PREFIXES = tuple((len(str(low)), low, high, lengths) for low, high, lengths in _CARD_ISSUERS)
+
+
 def card_valid(match: re.Match[str]) -> bool:
     raw = match.group()
-    separators = {ch for ch in raw if not ch.isdigit()}
-    if len(separators) > 1:
-        return False
     digits = _digits(raw)
-    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+    if len(raw) - len(digits) > 1:  # more than one separator: all alike?
+        others = raw.translate(_NO_DIGITS) if raw.isascii() else _others(raw)
+        if len(set(others)) > 1:
+            return False
+    size = len(digits)
+    if not 13 <= size <= 19 or len(set(digits)) == 1:
         return False
+    prefixes = (0, int(digits[0]), int(digits[:2]), int(digits[:3]), int(digits[:4]))
     issuer = any(
-        low <= int(digits[: len(str(low))]) <= high and len(digits) in lengths
-        for low, high, lengths in _CARD_ISSUERS
+        size in lengths and low <= prefixes[length] <= high
+        for length, low, high, lengths in _CARD_PREFIXES
     )
     return issuer and luhn_valid(digits)
 

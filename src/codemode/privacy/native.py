@@ -70,7 +70,10 @@ ANCHORS: dict[tuple[str, int], NativeAnchor] = {
     # a match is at most 50 characters long.
     ("IP", 1): NativeAnchor(rf"::|(?:{_HEX}:){{6}}", 52, 52),
     ("PHONE", 0): NativeAnchor(r"(?:^|[^\w+])\+\d", at=2),
-    ("PHONE", 1): NativeAnchor(r"(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}", 18, 2),
+    # The area code opens the number or follows its "1": not the tail of a longer number.
+    ("PHONE", 1): NativeAnchor(
+        r"(?:^|[^\w.\-+(/]|1[ .\-])(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}", 18, 2
+    ),
     # A trunk number's first group and two digits of the next; the rest follows (50 at most).
     ("PHONE", 2): NativeAnchor(r"(?:^|[^\w.\-+/])0\d{1,4}[ \-/]\d\d", 10, 48),
     ("PHONE", 3): NativeAnchor(r"\(0[1-9]", 3, 52),
