@@ -74,8 +74,11 @@ def _others(text: str) -> str:
     return "".join(ch for ch in text if not ch.isdigit())
 
 
-# The same, with the length of each prefix range's numbers: (prefix length, low, high, lengths).
-_CARD_PREFIXES = tuple((len(str(low)), low, high, lengths) for low, high, lengths in _CARD_ISSUERS)
+# The same by first digit (each range's numbers share theirs), with the length of each range's
+# numbers: (prefix length, low, high, lengths).
+_CARD_PREFIXES: dict[int, list[tuple[int, int, int, frozenset[int]]]] = {}
+for _low, _high, _lengths in _CARD_ISSUERS:
+    _CARD_PREFIXES.setdefault(int(str(_low)[0]), []).append((len(str(_low)), _low, _high, _lengths))
 
 
 def card_valid(match: re.Match[str]) -> bool:
@@ -88,10 +91,14 @@ def card_valid(match: re.Match[str]) -> bool:
     size = len(digits)
     if not 13 <= size <= 19 or len(set(digits)) == 1:
         return False
-    prefixes = (0, int(digits[0]), int(digits[:2]), int(digits[:3]), int(digits[:4]))
+    first = int(digits[0])  # any decimal digit, not only ASCII ones
+    issuers = _CARD_PREFIXES.get(first)
+    if issuers is None:
+        return False
+    prefixes = (0, first, int(digits[:2]), int(digits[:3]), int(digits[:4]))
     issuer = any(
         size in lengths and low <= prefixes[length] <= high
-        for length, low, high, lengths in _CARD_PREFIXES
+        for length, low, high, lengths in issuers
     )
     return issuer and luhn_valid(digits)
 
