@@ -26,7 +26,13 @@ __all__ = [
 ]
 
 
+_NOT_ASCII_DIGITS = bytes(i for i in range(128) if not 48 <= i <= 57)
+_NO_DIGITS = dict.fromkeys(range(48, 58))  # str.translate: drop the ASCII digits
+
+
 def _digits(text: str) -> str:
+    if text.isascii():  # the common case, several times faster as bytes
+        return text.encode("ascii").translate(None, _NOT_ASCII_DIGITS).decode("ascii")
     return "".join(ch for ch in text if ch.isdigit())
 
 
@@ -64,17 +70,35 @@ _CARD_ISSUERS: tuple[tuple[int, int, frozenset[int]], ...] = (
 )
 
 
+def _others(text: str) -> str:
+    return "".join(ch for ch in text if not ch.isdigit())
+
+
+# The same by first digit (each range's numbers share theirs), with the length of each range's
+# numbers: (prefix length, low, high, lengths).
+_CARD_PREFIXES: dict[int, list[tuple[int, int, int, frozenset[int]]]] = {}
+for _low, _high, _lengths in _CARD_ISSUERS:
+    _CARD_PREFIXES.setdefault(int(str(_low)[0]), []).append((len(str(_low)), _low, _high, _lengths))
+
+
 def card_valid(match: re.Match[str]) -> bool:
     raw = match.group()
-    separators = {ch for ch in raw if not ch.isdigit()}
-    if len(separators) > 1:
-        return False
     digits = _digits(raw)
-    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+    if len(raw) - len(digits) > 1:  # more than one separator: all alike?
+        others = raw.translate(_NO_DIGITS) if raw.isascii() else _others(raw)
+        if len(set(others)) > 1:
+            return False
+    size = len(digits)
+    if not 13 <= size <= 19 or len(set(digits)) == 1:
         return False
+    first = int(digits[0])  # any decimal digit, not only ASCII ones
+    issuers = _CARD_PREFIXES.get(first)
+    if issuers is None:
+        return False
+    prefixes = (0, first, int(digits[:2]), int(digits[:3]), int(digits[:4]))
     issuer = any(
-        low <= int(digits[: len(str(low))]) <= high and len(digits) in lengths
-        for low, high, lengths in _CARD_ISSUERS
+        size in lengths and low <= prefixes[length] <= high
+        for length, low, high, lengths in issuers
     )
     return issuer and luhn_valid(digits)
 
@@ -101,14 +125,27 @@ def iban_valid(match: re.Match[str]) -> bool:
 
 
 _VERSION_CONTEXT = re.compile(r"(?i)(?:version|ver|release|build|v)[\s:=]*$")
+_VERSION_WORD_ENDS = frozenset("nredv")
+
+
+def _after_version_word(before: str) -> bool:
+    # Cheap first: the context needs one of the words' last letters once trailing whitespace,
+    # ":" and "=" are gone (``str.rstrip`` strips what ``\s`` matches).
+    tail = before.rstrip()
+    while tail.endswith((":", "=")):
+        tail = tail.rstrip(":=").rstrip()
+    if tail[-1:].lower() not in _VERSION_WORD_ENDS:
+        return False
+    return _VERSION_CONTEXT.search(before) is not None
 
 
 def ipv4_valid(match: re.Match[str]) -> bool:
-    octets = [int(part) for part in match.group().split(".")]
-    if octets[0] in {0, 255}:  # "this network", broadcast, or a netmask such as 255.255.255.0
+    value = match.group()
+    first = int(value[: value.index(".")])
+    if first in {0, 255}:  # "this network", broadcast, or a netmask such as 255.255.255.0
         return False
-    before = match.string[max(0, match.start() - 16) : match.start()]
-    return _VERSION_CONTEXT.search(before) is None
+    start = match.start()
+    return not _after_version_word(match.string[max(0, start - 16) : start])
 
 
 def ipv6_valid(match: re.Match[str]) -> bool:

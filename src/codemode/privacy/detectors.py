@@ -358,13 +358,10 @@ class DetectorSet:
             if extra:
                 rank = self._rank
                 extra.sort(key=lambda item: rank[item.kind])
-                # Ranked after the plain findings: where both overlap, the plain one stays.
-                return tuple(non_overlapping([*self._ranked(found), *extra]))
+                # After the plain findings (which never overlap one another): where both
+                # overlap, the plain one stays.
+                return tuple(_keep_apart(list(found), extra))
         return found
-
-    def _ranked(self, found: Sequence[Detection]) -> list[Detection]:
-        rank = self._rank
-        return sorted(found, key=lambda item: rank[item.kind])
 
     def plain(self, text: str) -> tuple[Detection, ...]:
         """Detections in ``text`` as it is written (no markup removed). Long text takes the
@@ -439,8 +436,12 @@ def non_overlapping(found: Iterable[Detection]) -> list[Detection]:
     The result is sorted by position. Kept spans never overlap, so a new one need only be
     compared with its neighbours: O(n log n) even for text with thousands of detections.
     """
-    starts: list[int] = []
-    kept: list[Detection] = []
+    return _keep_apart([], found)
+
+
+def _keep_apart(kept: list[Detection], found: Iterable[Detection]) -> list[Detection]:
+    """``non_overlapping`` after ``kept``: detections sorted by position, none overlapping."""
+    starts = [item.start for item in kept]
     for item in found:
         index = bisect.bisect_left(starts, item.start)
         if index > 0 and kept[index - 1].end > item.start:

@@ -24,7 +24,8 @@ wider than any match can reach from the anchor, and matches touching a window's 
 dropped (they were cut by the window; the window of their own anchor finds them whole). Where
 findings overlap, ``DetectorSet`` merges them into one span rather than choose.
 ``tests/privacy/test_fastscan.py`` checks, over generated text, that everything the whole-text
-scan hides, the fast path hides too.
+scan hides, the fast path hides too; ``test_fastscan_texts.py`` that on the benchmark's texts
+both find exactly the same.
 
 With Hyperscan installed (``codemode.privacy.native``) every anchor comes from one native pass
 instead, number kinds with anchors shaped like their pattern (no six-digit clusters), and the
@@ -36,7 +37,7 @@ from __future__ import annotations
 import codecs
 import functools
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from codemode.privacy.detection import Detection, Detector
@@ -88,6 +89,7 @@ class _Text:
     _digits: bytes | None = None
     clusters: list[tuple[int, int, int]] | None = None
     _native: list[list[int]] | None = None
+    _reversed: bytes | None = None
 
     @property
     def raw(self) -> bytes:
@@ -107,6 +109,14 @@ class _Text:
             self._digits = self.raw.translate(_DIGITS)
         return self._digits
 
+    @property
+    def reversed(self) -> bytes:
+        """``raw`` back to front: a run of characters that ends at a place is matched forward
+        from it (searching back for where it starts costs a try at every position)."""
+        if self._reversed is None:
+            self._reversed = self.raw[::-1]
+        return self._reversed
+
     def native_hits(self, scanner: NativeScanner) -> list[list[int]]:
         if self._native is None:
             self._native = scanner.hits(self.raw)
@@ -114,7 +124,7 @@ class _Text:
 
 
 Window = tuple[int, int]
-Anchor = Callable[[_Text], Iterator[Window]]
+Anchor = Callable[[_Text], Iterable[Window]]
 
 
 def _literals(*words: str, back: int, forward: int, lower: bool = False) -> Anchor:
@@ -200,19 +210,25 @@ def _numbers(
     return windows
 
 
-RunWindow = Callable[[str, int], Window]
+RunWindow = Callable[[_Text, int], Window]
 
 
 def _run_window(
-    before: re.Pattern[str], after: re.Pattern[str], back: int, forward: int, size: int
+    before: re.Pattern[bytes] | None, after: re.Pattern[str], back: int, forward: int, size: int
 ) -> RunWindow:
     """The window over the run of ``before`` characters ending at a needle (at most ``back``
-    long) and the run of ``after`` characters following it (at most ``forward``)."""
+    long, matched in the reversed ASCII copy) and the run of ``after`` characters following it
+    (at most ``forward``)."""
 
-    def window(text: str, at: int) -> Window:
-        run = before.search(text, max(0, at - back), at)
-        start = run.start() if run is not None else at
-        forth = after.match(text, at + size, at + size + forward)
+    def window(source: _Text, at: int) -> Window:
+        start = at
+        if before is not None:
+            backwards = source.reversed
+            origin = len(backwards) - at
+            run = before.match(backwards, origin, origin + back)
+            if run is not None:
+                start -= run.end() - origin
+        forth = after.match(source.text, at + size, at + size + forward)
         end = forth.end() if forth is not None else at + size
         return start - 1, end + 1
 
@@ -222,21 +238,24 @@ def _run_window(
 def _runs(needle: str, window: RunWindow) -> Anchor:
     """``window`` around each ``needle``."""
 
-    def windows(source: _Text) -> Iterator[Window]:
+    def windows(source: _Text) -> list[Window]:
         text = source.text
+        found: list[Window] = []
         at = text.find(needle)
         while at >= 0:
-            yield window(text, at)
+            found.append(window(source, at))
             at = text.find(needle, at + 1)
+        return found
 
     return windows
 
 
-# An address's local part and domain around its @ (the pattern's own limits, 64 and 253).
-_AT_RUN = _run_window(re.compile(r"[\w.+%\-]+\Z"), re.compile(r"[A-Za-z0-9.\-]*"), 72, 264, 1)
+# An address's local part and domain around its @ (the pattern's own limits, 64 and 253). In
+# the ASCII copy a letter beyond ASCII ends the run early: no address can start before it.
+_AT_RUN = _run_window(re.compile(rb"[\w.+%\-]*"), re.compile(r"[A-Za-z0-9.\-]*"), 72, 264, 1)
 _AT = _runs("@", _AT_RUN)
 # An international number: the digits, separators and parentheses after its +.
-_PLUS_RUN = _run_window(re.compile(r"\Z"), re.compile(r"[\d .()\-]*"), 0, 112, 1)
+_PLUS_RUN = _run_window(None, re.compile(r"[\d .()\-]*"), 0, 112, 1)
 _PLUS = _runs("+", _PLUS_RUN)
 _NATIVE_RUNS: dict[tuple[str, int], RunWindow] = {("EMAIL", 0): _AT_RUN, ("PHONE", 0): _PLUS_RUN}
 _NUMBER_ANCHORS: dict[str, Anchor] = {
@@ -254,42 +273,44 @@ _NUMBER_ANCHORS: dict[str, Anchor] = {
 def _native_anchor(scanner: NativeScanner, slot: int, anchor: NativeAnchor) -> Anchor:
     back, forward = anchor.back, anchor.forward
 
-    def windows(source: _Text) -> Iterator[Window]:
-        for end in source.native_hits(scanner)[slot]:
-            yield end - back, end + forward
+    def windows(source: _Text) -> list[Window]:
+        return [(end - back, end + forward) for end in source.native_hits(scanner)[slot]]
 
     return windows
 
 
 def _native_runs(scanner: NativeScanner, slot: int, offset: int, window: RunWindow) -> Anchor:
-    def windows(source: _Text) -> Iterator[Window]:
-        text = source.text
-        for end in source.native_hits(scanner)[slot]:
-            yield window(text, end - offset)
+    def windows(source: _Text) -> list[Window]:
+        return [window(source, end - offset) for end in source.native_hits(scanner)[slot]]
 
     return windows
 
 
 @functools.cache
-def _native_anchor_of(kind: str, index: int) -> Anchor | None:
-    """The Hyperscan anchor of a built-in pattern (``codemode.privacy.native``), if it has one."""
+def _native_anchor_of(kind: str, index: int) -> tuple[Anchor, int] | None:
+    """The Hyperscan anchor of a built-in pattern (``codemode.privacy.native``) and the slot
+    of its hits, if it has one."""
     scanner = native_scanner()
     slot = scanner.slot(kind, index) if scanner is not None else None
     if scanner is None or slot is None:
         return None
     anchor = ANCHORS[kind, index]
     if anchor.at is not None:
-        return _native_runs(scanner, slot, anchor.at, _NATIVE_RUNS[kind, index])
-    return _native_anchor(scanner, slot, anchor)
+        return _native_runs(scanner, slot, anchor.at, _NATIVE_RUNS[kind, index]), slot
+    return _native_anchor(scanner, slot, anchor), slot
 
 
-def _anchor_of(kind: str, index: int, native: bool = False) -> Anchor | None:
+def _anchor_of(kind: str, index: int, native: bool = False) -> tuple[Anchor | None, int | None]:
     """The anchor of the ``index``-th built-in pattern of ``kind`` (None: the whole text);
-    with ``native``, Hyperscan's where it has one."""
+    with ``native``, Hyperscan's where it has one, with the slot of its hits."""
     if native:
-        anchor = _native_anchor_of(kind, index)
-        if anchor is not None:
-            return anchor
+        found = _native_anchor_of(kind, index)
+        if found is not None:
+            return found
+    return _python_anchor_of(kind, index), None
+
+
+def _python_anchor_of(kind: str, index: int) -> Anchor | None:
     if kind == "EMAIL":
         return _AT
     if kind == "SECRET":
@@ -317,23 +338,33 @@ _SECRET_ANCHORS: tuple[Anchor, ...] = (
 )
 
 
-def _merged(windows: Iterator[Window], size: int) -> list[Window]:
-    # Past the reach of a match, room for the cut-off check (``_EDGE``).
-    spans = sorted((max(0, low), min(size, high + _EDGE)) for low, high in windows)
-    merged: list[list[int]] = []
-    for low, high in spans:
-        if merged and low <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], high)
+def _merged(windows: Iterable[Window], size: int) -> list[Window]:
+    """``windows`` in order, overlapping ones joined, each reaching ``_EDGE`` further (room for
+    the cut-off check) and clipped to the text."""
+    spans = sorted(windows)  # anchors mostly find them in order: little left to sort
+    if not spans:
+        return spans
+    merged: list[Window] = []
+    low, high = spans[0]
+    low, high = max(0, low), high + _EDGE
+    for start, end in spans:
+        if start <= high:
+            high = max(high, end + _EDGE)
         else:
-            merged.append([low, high])
-    return [(low, high) for low, high in merged]
+            merged.append((low, min(size, high)))
+            low, high = start, end + _EDGE
+    merged.append((low, min(size, high)))
+    return merged
 
 
 class _Group:
     """The patterns of one kind that share an anchor, joined as in ``detectors._Scanner``."""
 
-    def __init__(self, anchor: Anchor | None, detectors: Sequence[Detector]) -> None:
+    def __init__(
+        self, anchor: Anchor | None, detectors: Sequence[Detector], slot: int | None = None
+    ) -> None:
         self.anchor = anchor
+        self.slot = slot  # of the anchor's native hits: no hits, nothing to verify
         joinable = [d for d in detectors if not d.pattern.groupindex]
         self.joined = tuple(joinable) if len(joinable) > 1 else ()
         self.separate = tuple(d for d in detectors if d not in self.joined)
@@ -341,30 +372,32 @@ class _Group:
         self.combined = re.compile(branches) if self.joined else None
 
     def find_into(self, source: _Text, found: list[Detection]) -> None:
-        size = len(source.text)
-        windows = [(0, size)] if self.anchor is None else _merged(self.anchor(source), size)
-        for low, high in windows:
-            self._window(source.text, low, high, found)
-
-    def _window(self, text: str, low: int, high: int, found: list[Detection]) -> None:
-        limit = high - _EDGE if high < len(text) else high
+        text = source.text
+        if self.anchor is None:
+            windows = [(0, len(text))]
+        else:
+            windows = _merged(self.anchor(source), len(text))
+            if not windows:
+                return
         if self.combined is not None:
-            mark = len(found)
-            for match in self.combined.finditer(text, low, high):
-                detector = self.joined[int(match.lastgroup[1:])] if match.lastgroup else None
-                if detector is None or (
-                    detector.validate is not None and not detector.validate(match)
-                ):
-                    del found[mark:]
-                    for one in self.joined:
-                        _find(one, text, low, high, limit, found)
-                    break
-                if match.end() <= limit:
-                    found.append(
-                        Detection(detector.kind, match.start(), match.end(), match.group())
-                    )
+            for low, high in windows:
+                self._joined(text, low, high, found)
         for detector in self.separate:
-            _find(detector, text, low, high, limit, found)
+            _find(detector, text, windows, found)
+
+    def _joined(self, text: str, low: int, high: int, found: list[Detection]) -> None:
+        assert self.combined is not None
+        limit = high - _EDGE if high < len(text) else high
+        mark = len(found)
+        for match in self.combined.finditer(text, low, high):
+            detector = self.joined[int(match.lastgroup[1:])] if match.lastgroup else None
+            if detector is None or (detector.validate is not None and not detector.validate(match)):
+                del found[mark:]
+                for one in self.joined:
+                    _find(one, text, [(low, high)], found)
+                return
+            if match.end() <= limit:
+                found.append(Detection(detector.kind, match.start(), match.end(), match.group()))
 
 
 class WindowedKind:
@@ -372,28 +405,31 @@ class WindowedKind:
 
     def __init__(self, kind: str, detectors: Sequence[Detector], *, native: bool) -> None:
         self.kind = kind
-        by_anchor: dict[Anchor | None, list[Detector]] = {}
+        by_anchor: dict[tuple[Anchor | None, int | None], list[Detector]] = {}
         for index, detector in enumerate(detectors):
             by_anchor.setdefault(_anchor_of(kind, index, native), []).append(detector)
-        self.groups = tuple(_Group(anchor, members) for anchor, members in by_anchor.items())
-
-    def find_into(self, source: _Text, found: list[Detection]) -> None:
-        for group in self.groups:
-            group.find_into(source, found)
+        self.groups = tuple(_Group(key[0], members, key[1]) for key, members in by_anchor.items())
+        self.native = any(group.slot is not None for group in self.groups)
 
 
-def _find(
-    detector: Detector, text: str, low: int, high: int, limit: int, found: list[Detection]
-) -> None:
+def _find(detector: Detector, text: str, windows: Sequence[Window], found: list[Detection]) -> None:
+    """``detector``'s matches in each window, but those cut by its far edge (``_EDGE``)."""
+    search, validate, kind = detector.pattern.search, detector.validate, detector.kind
     has_group = "value" in detector.pattern.groupindex
-    for match in detector.pattern.finditer(text, low, high):
-        if match.end() > limit:
+    size = len(text)
+    for low, high in windows:
+        # Most windows hold one match or none: ``search`` costs less than ``finditer`` there.
+        match = search(text, low, high)
+        if match is None:
             continue
-        if detector.validate is not None and not detector.validate(match):
-            continue
-        start, end = match.span("value") if has_group else match.span()
-        if end > start:
-            found.append(Detection(detector.kind, start, end, text[start:end]))
+        limit = high - _EDGE if high < size else high
+        while match is not None:
+            end = match.end()
+            if end <= limit and (validate is None or validate(match)):
+                start, stop = match.span("value") if has_group else (match.start(), end)
+                if stop > start:
+                    found.append(Detection(kind, start, stop, text[start:stop]))
+            match = search(text, end, high)
 
 
 def native_available() -> bool:
@@ -415,9 +451,15 @@ def scan(kinds: Sequence[WindowedKind], text: str) -> tuple[list[Detection], lis
     may start when the anchors were found natively (None: search the text for it)."""
     source = _Text(text)
     found: list[Detection] = []
-    for kind in kinds:
-        kind.find_into(source, found)
     scanner = native_scanner()
-    if source._native is None or scanner is None:
+    hits: list[list[int]] = []
+    if scanner is not None and any(kind.native for kind in kinds):
+        hits = source.native_hits(scanner)
+    for kind in kinds:
+        for group in kind.groups:
+            # Most groups have no hit at all in the short windows markup is removed from.
+            if group.slot is None or hits[group.slot]:
+                group.find_into(source, found)
+    if scanner is None or not hits:
         return found, None
-    return found, scanner.markup_candidates(source._native)
+    return found, scanner.markup_candidates(hits)

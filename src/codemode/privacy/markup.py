@@ -23,12 +23,38 @@ from codemode.privacy.detection import Detection
 
 __all__ = ["has_markup", "markup_detections", "normalize"]
 
+# What ``\s`` matches (``str.isspace``).
+_WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+# Highlight tags, bold, brackets; ellipses (a space); whitespace around @; other whitespace
+# between two digits (a space): ``(?<=\d)(\s{2,}|[^\S ])(?=\d)``. Every branch opens with
+# its own first character (the look-behinds come after it) so that ``re`` skips ahead to the
+# next such character instead of trying every branch at every position; a branch that ends
+# in an empty group stands for a space.
 _MARKUP = re.compile(
-    r"</?(?:em|b|strong|mark|i|u|span|hl)(?:\s[^<>]{0,60})?>"  # highlight tags
-    r"|\*\*|__|[\[\]]"  # bold, brackets
-    r"|(?P<gap>\.\.\.|…)"  # ellipses become a space
-    r"|(?<=[\w.])[ \t]+(?=@)|(?<=@)[ \t]+(?=\w)"  # whitespace around @
-    r"|(?<=\d)(?P<digits>\s{2,}|[^\S ])(?=\d)",  # other whitespace between digits: a space
+    "|".join(
+        [
+            r"</?(?:em|b|strong|mark|i|u|span|hl)(?:\s[^<>]{0,60})?>",
+            r"\*\*",
+            r"__",
+            r"\[",
+            r"\]",
+            r"\.\.\.()",
+            r"…()",
+            r" (?<=[\w.] )[ \t]*(?=@)",
+            r" (?<=@ )[ \t]*(?=\w)",
+            r" (?<=\d )\s+(?=\d)()",
+            r"\t(?<=[\w.]\t)[ \t]*(?=@)",
+            r"\t(?<=@\t)[ \t]*(?=\w)",
+            *(
+                rf"{re.escape(ch)}(?<=\d{re.escape(ch)})\s*(?=\d)()"
+                for ch in _WHITESPACE
+                if ch != " "
+            ),
+        ]
+    ),
     re.IGNORECASE,
 )
 _SPACES = re.compile(r"\s+")
@@ -78,7 +104,7 @@ def normalize(text: str, start: int = 0, end: int | None = None) -> tuple[str, _
             out.append(text[position : match.start()])
             mapping.add(size, position, match.start(), kept=True)
             size += match.start() - position
-        replacement = " " if match.group("gap") or match.group("digits") else ""
+        replacement = " " if match.lastindex else ""
         if replacement:
             out.append(replacement)
             mapping.add(size, match.start(), match.end(), kept=False)

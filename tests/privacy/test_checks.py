@@ -1,0 +1,82 @@
+"""The checks' shortcuts decide as the plain rules they stand in for."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codemode.privacy import checks
+from codemode.privacy.detectors import DetectorSet
+
+# Pieces of the version context: its words in any case, what may follow them, and look-alikes.
+WORDS = ["version", "VER", "Release", "build", "v", "V", "ven", "bui", "n", "d", "é", "x", "1"]
+AFTER = [".", " ", "\t", "\n", "\u2003", "\u00a0", "\x1c", ":", "=", ": ", " = "]
+CONTEXT_PIECES = st.sampled_from([*WORDS, *AFTER])
+DIGITS_TEXT = st.text(alphabet="0123456789 +-().ab\u00b2\u0663\uff15\u2009", max_size=30)
+
+
+@settings(max_examples=500)
+@given(st.lists(CONTEXT_PIECES, max_size=8).map("".join))
+def test_the_version_context_shortcut_agrees_with_its_regex(before: str) -> None:
+    expected = checks._VERSION_CONTEXT.search(before) is not None
+    assert checks._after_version_word(before) == expected
+
+
+@settings(max_examples=500)
+@given(DIGITS_TEXT)
+def test_digits_are_those_str_isdigit_accepts(text: str) -> None:
+    assert checks._digits(text) == "".join(ch for ch in text if ch.isdigit())
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("request from 10.0.3.4 took", True),
+        ("version 10.0.3.4", False),
+        ("Ver: 10.0.3.4", False),
+        ("BUILD\u2003=\n10.0.3.4", False),
+        ("release:= 10.0.3.4", False),
+        ("rev 10.0.3.4", False),  # "v" is a version word of its own
+        ("seven 10.0.3.4", True),
+        ("bread 10.0.3.4", True),  # ends as "build" does, but is no version word
+        ("0.1.2.3 and 255.255.255.0", False),
+    ],
+)
+def test_ipv4_after_a_version_word_or_with_a_reserved_first_group(text: str, found: bool) -> None:
+    kinds = {item.kind for item in DetectorSet(["IP"]).detect(text)}
+    assert ("IP" in kinds) == found
+
+
+CARDS = st.one_of(
+    st.text(alphabet="0123456789", min_size=12, max_size=20),
+    st.lists(st.text(alphabet="0123456789\u0663", min_size=1, max_size=6), min_size=2, max_size=6)
+    .flatmap(lambda groups: st.sampled_from([" ", "-", " -"]).map(lambda sep: sep.join(groups))),
+    st.sampled_from(["4111 1111 1111 1111", "4111-1111-1111-1111", "4111 1111-1111 1111",
+                     "3782 822463 10005", "5500 0000 0000 0004", "6011000990139424"]),
+)  # fmt: skip
+
+
+@settings(max_examples=1000)
+@given(CARDS)
+def test_the_card_check_decides_as_its_plain_rules(value: str) -> None:
+    match = re.fullmatch(r".+", value)
+    assert match is not None
+    assert checks.card_valid(match) == _card_valid_plain(value)
+
+
+def _card_valid_plain(raw: str) -> bool:
+    """The card rules written out plainly: one kind of separator, 13-19 digits not all alike,
+    a known issuer prefix whose length fits, and the Luhn check."""
+    if len({ch for ch in raw if not ch.isdigit()}) > 1:
+        return False
+    digits = "".join(ch for ch in raw if ch.isdigit())
+    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+        return False
+    issuer = any(
+        low <= int(digits[: len(str(low))]) <= high and len(digits) in lengths
+        for low, high, lengths in checks._CARD_ISSUERS
+    )
+    return issuer and checks.luhn_valid(digits)

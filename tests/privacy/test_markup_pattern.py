@@ -1,0 +1,43 @@
+"""The markup pattern, written so that ``re`` can skip ahead, finds what its plain form finds."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codemode.privacy import markup
+
+# The pattern as it reads plainly (what ``markup`` documents as markup).
+PLAIN = re.compile(
+    r"</?(?:em|b|strong|mark|i|u|span|hl)(?:\s[^<>]{0,60})?>"
+    r"|\*\*|__|[\[\]]"
+    r"|(?P<gap>\.\.\.|…)"
+    r"|(?<=[\w.])[ \t]+(?=@)|(?<=@)[ \t]+(?=\w)"
+    r"|(?<=\d)(?P<digits>\s{2,}|[^\S ])(?=\d)",
+    re.IGNORECASE,
+)
+PIECES = st.sampled_from(
+    ["<em>", "</EM>", "<span class='x'>", "</b>", "<bx>", "**", "*", "__", "_", "[", "]", "...",
+     "..", "…", "@", "a", "Z", "é", "7", "٣", "²", ".", "-", "x.y", "maria", "+44", "0958",
+     *markup._WHITESPACE]
+)  # fmt: skip
+
+
+def test_the_whitespace_is_all_that_backslash_s_matches() -> None:
+    space = re.compile(r"\s")
+    every = "".join(ch for ch in map(chr, range(sys.maxunicode + 1)) if space.match(ch))
+    assert markup._WHITESPACE == every
+
+
+@settings(max_examples=1500)
+@given(st.lists(PIECES, max_size=40).map("".join), st.integers(0, 8))
+def test_the_markup_pattern_finds_what_its_plain_form_finds(text: str, start: int) -> None:
+    plain = [
+        (m.start(), m.end(), bool(m.group("gap") or m.group("digits")))
+        for m in PLAIN.finditer(text, start)
+    ]
+    fast = [(m.start(), m.end(), bool(m.lastindex)) for m in markup._MARKUP.finditer(text, start)]
+    assert fast == plain
