@@ -88,6 +88,9 @@ class GatewaySettings(ConfigModel):
     # Images an execution made come back in its result as small MCP image content (the
     # files are also resources); off for clients that do not take images.
     result_images: StrictBool = True
+    # Tools an owner's code called after a search rank higher in that owner's later searches
+    # for similar words (kept in memory, per owner; never across owners).
+    learn_from_use: StrictBool = True
     state_dir: Annotated[Path, Hint(fix='write state_dir = "/path/to/state"')] = Field(
         default_factory=default_state_dir
     )

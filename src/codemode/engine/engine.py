@@ -178,7 +178,10 @@ class Codemode:
             asyncio.get_running_loop(),
         )
         parts = self.parts = await anyio.to_thread.run_sync(self._parts_factory, wiring)
-        self._follower = Follower(parts.registry, parts.approvals, gateway)
+        learn = self.searcher.learn
+        self._follower = Follower(
+            parts.registry, parts.approvals, gateway, lambda owner, r: learn(owner, r.tool_calls)
+        )
         audit_egress(self.backend, parts.audit_log, parts.digest_key)  # its connections
         state_dir = self.config.gateway.state_dir
         self.state_store = await anyio.to_thread.run_sync(

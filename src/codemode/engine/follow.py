@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -25,11 +26,17 @@ class Follower:
     """Follows the executions of one engine's sessions (its registry and approval broker)."""
 
     def __init__(
-        self, registry: SessionRegistry, approvals: ApprovalBroker, gateway: GatewaySettings
+        self,
+        registry: SessionRegistry,
+        approvals: ApprovalBroker,
+        gateway: GatewaySettings,
+        finished: Callable[[str | None, ExecutionResult], None] = lambda owner, result: None,
     ) -> None:
+        """``finished(owner, result)``: told of every execution that ran to its end."""
         self.registry = registry
         self.approvals = approvals
         self.gateway = gateway
+        self.finished = finished
 
     async def follow(
         self,
@@ -88,6 +95,7 @@ class Follower:
         record.complete()
         self.registry.release(record)
         result = record.finish(job.result())
+        self.finished(record.owner, result)
         earlier = record.take_cancelled()
         if earlier is None:
             return result

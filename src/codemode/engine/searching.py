@@ -21,6 +21,7 @@ from codemode.search.render import DEFAULT_HEAD
 
 if TYPE_CHECKING:
     from codemode.search.base import SearchIndex
+    from codemode.search.owner_usage import OwnerUsage
     from codemode.skills.runtime import SkillsRuntime
 
 __all__ = ["EngineSearch", "SearchAnswer"]
@@ -62,6 +63,19 @@ class EngineSearch:
         # The build's latest (stage, percent), and who else hears it (``serve`` prints it).
         self._index_stage: tuple[str, float] = ("starting", 0.0)
         self.index_progress: Callable[[str, float], None] | None = None
+        # Learning from use, per owner ([gateway] learn_from_use).
+        self.usage: OwnerUsage | None = None
+        if config.gateway.learn_from_use:
+            from codemode.search.owner_usage import OwnerUsage
+
+            self.usage = OwnerUsage()
+
+    def learn(self, owner: str | None, tool_calls: dict[str, Any]) -> None:
+        """An execution of ``owner`` finished with these call counts (its result's
+        ``tool_calls``): the tools it called count as uses of its recent searches."""
+        by_tool = tool_calls.get("by_tool")
+        if self.usage is not None and by_tool:
+            self.usage.executed(owner, by_tool)
 
     def forget_index(self) -> None:
         """The catalog changed (called under the views lock): build again when asked."""
@@ -138,6 +152,9 @@ class EngineSearch:
             else:
                 index = await self._wait_for_index(progress)
         hits = index.search(query, answer_size(query, level, limit))
+        if self.usage is not None:
+            hits = self.usage.rerank(owner, query, hits)
+            self.usage.searched(owner, query, hits)
         head = answer_head(query, hits, limit)
         text = note + render_answer(
             hits, level, source=views.stubs.tool_source, head=head, part=part
