@@ -14,7 +14,7 @@ from codemode.errors import SandboxError
 from codemode.sandbox.reports import SessionLoss
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback, Sandbox
-from codemode.sandbox.session import OneSandboxSession
+from codemode.sandbox.session import SandboxHolder
 
 __all__ = ["RemoteSession", "remote_guest", "session_lost_result"]
 
@@ -51,7 +51,7 @@ def session_lost_result(
     )
 
 
-class RemoteSession(OneSandboxSession):
+class RemoteSession(SandboxHolder):
     """One session's remote sandbox, placed on first use and replaced after a loss."""
 
     def __init__(

@@ -23,7 +23,7 @@ from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback, Sandbox
 from codemode.sandbox.workspace import CopyReport, copy_workspace, scan
 
-__all__ = ["OneSandboxSession", "SandboxSession", "carry_workspace"]
+__all__ = ["SandboxHolder", "SandboxSession", "carry_workspace"]
 
 _SKIPPED_LISTED = 20
 
@@ -53,10 +53,10 @@ def carry_workspace(source: Sandbox, target: Sandbox) -> CopyReport:
     return report
 
 
-class OneSandboxSession:
-    """What a session that holds one sandbox at a time shares, wherever the sandbox runs (a
-    local pool here, a cluster node in ``codemode.cluster``): its state, ``release`` while
-    idle, its live counts and ``close``."""
+class SandboxHolder:
+    """Holds one session's sandbox, one at a time, wherever it runs (``SandboxSession``: a
+    local pool; ``RemoteSession``: a cluster node): its state, ``release`` while idle, its live
+    counts and ``close``. Both are what the engine knows as a ``SessionSandbox``."""
 
     def __init__(self, session_id: str | None) -> None:
         self.id = session_id
@@ -104,7 +104,7 @@ class OneSandboxSession:
             self._lock.release()
 
 
-class SandboxSession(OneSandboxSession):
+class SandboxSession(SandboxHolder):
     def __init__(self, pool: SandboxPool, session_id: str | None = None) -> None:
         super().__init__(session_id)
         self.pool = pool
