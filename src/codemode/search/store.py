@@ -6,7 +6,9 @@ Layout under the cache directory (``default_cache_dir()``)::
     search/<fingerprint>/lexical.sqlite    the FTS5 table (BM25)
     search/<fingerprint>/vectors-<key>.npy     tool vectors (memory-mapped on load); the key
                                            names the model and the views they average
-                                           (``semantic.vectors_key``)
+                                           (``semantic.vectors_key``); a build
+                                           stopped between its stages leaves the
+                                           first stage's (the prose view) alone
     search/inputs/<key>.json               command-line inputs -> fingerprint, with the files
                                            whose size and mtime must not have changed
 
@@ -219,6 +221,13 @@ class IndexStore:
             partial.replace(path)
         except OSError as error:
             log.warning("could not store search vectors in %s: %s", path.parent, error)
+
+    def remove_vectors(self, fingerprint: str, model_key: str) -> None:
+        """Drop vectors that others replace (a first stage once the whole index is stored)."""
+        try:
+            self.vectors_path(fingerprint, model_key).unlink(missing_ok=True)
+        except OSError as error:
+            log.warning("could not remove superseded search vectors: %s", error)
 
     # --- inputs -> fingerprint ------------------------------------------------------------
 
