@@ -225,3 +225,35 @@ def test_embeddings_that_cannot_be_cached_are_kept_for_the_next_stage(tmp_path, 
     assert np.array_equal(cache.load(["a", "b"]), vectors)
     assert cache.load(["a"]) is None
     assert EmbeddingCache(tmp_path, "model").load(["a", "b"]) is None  # not on disk
+
+
+def test_whole_vectors_that_cannot_be_stored_keep_the_first_stage(tiny_specs, np, monkeypatch):
+    import contextlib
+
+    from codemode.search import store
+
+    real_open = store.private_open
+
+    @contextlib.contextmanager
+    def disk_full_for_both_views(path, *args, **kwargs):
+        with real_open(path, *args, **kwargs) as handle:
+            if "view0+1" not in path.name:
+                yield handle
+                return
+
+            class Full:
+                def write(self, data):
+                    handle.write(bytes(data)[:10])
+                    raise OSError(28, "No space left on device")
+
+            yield Full()
+
+    monkeypatch.setattr(store, "private_open", disk_full_for_both_views)
+    index = LiveIndex(tiny_specs).start()
+    assert index.wait(60) and index.status == SearchStatus("hybrid")  # in memory all the same
+    fingerprint = catalog_fingerprint(tiny_specs)
+    assert not list(IndexStore().directory(fingerprint).glob("*.tmp"))
+    assert _stored(tiny_specs, (0, 1), np) is None
+    first = open_stored_index(fingerprint, semantic=True, partial=True)
+    assert isinstance(first, HybridIndex) and first.views == (1,)
+    assert np.array_equal(first.vectors, _direct(tiny_specs, (1,)).vectors)

@@ -410,8 +410,8 @@ def build_stages(
         )
         if store is not None and fingerprint is not None:
             key = model_key(index.encoder)
-            store.save_vectors(fingerprint, vectors_key(key, stage_views), index.vectors)
-            if last and number > 0:
+            saved = store.save_vectors(fingerprint, vectors_key(key, stage_views), index.vectors)
+            if saved and last and number > 0:
                 store.remove_vectors(fingerprint, vectors_key(key, stages[0]))
         if on_stage is not None:
             on_stage(index)
