@@ -24,7 +24,6 @@ from codemode.search.documents import ToolDocument, tool_documents
 from codemode.search.embedding_cache import EmbeddingCache
 from codemode.search.encoder import (
     INSTALL_HINT,
-    MODEL_ID,
     Backend,
     MiniLMEncoder,
     QuerySession,
@@ -32,6 +31,7 @@ from codemode.search.encoder import (
     semantic_available,
 )
 from codemode.search.fts import FtsIndex
+from codemode.search.keys import model_key, model_key_for, vectors_key
 from codemode.search.store import IndexStore, catalog_fingerprint, default_cache_dir
 from codemode.search.weights import model_variant
 from codemode.tools import ToolSpec
@@ -46,7 +46,9 @@ __all__ = [
     "HybridIndex",
     "Progress",
     "build_index",
+    "build_stages",
     "default_cache_dir",
+    "model_key",
     "open_stored_index",
     "vectors_key",
 ]
@@ -71,29 +73,13 @@ DEFAULT_VIEWS: tuple[int, ...] = (0, 1)
 FIRST_VIEWS: tuple[int, ...] = (1,)
 
 
-def model_key(encoder: MiniLMEncoder) -> str:
-    """What vectors made by ``encoder`` are stored under: the model, its variant when it is not
-    the pinned one, and the token limit."""
-    return _model_key(encoder.max_length, encoder.variant)
-
-
-def _model_key(max_length: int, variant: str) -> str:
-    return f"{MODEL_ID}-{max_length}" + (f"-{variant}" if variant else "")
-
-
-def vectors_key(model_key: str, views: Sequence[int]) -> str:
-    """What a stored index's tool vectors are stored under: the model (``model_key``) and the
-    views they average, so vectors made another way are never read as these."""
-    return f"{model_key}-view{'+'.join(str(view) for view in views)}"
-
-
 def _stored_model_key(cache_dir: Path) -> str | None:
     """``model_key`` of the encoder ``open_stored_index`` would make, without making it."""
     path = model_dir()
     if path is None:
         return None
     try:
-        return _model_key(DOCUMENT_MAX_TOKENS, model_variant(path, cache_dir))
+        return model_key_for(DOCUMENT_MAX_TOKENS, model_variant(path, cache_dir))
     except OSError:
         return None
 
