@@ -257,3 +257,58 @@ def test_whole_vectors_that_cannot_be_stored_keep_the_first_stage(tiny_specs, np
     first = open_stored_index(fingerprint, semantic=True, partial=True)
     assert isinstance(first, HybridIndex) and first.views == (1,)
     assert np.array_equal(first.vectors, _direct(tiny_specs, (1,)).vectors)
+
+
+CHILD = """
+import sys
+from codemode.connectors.openapi import load_spec, operations_to_specs
+from codemode.search.live import LiveIndex
+
+def progress(stage, percent):
+    if stage == "names":
+        print("names", flush=True)
+        sys.stdin.readline()  # held in the second stage until the test kills the process
+
+specs = operations_to_specs("shop", load_spec(sys.argv[1]))
+LiveIndex(specs, progress=progress).start().wait()
+"""
+
+
+def test_a_process_killed_in_the_second_stage_leaves_the_first_stored(
+    tiny_spec_file, tiny_specs, np
+):
+    import os
+    import selectors
+    import signal
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tiny_spec_file)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(child.stdout, selectors.EVENT_READ)
+            assert selector.select(timeout=120), "the child never reached the second stage"
+        assert child.stdout.readline().strip() == "names"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.communicate()
+    fingerprint = catalog_fingerprint(tiny_specs)
+    assert not list(IndexStore().directory(fingerprint).glob("*.tmp"))
+    assert open_stored_index(fingerprint, semantic=True) is None
+    first = open_stored_index(fingerprint, semantic=True, partial=True)
+    assert isinstance(first, HybridIndex) and first.views == (1,)
+    assert _answers(first) == _answers(_direct(tiny_specs, (1,)))
+    gate = NamesGate()
+    index = LiveIndex(tiny_specs, progress=gate).start()
+    assert index.status.mode == "prose"
+    assert gate.reached.wait(60)
+    gate.release.set()
+    assert index.wait(60) and index.status == SearchStatus("hybrid")
+    assert np.array_equal(_stored(tiny_specs, (0, 1), np), _direct(tiny_specs, (0, 1)).vectors)
