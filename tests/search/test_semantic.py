@@ -146,9 +146,11 @@ def test_the_index_embeds_only_its_views(subset, encoder, tmp_path, np):
             seen.extend(texts)
             return super().encode(texts, **kwargs)
 
-    prose = HybridIndex(encoder=Recording(encoder), cache_dir=tmp_path, group_weight=0.0)
+    prose = HybridIndex(
+        encoder=Recording(encoder), cache_dir=tmp_path, group_weight=0.0, views=(1,)
+    )
     prose.add(subset)
-    assert prose.views == semantic.DEFAULT_VIEWS == (1,)
+    assert prose.views == semantic.FIRST_VIEWS == (1,)
     assert sorted(seen) == sorted(d.semantic_texts[1] for d in documents)
     both = HybridIndex(encoder=encoder, cache_dir=tmp_path, group_weight=0.0, views=(0, 1))
     both.add(subset)
@@ -174,16 +176,21 @@ def test_stored_vectors_name_their_views(subset, encoder, tmp_path, np):
     two.add(subset)
     save_index(two, fingerprint, tmp_path)
     assert (
-        open_stored_index(fingerprint, semantic=True, cache_dir=tmp_path, encoder=encoder) is None
+        open_stored_index(
+            fingerprint, semantic=True, cache_dir=tmp_path, encoder=encoder, views=(1,)
+        )
+        is None
     )
     stored = open_stored_index(
         fingerprint, semantic=True, cache_dir=tmp_path, encoder=encoder, views=(0, 1)
     )
     assert isinstance(stored, HybridIndex) and np.array_equal(stored.vectors, two.vectors)
-    one = HybridIndex(encoder=encoder, cache_dir=tmp_path)
+    one = HybridIndex(encoder=encoder, cache_dir=tmp_path, views=(1,))
     one.add(subset)
     save_index(one, fingerprint, tmp_path)
-    again = open_stored_index(fingerprint, semantic=True, cache_dir=tmp_path, encoder=encoder)
+    again = open_stored_index(
+        fingerprint, semantic=True, cache_dir=tmp_path, encoder=encoder, views=(1,)
+    )
     assert isinstance(again, HybridIndex) and again.views == (1,)
     assert np.array_equal(again.vectors, one.vectors)
     assert not np.allclose(again.vectors, two.vectors, atol=1e-3)

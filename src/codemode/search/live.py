@@ -4,7 +4,10 @@ Embedding thousands of tools takes tens of seconds on the first use of a catalog
 read them from the store). ``LiveIndex.start()`` makes the lexical index ready (stored or built,
 about a second for the three big specs) and builds the vectors in a thread, reporting
 ``progress(stage, percent)``. Until they are ready every answer is lexical and says so
-(``SearchResult.status``). It also carries the ``UsageLog`` (learning from use), when given.
+(``SearchResult.status``). The vectors come in two stages (``semantic.build_stages``): the prose
+view first (38% of the tokens), answered from as soon as it is ready ("prose"), then the names
+view beside it (the whole index, "hybrid"). It also carries the ``UsageLog`` (learning from
+use), when given.
 """
 
 from __future__ import annotations
@@ -20,14 +23,15 @@ from codemode.search.base import DEFAULT_LIMIT, Hit
 from codemode.search.documents import ToolDocument, tool_documents
 from codemode.search.fts import FtsIndex
 from codemode.search.semantic import (
+    DEFAULT_VIEWS,
     HybridIndex,
     Progress,
-    model_key,
+    build_stages,
     open_stored_index,
     resolve_semantic,
-    vectors_key,
+    save_index,
 )
-from codemode.search.store import IndexStore, catalog_fingerprint
+from codemode.search.store import catalog_fingerprint
 from codemode.search.usage import UsageLog
 from codemode.tools import ToolSpec
 
@@ -35,15 +39,16 @@ __all__ = ["LiveIndex", "SearchResult", "SearchStatus"]
 
 log = logging.getLogger("codemode.search")
 
-Mode = Literal["hybrid", "lexical", "building"]
+Mode = Literal["hybrid", "prose", "lexical", "building"]
 # Learned boosts re-order this many hits from the index before the limit is applied.
 _USAGE_POOL = 30
 
 
 @dataclass(frozen=True, slots=True)
 class SearchStatus:
-    """``mode``: "hybrid" (ready), "lexical" (no model installed, or failed), "building" (lexical
-    answers while vectors are made; ``percent`` of that is done)."""
+    """``mode``: "hybrid" (ready), "prose" (semantic on each tool's prose view while the names
+    view is added), "lexical" (no model installed, or failed), "building" (lexical answers while
+    the first vectors are made). ``percent``: how much of the vectors is made."""
 
     mode: Mode
     percent: float = 100.0
@@ -56,6 +61,16 @@ class SearchStatus:
             return (
                 f"Semantic index still building ({self.percent:.0f}%): these results are "
                 "lexical (word matches) only; search again shortly for better ranking."
+            )
+        if self.mode == "prose" and self.error:
+            return (
+                f"Adding tool names to the semantic index failed ({self.error}): these results "
+                "are ranked on the tools' descriptions only."
+            )
+        if self.mode == "prose":
+            return (
+                "Semantic index on the tools' descriptions only while their names are added "
+                f"({self.percent:.0f}% built): search again shortly for the full ranking."
             )
         if self.error:
             return f"Semantic search failed ({self.error}): these results are lexical only."
@@ -80,6 +95,7 @@ class LiveIndex:
         progress: Progress | None = None,
         usage: UsageLog | None = None,
         persist: bool = True,
+        views: Sequence[int] = DEFAULT_VIEWS,
     ) -> None:
         self._specs = list(specs)
         self._semantic = semantic
@@ -87,6 +103,7 @@ class LiveIndex:
         self._progress = progress
         self.usage = usage
         self._persist = persist
+        self._views = tuple(views)
         self.fingerprint = catalog_fingerprint(self._specs)
         self._lexical: FtsIndex | None = None
         self._hybrid: HybridIndex | None = None
@@ -112,49 +129,72 @@ class LiveIndex:
         """Ready the lexical index now; build (or load) the vectors in a background thread."""
         semantic = resolve_semantic(self._semantic)
         stored = (
-            open_stored_index(self.fingerprint, semantic=semantic, cache_dir=self._cache_dir)
+            open_stored_index(
+                self.fingerprint,
+                semantic=semantic,
+                cache_dir=self._cache_dir,
+                views=self._views,
+                partial=True,
+            )
             if self._persist and self._specs
             else None
         )
+        documents = None
         if isinstance(stored, HybridIndex):
             self._hybrid, self._lexical = stored, stored.lexical
-            self._finish(SearchStatus("hybrid"))
-            return self
-        documents = tool_documents(self._specs)
-        lexical = FtsIndex()
-        lexical.add_documents(documents)
-        self._lexical = lexical
-        self._report("lexical", 100.0)
-        if not semantic:
-            if self._persist and self._specs:
-                IndexStore(self._cache_dir).save_entries(self.fingerprint, lexical.entries, lexical)
-            self._finish(SearchStatus("lexical"))
-            return self
-        self._status = SearchStatus("building", 0.0)
+            if stored.views == self._views:
+                self._finish(SearchStatus("hybrid"))
+                return self
+            # A build stopped after its first stage: answer from it, add the rest.
+            self._status = SearchStatus("prose", 0.0)
+        else:
+            documents = tool_documents(self._specs)
+            lexical = FtsIndex()
+            lexical.add_documents(documents)
+            self._lexical = lexical
+            self._report("lexical", 100.0)
+            if not semantic:
+                if self._persist and self._specs:
+                    save_index(lexical, self.fingerprint, self._cache_dir)
+                self._finish(SearchStatus("lexical"))
+                return self
+            self._status = SearchStatus("building", 0.0)
         self._thread = threading.Thread(
             target=self._build, args=(documents,), name="codemode-search-index", daemon=True
         )
         self._thread.start()
         return self
 
-    def _build(self, documents: list[ToolDocument]) -> None:
+    def _build(self, documents: list[ToolDocument] | None) -> None:
         assert self._lexical is not None
+        start = self._hybrid
+
+        def step(stage: str, percent: float) -> None:
+            self._status = SearchStatus("building" if self._hybrid is None else "prose", percent)
+            self._report(stage, percent)
+
+        def ready(index: HybridIndex) -> None:
+            self._hybrid = index
+            if index.views != self._views:
+                self._status = SearchStatus("prose", self._status.percent)
+
         try:
-            hybrid = HybridIndex(lexical=self._lexical, cache_dir=self._cache_dir)
-
-            def step(stage: str, percent: float) -> None:
-                self._status = SearchStatus("building", percent)
-                self._report(stage, percent)
-
-            hybrid.embed_documents(documents, step)
-            if self._persist and self._specs:
-                store = IndexStore(self._cache_dir)
-                store.save_entries(self.fingerprint, self._lexical.entries, self._lexical)
-                key = vectors_key(model_key(hybrid.encoder), hybrid.views)
-                store.save_vectors(self.fingerprint, key, hybrid.vectors)
+            hybrid = build_stages(
+                documents if documents is not None else tool_documents(self._specs),
+                self._lexical,
+                cache_dir=self._cache_dir,
+                views=self._views,
+                fingerprint=self.fingerprint if self._persist and self._specs else None,
+                progress=step,
+                on_stage=ready,
+                start=start,
+                factory=HybridIndex,
+            )
         except Exception as error:  # noqa: BLE001 - any failure leaves lexical search working
-            log.warning("semantic index failed, searching lexically: %s", error)
-            self._finish(SearchStatus("lexical", error=str(error)))
+            # A failure after the first stage keeps its semantic answers.
+            mode: Mode = "prose" if self._hybrid is not None else "lexical"
+            log.warning("semantic index failed, searching with what is ready: %s", error)
+            self._finish(SearchStatus(mode, error=str(error)))
             return
         self._hybrid = hybrid
         self._finish(SearchStatus("hybrid"))

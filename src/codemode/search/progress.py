@@ -1,7 +1,10 @@
 """The stages of an index build, as one percentage and as lines on stderr.
 
 ``build_index`` and ``LiveIndex`` report ``(stage, percent)``: "lexical" (the keyword table),
-"embedding" (the tool vectors: the long part on a first build), "ready". ``overall_percent`` folds
+"embedding" (the tool vectors: the long part on a first build), "ready". A build in two stages
+reports the vectors' percentage over both, named by what is being embedded: "embedding" while
+the prose view is (semantic answers once it is done), then "names" while the names view is
+added, then "embedding 100%" once all are. ``overall_percent`` folds
 them into one number for MCP progress notifications; ``StageLines`` prints them for a person.
 """
 
@@ -13,8 +16,14 @@ from typing import TextIO
 
 __all__ = ["STAGE_SHARES", "StageLines", "overall_percent"]
 
-# Where each stage starts, and how much of the whole it is (embedding dominates a first build).
-STAGE_SHARES = {"starting": (0.0, 0.0), "lexical": (0.0, 5.0), "embedding": (5.0, 95.0)}
+# Where each stage starts, and how much of the whole it is (embedding dominates a first build;
+# "names" is its second stage, on the same scale).
+STAGE_SHARES = {
+    "starting": (0.0, 0.0),
+    "lexical": (0.0, 5.0),
+    "embedding": (5.0, 95.0),
+    "names": (5.0, 95.0),
+}
 
 
 def overall_percent(stage: str, percent: float) -> float:

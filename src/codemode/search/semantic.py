@@ -11,9 +11,7 @@ with cosine similarity over the union of both candidate lists.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -23,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from codemode.errors import UsageError
 from codemode.search.base import DEFAULT_LIMIT, Hit, SearchIndex
 from codemode.search.documents import ToolDocument, tool_documents
+from codemode.search.embedding_cache import EmbeddingCache
 from codemode.search.encoder import (
     INSTALL_HINT,
-    MODEL_ID,
     Backend,
     MiniLMEncoder,
     QuerySession,
@@ -33,20 +31,24 @@ from codemode.search.encoder import (
     semantic_available,
 )
 from codemode.search.fts import FtsIndex
+from codemode.search.keys import model_key, model_key_for, vectors_key
 from codemode.search.store import IndexStore, catalog_fingerprint, default_cache_dir
 from codemode.search.weights import model_variant
-from codemode.storage.private import private_dir, private_open
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
     from codemode.search.arrays import FloatArray
 
 __all__ = [
+    "DEFAULT_VIEWS",
+    "FIRST_VIEWS",
     "EmbeddingCache",
     "HybridIndex",
     "Progress",
     "build_index",
+    "build_stages",
     "default_cache_dir",
+    "model_key",
     "open_stored_index",
     "vectors_key",
 ]
@@ -54,7 +56,7 @@ __all__ = [
 log = logging.getLogger("codemode.search")
 _warned: list[bool] = []
 
-# (stage, percent): "lexical", "embedding" or "ready", and how far that stage is.
+# (stage, percent): "lexical", "embedding", "names" or "ready", and how far that stage is.
 Progress = Callable[[str, float], None]
 
 # Tuned on the dev split (benchmarks/search_dev.json; see benchmarks/search.py).
@@ -63,27 +65,12 @@ DEFAULT_CANDIDATES = 100
 DOCUMENT_MAX_TOKENS = 96
 DEFAULT_GROUP_WEIGHT = 0.3
 QUERY_CACHE_SIZE = 256
-# Which of ``ToolDocument.semantic_texts`` are embedded and averaged: the prose view alone.
-# Both views cost 2.6 times the tokens (136k + 82k over the three benchmark specs) for one task
-# more on each split (default first answer: held-out 0.912 against 0.906, paraphrases 0.821
-# both, dev 0.840 against 0.834; docs/search.md).
-DEFAULT_VIEWS: tuple[int, ...] = (1,)
-
-
-def model_key(encoder: MiniLMEncoder) -> str:
-    """What vectors made by ``encoder`` are stored under: the model, its variant when it is not
-    the pinned one, and the token limit."""
-    return _model_key(encoder.max_length, encoder.variant)
-
-
-def _model_key(max_length: int, variant: str) -> str:
-    return f"{MODEL_ID}-{max_length}" + (f"-{variant}" if variant else "")
-
-
-def vectors_key(model_key: str, views: Sequence[int]) -> str:
-    """What a stored index's tool vectors are stored under: the model (``model_key``) and the
-    views they average, so vectors made another way are never read as these."""
-    return f"{model_key}-view{'+'.join(str(view) for view in views)}"
+# Which of ``ToolDocument.semantic_texts`` are embedded and averaged: both (held-out r@5 0.725
+# against 0.70 for the prose view alone). The prose view is 38% of their tokens, so a first
+# build embeds it alone first (``FIRST_VIEWS``, the fast stage), answers from it, then adds the
+# names view (``staged.build_stages``; docs/search.md).
+DEFAULT_VIEWS: tuple[int, ...] = (0, 1)
+FIRST_VIEWS: tuple[int, ...] = (1,)
 
 
 def _stored_model_key(cache_dir: Path) -> str | None:
@@ -92,47 +79,9 @@ def _stored_model_key(cache_dir: Path) -> str | None:
     if path is None:
         return None
     try:
-        return _model_key(DOCUMENT_MAX_TOKENS, model_variant(path, cache_dir))
+        return model_key_for(DOCUMENT_MAX_TOKENS, model_variant(path, cache_dir))
     except OSError:
         return None
-
-
-class EmbeddingCache:
-    """Vectors of a list of texts in ``<dir>/embeddings/``, one ``.npy`` file per list."""
-
-    def __init__(self, directory: Path, model_key: str) -> None:
-        self.directory = directory / "embeddings"
-        self.model_key = model_key
-
-    def path_for(self, texts: Sequence[str]) -> Path:
-        digest = hashlib.sha256(self.model_key.encode())
-        for text in texts:
-            digest.update(text.encode())
-            digest.update(b"\0")
-        return self.directory / f"{self.model_key}-{digest.hexdigest()[:32]}.npy"
-
-    def load(self, texts: Sequence[str]) -> FloatArray | None:
-        import numpy as np
-
-        path = self.path_for(texts)
-        try:
-            vectors: FloatArray = np.load(path, allow_pickle=False)
-        except (OSError, ValueError):
-            return None
-        return vectors if vectors.shape[0] == len(texts) else None
-
-    def store(self, texts: Sequence[str], vectors: FloatArray) -> None:
-        import numpy as np
-
-        path = self.path_for(texts)
-        try:
-            private_dir(self.directory)
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
-            with private_open(partial) as handle:
-                np.save(handle, vectors, allow_pickle=False)
-            partial.replace(path)
-        except OSError as error:  # a read-only home only costs speed next time
-            log.warning("could not cache embeddings in %s: %s", self.directory, error)
 
 
 class HybridIndex:
@@ -211,17 +160,24 @@ class HybridIndex:
         self.embed_documents(documents, progress)
 
     def embed_documents(
-        self, documents: Sequence[ToolDocument], progress: Progress | None = None
+        self,
+        documents: Sequence[ToolDocument],
+        progress: Progress | None = None,
+        *,
+        stage: str = "embedding",
+        release: bool = True,
     ) -> None:
-        """Append the vectors of ``documents`` (already in the lexical index, in this order);
+        """Append the vectors of ``documents`` (already in the lexical index, in this order),
+        reporting ``progress(stage, percent)`` over the texts not cached yet; with ``release``
         the encoder's document session is stopped after (queries do not need it)."""
         try:
-            self._embed_documents(documents, progress)
+            self._embed_documents(documents, progress, stage)
         finally:
-            self.encoder.release_documents_session()
+            if release:
+                self.encoder.release_documents_session()
 
     def _embed_documents(
-        self, documents: Sequence[ToolDocument], progress: Progress | None = None
+        self, documents: Sequence[ToolDocument], progress: Progress | None, stage: str
     ) -> None:
         import numpy as np
 
@@ -229,37 +185,38 @@ class HybridIndex:
         by_server: dict[str, list[ToolDocument]] = {}
         for document in documents:
             by_server.setdefault(document.spec.server, []).append(document)
-        total = len(self.views) * len(documents) or 1
+        plan = [
+            (group, [(texts, self._cache.load(texts)) for texts in self._view_texts(group)])
+            for group in by_server.values()
+        ]
+        total = sum(len(texts) for _, views in plan for texts, cached in views if cached is None)
         done = 0
 
-        def step(count: int) -> Callable[[int, int], None] | None:
+        def step() -> Callable[[int, int], None] | None:
             if progress is None:
                 return None
             base = done
-            return lambda finished, _all: progress("embedding", 100.0 * (base + finished) / total)
+            return lambda finished, _all: progress(stage, 100.0 * (base + finished) / total)
 
-        for group in by_server.values():
+        for group, views in plan:
             per_view = []
-            for view in self.views:
-                texts = [d.semantic_texts[view] for d in group]
-                per_view.append(self._embed(texts, step(len(texts))))
-                done += len(texts)
+            for texts, cached in views:
+                vectors = cached
+                if vectors is None:
+                    vectors = self.encoder.encode(texts, progress=step())
+                    self._cache.store(texts, vectors)
+                    done += len(texts)
+                per_view.append(vectors)
             vectors = np.mean(per_view, axis=0).astype(np.float32)
             vectors = self._with_groups(group, vectors)
             self._vectors = np.ascontiguousarray(
                 np.vstack([self._vectors, vectors]), dtype=np.float32
             )
         if progress is not None:
-            progress("embedding", 100.0)
+            progress(stage, 100.0)
 
-    def _embed(
-        self, texts: list[str], progress: Callable[[int, int], None] | None = None
-    ) -> FloatArray:
-        vectors = self._cache.load(texts)
-        if vectors is None:
-            vectors = self.encoder.encode(texts, progress=progress)
-            self._cache.store(texts, vectors)
-        return vectors
+    def _view_texts(self, group: Sequence[ToolDocument]) -> list[list[str]]:
+        return [[d.semantic_texts[view] for d in group] for view in self.views]
 
     def _with_groups(self, documents: Sequence[ToolDocument], vectors: FloatArray) -> FloatArray:
         import numpy as np
@@ -332,12 +289,14 @@ def open_stored_index(
     backend: Backend = "auto",
     query_session: QuerySession = "now",
     views: Sequence[int] = DEFAULT_VIEWS,
+    partial: bool = False,
 ) -> SearchIndex | None:
     """The index stored for ``fingerprint``, or None (nothing stored, or no vectors of these
-    ``views`` for a semantic index). ``backend`` and ``query_session`` are the encoder's when
-    none is given: "numpy" saves a process that answers one query importing ONNX Runtime and
-    starting its session, but its float32 query weights can order near ties unlike the
-    gateway's 8-bit ones."""
+    ``views`` for a semantic index). With ``partial``, a first stage stored alone (a build
+    stopped between its stages) is returned too: its ``views`` then differ from ``views``.
+    ``backend`` and ``query_session`` are the encoder's when none is given: "numpy" saves a
+    process that answers one query importing ONNX Runtime and starting its session, but its
+    float32 query weights can order near ties unlike the gateway's 8-bit ones."""
     cache_dir = cache_dir or default_cache_dir()
     store = IndexStore(cache_dir)
     entries = store.load_entries(fingerprint)
@@ -348,7 +307,12 @@ def open_stored_index(
     key = model_key(encoder) if encoder is not None else _stored_model_key(cache_dir)
     if key is None:
         return None
+    views = tuple(views)
     vectors = store.load_vectors(fingerprint, vectors_key(key, views), len(entries))
+    first = first_stage(views)
+    if vectors is None and partial and first is not None:
+        views = first
+        vectors = store.load_vectors(fingerprint, vectors_key(key, views), len(entries))
     if vectors is None:
         return None
     encoder = encoder or MiniLMEncoder(
@@ -374,6 +338,81 @@ def resolve_semantic(semantic: bool | None) -> bool:
     return available
 
 
+def first_stage(views: Sequence[int]) -> tuple[int, ...] | None:
+    """The views a build of ``views`` embeds and stores first (``FIRST_VIEWS``), or None when
+    it has one stage only."""
+    first = FIRST_VIEWS
+    return first if set(first) < set(views) else None
+
+
+def build_stages(
+    documents: Sequence[ToolDocument],
+    lexical: FtsIndex,
+    *,
+    cache_dir: Path | None = None,
+    views: Sequence[int] = DEFAULT_VIEWS,
+    fingerprint: str | None = None,
+    progress: Progress | None = None,
+    on_stage: Callable[[HybridIndex], None] | None = None,
+    start: HybridIndex | None = None,
+    query_session: QuerySession = "now",
+    factory: Callable[..., HybridIndex] | None = None,
+) -> HybridIndex:
+    """Embed ``documents`` (already in ``lexical``, in this order) in stages: the prose view
+    alone (``first_stage``, reported as "embedding"), then all ``views`` ("names"; the cached
+    first view is read back, not embedded again), percentages over both. Each stage is stored
+    under ``fingerprint`` (whole files renamed into place: a process stopped between stages
+    leaves the first) and handed to ``on_stage``. ``start``: a first stage already made
+    (stored by an earlier run); ``factory`` makes each stage's index (``HybridIndex``)."""
+    views = tuple(views)
+    first = first_stage(views)
+    stages = [views] if first is None else [first, views]
+    store = IndexStore(cache_dir) if fingerprint is not None else None
+    if store is not None and fingerprint is not None and start is None:
+        store.save_entries(fingerprint, lexical.entries, lexical)
+    # Percentages over both stages, each view weighted by its characters (a proxy for tokens).
+    weights = {view: sum(len(d.semantic_texts[view]) for d in documents) for view in views}
+    total = sum(weights.values()) or 1
+    index = start
+    for number, stage_views in enumerate(stages):
+        if index is not None and index.views == stage_views:
+            continue
+        before = stages[number - 1] if number else ()
+        low = 100.0 * sum(weights[view] for view in before) / total
+        high = 100.0 * sum(weights[view] for view in stage_views) / total
+        index = (factory or HybridIndex)(
+            encoder=index.encoder if index is not None else None,
+            lexical=lexical,
+            cache_dir=cache_dir,
+            views=stage_views,
+            query_session=query_session,
+        )
+        last = number == len(stages) - 1
+        index.embed_documents(
+            documents,
+            _scaled(progress, low, high),
+            stage="embedding" if number == 0 else "names",
+            release=last,
+        )
+        if store is not None and fingerprint is not None:
+            key = model_key(index.encoder)
+            saved = store.save_vectors(fingerprint, vectors_key(key, stage_views), index.vectors)
+            if saved and last and number > 0:
+                store.remove_vectors(fingerprint, vectors_key(key, stages[0]))
+        if on_stage is not None:
+            on_stage(index)
+    if progress is not None and len(stages) > 1:
+        progress("embedding", 100.0)
+    assert index is not None
+    return index
+
+
+def _scaled(progress: Progress | None, low: float, high: float) -> Progress | None:
+    if progress is None:
+        return None
+    return lambda stage, percent: progress(stage, low + (high - low) * percent / 100.0)
+
+
 def build_index(
     specs: Iterable[ToolSpec] = (),
     *,
@@ -381,36 +420,55 @@ def build_index(
     cache_dir: Path | None = None,
     progress: Progress | None = None,
     persist: bool = True,
+    on_stage: Callable[[SearchIndex], None] | None = None,
 ) -> SearchIndex:
     """The best index available: hybrid when the model is installed (``semantic=None``),
     lexical when asked (``semantic=False``) or when the optional dependencies are missing
     (logged once). ``semantic=True`` raises ``UsageError`` if they are missing.
 
     With ``persist`` the index is read from (or written to) the store under ``cache_dir``,
-    keyed by the tools' fingerprint. Its 8-bit query session starts on the first search (a
-    gateway nobody searches never holds it, nor ONNX Runtime)."""
+    keyed by the tools' fingerprint; a hybrid index is built in stages (``build_stages``; a
+    first stage stored by an earlier run is completed), each handed to ``on_stage`` as it is
+    ready. Its 8-bit query session starts on the first search (a gateway nobody searches never
+    holds it, nor ONNX Runtime)."""
     specs = list(specs)
     semantic = resolve_semantic(semantic)
     fingerprint = catalog_fingerprint(specs) if persist and specs else None
+    stored = None
     if fingerprint is not None:
         stored = open_stored_index(
-            fingerprint, semantic=semantic, cache_dir=cache_dir, query_session="first_query"
+            fingerprint,
+            semantic=semantic,
+            cache_dir=cache_dir,
+            query_session="first_query",
+            partial=True,
         )
-        if stored is not None:
+        if stored is not None and getattr(stored, "views", DEFAULT_VIEWS) == DEFAULT_VIEWS:
             if progress is not None:
                 progress("ready", 100.0)
             return stored
-    index: HybridIndex | FtsIndex = (
-        HybridIndex(cache_dir=cache_dir, query_session="first_query") if semantic else FtsIndex()
-    )
     if progress is not None:
         progress("lexical", 0.0)
-    if isinstance(index, HybridIndex):
-        index.add(specs, progress)
+    documents = tool_documents(specs)
+    if isinstance(stored, HybridIndex):
+        lexical = stored.lexical
     else:
-        index.add(specs)
-    if fingerprint is not None:
-        save_index(index, fingerprint, cache_dir)
+        lexical = FtsIndex()
+        lexical.add_documents(documents)
+    index: SearchIndex = lexical
+    if semantic:
+        index = build_stages(
+            documents,
+            lexical,
+            cache_dir=cache_dir,
+            fingerprint=fingerprint,
+            progress=progress,
+            on_stage=on_stage,
+            start=stored if isinstance(stored, HybridIndex) else None,
+            query_session="first_query",
+        )
+    elif fingerprint is not None:
+        save_index(lexical, fingerprint, cache_dir)
     if progress is not None:
         progress("ready", 100.0)
     return index

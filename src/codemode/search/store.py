@@ -6,7 +6,9 @@ Layout under the cache directory (``default_cache_dir()``)::
     search/<fingerprint>/lexical.sqlite    the FTS5 table (BM25)
     search/<fingerprint>/vectors-<key>.npy     tool vectors (memory-mapped on load); the key
                                            names the model and the views they average
-                                           (``semantic.vectors_key``)
+                                           (``semantic.vectors_key``); a build
+                                           stopped between its stages leaves the
+                                           first stage's (the prose view) alone
     search/inputs/<key>.json               command-line inputs -> fingerprint, with the files
                                            whose size and mtime must not have changed
 
@@ -16,6 +18,7 @@ The store is an optimisation: every failure to read is a miss, every failure to 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -207,18 +210,30 @@ class IndexStore:
         vectors: FloatArray = np.asarray(mapped)
         return vectors if vectors.ndim == 2 and vectors.shape[0] == rows else None
 
-    def save_vectors(self, fingerprint: str, model_key: str, vectors: FloatArray) -> None:
+    def save_vectors(self, fingerprint: str, model_key: str, vectors: FloatArray) -> bool:
+        """Store ``vectors``; False (and a warning) when they could not be."""
         import numpy as np
 
         path = self.vectors_path(fingerprint, model_key)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
         try:
             private_dir(path.parent)
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
             with private_open(partial) as handle:
                 np.save(handle, np.ascontiguousarray(vectors), allow_pickle=False)
             partial.replace(path)
         except OSError as error:
             log.warning("could not store search vectors in %s: %s", path.parent, error)
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+            return False
+        return True
+
+    def remove_vectors(self, fingerprint: str, model_key: str) -> None:
+        """Drop vectors that others replace (a first stage once the whole index is stored)."""
+        try:
+            self.vectors_path(fingerprint, model_key).unlink(missing_ok=True)
+        except OSError as error:
+            log.warning("could not remove superseded search vectors: %s", error)
 
     # --- inputs -> fingerprint ------------------------------------------------------------
 
