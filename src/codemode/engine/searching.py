@@ -86,11 +86,17 @@ class EngineSearch:
             specs, version = self.catalog.specs(), self.catalog.version
         from codemode.search.semantic import build_index
 
-        # Built outside the lock (it may take minutes): searches meanwhile answer lexically.
-        index = build_index(specs, semantic=self.semantic, progress=self.note_index_stage)
-        with self._views_lock:
-            if self.catalog.version == version:
-                self._index = index
+        def take(stage: SearchIndex) -> None:
+            with self._views_lock:
+                if self.catalog.version == version:
+                    self._index = stage
+
+        # Built outside the lock (it may take minutes): searches meanwhile answer lexically,
+        # then from each stage of a staged build as it is ready (the prose view first).
+        index = build_index(
+            specs, semantic=self.semantic, progress=self.note_index_stage, on_stage=take
+        )
+        take(index)
         return index
 
     def note_index_stage(self, stage: str, percent: float) -> None:
