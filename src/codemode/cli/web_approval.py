@@ -45,17 +45,9 @@ class WebApprover:
         self, approval: ApprovalRequest, session: str | None, printed: str = ""
     ) -> tuple[bool, Remember]:
         """(allow, remember) as decided on the page; an expired link denies."""
-        from codemode.gateway.web.reveal import flows, reveal
+        from codemode.gateway.web.reveal import mint_page
 
-        arguments = approval.arguments
-        link = self.links.mint(
-            approval.to_dict(),
-            owner=None,
-            session=session,
-            revealed=reveal(self.engine, arguments, None, session),
-            printed=reveal(self.engine, printed, None, session),
-            flows=flows(self.engine, arguments, None, session, approval.server),
-        )
+        link = mint_page(self.links, self.engine, approval, None, session, printed)
         print(
             f"codemode: {approval.tool} needs approval: open {self.links.url(link)} "
             f"(works once, for {self.links.ttl_s / 60:.0f} min)",

@@ -32,7 +32,7 @@ from codemode.engine import Codemode
 from codemode.engine.progress import Progress
 from codemode.errors import ApprovalReservedError, SessionError
 from codemode.gateway.reserved import Reservations
-from codemode.gateway.web.reveal import flows, reveal
+from codemode.gateway.web.reveal import mint_page
 from codemode.policy.approval import ApprovalDecision, ApprovalRequest
 from codemode.sandbox.result import ExecutionResult
 from codemode.settings.policy import ApprovalsMode
@@ -245,15 +245,7 @@ class ApprovalRouter:
         self, approval: ApprovalRequest, owner: str | None, session: str | None, printed: str
     ) -> str:
         assert self.links is not None
-        arguments = approval.arguments
-        link = self.links.mint(
-            approval.to_dict(),
-            owner=owner,
-            session=session,
-            revealed=reveal(self.engine, arguments, owner, session),
-            printed=reveal(self.engine, printed, owner, session),
-            flows=flows(self.engine, arguments, owner, session, approval.server),
-        )
+        link = mint_page(self.links, self.engine, approval, owner, session, printed)
         return self.links.url(link)
 
     async def _ask_page(

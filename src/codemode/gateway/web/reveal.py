@@ -8,8 +8,10 @@ from codemode.errors import SessionError
 
 if TYPE_CHECKING:
     from codemode.engine import Codemode
+    from codemode.gateway.web.links import ApprovalLink, ApprovalLinks
+    from codemode.policy.approval import ApprovalRequest
 
-__all__ = ["flows", "reveal"]
+__all__ = ["flows", "mint_page", "reveal"]
 
 
 def _privacy(engine: Codemode, owner: str | None, session: str | None) -> Any:
@@ -64,3 +66,24 @@ def reveal(engine: Codemode, value: Any, owner: str | None, session: str | None)
     if privacy is None:
         return value
     return detokenize(value, privacy.vault, destination="the approval page")
+
+
+def mint_page(
+    links: ApprovalLinks,
+    engine: Codemode,
+    approval: ApprovalRequest,
+    owner: str | None,
+    session: str | None,
+    printed: str = "",
+) -> ApprovalLink:
+    """The approval page's link for ``approval``: the arguments and the output printed before
+    the pause with the owner's values revealed, and where each hidden value may flow."""
+    arguments = approval.arguments
+    return links.mint(
+        approval.to_dict(),
+        owner=owner,
+        session=session,
+        revealed=reveal(engine, arguments, owner, session),
+        printed=reveal(engine, printed, owner, session),
+        flows=flows(engine, arguments, owner, session, approval.server),
+    )
