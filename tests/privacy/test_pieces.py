@@ -3,10 +3,14 @@ what does not count as a piece (words seen in clear, short digit runs, shared gr
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from codemode.privacy import TokenSource, Vault
-from codemode.privacy.pieces import Knowledge, Piece, fold, longest_stretch
+from codemode.privacy.pieces import Knowledge, Piece, fold, longest_stretch, words_of
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 
 SECRET = "jordan.blake@acme.example.com"  # skeleton jordanblakeacmeexamplecom
@@ -50,6 +54,13 @@ def test_a_pattern_places_its_characters() -> None:
     (placed,) = known.pieces({"q": "___d%"})[0]
     assert (placed.start, placed.end, placed.placed) == (3, 4, True)
     assert placed.grows(Piece(2, 3, frozenset({2}), placed=True))
+
+
+@given(st.text(alphabet=st.sampled_from("ab1 .-_@\u00e9\u0430\uff2a\n\x00\x7f\u00ff")))
+def test_words_of_are_the_runs_of_letters_and_digits_of_three_or_more(text: str) -> None:
+    # The ASCII fast path and the regular expression agree (the plain rule, written out).
+    folded = fold(text)
+    assert words_of(folded) == {w for w in re.findall("[0-9a-z]+", folded) if len(w) >= 3}
 
 
 def test_words_seen_in_clear_are_not_hidden() -> None:

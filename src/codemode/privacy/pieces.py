@@ -32,7 +32,7 @@ from typing import Any
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 from codemode.privacy.vault import TOKEN_PATTERN, Vault
 
-__all__ = ["Hidden", "Knowledge", "Piece", "fold", "longest_stretch"]
+__all__ = ["Hidden", "Knowledge", "Piece", "fold", "longest_stretch", "words_of"]
 
 # Letters that look like Latin ones (Cyrillic, Greek), which NFKC leaves as they are.
 _CONFUSABLES = str.maketrans(
@@ -53,6 +53,20 @@ _MAX_PUBLIC = 200_000
 _MAX_LEAVES = 256
 _MAX_SEEN_CHARS = 4 << 20  # of one result
 _MAX_ARGUMENT_CHARS = 16_384
+
+
+# Bytes that end a word (all but ASCII digits and lower-case letters) become spaces.
+_WORD_BYTES = bytes(c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256))
+
+
+def words_of(folded: str) -> set[str]:
+    """The distinct runs of letters and digits of ``folded`` text (from ``fold``) that are at
+    least three characters long: short ones would let "j o r" pass as words seen in clear."""
+    if folded.isascii():
+        # A MiB of ASCII text in a third of the regular expression's time (most results).
+        runs = set(folded.encode("ascii").translate(_WORD_BYTES).split())
+        return {run.decode("ascii") for run in runs if len(run) >= _GRAM}
+    return {word for word in set(_ALNUM_RUN.findall(folded)) if len(word) >= _GRAM}
 
 
 def fold(text: str) -> str:
@@ -123,9 +137,7 @@ class Knowledge:
                 if len(self._public) >= _MAX_PUBLIC or budget <= 0:
                     return
                 budget -= len(text)
-                words = _ALNUM_RUN.findall(fold(text[:_MAX_SEEN_CHARS]))
-                # Short words would let "j o r" pass as words seen in clear.
-                self._public.update(word for word in words if len(word) >= _GRAM)
+                self._public.update(words_of(fold(text[:_MAX_SEEN_CHARS])))
 
     def pieces(self, arguments: Any) -> dict[int, list[Piece]]:
         """Per hidden value (its index in ``values``), the pieces the arguments carry."""
