@@ -9,7 +9,9 @@ backwards. A run counts from three characters (six when it is digits only: ids, 
 and invoice numbers are not pieces of a phone number, so numbers are left to the budgets); a
 whole argument of two characters that the value holds counts
 too (the first steps of a probe), and so do the characters of a pattern that puts them in a
-known place (``j%``: the value starts with ``j``; ``___r%``: its fourth character is ``r``).
+known place (``j%``: the value starts with ``j``; ``___r%``: its fourth character is ``r``;
+``??[a-m]*``: its third is one of a to m), written alone or quoted inside a query
+(``codemode.privacy.patterns``).
 Words the session has received in clear (``saw``: a name, a
 company) are not hidden: their characters count for no piece.
 
@@ -29,6 +31,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from codemode.privacy.patterns import patterns_in
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 from codemode.privacy.vault import TOKEN_PATTERN, Vault
 
@@ -43,7 +46,7 @@ _CONFUSABLES = str.maketrans(
 )
 _NOT_ALNUM = re.compile(r"[^0-9a-z]+")
 _ALNUM_RUN = re.compile(r"[0-9a-z]+")
-_POSITIONAL = re.compile(r"([_?]*)([^%*_?]+)[%*]")
+_PATTERN_CHARS = frozenset("%*_?[")
 _GRAM = 3
 #: A run made only of pieces more values than this share (``example.com``) is not a piece.
 _COMMON = 8
@@ -133,8 +136,8 @@ class Knowledge:
         found: dict[int, list[Piece]] = {}
         for leaf in _texts(arguments):
             text = leaf[:_MAX_ARGUMENT_CHARS]
-            if "%" in text or "*" in text:
-                for index, piece in self._at_offset(text):
+            if not _PATTERN_CHARS.isdisjoint(text):
+                for index, piece in self._placed(text):
                     found.setdefault(index, []).append(piece)
             skeleton, public = self._skeleton(text)
             if len(skeleton) < 2:
@@ -144,19 +147,24 @@ class Knowledge:
                     found.setdefault(index, []).append(piece)
         return found
 
-    def _at_offset(self, text: str) -> Iterator[tuple[int, Piece]]:
-        """``jo%``, ``___r%``: the characters of a pattern with a known place in the value."""
-        match = _POSITIONAL.match(fold(text))
-        if match is None:
-            return
-        offset, literal = len(match.group(1)), match.group(2)
-        if literal.isdigit() and len(literal) < _MIN_DIGITS:
-            return
-        for index, value in enumerate(self.values):
-            if value.raw[offset : offset + len(literal)] == literal:
-                before = len(_NOT_ALNUM.sub("", value.raw[:offset]))
-                end = before + len(_NOT_ALNUM.sub("", literal))
-                yield index, Piece(before, end, frozenset(range(before, end)), placed=True)
+    def _placed(self, text: str) -> Iterator[tuple[int, Piece]]:
+        """``jo%``, ``___r%``, ``??[a-m]*``: the characters patterns put in known places of
+        a value, one piece per stretch of them."""
+        longest = max((len(value.raw) for value in self.values), default=0)
+        for pattern in patterns_in(fold(text), longest=longest):
+            for index, value in enumerate(self.values):
+                fixed = pattern.fixes(value.raw)
+                if not fixed:
+                    continue
+                chars = [value.raw[at] for at in fixed]
+                if all(c.isdigit() for c in chars) and len(chars) < _MIN_DIGITS:
+                    continue
+                positions = [
+                    len(_NOT_ALNUM.sub("", value.raw[:at]))
+                    for at in fixed
+                    if _NOT_ALNUM.match(value.raw[at]) is None
+                ]
+                yield from ((index, piece) for piece in _stretches(positions))
 
     def _skeleton(self, text: str) -> tuple[str, list[bool]]:
         """The letters and digits of ``text`` folded, and for each whether it is hidden."""
@@ -229,6 +237,17 @@ class Knowledge:
                 for gram in {skeleton[i : i + _GRAM] for i in range(len(skeleton) - _GRAM + 1)}:
                     self._spread[gram] = self._spread.get(gram, 0) + 1
             self._rare = frozenset(g for g, n in self._spread.items() if n <= _COMMON)
+
+
+def _stretches(positions: list[int]) -> Iterator[Piece]:
+    """Placed pieces, one per run of consecutive positions."""
+    start = previous = -2
+    for position in [*sorted(set(positions)), -1]:
+        if position != previous + 1:
+            if start >= 0:
+                yield Piece(start, previous + 1, frozenset(range(start, previous + 1)), True)
+            start = position
+        previous = position
 
 
 def _texts(value: Any, *, keys: bool = False, items: int | None = _MAX_LEAVES) -> Iterator[str]:
