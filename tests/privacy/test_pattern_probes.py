@@ -1,7 +1,8 @@
 """Probes written as LIKE or GLOB patterns inside a query: single-character wildcards that
-place one guess at a time, character classes that bisect each place, patterns with no ``%``.
-Each rebuilds the whole address without the guard; with it, each pauses before a tenth shows.
-Honest queries with patterns (names, dates, ids) never pause."""
+place one guess at a time, character classes that bisect each place, patterns with no ``%``,
+SQL substr() compared with a literal, equal or bisected. Each rebuilds the whole address
+without the guard; with it, each pauses before a tenth shows. Honest queries with patterns
+(names, dates, ids) never pause."""
 
 from __future__ import annotations
 
@@ -103,7 +104,37 @@ def exact_length(ask: Callable[[str], bool]) -> str:
     return known
 
 
-PROBES = {"like_places": like_places, "glob_classes": glob_classes, "exact_length": exact_length}
+def substr_equals(ask: Callable[[str], bool]) -> str:
+    known = ""
+    for place in range(1, len(SECRET) + 1):
+        char = next((c for c in CHARS if ask(f"substr(email, {place}, 1) = '{c}'")), None)
+        if char is None:
+            break
+        known += char
+    return known
+
+
+def substr_bisect(ask: Callable[[str], bool]) -> str:
+    known = ""
+    for place in range(1, len(SECRET) + 1):
+        low, high = 0, len(CHARS)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if ask(f"substr(email, {place}, 1) < '{CHARS[middle]}'"):
+                high = middle
+            else:
+                low = middle
+        known += CHARS[low]
+    return known
+
+
+PROBES = {
+    "like_places": like_places,
+    "glob_classes": glob_classes,
+    "exact_length": exact_length,
+    "substr_equals": substr_equals,
+    "substr_bisect": substr_bisect,
+}
 
 
 @pytest.mark.parametrize("name", list(PROBES))
@@ -125,8 +156,15 @@ def test_each_pattern_probe_is_stopped_before_a_tenth_shows(name: str) -> None:
 
     with pytest.raises(ApprovalDeniedError, match=r"Pass <EMAIL_\d> itself"):
         PROBES[name](recording)
-    places = {len(re.findall(r"[_?]", c.split("'")[1].split("[")[0])) for c in confirmed}
-    assert len(places) < 0.1 * len(skeleton(SECRET)) + 1, confirmed
+    assert len({place(c) for c in confirmed}) < 0.1 * len(skeleton(SECRET)) + 1, confirmed
+
+
+def place(condition: str) -> int:
+    """Which place of the address a confirmed condition was about."""
+    at = re.search(r"substr\(email, (\d+)", condition)
+    if at is not None:
+        return int(at.group(1)) - 1
+    return len(re.findall(r"[_?]", condition.split("'")[1].split("[", maxsplit=1)[0]))
 
 
 def test_honest_patterns_never_pause() -> None:
@@ -134,6 +172,7 @@ def test_honest_patterns_never_pause() -> None:
     for condition in (
         "name LIKE 'Priya%'", "name LIKE '%Raman'", "name GLOB 'P*'", "email LIKE '%@%'",
         "id LIKE '1_'", "name LIKE 'K_fi Okafor'", "email LIKE '%.example'",
+        "substr(name, 1, 1) = 'P'", "substr(email, 1, 1) < 'n'", "substr(id, 1, 4) = '2026'",
     ) * 3:  # fmt: skip
         ask(condition)
 

@@ -4,7 +4,9 @@
 ``jo_d%`` fixes the first, second and fourth. A pattern fixes the places before its first
 ``%`` or ``*``; without one, it fixes every place of a text of exactly its length. Patterns
 are read from a whole argument and from each quoted literal inside it, so a probe written
-into a query (``... WHERE email LIKE '____k%'``) is read as the probe it is.
+into a query (``... WHERE email LIKE '____k%'``) is read as the probe it is. A SQL
+``substr(column, N, ...)`` compared with a literal fixes places too: ``= 'kx'`` the N-th and
+the next, ``< 'm'`` the N-th as one of the characters below ``m``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ __all__ = ["Pattern", "patterns_in"]
 
 _QUOTED = re.compile(r"'((?:[^']|'')*)'|\"([^\"]*)\"")
 _WILDCARDS = frozenset("%*_?[")
+_SUBSTR = re.compile(
+    r"substr(?:ing)?\s*\(\s*[\w.\"`\[\]]+\s*,\s*(\d+)\s*(?:,\s*\d+\s*)?\)\s*"
+    r"(==|=|<=|>=|<|>|like|glob)\s*'((?:[^']|'')*)'"
+)
+_PRINTABLE = frozenset(chr(c) for c in range(32, 127))
 #: One place: a character, a class of characters, or ``None`` for any character.
 Place = str | frozenset[str] | None
 
@@ -57,6 +64,29 @@ def patterns_in(text: str, *, longest: int) -> Iterator[Pattern]:
         pattern = _parse(candidate, longest + 1)
         if pattern is not None and any(place is not None for place in pattern.places):
             yield pattern
+    if "substr" in text:
+        yield from _substrings(text, longest)
+
+
+def _substrings(text: str, longest: int) -> Iterator[Pattern]:
+    """``substr(email, 5, 1) = 'k'``, ``substr(email, 5, 1) < 'm'``: places a comparison of a
+    SQL substring with a literal fixes."""
+    for match in _SUBSTR.finditer(text):
+        start, operator, literal = int(match.group(1)), match.group(2), match.group(3)
+        if not 1 <= start <= longest or not literal:
+            continue
+        before: tuple[Place, ...] = (None,) * (start - 1)
+        if operator in ("=", "=="):
+            yield Pattern(before + tuple(literal.replace("''", "'")), open=True)
+        elif operator in ("like", "glob"):
+            pattern = _parse(literal, longest + 1)
+            if pattern is not None and pattern.places:
+                yield Pattern(before + pattern.places, open=True)
+        elif len(literal) == 1:  # a bisection of one place
+            below = operator.startswith("<")
+            edge = literal if operator in ("<=", ">=") else ""
+            chars = {c for c in _PRINTABLE if (c < literal if below else c > literal)}
+            yield Pattern((*before, frozenset(chars | set(edge))), open=True)
 
 
 def _parse(text: str, limit: int) -> Pattern | None:

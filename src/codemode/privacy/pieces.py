@@ -136,7 +136,7 @@ class Knowledge:
         found: dict[int, list[Piece]] = {}
         for leaf in _texts(arguments):
             text = leaf[:_MAX_ARGUMENT_CHARS]
-            if not _PATTERN_CHARS.isdisjoint(text):
+            if not _PATTERN_CHARS.isdisjoint(text) or "substr" in text.casefold():
                 for index, piece in self._placed(text):
                     found.setdefault(index, []).append(piece)
             skeleton, public = self._skeleton(text)
