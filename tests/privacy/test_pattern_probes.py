@@ -169,6 +169,8 @@ def place(condition: str) -> int:
 
 def test_honest_patterns_never_pause() -> None:
     ask = invoker(guarded=True)
+    for typed in ("K", "Ko", "Kof", "Kofi", "Kofi O", "Kofi Ok", "Kofi Oka"):  # as one types
+        ask(f"name LIKE '{typed}%'")  # the address starts with the name the code was given
     for condition in (
         "name LIKE 'Priya%'", "name LIKE '%Raman'", "name GLOB 'P*'", "email LIKE '%@%'",
         "id LIKE '1_'", "name LIKE 'K_fi Okafor'", "email LIKE '%.example'",

@@ -31,10 +31,12 @@ Place = str | frozenset[str] | None
 @dataclass(frozen=True, slots=True)
 class Pattern:
     """The places a pattern fixes from the start of the text; ``open``: a ``%`` or ``*``
-    follows them (the text may be longer)."""
+    follows them (the text may be longer); ``inside``: read from within a longer argument (a
+    query), where it may be compared with any column, not only with the hidden value."""
 
     places: tuple[Place, ...]
     open: bool
+    inside: bool = False
 
     def fixes(self, text: str) -> list[int] | None:
         """The indexes of ``text`` this pattern fixes, or None when it cannot match ``text``."""
@@ -58,12 +60,12 @@ def patterns_in(text: str, *, longest: int) -> Iterator[Pattern]:
         for match in _QUOTED.finditer(text):
             literal = match.group(1) if match.group(1) is not None else match.group(2)
             candidates.append(literal.replace("''", "'"))
-    for candidate in candidates:
+    for number, candidate in enumerate(candidates):
         if _WILDCARDS.isdisjoint(candidate):
             continue
         pattern = _parse(candidate, longest + 1)
         if pattern is not None and any(place is not None for place in pattern.places):
-            yield pattern
+            yield Pattern(pattern.places, pattern.open, inside=number > 0)
     if "substr" in text:
         yield from _substrings(text, longest)
 
@@ -77,16 +79,16 @@ def _substrings(text: str, longest: int) -> Iterator[Pattern]:
             continue
         before: tuple[Place, ...] = (None,) * (start - 1)
         if operator in ("=", "=="):
-            yield Pattern(before + tuple(literal.replace("''", "'")), open=True)
+            yield Pattern(before + tuple(literal.replace("''", "'")), open=True, inside=True)
         elif operator in ("like", "glob"):
             pattern = _parse(literal, longest + 1)
             if pattern is not None and pattern.places:
-                yield Pattern(before + pattern.places, open=True)
+                yield Pattern(before + pattern.places, open=True, inside=True)
         elif len(literal) == 1:  # a bisection of one place
             below = operator.startswith("<")
             edge = literal if operator in ("<=", ">=") else ""
             chars = {c for c in _PRINTABLE if (c < literal if below else c > literal)}
-            yield Pattern((*before, frozenset(chars | set(edge))), open=True)
+            yield Pattern((*before, frozenset(chars | set(edge))), open=True, inside=True)
 
 
 def _parse(text: str, limit: int) -> Pattern | None:

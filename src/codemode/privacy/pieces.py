@@ -13,7 +13,9 @@ known place (``j%``: the value starts with ``j``; ``___r%``: its fourth characte
 ``??[a-m]*``: its third is one of a to m), written alone or quoted inside a query
 (``codemode.privacy.patterns``).
 Words the session has received in clear (``saw``: a name, a
-company) are not hidden: their characters count for no piece.
+company), and the starts of such words (``Kof`` as one types ``Kofi``), are not hidden: their
+characters count for no piece; nor, for a pattern quoted inside a query (which may test a name
+column), do the places of a value inside such words.
 
 A run made only of three-character pieces that many values share (``example`` in every
 address of a company) is not a piece of any of them: it tells nothing about one value, and
@@ -24,6 +26,7 @@ reported as the positions of the value it reveals, for the oracle guard to add u
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 import unicodedata
@@ -117,6 +120,7 @@ class Knowledge:
         self._spread: dict[str, int] = {}  # gram -> how many values hold it
         self._rare: frozenset[str] = frozenset()  # grams that few values hold
         self._public: set[str] = set()
+        self._public_sorted: list[str] = []  # the same words in order, for prefix look-ups
 
     def saw(self, result: Any) -> None:
         """The code received ``result`` (tokenized): its words are not hidden from it."""
@@ -128,7 +132,10 @@ class Knowledge:
                 budget -= len(text)
                 words = _ALNUM_RUN.findall(fold(text[:_MAX_SEEN_CHARS]))
                 # Short words would let "j o r" pass as words seen in clear.
-                self._public.update(word for word in words if len(word) >= _GRAM)
+                for word in words:
+                    if len(word) >= _GRAM and word not in self._public:
+                        self._public.add(word)
+                        bisect.insort(self._public_sorted, word)
 
     def pieces(self, arguments: Any) -> dict[int, list[Piece]]:
         """Per hidden value (its index in ``values``), the pieces the arguments carry."""
@@ -159,12 +166,35 @@ class Knowledge:
                 chars = [value.raw[at] for at in fixed]
                 if all(c.isdigit() for c in chars) and len(chars) < _MIN_DIGITS:
                     continue
+                # A pattern inside a query may test another column (a name the code was given):
+                # there, places in words seen in clear show nothing hidden.
+                known = self._known_places(value) if pattern.inside else frozenset()
                 positions = [
                     len(_NOT_ALNUM.sub("", value.raw[:at]))
                     for at in fixed
-                    if _NOT_ALNUM.match(value.raw[at]) is None
+                    if _NOT_ALNUM.match(value.raw[at]) is None and at not in known
                 ]
                 yield from ((index, piece) for piece in _stretches(positions))
+
+    def _known(self, word: str) -> bool:
+        """Whether ``word`` is a word seen in clear or the start of one (of three characters or
+        more, so that letters spaced out, ``j o r``, still count): typing a name the code was
+        given (``Kof``, ``Kofi Oka``) shows nothing hidden."""
+        if word in self._public:
+            return True
+        if len(word) < _GRAM:
+            return False
+        at = bisect.bisect_left(self._public_sorted, word)
+        return at < len(self._public_sorted) and self._public_sorted[at].startswith(word)
+
+    def _known_places(self, value: Hidden) -> frozenset[int]:
+        """The places of ``value.raw`` inside words the code has seen in clear."""
+        return frozenset(
+            at
+            for word in _ALNUM_RUN.finditer(value.raw)
+            if word.group() in self._public
+            for at in range(word.start(), word.end())
+        )
 
     def _skeleton(self, text: str) -> tuple[str, list[bool]]:
         """The letters and digits of ``text`` folded, and for each whether it is hidden."""
@@ -172,7 +202,7 @@ class Knowledge:
         hidden: list[bool] = []
         for word in _ALNUM_RUN.findall(fold(TOKEN_PATTERN.sub(" ", text))):
             chars.append(word)
-            hidden.extend([word not in self._public] * len(word))
+            hidden.extend([not self._known(word)] * len(word))
         return "".join(chars), hidden
 
     def _runs(self, chars: str, hidden: list[bool]) -> Iterator[tuple[int, Piece]]:
