@@ -23,7 +23,11 @@ from codemode.privacy.recall import skeleton
 from codemode.tools import ToolCall, ToolSpec
 
 SECRET = "zq.kx7vh3@mailbox-secure.example"
-ROWS = [(1, "Priya Raman", SECRET), (2, "Kofi Okafor", "kofi.okafor2@okafor-trading.example.org")]
+ROWS = [
+    (1, "Priya Raman", SECRET),
+    (2, "Kofi Okafor", "kofi.okafor2@okafor-trading.example.org"),
+    (3, "Kofi Mensah", "kofi3@mensah-partners.example.org"),
+]
 CHARS = sorted("abcdefghijklmnopqrstuvwxyz0123456789.@-")
 
 

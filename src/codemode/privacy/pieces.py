@@ -49,6 +49,7 @@ _CONFUSABLES = str.maketrans(
 )
 _NOT_ALNUM = re.compile(r"[^0-9a-z]+")
 _ALNUM_RUN = re.compile(r"[0-9a-z]+")
+_LETTERS_OR_DIGITS = re.compile(r"[a-z]+|[0-9]+")
 _PATTERN_CHARS = frozenset("%*_?[")
 _GRAM = 3
 #: A run made only of pieces more values than this share (``example.com``) is not a piece.
@@ -188,10 +189,10 @@ class Knowledge:
         return at < len(self._public_sorted) and self._public_sorted[at].startswith(word)
 
     def _known_places(self, value: Hidden) -> frozenset[int]:
-        """The places of ``value.raw`` inside words the code has seen in clear."""
+        """The places of ``value.raw`` inside words seen in clear (``kofi`` in ``kofi11@``)."""
         return frozenset(
             at
-            for word in _ALNUM_RUN.finditer(value.raw)
+            for word in _LETTERS_OR_DIGITS.finditer(value.raw)
             if word.group() in self._public
             for at in range(word.start(), word.end())
         )
