@@ -86,3 +86,11 @@ def test_the_form_describes_the_call_and_offers_three_answers() -> None:
     choices = [option["const"] for option in schema["properties"]["decision"]["oneOf"]]
     assert choices == ["allow_call", "allow_tool", "deny"]
     assert schema["required"] == ["decision"]
+
+
+def test_the_form_shows_the_end_of_what_the_code_printed() -> None:
+    approval = ApprovalRequest("ap_1", "crm.delete_lead", {"lead_id": "L"}, "x", "sha256:abc")
+    assert "printed" not in approval_form(approval)[0]  # nothing printed, no section
+    message, _ = approval_form(approval, "start\n" + "y" * 3000 + "\ndeleting 12 leads\n")
+    assert message.index("deleting 12 leads") < message.index("Digest:")
+    assert "start" not in message and "(3,024 characters, the last shown)" in message

@@ -222,3 +222,16 @@ async def test_the_approve_tool_asks_clients_to_confirm_it(
     annotations = tools["approve"].annotations
     assert annotations is not None and annotations.destructive_hint is True
     assert annotations.read_only_hint is False and annotations.idempotent_hint is False
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_form_shows_what_the_code_printed_before_the_call(
+    target: Callable[[], Any], harness: Any, mode: str
+) -> None:
+    person = Person(["deny"])
+    code = "print('about to change 1 of 37 open leads')\n" + update(f"Printed {mode}")
+    async with harness.client_for(target(), mode=mode, elicitation_callback=person) as client:
+        result = await client.call_tool("execute", {"code": code, "session": "new"})
+    assert harness.structured(result)["stdout"].startswith("about to change"), result
+    (message,) = person.asked
+    assert "The code printed before this call:\nabout to change 1 of 37 open leads" in message

@@ -1,7 +1,7 @@
 """A customers table as an MCP server over stdio, for the privacy end-to-end tests.
 
     python tests/privacy/customers_server.py customers   # read_query, email_matches
-    python tests/privacy/customers_server.py mail        # send
+    python tests/privacy/customers_server.py mail        # send (also: chat)
 
 Sixty customers whose names share words with their addresses (``Kofi Okafor`` at
 ``kofi.okafor3@okafor-trading.example.org``); customer 1 is Jordan Blake at
@@ -43,7 +43,7 @@ def _database() -> sqlite3.Connection:
 
 def build(role: str) -> MCPServer:
     server = MCPServer(role)
-    if role == "mail":
+    if role in ("mail", "chat"):
         sent: list[str] = []
 
         def send(to: str, body: str) -> dict[str, Any]:

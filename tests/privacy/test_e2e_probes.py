@@ -1,8 +1,9 @@
 """End to end through the official MCP client and a real `codemode serve` over stdio, with a
 customers table served over MCP stdio: names that share words with addresses come back as
 names, an honest batch of per-customer queries never pauses, a case-varied LIKE probe is
-paused before a tenth of the address shows, and an address sent in pieces to a server its
-flow rules forbid is refused."""
+paused before a tenth of the address shows, and so is a GLOB probe that bisects each place
+with character classes inside a query; an address sent in pieces to a server its flow rules
+forbid is refused, and so are pieces spread over two such servers."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
     root = tmp_path_factory.mktemp("probes")
-    upstreams = {name: [sys.executable, SERVER, name] for name in ("customers", "mail")}
+    upstreams = {name: [sys.executable, SERVER, name] for name in ("customers", "mail", "chat")}
     config = write_config(root, upstreams, pool_size=1)
     # The rate per minute is a backstop this test does not measure: 60 queries and a probe.
     text = config.read_text(encoding="utf-8")
@@ -107,6 +108,59 @@ async def test_an_address_sent_in_pieces_to_a_forbidden_server_is_refused(client
         + READ_ALL
         + "for piece in ['jordan.', 'blake@a', 'cme.exa', 'mple.com']:\n"
         "    mail.send(to='team', body=piece)\n"
+        "    print('sent', piece)\n"
+    )
+    data = await execute(client, code)
+    assert data["status"] == "error", data["text"]
+    assert "pieces of <EMAIL_" in data["error"]["message"]
+    sent = [line.split()[1] for line in data["stdout"].splitlines()]
+    hidden = skeleton("".join(sent)).replace("jordanblake", "")  # the name was seen in clear
+    assert len(sent) < 4 and len(hidden) < 10, sent
+    assert_no_pii(data["text"])
+
+
+GLOB_PROBE = (
+    "from servers import customers\n"
+    + READ_ALL
+    + """chars = sorted('abcdefghijklmnopqrstuvwxyz0123456789.@-')
+known = ''
+for place in range(40):
+    low, high = 0, len(chars)
+    while high - low > 1:
+        middle = (low + high) // 2
+        members = ''.join(c for c in chars[low:middle] if c != '-') + '-' * ('-' in chars[low:middle])
+        query = f"SELECT id FROM customers WHERE id = 1 AND email GLOB '{'?' * place}[{members}]*'"
+        if customers.read_query(query=query)['rows']:
+            high = middle
+        else:
+            low = middle
+    known += chars[low]
+print('rebuilt', len(known))
+"""
+)
+
+
+async def test_a_glob_probe_with_character_classes_is_paused_before_a_tenth_shows(
+    client: Any,
+) -> None:
+    paused = await execute(client, GLOB_PROBE)
+    assert paused["status"] == "approval_required", paused["text"]
+    approval = paused["approval"]
+    assert approval["tool"] == "customers.read_query"
+    places = approval["arguments"]["query"].split("'")[1].count("?")
+    hidden = max(0, places - len("jordan.blake"))  # the name was seen in clear
+    assert hidden < 0.1 * len(skeleton(SECRET)), approval["arguments"]
+    denied = await client.call_tool("approve", {"approval": approval["id"], "allow": False})
+    assert denied.structured_content["status"] == "error"
+    assert "rebuilt" not in denied.structured_content.get("stdout", "")
+
+
+async def test_pieces_spread_over_two_forbidden_servers_are_refused(client: Any) -> None:
+    code = (
+        "from servers import customers, mail, chat\n"
+        + READ_ALL
+        + "for number, piece in enumerate(['jordan.', 'blake@a', 'cme.exa', 'mple.com']):\n"
+        "    (chat if number % 2 else mail).send(to='team', body=piece)\n"
         "    print('sent', piece)\n"
     )
     data = await execute(client, code)

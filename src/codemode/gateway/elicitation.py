@@ -56,6 +56,8 @@ APPROVAL_INPUT = "approval"
 # request_state of a round that waits for an approval: this prefix and the approval's id.
 _STATE_PREFIX = "codemode-approval:"
 _MESSAGE_ARGUMENT_CHARS = 2000
+# The end of what the code printed before the pause (a count it is about to act on).
+_MESSAGE_PRINTED_CHARS = 1000
 
 # Sends a form (message, requested schema) to the client's user and returns their answer.
 Ask = Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]]
@@ -88,21 +90,28 @@ class UserChannel:
         return None
 
 
-def approval_form(approval: ApprovalRequest) -> tuple[str, dict[str, Any]]:
-    """The message and requested schema that describe a paused call to its approver."""
+def approval_form(approval: ApprovalRequest, printed: str = "") -> tuple[str, dict[str, Any]]:
+    """The message and requested schema that describe a paused call to its approver, with the
+    end of what the code ``printed`` before the pause."""
     tool = approval.tool
     arguments = json.dumps(approval.arguments, ensure_ascii=False, indent=1)
     if len(arguments) > _MESSAGE_ARGUMENT_CHARS:
         arguments = arguments[:_MESSAGE_ARGUMENT_CHARS] + f"... ({len(arguments):,} characters)"
-    message = "\n".join(
-        [
-            f"The agent's code paused before {tool}, which needs your approval.",
-            f"Why: {approval.reason}",
-            f"Arguments (personal data shown as tokens):\n{arguments}",
-            f"Digest: {approval.digest}",
-            f"Approval: {approval.id}",
-        ]
-    )
+    lines = [
+        f"The agent's code paused before {tool}, which needs your approval.",
+        f"Why: {approval.reason}",
+        f"Arguments (personal data shown as tokens):\n{arguments}",
+    ]
+    printed = printed.rstrip("\n")
+    if printed:
+        if len(printed) > _MESSAGE_PRINTED_CHARS:
+            printed = (
+                f"({len(printed):,} characters, the last shown) ..."
+                + printed[-_MESSAGE_PRINTED_CHARS:]
+            )
+        lines.append(f"The code printed before this call:\n{printed}")
+    lines += [f"Digest: {approval.digest}", f"Approval: {approval.id}"]
+    message = "\n".join(lines)
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {
@@ -173,6 +182,7 @@ class ApprovalRouter:
         self.links = links
         # Approvals asked of a person: the approve tool must not answer them.
         self._asked: dict[str, ApprovalRequest] = {}
+        self._printed: dict[str, str] = {}  # approval id -> what the code printed before it
         self._reserved = Reservations(engine)
 
     def route(self, user: UserChannel | None) -> Route:
@@ -227,9 +237,10 @@ class ApprovalRouter:
                 continue
             assert user is not None
             self._asked[approval.id] = approval
+            # A paused result's stdout is what the code printed before the pause.
+            self._printed[approval.id] = result.stdout
             await self._reserved.add(approval.id)
             if route == "url":
-                # A paused result's stdout is what the code printed before the pause.
                 url = self._page_for(approval, owner, result.session, result.stdout)
                 if user.ask_url is None:
                     return self._input_required(approval, url)
@@ -315,7 +326,7 @@ class ApprovalRouter:
                 elicitation_id=approval.id,
             )
         else:
-            message, schema = approval_form(approval)
+            message, schema = approval_form(approval, self._printed.get(approval.id, ""))
             params = types.ElicitRequestFormParams(message=message, requested_schema=schema)
         request = types.ElicitRequest(params=params)
         return types.InputRequiredResult(
@@ -326,7 +337,7 @@ class ApprovalRouter:
     async def _ask_inline(
         self, ask: Ask, approval: ApprovalRequest, progress: Progress | None
     ) -> tuple[bool, Remember]:
-        message, schema = approval_form(approval)
+        message, schema = approval_form(approval, self._printed.get(approval.id, ""))
         answers: list[types.ElicitResult] = []
         async with anyio.create_task_group() as group:
             if progress is not None:
@@ -366,4 +377,5 @@ class ApprovalRouter:
             return await self.engine.decide(decision, progress)
         finally:
             self._asked.pop(approval.id, None)
+            self._printed.pop(approval.id, None)
             await self._reserved.discard(approval.id)

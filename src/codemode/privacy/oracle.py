@@ -15,9 +15,12 @@ probes    a call to an oracle tool whose arguments grow, by letters, a piece of 
           Calls that look alike but carry no piece of a hidden value (ids 1..1000, dates, one
           character apart) are never paused; one call that carries a piece (a search for a
           word the value holds) is not a probe either.
-pieces    the pieces of one hidden value sent to a server its flow rules forbid add up across
-          calls: once they hold a run of the value as long as the fragment a single argument is
-          refused for (``recall.fragment_chars``), the call is refused (``DataFlowDeniedError``).
+pieces    the pieces of one hidden value sent to servers its flow rules forbid add up across
+          calls and across those servers: once they hold as many of the value's characters as
+          the fragment a single argument is refused for (``recall.fragment_chars``), wherever
+          they sit in it, the call is refused (``DataFlowDeniedError``). Counting a run instead
+          would let pieces through that leave a gap (the one a refusal left) or that alternate
+          between two forbidden servers.
 budget    a rate (calls per minute) and a total per session over all oracle tools, as a
           backstop; past either, the call is refused (``budget`` in the audit log).
 
@@ -42,7 +45,7 @@ from codemode.bridge.host import ApprovalGate, ToolInvoker, execution_clock_paus
 from codemode.config_model import ConfigModel, Hint, PositiveWholeNumber
 from codemode.errors import DataFlowDeniedError
 from codemode.policy.outcome import ApprovalDeniedError, BudgetExhaustedError, note_verdict
-from codemode.privacy.pieces import Knowledge, Piece, longest_stretch
+from codemode.privacy.pieces import Knowledge, Piece
 from codemode.privacy.recall import fragment_chars
 from codemode.privacy.vault import Vault
 from codemode.tools import ToolCall, ToolSpec
@@ -109,7 +112,8 @@ class OracleGuard:
         self._is_oracle: dict[str, bool] = {}
         self._probed: dict[int, set[int]] = {}  # hidden value -> positions oracle calls showed
         self._probes: dict[int, set[Piece]] = {}  # ... and the pieces they carried
-        self._sent: dict[tuple[int, str], set[int]] = {}  # (value, server) -> positions sent
+        self._sent: dict[int, set[int]] = {}  # value -> positions sent where it may not go
+        self._sent_to: dict[int, set[str]] = {}  # ... and to which servers
 
     def is_oracle(self, server: str, tool: str) -> bool:
         name = f"{server}.{tool}"
@@ -171,34 +175,37 @@ class OracleGuard:
         )
 
     def _check_destination(self, call: ToolCall, pieces: dict[int, list[Piece]]) -> None:
-        """Pieces of a value sent to a server its flow rules forbid add up across calls."""
+        """Pieces of a value sent to servers its flow rules forbid add up across calls and
+        servers, wherever they sit in the value."""
         assert self.knowledge is not None and self.may_flow is not None
         destination, values = call.server, self.knowledge.values
         with self._lock:
-            adding: list[tuple[tuple[int, str], set[int]]] = []
+            adding: list[tuple[int, set[int]]] = []
             for index, found in pieces.items():
                 value = values[index]
                 positions = {p for piece in found for p in piece.hidden}
                 forbidden = [
                     o for o in sorted(value.origins) if not self.may_flow(o, destination, call.tool)
                 ]
-                if not forbidden:
+                if not forbidden or not positions:
                     continue
-                key = (index, destination)
-                total = self._sent.get(key, set()) | positions
+                total = self._sent.get(index, set()) | positions
                 size = len(value.skeleton)
-                if longest_stretch(total) >= min(size, fragment_chars(size)):
-                    origin = forbidden[0]
+                if len(total) >= min(size, fragment_chars(size)):
+                    servers = sorted(self._sent_to.get(index, set()) | {destination})
                     note_verdict("deny", "privacy.flows")
                     raise DataFlowDeniedError(
                         f"{call.server}.{call.tool} was not run: with earlier calls its "
-                        f"arguments send pieces of {value.token} (data from {origin!r}) to "
-                        f"{destination!r}, where the flow rules do not let it go unasked",
+                        f"arguments send pieces of {value.token} (data from {forbidden[0]!r}) "
+                        f"to {', '.join(map(repr, servers))}, where the flow rules do not let "
+                        "it go unasked",
                         fix=f"pass {value.token} itself (the flow rules then allow, ask or "
                         "refuse), never in pieces",
                     )
-                adding.append((key, total))
-            self._sent.update(adding)
+                adding.append((index, total))
+            for index, total in adding:
+                self._sent[index] = total
+                self._sent_to.setdefault(index, set()).add(destination)
 
     def _check_probe(self, call: ToolCall, pieces: dict[int, list[Piece]]) -> None:
         """Ask a human before an oracle call grows a piece of a value that earlier oracle calls

@@ -9,9 +9,13 @@ backwards. A run counts from three characters (six when it is digits only: ids, 
 and invoice numbers are not pieces of a phone number, so numbers are left to the budgets); a
 whole argument of two characters that the value holds counts
 too (the first steps of a probe), and so do the characters of a pattern that puts them in a
-known place (``j%``: the value starts with ``j``; ``___r%``: its fourth character is ``r``).
+known place (``j%``: the value starts with ``j``; ``___r%``: its fourth character is ``r``;
+``??[a-m]*``: its third is one of a to m), written alone or quoted inside a query
+(``codemode.privacy.patterns``).
 Words the session has received in clear (``saw``: a name, a
-company) are not hidden: their characters count for no piece.
+company), and the starts of such words (``Kof`` as one types ``Kofi``), are not hidden: their
+characters count for no piece; nor, for a pattern quoted inside a query (which may test a name
+column), do the places of a value inside such words.
 
 A run made only of three-character pieces that many values share (``example`` in every
 address of a company) is not a piece of any of them: it tells nothing about one value, and
@@ -22,6 +26,7 @@ reported as the positions of the value it reveals, for the oracle guard to add u
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 import unicodedata
@@ -29,6 +34,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from codemode.privacy.patterns import patterns_in
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 from codemode.privacy.vault import TOKEN_PATTERN, Vault
 
@@ -43,7 +49,8 @@ _CONFUSABLES = str.maketrans(
 )
 _NOT_ALNUM = re.compile(r"[^0-9a-z]+")
 _ALNUM_RUN = re.compile(r"[0-9a-z]+")
-_POSITIONAL = re.compile(r"([_?]*)([^%*_?]+)[%*]")
+_LETTERS_OR_DIGITS = re.compile(r"[a-z]+|[0-9]+")
+_PATTERN_CHARS = frozenset("%*_?[")
 _GRAM = 3
 #: A run made only of pieces more values than this share (``example.com``) is not a piece.
 _COMMON = 8
@@ -128,6 +135,7 @@ class Knowledge:
         self._spread: dict[str, int] = {}  # gram -> how many values hold it
         self._rare: frozenset[str] = frozenset()  # grams that few values hold
         self._public: set[str] = set()
+        self._public_sorted: list[str] = []  # the same words in order, for prefix look-ups
 
     def saw(self, result: Any) -> None:
         """The code received ``result`` (tokenized): its words are not hidden from it."""
@@ -137,7 +145,12 @@ class Knowledge:
                 if len(self._public) >= _MAX_PUBLIC or budget <= 0:
                     return
                 budget -= len(text)
-                self._public.update(words_of(fold(text[:_MAX_SEEN_CHARS])))
+                new = words_of(fold(text[:_MAX_SEEN_CHARS])) - self._public
+                if new:
+                    self._public.update(new)
+                    # Two sorted runs: the sort merges them in one pass (no insort per word).
+                    self._public_sorted.extend(sorted(new))
+                    self._public_sorted.sort()
 
     def pieces(self, arguments: Any) -> dict[int, list[Piece]]:
         """Per hidden value (its index in ``values``), the pieces the arguments carry."""
@@ -145,8 +158,8 @@ class Knowledge:
         found: dict[int, list[Piece]] = {}
         for leaf in _texts(arguments):
             text = leaf[:_MAX_ARGUMENT_CHARS]
-            if "%" in text or "*" in text:
-                for index, piece in self._at_offset(text):
+            if not _PATTERN_CHARS.isdisjoint(text) or "substr" in text.casefold():
+                for index, piece in self._placed(text):
                     found.setdefault(index, []).append(piece)
             skeleton, public = self._skeleton(text)
             if len(skeleton) < 2:
@@ -156,19 +169,47 @@ class Knowledge:
                     found.setdefault(index, []).append(piece)
         return found
 
-    def _at_offset(self, text: str) -> Iterator[tuple[int, Piece]]:
-        """``jo%``, ``___r%``: the characters of a pattern with a known place in the value."""
-        match = _POSITIONAL.match(fold(text))
-        if match is None:
-            return
-        offset, literal = len(match.group(1)), match.group(2)
-        if literal.isdigit() and len(literal) < _MIN_DIGITS:
-            return
-        for index, value in enumerate(self.values):
-            if value.raw[offset : offset + len(literal)] == literal:
-                before = len(_NOT_ALNUM.sub("", value.raw[:offset]))
-                end = before + len(_NOT_ALNUM.sub("", literal))
-                yield index, Piece(before, end, frozenset(range(before, end)), placed=True)
+    def _placed(self, text: str) -> Iterator[tuple[int, Piece]]:
+        """``jo%``, ``___r%``, ``??[a-m]*``: the characters patterns put in known places of
+        a value, one piece per stretch of them."""
+        longest = max((len(value.raw) for value in self.values), default=0)
+        for pattern in patterns_in(fold(text), longest=longest):
+            for index, value in enumerate(self.values):
+                fixed = pattern.fixes(value.raw)
+                if not fixed:
+                    continue
+                chars = [value.raw[at] for at in fixed]
+                if all(c.isdigit() for c in chars) and len(chars) < _MIN_DIGITS:
+                    continue
+                # A pattern inside a query may test another column (a name the code was given):
+                # there, places in words seen in clear show nothing hidden.
+                known = self._known_places(value) if pattern.inside else frozenset()
+                positions = [
+                    len(_NOT_ALNUM.sub("", value.raw[:at]))
+                    for at in fixed
+                    if _NOT_ALNUM.match(value.raw[at]) is None and at not in known
+                ]
+                yield from ((index, piece) for piece in _stretches(positions))
+
+    def _known(self, word: str) -> bool:
+        """Whether ``word`` is a word seen in clear or the start of one (of three characters or
+        more, so that letters spaced out, ``j o r``, still count): typing a name the code was
+        given (``Kof``, ``Kofi Oka``) shows nothing hidden."""
+        if word in self._public:
+            return True
+        if len(word) < _GRAM:
+            return False
+        at = bisect.bisect_left(self._public_sorted, word)
+        return at < len(self._public_sorted) and self._public_sorted[at].startswith(word)
+
+    def _known_places(self, value: Hidden) -> frozenset[int]:
+        """The places of ``value.raw`` inside words seen in clear (``kofi`` in ``kofi11@``)."""
+        return frozenset(
+            at
+            for word in _LETTERS_OR_DIGITS.finditer(value.raw)
+            if word.group() in self._public
+            for at in range(word.start(), word.end())
+        )
 
     def _skeleton(self, text: str) -> tuple[str, list[bool]]:
         """The letters and digits of ``text`` folded, and for each whether it is hidden."""
@@ -176,7 +217,7 @@ class Knowledge:
         hidden: list[bool] = []
         for word in _ALNUM_RUN.findall(fold(TOKEN_PATTERN.sub(" ", text))):
             chars.append(word)
-            hidden.extend([word not in self._public] * len(word))
+            hidden.extend([not self._known(word)] * len(word))
         return "".join(chars), hidden
 
     def _runs(self, chars: str, hidden: list[bool]) -> Iterator[tuple[int, Piece]]:
@@ -241,6 +282,17 @@ class Knowledge:
                 for gram in {skeleton[i : i + _GRAM] for i in range(len(skeleton) - _GRAM + 1)}:
                     self._spread[gram] = self._spread.get(gram, 0) + 1
             self._rare = frozenset(g for g, n in self._spread.items() if n <= _COMMON)
+
+
+def _stretches(positions: list[int]) -> Iterator[Piece]:
+    """Placed pieces, one per run of consecutive positions."""
+    start = previous = -2
+    for position in [*sorted(set(positions)), -1]:
+        if position != previous + 1:
+            if start >= 0:
+                yield Piece(start, previous + 1, frozenset(range(start, previous + 1)), True)
+            start = position
+        previous = position
 
 
 def _texts(value: Any, *, keys: bool = False, items: int | None = _MAX_LEAVES) -> Iterator[str]:
