@@ -3,7 +3,8 @@ customers table served over MCP stdio: names that share words with addresses com
 names, an honest batch of per-customer queries never pauses, a case-varied LIKE probe is
 paused before a tenth of the address shows, and so is a GLOB probe that bisects each place
 with character classes inside a query; an address sent in pieces to a server its flow rules
-forbid is refused, and so are pieces spread over two such servers."""
+forbid is refused, and so are pieces spread over two such servers; an address a SQL tool
+returns in hex comes back as its token."""
 
 from __future__ import annotations
 
@@ -170,3 +171,20 @@ async def test_pieces_spread_over_two_forbidden_servers_are_refused(client: Any)
     hidden = skeleton("".join(sent)).replace("jordanblake", "")  # the name was seen in clear
     assert len(sent) < 4 and len(hidden) < 10, sent
     assert_no_pii(data["text"])
+
+
+async def test_an_address_a_sql_tool_returns_in_hex_comes_back_as_its_token(client: Any) -> None:
+    # SQLite's hex() hands the code the address in another shape; nothing in this session
+    # read the address in clear before.
+    code = (
+        "from servers import customers\n"
+        "query = 'SELECT hex(email) AS h FROM customers WHERE id = 1'\n"
+        "hexed = customers.read_query(query=query)['rows'][0]['h']\n"
+        "query = 'SELECT email FROM customers WHERE id = 1'\n"
+        "plain = customers.read_query(query=query)['rows'][0]['email']\n"
+        "print(hexed.startswith('<EMAIL_'), hexed == plain)\n"
+    )
+    data = await execute(client, code)
+    assert data["status"] == "ok", data["text"]
+    assert data["stdout"] == "True True\n"
+    assert SECRET.encode().hex().upper() not in data["text"]

@@ -29,7 +29,8 @@ skeleton   both sides reduced to lower-case letters and digits; a run of at leas
 
 Skeleton matching runs on strings up to ``FRAGMENT_SCAN_MAX`` characters (results are made of
 small strings; printed output is capped) through an index of the values' 8-character pieces;
-longer strings get exact matching only.
+longer strings get exact matching only. Runs of hex or base64 are decoded and looked into
+too (``encoded.py``): a value so written is replaced, run and all.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.vault import Vault, VaultEntry
 
 __all__ = [
@@ -143,6 +145,15 @@ class Recall:
         """
         if not self._known or len(text) < _MIN_EXACT:
             return []
+        hits = self._find_plain(text, detected)
+        for start, end, decoded in encoded_runs(text, shortest=_MIN_EXACT):
+            # A value in hex or base64 (``hex(email)`` from a SQL tool): the whole run goes.
+            within = self._find_plain(decoded, frozenset())
+            if within:
+                hits.append(RecallHit(start, end, within[0].entry))
+        return hits
+
+    def _find_plain(self, text: str, detected: frozenset[str]) -> list[RecallHit]:
         hits: list[RecallHit] = []
         long_text = len(text) > FRAGMENT_SCAN_MAX
         candidates = self._short_of(detected)

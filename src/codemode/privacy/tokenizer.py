@@ -24,6 +24,7 @@ from codemode.privacy.detectors import (
     looks_secret,
     non_overlapping,
 )
+from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.fields import FieldMatcher, State
 from codemode.privacy.recall import Recall
 from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
@@ -48,6 +49,8 @@ _KEY_CACHE_MAX = 4096
 _CLEARED_MIN_LEN = 4096
 _CLEARED_MAX = 32
 _PLAIN = frozenset({int, float, bool, type(None)})
+# The shortest decoded text worth a look for personal data (an address of six characters).
+_ENCODED_MIN_LEN = 6
 
 
 def _key_info(key: str, detectors: DetectorSet) -> tuple[bool, bool | None]:
@@ -231,6 +234,9 @@ class _Walk:
         if known is not None:  # a value seen before (e.g. in a named field) stays hidden
             return known
         detections: Sequence[Detection] = self.detectors.detect(text, digest)
+        encoded = self._encoded(text)
+        if encoded:
+            detections = _merge(encoded, detections)
         if self.recall is not None:
             kinds = frozenset(self.detectors.all_kinds)
             detections = _merge(_recalled(self.recall, text, kinds, detections), detections)
@@ -240,6 +246,16 @@ class _Walk:
             return text
         source = self.source(path)
         return _replace(text, detections, self.vault, lambda _d: source)
+
+    def _encoded(self, text: str) -> list[Detection]:
+        """Runs of hex or base64 that decode to text holding personal data (``hex(email)``
+        from a SQL tool): the whole run is replaced by the token of the value inside."""
+        found: list[Detection] = []
+        for start, end, decoded in encoded_runs(text, shortest=_ENCODED_MIN_LEN):
+            inner = self.detectors.detect(decoded)
+            if inner:
+                found.append(Detection(inner[0].kind, start, end, inner[0].value))
+        return found
 
     def _token_literals(self, text: str) -> list[Detection]:
         # Token-shaped text from a tool: reserve unknown names; vault issued ones as values.

@@ -1,0 +1,111 @@
+"""Text that may be a value written in hex or base64, decoded for the recall to look into.
+
+A tool that computes over the data it holds (SQL's ``hex(email)``, an API that returns
+``base64`` fields) can hand the code a hidden value in an encoding: the code gets no token,
+and the encoded value could leave by any tool. ``encoded_runs`` finds the runs of text that
+read as hex (12 digits or more, an even count, one case, a letter among them: numbers are
+not hex) or base64 (16 characters or more,
+with both cases and a digit or ``+/_-=``, as encoded text has and words do not), decodes each,
+and gives the decoded text; the recall then replaces the whole run with the token of a value
+it holds. Ordinary text seldom has such runs (hashes and ids decode to bytes that hold no
+value). Runs longer than ``MAX_RUN`` (images, files) are not decoded.
+
+Other encodings (character codes, a value reversed or interleaved with another) are not
+undone here: the oracle guard's budgets bound how much of a value such calls can show.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator
+
+__all__ = ["MAX_RUN", "encoded_runs"]
+
+MAX_RUN = 65_536
+_RUN_CHARS = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+/_-"
+# Bytes of a run become "x", all others a space: runs are then found with bytes.find, which
+# is far faster over a MiB of text than any regular expression.
+_RUNS = bytes(ord("x") if c in _RUN_CHARS else ord(" ") for c in range(256))
+_SHORTEST = 12
+_SEED = b"x" * _SHORTEST
+_RUN = re.compile(r"[0-9A-Za-z+/_-]{12,}")
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_SEPARATOR = re.compile(r"[+/_-]")
+_UPPER = re.compile(r"[A-Z]")
+_LOWER = re.compile(r"[a-z]")
+_MARK = re.compile(r"[0-9+/_=-]")
+
+
+def encoded_runs(text: str, *, shortest: int) -> Iterator[tuple[int, int, str]]:
+    """``(start, end, decoded)`` for each run of ``text`` that decodes, as hex or base64, to
+    text of at least ``shortest`` characters."""
+    for start, end in _runs(text):
+        run = text[start:end]
+        at = start
+        for part in _SEPARATOR.split(run):  # hex between separators (``id_6a6f...``)
+            if len(part) >= _SHORTEST and _is_hex(part):
+                decoded = _text(bytes.fromhex(part))
+                if len(decoded) >= shortest:
+                    yield at, at + len(part), decoded
+            at += len(part) + 1
+        padded = end
+        while padded < len(text) and padded - end < 2 and text[padded] == "=":
+            padded += 1
+        run = text[start:padded]
+        if len(run) >= 16 and _looks_encoded(run):
+            decoded = _text(_from_base64(run))
+            if len(decoded) >= shortest:
+                yield start, padded, decoded
+
+
+def _runs(text: str) -> Iterator[tuple[int, int]]:
+    """The maximal runs of hex and base64 characters, 12 or more, up to ``MAX_RUN`` long."""
+    if not text.isascii():
+        for match in _RUN.finditer(text):
+            if match.end() - match.start() <= MAX_RUN:
+                yield match.start(), match.end()
+        return
+    marks = text.encode("ascii").translate(_RUNS)
+    at = marks.find(_SEED)
+    while at >= 0:
+        start = marks.rfind(b" ", 0, at) + 1
+        end = marks.find(b" ", at)
+        end = len(marks) if end < 0 else end
+        if end - start <= MAX_RUN:
+            yield start, end
+        at = marks.find(_SEED, end)
+
+
+def _is_hex(part: str) -> bool:
+    return len(part) % 2 == 0 and not part.isdigit() and _HEX.fullmatch(part) is not None
+
+
+def _looks_encoded(run: str) -> bool:
+    return (
+        _UPPER.search(run) is not None
+        and _LOWER.search(run) is not None
+        and _MARK.search(run) is not None
+    )
+
+
+def _from_base64(run: str) -> bytes:
+    body = run.rstrip("=").replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _text(data: bytes) -> str:
+    """The bytes as text, or nothing: values are text, so bytes that are not UTF-8 or hold
+    control characters (a hash, an id, a compressed file) hold no value."""
+    try:
+        decoded = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+    return "" if _CONTROL.search(decoded) else decoded
