@@ -79,8 +79,11 @@ class OracleSettings(ConfigModel):
             expects="a list of globs over server.tool", fix='write tools = ["*search*", "crm.is_*"]'
         ),
     ] = DEFAULT_ORACLE_TOOLS
-    calls_per_minute: PositiveWholeNumber = 60
-    calls_per_session: PositiveWholeNumber = 500
+    # A backstop against mass extraction (guesses over many values), set above what honest
+    # batches make (a thousand per-row queries in a minute): the piece guard stops probes of
+    # one value without counting honest calls.
+    calls_per_minute: PositiveWholeNumber = 1000
+    calls_per_session: PositiveWholeNumber = 5000
     similar_calls: PositiveWholeNumber = 12
 
 

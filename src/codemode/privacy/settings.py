@@ -16,8 +16,8 @@ crm = ["mail"]                          # crm data may go to mail (and always ba
 [privacy.oracle]                        # search and yes/no tools (see codemode.privacy.oracle)
 enabled = true
 tools = ["*search*", "crm.is_*"]        # default: searches, lookups, checks, is_/has_ ...
-calls_per_minute = 60                   # over all such tools of a session
-calls_per_session = 500
+calls_per_minute = 1000                 # over all such tools of a session
+calls_per_session = 5000
 # similar_calls is still read and ignored: pieces of hidden values are the signal
 ```
 
