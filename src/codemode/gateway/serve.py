@@ -87,7 +87,9 @@ async def _serve(
         # The approval page (MCP elicitation, URL mode) lives beside /mcp on HTTP gateways.
         public = config.gateway.public_url or f"http://{host}:{port}"
         links = ApprovalLinks(public) if transport == "http" else None
-        ledger = TokenLedger(definition_tokens(engine)) if transport == "http" else None
+        # The ledger feeds the operator console only, served over HTTP with tokens.
+        console = transport == "http" and not insecure_allow_anonymous
+        ledger = TokenLedger(lambda: definition_tokens(engine)) if console else None
         server = build_server(
             engine,
             sole_client="stdio" if transport == "stdio" else None,
