@@ -3,6 +3,8 @@ where the operator console, which charts the token ledger, is served."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +70,32 @@ def test_the_catalog_is_counted_when_first_read_and_once() -> None:
     assert (ledger.definition_tokens, ledger.definition_tokens) == (1234, 1234)
     assert counted == [1]
     assert TokenLedger(99).definition_tokens == 99
+
+
+FRAGMENTED_HEAP = """
+from codemode.gateway.heap import trim_heap
+
+def private_dirty_mib():
+    with open("/proc/self/smaps_rollup") as rollup:
+        for line in rollup:
+            if line.startswith("Private_Dirty:"):
+                return int(line.split()[1]) / 1024
+
+# 25 MiB of 64 KiB blocks, each followed by a small one that stays: freeing the large blocks
+# leaves holes that free() cannot give back.
+large, kept = [], []
+for _ in range(400):
+    large.append(bytes(65536))
+    kept.append(bytes(600))
+del large
+before = private_dirty_mib()
+assert trim_heap()
+print(before - private_dirty_mib())
+"""
+
+
+def test_trimming_the_heap_gives_freed_pages_back() -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", FRAGMENTED_HEAP], capture_output=True, text=True, check=True
+    )
+    assert float(run.stdout) > 15, run.stdout

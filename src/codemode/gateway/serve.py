@@ -27,6 +27,7 @@ from codemode.gateway.auth import (
 )
 from codemode.gateway.disconnects import Disconnects, DisconnectWatch
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
+from codemode.gateway.heap import trim_heap
 from codemode.gateway.server import build_server
 from codemode.gateway.web.app import ApprovalPages, WebPage, with_web_pages
 from codemode.gateway.web.console import OperatorConsole
@@ -159,6 +160,8 @@ async def _build_index(engine: Codemode) -> None:
         return
     took = time.monotonic() - started
     print(f"codemode: search index ready ({took:.1f} s)", file=sys.stderr)
+    # What building allocated and freed stays in malloc's arenas otherwise.
+    await anyio.to_thread.run_sync(trim_heap)
 
 
 async def _publish_token_set(config: CodemodeConfig, table: TokenTable) -> None:
