@@ -73,7 +73,7 @@ def test_the_catalog_is_counted_when_first_read_and_once() -> None:
 
 
 FRAGMENTED_HEAP = """
-from codemode.gateway.heap import trim_heap
+from codemode.heap import trim_heap
 
 def private_dirty_mib():
     with open("/proc/self/smaps_rollup") as rollup:

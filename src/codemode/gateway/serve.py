@@ -27,12 +27,12 @@ from codemode.gateway.auth import (
 )
 from codemode.gateway.disconnects import Disconnects, DisconnectWatch
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
-from codemode.gateway.heap import trim_heap
 from codemode.gateway.server import build_server
 from codemode.gateway.web.app import ApprovalPages, WebPage, with_web_pages
 from codemode.gateway.web.console import OperatorConsole
 from codemode.gateway.web.ledger import TokenLedger, definition_tokens
 from codemode.gateway.web.links import ApprovalLinks
+from codemode.heap import trim_heap
 from codemode.sdk_compat import uvicorn_server
 from codemode.storage.private import restrict_umask
 

@@ -1,9 +1,10 @@
 """Give the C heap's free pages back to the system once a burst of allocations is over.
 
-glibc's malloc keeps freed memory in its arenas for reuse: after the search index is built,
-the pages its temporary objects held stay counted in the gateway's private memory (about 8 MiB
-with one small upstream, more with large catalogs) although nothing uses them. ``malloc_trim``
-returns the free pages of every arena; elsewhere (musl, other platforms) this does nothing.
+glibc's malloc keeps freed memory in its arenas for reuse: after the search index is built, or
+idle sessions let go of large results, the pages their objects held stay counted in the
+gateway's private memory (8 MiB after a small index build, 14 MiB after a dozen 1 MB
+results) although nothing uses them. ``malloc_trim`` returns the free pages of every arena;
+elsewhere (musl, other platforms) this does nothing.
 """
 
 from __future__ import annotations
