@@ -4,7 +4,8 @@
                                           [--json]
 
 M1  the gateway process alone, after start, no catalog (one upstream stdio server, peers.py's)
-M2  the same gateway's parts: each warm-pool sandbox (bwrap and its guest), the upstream server
+M2  the same gateway's parts: each warm-pool sandbox (bwrap and its guest, and the guest alone),
+    the upstream server and the tether that runs it
 M3  the tree with N idle sessions (default 20, as peers.py's P8), and the mean idle sandbox
 M4  the tree once those sessions were released (peers.py's P9: the pool back to its floor)
 M5  the gateway process with the three specs of tests/data/specs (search index loaded from the
@@ -52,6 +53,13 @@ def _command(pid: int) -> str:
         return ""
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
 def _parent(pid: int) -> int:
     try:
         return int((PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
@@ -83,11 +91,16 @@ def parts(gateway: int) -> dict[str, Any]:
     others = sorted(tree - sandboxed - {gateway})
     sandboxes = _sum(sorted(sandboxed))
     count = max(len(outer), 1)
+    guests = _sum(sorted(p for p in sandboxed if not _command(p).endswith("bwrap")))
+    # Each stdio server runs under a tether (connectors/tether.py), the gateway's child.
+    tethers = [p for p in others if _parent(p) == gateway and "tether" in _cmdline(p)]
     return {
         "gateway": _sum([gateway]),
         "sandboxes": {**sandboxes, "count": len(outer)},
         "per_sandbox": {k: round(sandboxes[k] / count, 2) for k in ("rss", "pss", "uss")},
+        "per_guest": {k: round(guests[k] / count, 2) for k in ("rss", "pss", "uss")},
         "others": _sum(others),
+        "tethers": _sum(tethers),
         "tree": _sum(sorted(tree)),
     }
 
@@ -180,7 +193,9 @@ def main() -> int:
         if split["sandboxes"]["count"]:
             print(row(f"  {split['sandboxes']['count']} sandboxes", split["sandboxes"]))
             print(row("  per sandbox (bwrap + guest)", split["per_sandbox"]))
-        print(row("  upstream servers", split["others"]))
+            print(row("  ... of which the guest", split["per_guest"]))
+        print(row("  upstream servers (and tethers)", split["others"]))
+        print(row("  ... of which the tethers", split["tethers"]))
         print(row("  tree", split["tree"]))
     return 0
 

@@ -219,3 +219,21 @@ def test_a_closed_session_ignores_a_late_stop_and_refuses_everything_else() -> N
     assert record.state is Life.CLOSED and record.take_cancelled() is None
     with pytest.raises(SessionStateError, match="it is closed"):
         record.begin("print(3)")
+
+
+class FakePrivacy:
+    def __init__(self) -> None:
+        self.dropped = 0
+
+    def drop_caches(self) -> None:
+        self.dropped += 1
+
+
+def test_a_released_session_lets_go_of_its_privacy_caches_and_keeps_them_otherwise() -> None:
+    chain = FakeChain()
+    privacy = chain.privacy = cast(Any, FakePrivacy())
+    record = Session("s_life", None, cast(Any, FakeSandbox()), cast(Any, chain))
+    assert not record.release(lambda: False)  # not idle any more: nothing released
+    assert privacy.dropped == 0
+    assert record.release(lambda: True)
+    assert privacy.dropped == 1

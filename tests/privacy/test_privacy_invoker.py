@@ -299,3 +299,15 @@ def test_public_api() -> None:
             "scan_output",
         ]
     )
+
+
+def test_dropping_the_caches_keeps_the_vault_and_forgets_the_results() -> None:
+    invoker, _upstream, vault = make()
+    report = "Orders shipped on time. " * 400 + "Questions to ops@example.com."
+    first = call(invoker, "docs", "read", text=report)
+    tokens = len(vault)
+    assert tokens == 1 and invoker._tokenizer._cleared  # the long text is kept
+    invoker.drop_caches()
+    assert not invoker._tokenizer._cleared
+    assert len(vault) == tokens
+    assert call(invoker, "docs", "read", text=report) == first  # the same token again

@@ -241,3 +241,19 @@ def test_scan_text_keeps_tokens_and_maps_known_values() -> None:
     assert tokenizer.scan_text(printed, vault, source=source) == (
         "<NAME_1> <EMAIL_1>; raw: <NAME_1> <EMAIL_1>; new: <EMAIL_2>"
     )
+
+
+def test_long_results_kept_to_skip_a_second_scan_are_bounded_by_size() -> None:
+    from codemode.privacy import PrivacySettings, Vault
+    from codemode.privacy.tokenizer import _CLEARED_MAX_CHARS
+
+    tokenizer = PrivacySettings().tokenizer()
+    vault = Vault()
+    size = _CLEARED_MAX_CHARS // 3
+    texts = [f"report {n}: " + "all orders shipped. " * (size // 20) for n in range(6)]
+    for text in texts:
+        tokenizer.tokenize(text, vault, server="docs", tool="read")
+    kept = tokenizer._cleared.values()
+    assert 0 < sum(len(result) for _version, result in kept) <= _CLEARED_MAX_CHARS
+    assert len(kept) == 2  # the newest ones
+    assert tokenizer.tokenize(texts[-1], vault, server="docs", tool="read") == texts[-1]

@@ -49,3 +49,15 @@ def test_bytecode_is_unchecked_and_hashes_its_source() -> None:
         assert pyc[:4] == importlib.util.MAGIC_NUMBER
         assert int.from_bytes(pyc[4:8], "little") == 0b01  # hash-based, not checked
         assert pyc[8:16] == importlib.util.source_hash(source)
+
+
+# The Python layers over C modules the guest uses directly: each idle sandbox would hold them.
+_NOT_PRELOADED = ("socket", "selectors", "signal", "threading")
+
+
+def test_an_idle_guest_holds_no_module_it_does_not_need(session: SandboxSession) -> None:
+    result = session.execute(
+        f"import sys; print(sorted(n for n in {_NOT_PRELOADED!r} if n in sys.modules))"
+    )
+    assert result.status == "ok", result.render_text()
+    assert result.stdout.strip() == "[]"

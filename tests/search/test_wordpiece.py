@@ -87,6 +87,14 @@ def test_a_short_ascii_query_does_not_load_the_tokenizers_pipeline(tmp_path, np)
     assert encoder._loaded_tokenizer is not None
 
 
+def test_the_vocabulary_is_read_on_the_first_query_not_when_the_encoder_starts(tmp_path):
+    # An index build (and a gateway that never searches) keeps no 4 MiB vocabulary dict.
+    encoder = MiniLMEncoder(cache_dir=tmp_path)
+    assert encoder._wordpiece is None
+    encoder.encode(["refund a charge"])
+    assert encoder._wordpiece is not None and encoder._loaded_tokenizer is None
+
+
 def test_a_vocabulary_without_its_special_tokens_is_refused(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("a\nb\n")

@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
-import subprocess
 import sys
-from collections.abc import Callable
-from pathlib import Path
+import time
 
 __all__ = ["tethered_argv", "tethered_pid"]
 
 # How often the gateway's presence is checked, and how long the server gets to stop on its own.
 _CHECK_S = 0.2
 _GRACE_S = 2.0
+# How often an exit is looked for where the kernel has no pidfd.
+_POLL_S = 0.05
 _PR_SET_PDEATHSIG = 1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -59,6 +60,8 @@ def tethered_pid(stderr: tuple[int, int]) -> int | None:
 
 
 def _writes_to(pid: int, stderr: tuple[int, int]) -> bool:
+    from pathlib import Path  # the gateway's side only: the tether itself never loads it
+
     try:
         theirs = Path(f"/proc/{pid}/fd/2").stat()
     except OSError:
@@ -66,29 +69,65 @@ def _writes_to(pid: int, stderr: tuple[int, int]) -> bool:
     return (theirs.st_dev, theirs.st_ino) == stderr
 
 
-def _dies_with_this_process() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that has the child killed when this program dies, where libc has
-    ``prctl`` (elsewhere the group is still stopped when the gateway goes)."""
-    import ctypes
+def _start(command: list[str]) -> int:
+    """Fork and exec ``command`` as the server: in a process group of its own (``killpg`` on
+    its pid works, as the transport would have made it), killed when this program dies, with
+    the signal dispositions a fresh program expects. Returns its pid. A command that cannot
+    start exits 127 with the reason on stderr.
 
+    Not ``subprocess``: this program stays running beside every stdio server, and importing
+    ``subprocess`` (with ``ctypes`` for ``prctl``) costs it about 2 MiB of private memory; the
+    child imports what it needs and then ``exec`` discards it."""
+    pid = os.fork()
+    if pid:
+        return pid
     try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return lambda: prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.setpgid(0, 0)
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        # Python ignores these; a program it starts must not inherit that.
+        for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+        # Every other descriptor here is close-on-exec (Python opens them so; the gateway
+        # started this program with its own closed).
+        os.execvp(command[0], command)  # noqa: S606 - the server's own argv, as configured
+    except BaseException as error:  # noqa: BLE001 - the child must never return to main()
+        with contextlib.suppress(BaseException):
+            os.write(2, f"codemode: cannot start {command[0]!r}: {error}\n".encode())
+    os._exit(127)
 
 
-def _stop_group(child: subprocess.Popen[bytes]) -> None:
+def _wait(pid: int, timeout: float, ready: int | None) -> int | None:
+    """``pid``'s exit code (negative: the signal that ended it) once it exits within
+    ``timeout``, else None. ``ready``: a pidfd of ``pid``, readable once it exits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        if ready is not None:
+            select.select([ready], [], [], left)
+        else:
+            time.sleep(min(left, _POLL_S))
+
+
+def _stop_group(pid: int, ready: int | None) -> None:
     """SIGTERM to the server's whole group, SIGKILL to what is left of it after the grace."""
     for name in _STOP_SIGNALS:
         signal.signal(name, signal.SIG_IGN)
     try:
-        os.killpg(child.pid, signal.SIGTERM)
-        child.wait(_GRACE_S)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(pid, signal.SIGTERM)
+        _wait(pid, _GRACE_S, ready)
+    except (ProcessLookupError, ChildProcessError):
         pass
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(child.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _exit_code(returncode: int) -> int:
@@ -102,30 +141,24 @@ def main(argv: list[str]) -> int:
     gateway, command = int(argv[0]), argv[2:]
     if os.getppid() != gateway:
         return 1  # the gateway died before this program started
+    child = _start(command)
     try:
-        # A group of its own, as the transport would have made it: ``killpg`` on its pid works.
-        child = subprocess.Popen(
-            command,
-            process_group=0,
-            preexec_fn=_dies_with_this_process(),  # noqa: PLW1509
-        )
-    except OSError as error:
-        print(f"codemode: cannot start {command[0]!r}: {error}", file=sys.stderr)
-        return 127
+        ready: int | None = os.pidfd_open(child)
+    except (AttributeError, OSError):  # kernels before 5.3: poll
+        ready = None
 
     def stop(number: int, frame: object) -> None:
-        _stop_group(child)
+        _stop_group(child, ready)
         sys.exit(128 + number)
 
     for name in _STOP_SIGNALS:
         signal.signal(name, stop)
     while True:
-        try:
-            return _exit_code(child.wait(_CHECK_S))
-        except subprocess.TimeoutExpired:
-            pass
+        code = _wait(child, _CHECK_S, ready)
+        if code is not None:
+            return _exit_code(code)
         if os.getppid() != gateway:
-            _stop_group(child)
+            _stop_group(child, ready)
             return 1
 
 

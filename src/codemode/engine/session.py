@@ -193,7 +193,10 @@ class Session:
             if state is not Life.IDLE:
                 raise self._refuse("release")
         # An execution that begins from here on waits for the release, then restores.
-        return self.sandbox.release(still_idle)
+        released = self.sandbox.release(still_idle)
+        if released and self.chain.privacy is not None:
+            self.chain.privacy.drop_caches()
+        return released
 
     def run(
         self,

@@ -32,6 +32,7 @@ from codemode.gateway.web.app import ApprovalPages, WebPage, with_web_pages
 from codemode.gateway.web.console import OperatorConsole
 from codemode.gateway.web.ledger import TokenLedger, definition_tokens
 from codemode.gateway.web.links import ApprovalLinks
+from codemode.heap import trim_heap
 from codemode.sdk_compat import uvicorn_server
 from codemode.storage.private import restrict_umask
 
@@ -87,7 +88,9 @@ async def _serve(
         # The approval page (MCP elicitation, URL mode) lives beside /mcp on HTTP gateways.
         public = config.gateway.public_url or f"http://{host}:{port}"
         links = ApprovalLinks(public) if transport == "http" else None
-        ledger = TokenLedger(definition_tokens(engine)) if transport == "http" else None
+        # The ledger feeds the operator console only, served over HTTP with tokens.
+        console = transport == "http" and not insecure_allow_anonymous
+        ledger = TokenLedger(lambda: definition_tokens(engine)) if console else None
         server = build_server(
             engine,
             sole_client="stdio" if transport == "stdio" else None,
@@ -157,6 +160,8 @@ async def _build_index(engine: Codemode) -> None:
         return
     took = time.monotonic() - started
     print(f"codemode: search index ready ({took:.1f} s)", file=sys.stderr)
+    # What building allocated and freed stays in malloc's arenas otherwise.
+    await anyio.to_thread.run_sync(trim_heap)
 
 
 async def _publish_token_set(config: CodemodeConfig, table: TokenTable) -> None:

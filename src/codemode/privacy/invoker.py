@@ -51,6 +51,11 @@ class PrivacyInvoker:
         self.vault.wipe()
         self._tokenizer.clear_caches()
 
+    def drop_caches(self) -> None:
+        """The session went idle: let go of the results kept to skip a second scan (the
+        vault stays, so every token still resolves)."""
+        self._tokenizer.clear_caches()
+
     def check_flows(self, call: ToolCall) -> FlowAsk | None:
         """Before the policy asks anything: raise ``DataFlowDeniedError`` for a flow the config
         forbids; return the values the human must allow, or None."""

@@ -48,6 +48,8 @@ Check = Callable[[str, VaultEntry], None]
 _KEY_CACHE_MAX = 4096
 _CLEARED_MIN_LEN = 4096
 _CLEARED_MAX = 32
+# And at most this many characters of results in all (each session has its own tokenizer).
+_CLEARED_MAX_CHARS = 1 << 22
 _PLAIN = frozenset({int, float, bool, type(None)})
 # The shortest decoded text worth a look for personal data (an address of six characters).
 _ENCODED_MIN_LEN = 6
@@ -224,9 +226,12 @@ class _Walk:
         if seen is not None and seen[0] == self.vault.version:
             return seen[1]
         result = self._text(text, path, digest)
-        if len(self.cleared) >= _CLEARED_MAX:
-            del self.cleared[next(iter(self.cleared))]
-        self.cleared[key] = (self.vault.version, result)
+        cleared = self.cleared
+        if len(result) <= _CLEARED_MAX_CHARS:
+            held = len(result) + sum(len(kept) for _version, kept in cleared.values())
+            while cleared and (len(cleared) >= _CLEARED_MAX or held > _CLEARED_MAX_CHARS):
+                held -= len(cleared.pop(next(iter(cleared)))[1])
+            cleared[key] = (self.vault.version, result)
         return result
 
     def _text(self, text: str, path: Sequence[PathItem], digest: bytes | None = None) -> str:

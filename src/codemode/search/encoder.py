@@ -39,6 +39,7 @@ from codemode.search.weights import MODEL_ID, model_variant, prepared_weights, w
 if TYPE_CHECKING:
     from codemode.search.arrays import FloatArray
     from codemode.search.onnx_backend import OnnxForward
+    from codemode.search.wordpiece import WordPiece
 
 __all__ = [
     "BACKENDS",
@@ -177,7 +178,8 @@ class MiniLMEncoder:
         # "" for the pinned model; else names these weights in every cache of their vectors.
         self.variant = model_variant(path, cache_dir)
         self._loaded_tokenizer: Any = None
-        self._wordpiece = wordpiece(path, cache_dir)
+        self._cache_dir, self._wordpiece_read = cache_dir, False
+        self._wordpiece: WordPiece | None = None
         w, prepared = prepared_weights(path, cache_dir)
         self._word = w["word"]
         self._position = w["position"]
@@ -283,9 +285,11 @@ class MiniLMEncoder:
         return self._loaded_tokenizer
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        wordpiece = self._wordpiece
-        if wordpiece is not None and len(texts) <= _FEW and all(map(wordpiece.handles, texts)):
-            return [wordpiece.ids(text, self.max_length) for text in texts]
+        if not self._wordpiece_read:  # on the first query: 4 MiB a process may never need
+            self._wordpiece, self._wordpiece_read = wordpiece(self._path, self._cache_dir), True
+        pieces = self._wordpiece
+        if pieces is not None and len(texts) <= _FEW and all(map(pieces.handles, texts)):
+            return [pieces.ids(text, self.max_length) for text in texts]
         return [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
 
     def blas_threads(self) -> contextlib.AbstractContextManager[None]:

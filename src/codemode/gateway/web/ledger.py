@@ -1,13 +1,18 @@
 """The token ledger the operator console charts: per session, what the agent's model took in
 through codemode (the code it wrote and every answer it got) against the floor of plain tool
 calling (every tool definition of the catalog in context, once per session; tool results,
-which tool calling would also carry through the model, are not counted)."""
+which tool calling would also carry through the model, are not counted).
+
+Counting loads the o200k tokenizer, about 60 MiB the gateway keeps: the catalog's definitions
+are counted when the console first asks, and only a gateway that serves the console keeps a
+ledger."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -32,12 +37,22 @@ class SessionTokens:
 class TokenLedger:
     """Thread-safe; bounded (the oldest sessions and points are dropped)."""
 
-    def __init__(self, definition_tokens: int) -> None:
-        # What a tool-calling client would load for the same catalog, once per session.
-        self.definition_tokens = definition_tokens
+    def __init__(self, definition_tokens: int | Callable[[], int]) -> None:
+        # What a tool-calling client would load for the same catalog, once per session: a
+        # number, or how to count it (once, when first read).
+        self._definitions = definition_tokens
         self._sessions: dict[str, SessionTokens] = {}
         self._points: deque[tuple[float, int]] = deque(maxlen=_MAX_POINTS)
         self._lock = threading.Lock()
+        # Its own lock: counting a large catalog takes seconds, which record() must not wait.
+        self._definitions_lock = threading.Lock()
+
+    @property
+    def definition_tokens(self) -> int:
+        with self._definitions_lock:
+            if callable(self._definitions):
+                self._definitions = self._definitions()
+            return self._definitions
 
     def record(self, session: str | None, owner: str | None, tokens: int) -> None:
         key = session or "(none)"

@@ -6,9 +6,11 @@ stdout and stderr go straight to pipes the host drains and caps; the host lists 
 files itself. The guest never decides what the model sees: code can forge any frame.
 """
 
+# The C modules under signal and socket: their Python layers (enum, selectors...) would cost
+# every idle sandbox about 2 MiB of private memory; code that wants them imports them itself.
+import _signal
+import _socket
 import os
-import signal
-import socket
 import sys
 
 from . import runtime, wire
@@ -78,7 +80,7 @@ def _describe(error, code_lines):
 def _reap_strays():
     """End every process the code started; they must not outlive the execution."""
     try:
-        os.kill(-1, signal.SIGKILL)
+        os.kill(-1, _signal.SIGKILL)
     except OSError:
         pass
     # Block: SIGKILLed children take a moment to die, and WNOHANG would leave them as zombies
@@ -188,7 +190,7 @@ def main(argv):
     # Drop every descriptor we did not ask for (bwrap's, or anything inherited by mistake).
     os.closerange(3, fd)
     os.closerange(fd + 1, 4096)
-    sock = socket.socket(fileno=fd)
+    sock = _socket.socket(fileno=fd)
     runtime.install(sock)
     guest = Guest(sock, workspace, isolated)
     sock.sendall(wire.encode_frame({"op": "ready", "pid": os.getpid()}))

@@ -4,13 +4,13 @@ Standard library only. The host decides everything: which tools this execution m
 they return, and the source of every ``servers.*`` module.
 """
 
+# C modules, not socket and threading, and functools and linecache imported where used: an
+# idle sandbox holds only what it needs (see main.py).
+import _socket
+import _thread
 import contextvars
-import functools
 import importlib.machinery
-import linecache
-import socket
 import sys
-import threading
 import types
 
 from . import wire
@@ -35,7 +35,7 @@ class _Bridge:
 
     def __init__(self):
         self.sock = None
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.execution = 0
         self.next_id = 0
         self.buffer = bytearray()
@@ -133,7 +133,7 @@ class _Bridge:
         """The event loop saw the socket readable: read what is there, settle what it holds."""
         with self.lock:
             try:
-                data = self.sock.recv(1 << 16, socket.MSG_DONTWAIT)
+                data = self.sock.recv(1 << 16, _socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
@@ -260,6 +260,7 @@ def _value(server, tool, reply):
 def awaitable(function):
     """The awaitable form of a generated tool function (its ``.aio``): the call goes to the
     host at once, and awaiting gives its result, so ``asyncio.gather`` runs calls together."""
+    import functools
 
     @functools.wraps(function)
     async def aio(*args, **kwargs):
@@ -373,6 +374,8 @@ class ServersFinder:
         state = module.__spec__.loader_state
         filename = state["filename"]
         source = state["source"]
+        import linecache
+
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         module.__file__ = filename
         exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
