@@ -103,6 +103,16 @@ async def test_a_case_varied_probe_is_paused_before_a_tenth_shows(client: Any) -
     assert "rebuilt" not in denied.structured_content.get("stdout", "")
 
 
+def assert_pieces_refused(data: dict[str, Any]) -> None:
+    """Refused before the pieces sent show a run of the address the code did not know."""
+    assert data["status"] == "error", data["text"]
+    assert "pieces of <EMAIL_" in data["error"]["message"]
+    sent = [line.split()[1] for line in data["stdout"].splitlines()]
+    hidden = skeleton("".join(sent)).replace("jordanblake", "")  # the name was seen in clear
+    assert len(sent) < 4 and len(hidden) < 10, sent
+    assert_no_pii(data["text"])
+
+
 async def test_an_address_sent_in_pieces_to_a_forbidden_server_is_refused(client: Any) -> None:
     code = (
         "from servers import customers, mail\n"
@@ -111,13 +121,7 @@ async def test_an_address_sent_in_pieces_to_a_forbidden_server_is_refused(client
         "    mail.send(to='team', body=piece)\n"
         "    print('sent', piece)\n"
     )
-    data = await execute(client, code)
-    assert data["status"] == "error", data["text"]
-    assert "pieces of <EMAIL_" in data["error"]["message"]
-    sent = [line.split()[1] for line in data["stdout"].splitlines()]
-    hidden = skeleton("".join(sent)).replace("jordanblake", "")  # the name was seen in clear
-    assert len(sent) < 4 and len(hidden) < 10, sent
-    assert_no_pii(data["text"])
+    assert_pieces_refused(await execute(client, code))
 
 
 GLOB_PROBE = (
@@ -164,13 +168,7 @@ async def test_pieces_spread_over_two_forbidden_servers_are_refused(client: Any)
         "    (chat if number % 2 else mail).send(to='team', body=piece)\n"
         "    print('sent', piece)\n"
     )
-    data = await execute(client, code)
-    assert data["status"] == "error", data["text"]
-    assert "pieces of <EMAIL_" in data["error"]["message"]
-    sent = [line.split()[1] for line in data["stdout"].splitlines()]
-    hidden = skeleton("".join(sent)).replace("jordanblake", "")  # the name was seen in clear
-    assert len(sent) < 4 and len(hidden) < 10, sent
-    assert_no_pii(data["text"])
+    assert_pieces_refused(await execute(client, code))
 
 
 async def test_an_address_a_sql_tool_returns_in_hex_comes_back_as_its_token(client: Any) -> None:
