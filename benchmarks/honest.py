@@ -11,6 +11,7 @@ four in-process MCP servers (``mcp.MCPServer``, real MCP over memory streams), w
   enumerate   50 orders fetched by id, in batches of 10 (crm.get_order)
   schema      list_tables, then describe_table for each table, then a read query, on a
               server whose tools declare no annotations (marked by read_only_tools)
+  lookups     120 orders read one id at a time as SQL (a search-like tool: it takes a query)
   names       notes that mention people, companies, dates, versions, order and invoice
               numbers, copied into the address book
   gather      20 customers fetched in parallel (asyncio.gather of .aio calls)
@@ -224,6 +225,15 @@ WORKFLOWS = [
         "hidden = sum(c['name'].startswith('<') for c in rows)\n"
         "print(json.dumps({'plain': n['plain'], 'names_hidden': hidden}))\n",
         plain_check=True,
+    ),
+    Workflow(
+        "lookups",
+        "from servers import sqlite\n"
+        "totals = []\n"
+        "for n in range(1, 121):\n"
+        "    query = f\"SELECT total FROM orders WHERE id = 'ORD-2024-{n:05d}'\"\n"
+        "    totals.append(sqlite.read_query(query=query)['rows'])\n"
+        "print(len(totals))\n",
     ),
     Workflow(
         "gather",
