@@ -17,6 +17,9 @@ P5 startup with the three specs: process start until the first `tools/list` answ
 P6 a 1 MB string of mixed text through the upstream's `echo`, privacy on (codemode's default),
    a new text each call
 P7 20 new sessions arriving together: p95 of their first execute
+P7b the same burst the way clients arrive, with a thin client (burst_client.py) so the clients'
+   own CPU weighs little: connect + initialize + first execute per client, p95 of each phase
+   from the common start, and the wall time until the last one answered
 P8 memory of 20 idle sessions: RSS, PSS and USS of each server's process tree after P7's
    clients are gone (process_memory.py: RSS counts shared pages once per process, PSS shares
    them out, USS counts private pages only)
@@ -47,6 +50,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from burst_client import burst
 from gateway import free_port, percentile
 from process_memory import TreeMemory, tree_memory
 
@@ -315,6 +319,23 @@ async def burst_p95(url: str, system: str) -> float:
     return percentile(times, 0.95)
 
 
+async def arrivals(urls: dict[str, str], rounds: int) -> list[Metric]:
+    """P7b: rounds of SESSIONS thin clients at once, systems interleaved."""
+    initialized = Metric(f"P7b {SESSIONS} arrive at once: initialized", "ms p95")
+    executed = Metric(f"P7b {SESSIONS} arrive at once: first execute", "ms p95")
+    wall = Metric(f"P7b {SESSIONS} arrive at once: wall", "ms")
+    for _ in range(rounds):
+        rows = {}
+        for system in SYSTEMS:
+            rows[system] = await burst(urls[system], trivial(system), SESSIONS)
+        (ours, our_wall), (theirs, their_wall) = rows["codemode"], rows["fastmcp"]
+        for metric, phase in ((initialized, "initialized_ms"), (executed, "executed_ms")):
+            mine = percentile([getattr(one, phase) for one in ours], 0.95)
+            metric.add(mine, percentile([getattr(one, phase) for one in theirs], 0.95))
+        wall.add(our_wall, their_wall)
+    return [initialized, executed, wall]
+
+
 async def released_tree(pid: int, before: int, deadline_s: float) -> TreeMemory:
     """The memory of ``pid``'s tree once the idle sessions' sandboxes are gone (at least two
     processes each fewer than ``before``: bwrap and the guest) and the count has held still for
@@ -408,6 +429,8 @@ async def measure(
             chosen += list(p8.values()) if wanted("P8") else []
             chosen += list(p9.values()) if wanted("P9") else []
             measured(metrics, *chosen)
+        if wanted("P7") or wanted("P7B"):
+            measured(metrics, *await arrivals(urls, min(rounds, 5)))
     return {"metrics": [m.summary() for m in metrics], "notes": notes, "cpus": os.cpu_count()}
 
 
