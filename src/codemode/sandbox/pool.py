@@ -93,14 +93,39 @@ class SandboxPool:
     def spawn(self) -> Sandbox:
         """A sandbox whose start finishes after this call (one more start is begun for it, on
         the pool's threads), once its guest is ready; a start that fails meanwhile raises."""
-        future: Future[Sandbox] = Future()
+        with self._cond:
+            future = self._request()
+        return self._wait(future)
+
+    def acquire(self) -> Sandbox:
+        self.target.arrived()
         with self._cond:
             if self._closed:
                 raise SandboxError("the sandbox pool is closed")
-            if self._thread is None:
-                self.start()
-            self._requests.append(future)
-            self._cond.notify_all()
+            self._cond.notify_all()  # the target may have grown: starters look again
+            while self._ready:
+                sandbox = self._ready.popleft()
+                self._cond.notify_all()
+                if sandbox.process.alive():
+                    return sandbox
+                sandbox.kill()
+            # Asked in the same hold of the lock: a sandbox that becomes ready from now on
+            # goes to this caller, not to the queue.
+            future = self._request()
+        return self._wait(future)
+
+    def _request(self) -> Future[Sandbox]:
+        """Wait in line for the next start that finishes (lock held)."""
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        if self._thread is None:
+            self.start()
+        future: Future[Sandbox] = Future()
+        self._requests.append(future)
+        self._cond.notify_all()
+        return future
+
+    def _wait(self, future: Future[Sandbox]) -> Sandbox:
         try:
             return future.result(timeout=self.start_timeout_s + 30)
         except TimeoutError:
@@ -115,20 +140,6 @@ class SandboxPool:
                     fix="check `codemode doctor`; a loaded machine starts sandboxes slowly",
                 ) from None
             return future.result()
-
-    def acquire(self) -> Sandbox:
-        self.target.arrived()
-        with self._cond:
-            if self._closed:
-                raise SandboxError("the sandbox pool is closed")
-            self._cond.notify_all()  # the target may have grown: starters look again
-            while self._ready:
-                sandbox = self._ready.popleft()
-                self._cond.notify_all()
-                if sandbox.process.alive():
-                    return sandbox
-                sandbox.kill()
-        return self.spawn()
 
     @property
     def closed(self) -> bool:
