@@ -16,7 +16,12 @@ P4 search over the 3,224 operations of tests/data/specs (warm: after a first sea
 P5 startup with the three specs: process start until the first `tools/list` answers
 P6 a 1 MB string of mixed text through the upstream's `echo`, privacy on (codemode's default),
    a new text each call
-P7 20 new sessions arriving together: p95 of their first execute
+P7 20 new sessions arriving together: p95 of their first execute (after each burst the server
+   is left to finish what the burst started, e.g. refilling its pool, before the other system's
+   burst begins: `quiet`)
+P7b the same burst the way clients arrive, with a thin client (burst_client.py) so the clients'
+   own CPU weighs little: connect + initialize + first execute per client, p95 of each phase
+   from the common start, and the wall time until the last one answered
 P8 memory of 20 idle sessions: RSS, PSS and USS of each server's process tree after P7's
    clients are gone (process_memory.py: RSS counts shared pages once per process, PSS shares
    them out, USS counts private pages only)
@@ -47,8 +52,9 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from burst_client import burst
 from gateway import free_port, percentile
-from process_memory import TreeMemory, tree_memory
+from process_memory import TreeMemory, tree_cpu_s, tree_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = Path(__file__).resolve().parent / "peers_servers.py"
@@ -315,6 +321,39 @@ async def burst_p95(url: str, system: str) -> float:
     return percentile(times, 0.95)
 
 
+async def arrivals(urls: dict[str, str], pids: dict[str, int], rounds: int) -> list[Metric]:
+    """P7b: rounds of SESSIONS thin clients at once, systems interleaved, each burst on a
+    quiet server."""
+    initialized = Metric(f"P7b {SESSIONS} arrive at once: initialized", "ms p95")
+    executed = Metric(f"P7b {SESSIONS} arrive at once: first execute", "ms p95")
+    wall = Metric(f"P7b {SESSIONS} arrive at once: wall", "ms")
+    for _ in range(rounds):
+        rows = {}
+        for system in SYSTEMS:
+            rows[system] = await burst(urls[system], trivial(system), SESSIONS)
+            await quiet(pids[system])
+        (ours, our_wall), (theirs, their_wall) = rows["codemode"], rows["fastmcp"]
+        for metric, phase in ((initialized, "initialized_ms"), (executed, "executed_ms")):
+            mine = percentile([getattr(one, phase) for one in ours], 0.95)
+            metric.add(mine, percentile([getattr(one, phase) for one in theirs], 0.95))
+        wall.add(our_wall, their_wall)
+    return [initialized, executed, wall]
+
+
+async def quiet(pid: int, *, window_s: float = 0.5, deadline_s: float = 30.0) -> None:
+    """Wait until ``pid``'s process tree used under 5% of one CPU over ``window_s``: work a
+    burst left behind (starting sandboxes, releasing sessions) must not run during the other
+    system's burst."""
+    deadline = time.monotonic() + deadline_s
+    before = tree_cpu_s(pid)
+    while time.monotonic() < deadline:
+        await anyio.sleep(window_s)
+        now = tree_cpu_s(pid)
+        if now - before < 0.05 * window_s:
+            return
+        before = now
+
+
 async def released_tree(pid: int, before: int, deadline_s: float) -> TreeMemory:
     """The memory of ``pid``'s tree once the idle sessions' sandboxes are gone (at least two
     processes each fewer than ``before``: bwrap and the guest) and the count has held still for
@@ -388,7 +427,10 @@ async def measure(
             p8 = memory_metrics(f"P8 memory of {SESSIONS} idle sessions")
             p9 = memory_metrics(f"P9 memory of {SESSIONS} idle sessions, released")
             for index in range(min(rounds, 5)):  # every round leaves 20 idle sessions
-                p7.add(await burst_p95(ours, "codemode"), await burst_p95(theirs, "fastmcp"))
+                ours_p95 = await burst_p95(ours, "codemode")
+                await quiet(our_pid)
+                p7.add(ours_p95, await burst_p95(theirs, "fastmcp"))
+                await quiet(their_pid)
                 if index == 0:  # the first round's sessions only (later rounds add more)
                     ours_tree, theirs_tree = tree_memory(our_pid), tree_memory(their_pid)
                     add_memory(p8, ours_tree, theirs_tree)
@@ -408,6 +450,9 @@ async def measure(
             chosen += list(p8.values()) if wanted("P8") else []
             chosen += list(p9.values()) if wanted("P9") else []
             measured(metrics, *chosen)
+        if wanted("P7") or wanted("P7B"):
+            pids = {"codemode": our_pid, "fastmcp": their_pid}
+            measured(metrics, *await arrivals(urls, pids, min(rounds, 5)))
     return {"metrics": [m.summary() for m in metrics], "notes": notes, "cpus": os.cpu_count()}
 
 

@@ -4,16 +4,18 @@ RSS counts every shared page once per process, so a sum over 60 sandboxes overst
 cost and hides what sharing saves. PSS divides each shared page among the processes that map it
 (the sum is what the tree really holds); USS counts only the pages no other process maps (what
 freeing that process would give back). Used by peers.py and idle.py; reading another user's
-processes needs root (or the same user).
+processes needs root (or the same user). ``tree_cpu_s`` tells when a tree has gone quiet.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 PROC = Path("/proc")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -79,3 +81,13 @@ if __name__ == "__main__":
     import sys
 
     print(tree_memory(int(sys.argv[1]) if len(sys.argv) > 1 else os.getpid()).text())
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the live processes of ``pid``'s tree have used so far."""
+    ticks = 0
+    for member in descendants(pid):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = (PROC / str(member) / "stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / CLOCK_TICKS

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 # Modules the benchmarks import or start, not benchmarks themselves (and the agent suite's
 # tasks, world and servers: ``agent/bench_*.py``).
-HELPERS = {"peers_servers.py", "process_memory.py", "search_eval.py"}
+HELPERS = {"burst_client.py", "peers_servers.py", "process_memory.py", "search_eval.py"}
 # Benchmarks that start a Ray cluster (tens of seconds before the first number): run on their
 # own, marked slow.
 RAY = {"cluster.py", "scale.py"}

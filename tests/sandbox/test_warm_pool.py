@@ -165,3 +165,61 @@ def test_a_sandbox_stopped_while_its_starter_waits_says_so(settings):
     sandbox.kill()  # what close() does from another thread
     with pytest.raises(SandboxError, match="stopped while it started"):
         sandbox.wait_ready(10)
+
+
+class _Started:
+    """A stand-in for a started sandbox: the pool only asks whether it lives and kills it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.dead = False
+        self.process = self
+
+    def alive(self) -> bool:
+        return not self.dead
+
+    def kill(self) -> None:
+        self.dead = True
+
+
+class GatedPool(SandboxPool):
+    """Each start finishes only when the test opens its gate, in whatever order it chooses."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.begun: list[tuple[threading.Event, _Started]] = []
+        self.changed = threading.Condition()
+
+    def _spawn_here(self):
+        gate, sandbox = threading.Event(), _Started(f"start {len(self.begun) + 1}")
+        with self.changed:
+            self.begun.append((gate, sandbox))
+            self.changed.notify_all()
+        assert gate.wait(60), "the test never opened this start's gate"
+        return sandbox
+
+    def wait_begun(self, count: int) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.begun) >= count, 60)
+
+
+def test_a_waiting_caller_takes_the_first_start_that_finishes_not_only_its_own(settings):
+    """A burst's callers must not wait for the start begun for each of them while a start
+    begun to refill the pool is ready: the first one that finishes serves the oldest caller."""
+    pool = GatedPool(make_backend(settings), 1, starters=2).start()
+    try:
+        pool.wait_begun(1)  # refilling the pool to its one sandbox
+        got: list[object] = []
+        caller = threading.Thread(target=lambda: got.append(pool.acquire()))
+        caller.start()
+        pool.wait_begun(2)  # one more start for the caller who found the pool empty
+        refill, for_caller = pool.begun
+        refill[0].set()
+        caller.join(60)
+        assert got == [refill[1]], "the caller still waits although a sandbox is ready"
+        for_caller[0].set()  # it refills the pool instead
+        wait_until(lambda: pool.ready_count == 1)
+    finally:
+        for gate, _ in pool.begun:
+            gate.set()
+        pool.close()

@@ -6,6 +6,11 @@ from a short-lived worker thread would be killed when that thread exits; starter
 as long as the pool. With ``starters > 1`` several sandboxes start at once (a burst of new
 sessions waits less). How many stay ready is a ``WarmTarget``: fixed by default, adaptive
 (growing with the arrival rate, bounded by memory) when given one.
+
+A caller that finds no ready sandbox waits for the first start to finish, whichever starter
+runs it: a start begun to refill the queue serves a waiting caller before the queue. (Each
+caller waiting for the start begun for it alone let sandboxes sit ready while callers of a
+burst waited for their own.)
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ log = logging.getLogger(__name__)
 
 
 class SandboxPool:
-    """Keeps ``size`` ready sandboxes. ``acquire`` never waits for the refill thread."""
+    """Keeps ``size`` ready sandboxes (more while a burst arrives, when the target is adaptive).
+    ``acquire`` takes a ready one, or the next one any starter finishes."""
 
     def __init__(
         self,
@@ -53,6 +59,7 @@ class SandboxPool:
         self._starting = 0
         self._starter_threads: list[threading.Thread] = []
         self._thread: threading.Thread | None = None
+        # Callers waiting for the next sandbox a starter finishes, oldest first.
         self._requests: deque[Future[Sandbox]] = deque()
         # Every live sandbox this pool started (ready ones and sessions'), to stop at close.
         self._all: set[Sandbox] = set()
@@ -84,16 +91,11 @@ class SandboxPool:
         return sandbox
 
     def spawn(self) -> Sandbox:
-        """Start one sandbox now (on the pool's thread) and wait until its guest is ready."""
-        future: Future[Sandbox] = Future()
+        """A sandbox whose start finishes after this call (one more start is begun for it, on
+        the pool's threads), once its guest is ready; a start that fails meanwhile raises."""
         with self._cond:
-            if self._closed:
-                raise SandboxError("the sandbox pool is closed")
-            if self._thread is None:
-                self.start()
-            self._requests.append(future)
-            self._cond.notify_all()
-        return future.result(timeout=self.start_timeout_s + 30)
+            future = self._request()
+        return self._wait(future)
 
     def acquire(self) -> Sandbox:
         self.target.arrived()
@@ -107,7 +109,37 @@ class SandboxPool:
                 if sandbox.process.alive():
                     return sandbox
                 sandbox.kill()
-        return self.spawn()
+            # Asked in the same hold of the lock: a sandbox that becomes ready from now on
+            # goes to this caller, not to the queue.
+            future = self._request()
+        return self._wait(future)
+
+    def _request(self) -> Future[Sandbox]:
+        """Wait in line for the next start that finishes (lock held)."""
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        if self._thread is None:
+            self.start()
+        future: Future[Sandbox] = Future()
+        self._requests.append(future)
+        self._cond.notify_all()
+        return future
+
+    def _wait(self, future: Future[Sandbox]) -> Sandbox:
+        try:
+            return future.result(timeout=self.start_timeout_s + 30)
+        except TimeoutError:
+            with self._cond:
+                if not future.done():  # no starter hands it a sandbox after this
+                    future.cancel()
+                    with contextlib.suppress(ValueError):
+                        self._requests.remove(future)
+            if future.cancelled():
+                raise SandboxError(
+                    f"no sandbox started within {self.start_timeout_s + 30:.0f} s",
+                    fix="check `codemode doctor`; a loaded machine starts sandboxes slowly",
+                ) from None
+            return future.result()
 
     @property
     def closed(self) -> bool:
@@ -127,7 +159,17 @@ class SandboxPool:
             )
 
     def _short(self) -> bool:
-        return len(self._ready) + self._starting < self.target.size()
+        """Fewer started or starting than the target plus the callers waiting (lock held)."""
+        wanted = self.target.size() + len(self._requests)
+        return len(self._ready) + self._starting < wanted
+
+    def _next_request(self) -> Future[Sandbox] | None:
+        """The oldest caller still waiting (lock held)."""
+        while self._requests:
+            request = self._requests.popleft()
+            if not request.done():
+                return request
+        return None
 
     def _trim(self) -> None:
         """Stop ready sandboxes above the target (the burst is over), newest first."""
@@ -144,35 +186,33 @@ class SandboxPool:
             with self._cond:
                 # An adaptive target changes with time, so look again now and then.
                 self._cond.wait_for(
-                    lambda: self._closed or self._requests or self._short(),
+                    lambda: self._closed or self._short(),
                     timeout=self.target.window_s if adaptive else None,
                 )
                 if self._closed:
-                    for pending in self._requests:
-                        pending.set_exception(SandboxError("the sandbox pool is closed"))
-                    self._requests.clear()
+                    self._fail_requests(SandboxError("the sandbox pool is closed"))
                     return
-                request = self._requests.popleft() if self._requests else None
-                short = request is None and self._short()
+                short = self._short()
                 if short:
                     self._starting += 1
-            if request is None and not short:
+            if not short:
                 self._trim()
-                continue
-            if request is not None:
-                try:
-                    request.set_result(self._spawn_here())
-                except BaseException as error:  # noqa: BLE001 - handed to the waiting caller
-                    request.set_exception(error)
                 continue
             try:
                 sandbox = self._spawn_here()
                 failures = 0
-            except CodemodeError as error:
+            except BaseException as error:
                 with self._cond:
                     self._starting -= 1
+                    request = self._next_request()
+                    if request is not None:  # the waiting caller hears why
+                        request.set_exception(error)
+                if request is not None:
+                    continue
                 if self.closed:
                     return
+                if not isinstance(error, CodemodeError):
+                    raise
                 self.last_error = error
                 failures += 1
                 log.warning("sandbox pool could not start a sandbox: %s", error)
@@ -184,9 +224,19 @@ class SandboxPool:
                 self._starting -= 1
                 if self.closed:
                     sandbox.kill()
+                    self._fail_requests(SandboxError("the sandbox pool is closed"))
                     return
-                self._ready.append(sandbox)
+                request = self._next_request()
+                if request is not None:
+                    request.set_result(sandbox)
+                else:
+                    self._ready.append(sandbox)
                 self._cond.notify_all()
+
+    def _fail_requests(self, error: SandboxError) -> None:
+        """Every waiting caller hears ``error`` (lock held)."""
+        while (request := self._next_request()) is not None:
+            request.set_exception(error)
 
     def close(self) -> None:
         """Stop every sandbox this pool started (sessions' included), then the thread."""
