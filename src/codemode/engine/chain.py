@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from codemode.audit import AuditInvoker, AuditLog
     from codemode.catalog.observed import ShapeBook
     from codemode.privacy.invoker import PrivacyInvoker
+    from codemode.privacy.ledger import ProbeLedger
 
 __all__ = ["InvokerChain", "build_invoker_chain"]
 
@@ -72,6 +73,7 @@ def build_invoker_chain(
     builtins: Mapping[str, ToolInvoker] | None = None,
     shapes: ShapeBook | None = None,
     stores: SessionStores | None = None,
+    probes: ProbeLedger | None = None,
 ) -> InvokerChain:
     stores = stores or LocalSessionStores()
     invoker: ToolInvoker = upstream
@@ -92,6 +94,7 @@ def build_invoker_chain(
                 approver=approver,
                 vault=privacy.vault,
                 may_flow=privacy.flows_unasked,
+                ledger=probes,  # the owner's: probes add up across the owner's sessions
             )
     if shapes is not None:  # outside privacy: it sees results as the sandbox will
         from codemode.catalog.observed import ShapeRecorder

@@ -470,6 +470,7 @@ class Codemode:
             builtins={STATE_SERVER: state},
             shapes=self.shapes,
             stores=self.parts.stores if self.parts is not None else None,
+            probes=self.parts.probe_ledgers.for_owner(owner) if self.parts is not None else None,
         )
         sandbox: SessionSandbox = self.sandboxes.open(handle)
         if self.skills is not None:

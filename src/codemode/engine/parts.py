@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from codemode.config import CodemodeConfig
@@ -21,6 +21,7 @@ from codemode.engine.approvals import ApprovalBroker
 from codemode.engine.registry import SessionFactory, SessionRegistry
 from codemode.engine.session import Session
 from codemode.engine.stores import LocalSessionStores, SessionStores
+from codemode.privacy.ledger import ProbeLedgers
 
 if TYPE_CHECKING:
     from codemode.audit import AuditLog
@@ -55,6 +56,8 @@ class SessionParts:
     audit_log: AuditLog | None
     digest_key: bytes | None
     shared: SharedStore | None = None  # None: everything lives in this process
+    # What oracle calls showed of hidden values, per owner, across sessions (this process).
+    probe_ledgers: ProbeLedgers = field(default_factory=ProbeLedgers)
 
     def close(self) -> None:
         """Close the audit log and the shared store's connection (sessions are closed first)."""

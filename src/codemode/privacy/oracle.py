@@ -24,6 +24,10 @@ pieces    the pieces of one hidden value sent to servers its flow rules forbid a
 budget    a rate (calls per minute) and a total per session over all oracle tools, as a
           backstop; past either, the call is refused (``budget`` in the audit log).
 
+What probes showed and which pieces went where is kept per owner (``ledger.ProbeLedger``,
+keyed by the value, not the session's token), so a probe spread over many sessions of one
+owner adds up as it would in one.
+
 Which tools are oracles: names matching ``[privacy.oracle] tools`` (globs over
 ``server.tool``; the default names searches, lookups, checks and ``is_``/``has_`` questions),
 tools whose input has a ``query``-like parameter, and tools whose output is a boolean.
@@ -45,6 +49,7 @@ from codemode.bridge.host import ApprovalGate, ToolInvoker, execution_clock_paus
 from codemode.config_model import ConfigModel, Hint, PositiveWholeNumber
 from codemode.errors import DataFlowDeniedError
 from codemode.policy.outcome import ApprovalDeniedError, BudgetExhaustedError, note_verdict
+from codemode.privacy.ledger import ProbeLedger
 from codemode.privacy.pieces import Knowledge, Piece
 from codemode.privacy.recall import fragment_chars
 from codemode.privacy.vault import Vault
@@ -101,6 +106,7 @@ class OracleGuard:
         clock: Callable[[], float] = time.monotonic,
         vault: Vault | None = None,
         may_flow: MayFlow | None = None,
+        ledger: ProbeLedger | None = None,
     ) -> None:
         self.inner = inner
         self.settings = settings
@@ -113,10 +119,9 @@ class OracleGuard:
         self._calls: deque[float] = deque()
         self._total = 0
         self._is_oracle: dict[str, bool] = {}
-        self._probed: dict[int, set[int]] = {}  # hidden value -> positions oracle calls showed
-        self._probes: dict[int, set[Piece]] = {}  # ... and the pieces they carried
-        self._sent: dict[int, set[int]] = {}  # value -> positions sent where it may not go
-        self._sent_to: dict[int, set[str]] = {}  # ... and to which servers
+        # What probes showed and pieces sent where they may not go, per hidden value: the
+        # owner's, across sessions (a new session per guess must not start from nothing).
+        self.ledger = ledger if ledger is not None else ProbeLedger()
 
     def is_oracle(self, server: str, tool: str) -> bool:
         name = f"{server}.{tool}"
@@ -181,8 +186,8 @@ class OracleGuard:
         """Pieces of a value sent to servers its flow rules forbid add up across calls and
         servers, wherever they sit in the value."""
         assert self.knowledge is not None and self.may_flow is not None
-        destination, values = call.server, self.knowledge.values
-        with self._lock:
+        destination, values, ledger = call.server, self.knowledge.values, self.ledger
+        with ledger.lock:
             adding: list[tuple[int, set[int]]] = []
             for index, found in pieces.items():
                 value = values[index]
@@ -192,10 +197,10 @@ class OracleGuard:
                 ]
                 if not forbidden or not positions:
                     continue
-                total = self._sent.get(index, set()) | positions
+                total = ledger.track(value.skeleton).sent | positions
                 size = len(value.skeleton)
                 if len(total) >= min(size, fragment_chars(size)):
-                    servers = sorted(self._sent_to.get(index, set()) | {destination})
+                    servers = sorted(ledger.track(value.skeleton).sent_to | {destination})
                     note_verdict("deny", "privacy.flows")
                     raise DataFlowDeniedError(
                         f"{call.server}.{call.tool} was not run: with earlier calls its "
@@ -207,20 +212,21 @@ class OracleGuard:
                     )
                 adding.append((index, total))
             for index, total in adding:
-                self._sent[index] = total
-                self._sent_to.setdefault(index, set()).add(destination)
+                track = ledger.track(values[index].skeleton)
+                track.sent = total
+                track.sent_to.add(destination)
 
     def _check_probe(self, call: ToolCall, pieces: dict[int, list[Piece]]) -> None:
         """Ask a human before an oracle call grows a piece of a value that earlier oracle calls
         carried, by letters, to a tenth of the value or more."""
         assert self.knowledge is not None
-        values = self.knowledge.values
+        values, ledger = self.knowledge.values, self.ledger
         growing = None
-        with self._lock:
+        with ledger.lock:
             for index, found in pieces.items():
-                before = self._probed.get(index, set())
-                earlier = self._probes.get(index, set())
                 skeleton = values[index].skeleton
+                track = ledger.track(skeleton)
+                before, earlier = track.probed, track.probes
                 enough = max(2, math.ceil(len(skeleton) * PROBE_SHARE))
                 for piece in found:
                     # Digits added to a piece are how honest batches differ (id = 6, 7 ...).
@@ -233,10 +239,11 @@ class OracleGuard:
                     break
         if growing is not None:
             self._ask(call, *growing)
-        with self._lock:
+        with ledger.lock:
             for index, found in pieces.items():
-                self._probed.setdefault(index, set()).update(p for f in found for p in f.hidden)
-                self._probes.setdefault(index, set()).update(f for f in found if f.hidden)
+                track = ledger.track(values[index].skeleton)
+                track.probed.update(p for f in found for p in f.hidden)
+                track.probes.update(f for f in found if f.hidden)
 
     def _ask(self, call: ToolCall, token: str, shown: int, size: int) -> None:
         name = f"{call.server}.{call.tool}"
