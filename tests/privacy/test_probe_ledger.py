@@ -84,3 +84,18 @@ def test_pieces_sent_from_many_sessions_to_a_forbidden_server_add_up() -> None:
     for piece in PIECES:  # with a ledger per session, every piece goes
         invoker = new_session(crm, Approver(False), ProbeLedger())
         invoker.invoke(ToolCall("mail", "send", {"body": piece}), timeout_s=5)
+
+
+def test_ledgers_keep_the_most_recent_values_and_owners() -> None:
+    ledger = ProbeLedger(max_values=2)
+    with ledger.lock:
+        ledger.track("aaa").probed.add(1)
+        ledger.track("bbb")
+        ledger.track("aaa")  # used again: now the most recent
+        ledger.track("ccc")
+        assert len(ledger) == 2 and ledger.track("aaa").probed == {1}
+    ledgers = ProbeLedgers(max_owners=2)
+    alice = ledgers.for_owner("alice")
+    assert ledgers.for_owner("alice") is alice and ledgers.for_owner(None) is ledgers.for_owner("")
+    ledgers.for_owner("bob")
+    assert ledgers.for_owner("alice") is not alice  # the oldest of three owners was forgotten

@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from codemode.privacy.pieces import Piece
 
 __all__ = ["ProbeLedger", "ProbeLedgers", "ValueTrack"]
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 #: Values tracked per owner (the least recently probed are forgotten first).
 MAX_VALUES = 4096
@@ -46,14 +51,7 @@ class ProbeLedger:
 
     def track(self, skeleton: str) -> ValueTrack:
         """The value's track, made when first asked for (hold ``lock``)."""
-        track = self._tracks.get(skeleton)
-        if track is None:
-            track = self._tracks[skeleton] = ValueTrack()
-            if len(self._tracks) > self._max_values:
-                self._tracks.popitem(last=False)
-        else:
-            self._tracks.move_to_end(skeleton)
-        return track
+        return _recent(self._tracks, skeleton, ValueTrack, self._max_values)
 
     def __len__(self) -> int:
         return len(self._tracks)
@@ -70,11 +68,16 @@ class ProbeLedgers:
     def for_owner(self, owner: str | None) -> ProbeLedger:
         key = owner or ""
         with self._lock:
-            ledger = self._ledgers.get(key)
-            if ledger is None:
-                ledger = self._ledgers[key] = ProbeLedger()
-                if len(self._ledgers) > self._max_owners:
-                    self._ledgers.popitem(last=False)
-            else:
-                self._ledgers.move_to_end(key)
-            return ledger
+            return _recent(self._ledgers, key, ProbeLedger, self._max_owners)
+
+
+def _recent(items: OrderedDict[K, V], key: K, make: Callable[[], V], limit: int) -> V:
+    """``items[key]``, made when missing, as the most recent; the oldest go past ``limit``."""
+    item = items.get(key)
+    if item is None:
+        item = items[key] = make()
+        if len(items) > limit:
+            items.popitem(last=False)
+    else:
+        items.move_to_end(key)
+    return item
