@@ -86,3 +86,12 @@ def test_what_reads_as_encoded() -> None:
     text = f"a {EMAIL.encode().hex()} b 0123456789012345 c {base64.b64encode(b'hello world!').decode()}"
     assert [decoded for _, _, decoded in encoded_runs(text, shortest=6)] == [EMAIL, "hello world!"]
     assert list(encoded_runs("x" * 100 + " " + "Ab1" * 30_000, shortest=6)) == []  # too long
+
+
+def test_a_value_only_the_vault_knows_is_tokenized_from_its_encoding() -> None:
+    vault = Vault()
+    token = vault.token_for("NAME", "Jordan Quillfeather", TokenSource("db", "q", "name"))
+    tokenizer = Tokenizer(DetectorSet())
+    for encoded in encodings("Jordan Quillfeather").values():
+        result = tokenizer.tokenize({"h": f"id {encoded}"}, vault, server="db", tool="q")
+        assert result["h"] == f"id {token}"

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codemode.privacy import TokenSource, Vault
-from codemode.privacy.pieces import Knowledge, Piece, fold, longest_stretch, words_of
+from codemode.privacy.pieces import Knowledge, Piece, fold, words_of
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 
 SECRET = "jordan.blake@acme.example.com"  # skeleton jordanblakeacmeexamplecom
@@ -87,8 +87,3 @@ def test_grams_many_values_share_are_not_pieces() -> None:
 
 def test_values_the_code_printed_itself_are_not_hidden() -> None:
     assert knowledge(("EMAIL", SECRET), server=OUTPUT_SOURCE).pieces({"q": "blake"}) == {}
-
-
-def test_longest_stretch() -> None:
-    assert longest_stretch({1, 2, 3, 7, 8}) == 3
-    assert longest_stretch(()) == 0

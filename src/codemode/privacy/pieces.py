@@ -30,7 +30,7 @@ import bisect
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ from codemode.privacy.patterns import patterns_in
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 from codemode.privacy.vault import TOKEN_PATTERN, Vault
 
-__all__ = ["Hidden", "Knowledge", "Piece", "fold", "longest_stretch", "words_of"]
+__all__ = ["Hidden", "Knowledge", "Piece", "fold", "words_of"]
 
 # Letters that look like Latin ones (Cyrillic, Greek), which NFKC leaves as they are.
 _CONFUSABLES = str.maketrans(
@@ -109,17 +109,6 @@ class Piece:
             return True
         inside = self.start <= earlier.start and earlier.end <= self.end
         return inside and self.end - self.start > earlier.end - earlier.start
-
-
-def longest_stretch(positions: Iterable[int]) -> int:
-    """The length of the longest run of consecutive positions."""
-    best = run = 0
-    last = -2
-    for position in sorted(set(positions)):
-        run = run + 1 if position == last + 1 else 1
-        best = max(best, run)
-        last = position
-    return best
 
 
 class Knowledge:

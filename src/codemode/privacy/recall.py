@@ -135,17 +135,22 @@ class Recall:
                 gram = known.skeleton[offset : offset + _GRAM]
                 self._grams.setdefault(gram, []).append((index, offset))
 
-    def find(self, text: str, *, detected: frozenset[str] = frozenset()) -> list[RecallHit]:
+    def find(
+        self, text: str, *, detected: frozenset[str] = frozenset(), decode: bool = True
+    ) -> list[RecallHit]:
         """Every place in ``text`` holding a known value or a fragment of one (may overlap).
 
         Values too short for fragments are matched exactly, unless of the ``detected`` kinds
         (which the detectors find by themselves). In text longer than ``FRAGMENT_SCAN_MAX``
         every value is matched exactly, those of the ``detected`` kinds only while the vault
         holds at most ``LONG_TEXT_ALL_VALUES`` values (each costs a pass over the text).
+        ``decode``: look into runs of hex and base64 too (the tokenizer decodes them itself).
         """
         if not self._known or len(text) < _MIN_EXACT:
             return []
         hits = self._find_plain(text, detected)
+        if not decode:
+            return hits
         for start, end, decoded in encoded_runs(text, shortest=_MIN_EXACT):
             # A value in hex or base64 (``hex(email)`` from a SQL tool): the whole run goes.
             within = self._find_plain(decoded, frozenset())

@@ -253,13 +253,18 @@ class _Walk:
         return _replace(text, detections, self.vault, lambda _d: source)
 
     def _encoded(self, text: str) -> list[Detection]:
-        """Runs of hex or base64 that decode to text holding personal data (``hex(email)``
-        from a SQL tool): the whole run is replaced by the token of the value inside."""
+        """Runs of hex or base64 that decode to text holding personal data or a value the
+        vault holds (``hex(email)`` from a SQL tool): the whole run is replaced by the token
+        of the value inside. Each run is decoded once, here (the recall is asked not to)."""
         found: list[Detection] = []
         for start, end, decoded in encoded_runs(text, shortest=_ENCODED_MIN_LEN):
             inner = self.detectors.detect(decoded)
             if inner:
                 found.append(Detection(inner[0].kind, start, end, inner[0].value))
+                continue
+            recalled = self.recall.find(decoded, decode=False) if self.recall is not None else []
+            if recalled:
+                found.append(Detection("", start, end, recalled[0].entry.token))
         return found
 
     def _token_literals(self, text: str) -> list[Detection]:
@@ -313,7 +318,7 @@ def _recalled(
     hits = sorted(
         (
             hit
-            for hit in recall.find(text, detected=detected)
+            for hit in recall.find(text, detected=detected, decode=False)
             if hit.whole
             or (hit.start, hit.end) not in found
             or found[hit.start, hit.end] in str(hit.entry.value).casefold()
