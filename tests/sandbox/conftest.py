@@ -55,7 +55,22 @@ def sandbox_processes() -> set[int]:
     found = set(bwraps)
     for pid in bwraps:
         found |= _descendants(pid, table)
-    return found
+    return found - template_processes(bwraps, table)
+
+
+def template_processes(bwraps: set[int], table: dict[int, tuple[int, str, str]]) -> set[int]:
+    """A sandbox template (its bwrap and the interpreter in it) is no sandbox: it lives as
+    long as its backend. The sandboxes it forked are its children, and still counted."""
+    templates: set[int] = set()
+    for pid in bwraps:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"_codemode_guest.template" in command:
+            templates.add(pid)
+            templates |= {child for child, row in table.items() if row[0] == pid}
+    return templates
 
 
 def zombies() -> list[str]:

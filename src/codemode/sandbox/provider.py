@@ -81,8 +81,10 @@ class PooledSandboxes:
 
     has_workspace = True
 
-    def __init__(self, pool: SandboxPool) -> None:
+    def __init__(self, pool: SandboxPool, *, owns_backend: bool = False) -> None:
         self.pool = pool
+        # A backend made for this provider is stopped with it (its sandbox template).
+        self.owns_backend = owns_backend
 
     @property
     def isolated(self) -> bool:
@@ -93,3 +95,6 @@ class PooledSandboxes:
 
     def close(self) -> None:
         self.pool.close()
+        close_backend = getattr(self.pool.backend, "close", None)
+        if self.owns_backend and callable(close_backend):
+            close_backend()

@@ -93,6 +93,9 @@ class SandboxSettings(ConfigModel):
         tuple[StrictStr, ...] | None,
         Hint(expects="a list of directory paths", fix='write python_paths = ["/path/to/site"]'),
     ] = None
+    # New sandboxes are forked from one template process, copy-on-write (idle ones share the
+    # interpreter's pages; a start is a fork). false: each starts in a bubblewrap of its own.
+    template: StrictBool = True
     # Running without isolation is for debugging trusted code only. The name says so.
     unsafe_no_isolation: StrictBool = False
     # Limits the machine cannot enforce (see sandbox.enforcement) that you accept anyway, by

@@ -173,6 +173,13 @@ async def _await(awaitable):
 
 
 def main(argv):
+    fd, workspace, isolated = prepare(argv)
+    serve(fd, workspace, isolated)
+
+
+def prepare(argv):
+    """Everything before the bridge: the environment, the way out, the site directories.
+    A template (``template.py``) runs this once for every sandbox it forks."""
     fd, paths, workspace, isolated, egress_socket = _parse_args(argv)
     if egress_socket is not None:  # [sandbox.network] allow: the way out through the proxy
         from . import egress
@@ -187,6 +194,11 @@ def main(argv):
         site.addsitedir(path)
     # The code's own modules in the workspace import like a script's neighbours do.
     sys.path.insert(1, workspace)
+    return fd, workspace, isolated
+
+
+def serve(fd, workspace, isolated):
+    """Answer frames on the bridge ``fd`` until the host says ``exit`` or goes away."""
     # Drop every descriptor we did not ask for (bwrap's, or anything inherited by mistake).
     os.closerange(3, fd)
     os.closerange(fd + 1, 4096)

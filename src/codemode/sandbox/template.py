@@ -1,0 +1,353 @@
+"""Sandboxes forked from one template, copy-on-write, instead of one bubblewrap each.
+
+The template is a guest interpreter started once in a bubblewrap of its own, with the guest's
+modules loaded (``guest/template.py`` says how each fork makes itself a sandbox). A new sandbox
+is then a fork, not a process the gateway forks and execs: no fork of the gateway (whose setup
+between fork and exec holds the GIL for milliseconds), no interpreter start-up, and the pages
+of the interpreter and its modules shared by every idle sandbox until one writes to them.
+
+Per sandbox, the host hands the template four descriptors over a ``SOCK_SEQPACKET`` control
+socket: the guest's end of the bridge, its stdout and stderr pipes, and a report socket. On
+the report socket the fork says it is about to start the guest; the kernel adds its
+credentials, so the host learns its pid as the host sees it, puts it in the sandbox's cgroups
+and answers; then the guest, sealed (capabilities dropped, seccomp on), says so, and the host
+holds it by a pidfd.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from codemode.errors import SandboxError
+from codemode.settings.sandbox import Limits
+
+__all__ = [
+    "BRIDGE_FD",
+    "ForkedGuest",
+    "SandboxTemplate",
+    "TemplateUnavailableError",
+    "template_args",
+]
+
+log = logging.getLogger(__name__)
+
+# Where the bridge lands in every forked guest (``guest/template.py`` agrees).
+BRIDGE_FD = 3
+_UCRED = struct.Struct("iII")
+# How long a killed guest may stay a zombie before the template reaps it (on its SIGCHLD).
+_REAP_WAIT_S = 2.0
+
+
+# The kernel directories of /proc each fork shows read-only (bwrap's own list), beside the
+# files it masks.
+_PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus")
+# Queued signals count against the host user's quota (see bwrap_parts).
+_SIGNALS_PENDING = 256
+
+
+def template_args(
+    limits: Limits, tmpfs_sizes: dict[str, int], control_fd: int, seccomp_fd: int
+) -> list[str]:
+    """The template's arguments: what each fork makes of itself (``guest/template.py``)."""
+    args = ["--control", str(control_fd), "--seccomp", str(seccomp_fd)]
+    args += ["--uid", "1000", "--gid", "1000", "--hostname", "sandbox"]
+    for mount, size in tmpfs_sizes.items():
+        args += ["--tmpfs", f"{mount}={size}"]
+    for name in _PROC_READ_ONLY:
+        args += ["--proc-ro", name]
+    rlimits = {
+        "RLIMIT_CORE": 0,
+        "RLIMIT_NOFILE": limits.open_files,
+        "RLIMIT_AS": limits.memory_bytes,
+        "RLIMIT_SIGPENDING": _SIGNALS_PENDING,
+    }
+    for name, value in rlimits.items():
+        args += ["--rlimit", f"{name}={value}"]
+    return args
+
+
+class TemplateUnavailableError(SandboxError):
+    """The template could not start here: sandboxes are started one bubblewrap each."""
+
+
+def _unreaped(pid: int) -> bool:
+    """Still a zombie in the process table (its pidfd said it exited)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b") ")[2][:1] == b"Z"
+    except OSError:
+        return False
+
+
+class ForkedGuest:
+    """A guest the template forked: not a child of the gateway, so held by a pidfd. Its exit
+    status is the template's to read; ``returncode`` is -1 once it is gone."""
+
+    def __init__(self, pid: int, pidfd: int) -> None:
+        self.pid = pid
+        self._pidfd = pidfd
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._pidfd >= 0:
+            readable, _, _ = select.select([self._pidfd], [], [], 0)
+            if readable:
+                self.returncode = -1
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait until it exited and the template reaped it (a moment later: nothing of the
+        sandbox is left once this returns)."""
+        if self.poll() is None:
+            readable, _, _ = select.select([self._pidfd], [], [], timeout)
+            if not readable:
+                raise subprocess.TimeoutExpired(f"sandbox {self.pid}", timeout or 0.0)
+            self.returncode = -1
+        deadline = time.monotonic() + _REAP_WAIT_S
+        while self._pidfd >= 0 and _unreaped(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        return -1
+
+    def kill(self) -> None:
+        """SIGKILL the guest, pid 1 of its namespace: the kernel ends every process in it."""
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def close(self) -> None:
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
+
+
+@dataclass
+class Forked:
+    """What one fork gives the host: the guest, the bridge's host end, its output pipes."""
+
+    guest: ForkedGuest
+    sock: socket.socket
+    stdout_fd: int
+    stderr_fd: int
+
+
+def _sender_pid(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+            pid: int = _UCRED.unpack_from(data)[0]
+            return pid
+    return None
+
+
+def _read_tail(fd: int, limit: int = 2000) -> str:
+    """What a pipe holds now (the writer has closed it or said what it will)."""
+    chunks = []
+    os.set_blocking(fd, False)
+    with contextlib.suppress(OSError):
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace").strip()[-limit:]
+
+
+class SandboxTemplate:
+    """One template process and the forks it makes. ``launch`` starts the template's
+    bubblewrap with the child end of the control socket (its number as the argument) and
+    returns the process; it is called from a thread that lives as long as the template (the
+    parent-death signal is the starting thread's)."""
+
+    def __init__(
+        self,
+        launch: Callable[[int], subprocess.Popen[bytes]],
+        *,
+        start_timeout_s: float = 15.0,
+    ) -> None:
+        # Weakly: the backend that owns this template must stay collectable (its finalizer
+        # stops the template).
+        self._launch: Callable[[], Callable[[int], subprocess.Popen[bytes]] | None] = (
+            weakref.WeakMethod(launch) if hasattr(launch, "__self__") else (lambda: launch)
+        )
+        self._start_timeout_s = start_timeout_s
+        self._lock = threading.Lock()
+        self._control: socket.socket | None = None
+        self._popen: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The template's bubblewrap (None: not started)."""
+        return self._popen.pid if self._popen is not None else None
+
+    def _running(self) -> socket.socket:
+        with self._lock:
+            if self._control is None or self._popen is None or self._popen.poll() is not None:
+                if self._popen is not None:
+                    log.warning("the sandbox template exited; starting a new one")
+                self._control = self._start()
+            return self._control
+
+    def _start(self) -> socket.socket:
+        launch = self._launch()
+        if launch is None:
+            raise TemplateUnavailableError(
+                "the sandbox backend is gone", fix="start sandboxes from a live backend"
+            )
+        host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        box: dict[str, object] = {"launch": launch, "fd": child.fileno()}
+        started, exited = threading.Event(), threading.Event()
+        del launch
+        threading.Thread(
+            target=_keep, args=(box, started, exited), name="codemode-template", daemon=True
+        ).start()
+        started.wait()
+        child.close()
+        error = box.get("error")
+        if isinstance(error, BaseException):
+            host.close()
+            raise TemplateUnavailableError(
+                f"could not start the sandbox template: {error}",
+                fix="check that bwrap runs here: `bwrap --ro-bind / / true`",
+            )
+        popen = box["popen"]
+        assert isinstance(popen, subprocess.Popen)
+        host.settimeout(self._start_timeout_s)
+        try:
+            said = host.recv(16)
+        except OSError:
+            said = b""
+        if said != b"ready":
+            host.close()
+            with contextlib.suppress(OSError):
+                popen.kill()
+            exited.wait(5)
+            message = str(box.get("stderr", "")).strip()[-1000:]
+            raise TemplateUnavailableError(
+                f"the sandbox template did not start: {message or 'no message'}",
+                fix="sandboxes start one bubblewrap each instead; set sandbox.template = false "
+                "to say so and silence this",
+            )
+        host.settimeout(None)
+        self._popen = popen
+        return host
+
+    def fork(self, cgroup_procs: list[str], timeout_s: float) -> Forked:
+        """A new sandbox from the template; ``cgroup_procs`` are the ``cgroup.procs`` files
+        of its cgroups (empty: none), joined before the guest starts."""
+        from codemode.sandbox.launch import bridge_socketpair
+
+        control = self._running()
+        host_sock, guest_sock = bridge_socketpair()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        report, report_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        report.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        sent = [guest_sock.fileno(), stdout_w, stderr_w, report_child.fileno()]
+        try:
+            socket.send_fds(control, [b"fork"], sent)
+        except OSError as error:
+            for sock in (host_sock, report):
+                sock.close()
+            for fd in (stdout_r, stderr_r):
+                os.close(fd)
+            raise SandboxError(
+                f"the sandbox template is gone: {error}", fix="retry: a new template starts"
+            ) from error
+        finally:
+            guest_sock.close()
+            report_child.close()
+            os.close(stdout_w)
+            os.close(stderr_w)
+        pidfd = -1
+        try:
+            report.settimeout(timeout_s)
+            self._join(report, cgroup_procs, stderr_r)
+            pid = self._sealed(report, stderr_r)
+            pidfd = os.pidfd_open(pid)
+        except BaseException:
+            host_sock.close()
+            for fd in (stdout_r, stderr_r):
+                os.close(fd)
+            raise
+        finally:
+            report.close()
+        return Forked(ForkedGuest(pid, pidfd), host_sock, stdout_r, stderr_r)
+
+    def _receive(self, report: socket.socket, stderr_fd: int, step: str) -> tuple[bytes, int]:
+        try:
+            data, ancillary, _, _ = report.recvmsg(16, socket.CMSG_SPACE(_UCRED.size))
+        except TimeoutError:
+            data, ancillary = b"", []
+        pid = _sender_pid(ancillary)
+        if not data or pid is None:
+            raise SandboxError(
+                f"the sandbox did not start ({step}): {_read_tail(stderr_fd) or 'no message'}",
+                fix="run `codemode exec -` with `print(1)` to see the full error; "
+                "sandbox.template = false starts each sandbox in a bubblewrap of its own",
+            )
+        return data, pid
+
+    def _join(self, report: socket.socket, cgroup_procs: list[str], stderr_fd: int) -> None:
+        data, pid = self._receive(report, stderr_fd, "entering its namespaces")
+        if data != b"joining":
+            raise SandboxError(f"the sandbox template said {data!r}", fix="report this")
+        for path in cgroup_procs:
+            try:
+                with open(path, "w") as procs:
+                    procs.write(str(pid))
+            except OSError as error:
+                raise SandboxError(
+                    f"could not move the sandbox into its cgroup {path}: {error}",
+                    fix="check that the gateway may write to its delegated cgroups",
+                ) from error
+        report.sendall(b"joined")
+
+    def _sealed(self, report: socket.socket, stderr_fd: int) -> int:
+        data, pid = self._receive(report, stderr_fd, "sealing itself")
+        if data != b"sealed":
+            raise SandboxError(f"the sandbox template said {data!r}", fix="report this")
+        return pid
+
+    def close(self) -> None:
+        """Stop the template (its pid namespace ends with it, and every sandbox it forked).
+        A later ``fork`` starts a new one."""
+        with self._lock:
+            control, self._control = self._control, None
+            popen, self._popen = self._popen, None
+        if control is not None:
+            control.close()  # the template exits when its control socket closes
+        if popen is not None:
+            try:
+                popen.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    popen.kill()
+
+
+def _keep(box: dict[str, object], started: threading.Event, exited: threading.Event) -> None:
+    """Start the template and stay as long as it runs: the parent-death signal that ends it
+    with the gateway is this thread's. Drains its stderr (read when it fails to start)."""
+    launch = box.pop("launch")
+    assert callable(launch)
+    try:
+        popen = launch(box["fd"])
+    except BaseException as error:  # noqa: BLE001 - handed to the starting thread
+        box["error"] = error
+        started.set()
+        return
+    del launch
+    box["popen"] = popen
+    started.set()
+    try:
+        _, stderr = popen.communicate()
+        box["stderr"] = (stderr or b"").decode(errors="replace")
+    finally:
+        exited.set()

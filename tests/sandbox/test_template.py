@@ -1,0 +1,229 @@
+"""Sandboxes forked from one template: they share the template's pages copy-on-write, and
+nothing writable; each is a sandbox of its own (namespaces, mounts, limits, seccomp)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codemode.errors import SandboxError
+from codemode.sandbox import BwrapBackend, Limits, SandboxPool, SandboxSession, SandboxSettings
+from codemode.sandbox.isolation import require_isolation
+from codemode.sandbox.runner import Sandbox
+from codemode.sandbox.template import SandboxTemplate
+
+pytestmark = pytest.mark.limits  # again as an ordinary user by `make test`
+
+_NAMESPACES = ("mnt", "pid", "net", "ipc", "uts", "user", "cgroup")
+
+
+def _settings(**changes: object) -> SandboxSettings:
+    limits = Limits(wall_time_s=10, memory_bytes=512 * 1024 * 1024, workspace_bytes=64 << 20)
+    return SandboxSettings(limits=limits, pool_size=0, **changes)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def backend() -> Iterator[BwrapBackend]:
+    backend = BwrapBackend(_settings())
+    yield backend
+    backend.close()
+
+
+def _started(backend: BwrapBackend) -> Sandbox:
+    sandbox = Sandbox(backend.spawn(), backend.limits)
+    sandbox.wait_ready(30)
+    require_isolation(sandbox)
+    return sandbox
+
+
+def _parent(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("PPid:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no PPid for {pid}")
+
+
+def _writable_shared_objects(pid: int) -> set[tuple[str, str]]:
+    """(device, inode) of every mapping that is both shared and writable."""
+    found = set()
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        fields = line.split()
+        perms, device, inode = fields[1], fields[3], fields[4]
+        if "w" in perms and "s" in perms:
+            found.add((device, inode))
+    return found
+
+
+def _rollup(pid: int) -> dict[str, int]:
+    values = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+        name, _, rest = line.partition(":")
+        values[name] = int(rest.split()[0])
+    return values
+
+
+def test_two_sandboxes_from_one_template_share_no_writable_page(backend: BwrapBackend) -> None:
+    first, second = _started(backend), _started(backend)
+    try:
+        a, b = first.guest_pid, second.guest_pid
+        assert a is not None and b is not None and a != b
+        # Both forked from the same template process.
+        assert first.process.pid_is_guest and second.process.pid_is_guest
+        assert _parent(a) == _parent(b)
+        template = _parent(a)
+        assert backend.template is not None and _parent(template) == backend.template.pid
+        # No mapping both shared and writable is the same object in both.
+        assert not (_writable_shared_objects(a) & _writable_shared_objects(b))
+        # What one writes over a page it got from the template, the other never sees.
+        marker = "written-by-the-first-" + os.urandom(8).hex()
+        code = "import _codemode_guest.wire as w\nw.__doc__ = {!r}\nprint(w.__doc__[:9])"
+        assert first.execute(code.format(marker)).stdout.strip() == marker[:9]
+        seen = second.execute("import _codemode_guest.wire as w\nprint(w.__doc__[:200])")
+        assert marker not in seen.stdout and "MessagePack" in seen.stdout
+        # Each has its own namespaces and its own tmpfs mounts.
+        for name in _NAMESPACES:
+            ns_a, ns_b = (os.readlink(f"/proc/{p}/ns/{name}") for p in (a, b))
+            assert ns_a != ns_b, f"both sandboxes are in one {name} namespace"
+            assert ns_a != os.readlink(f"/proc/{template}/ns/{name}")
+        for mount in ("/tmp", "/workspace", "/dev/shm"):
+            dev_a, dev_b = (os.stat(f"/proc/{p}/root{mount}").st_dev for p in (a, b))
+            assert dev_a != dev_b, f"{mount} is one filesystem for both"
+        # And the pages they did not write are shared with the template: the point of it.
+        rollup = _rollup(a)
+        assert rollup["Shared_Clean"] + rollup["Shared_Dirty"] > 2048, rollup
+        assert rollup["Pss"] < rollup["Rss"]
+    finally:
+        first.kill()
+        second.kill()
+
+
+def test_a_forked_sandbox_is_sealed_like_one_started_alone(backend: BwrapBackend) -> None:
+    sandbox = _started(backend)
+    try:
+        code = (
+            "import os\n"
+            "status = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines())\n"
+            "print(status['CapEff'], status['CapBnd'], status['NoNewPrivs'], status['Seccomp'])\n"
+            "print(os.getpid(), os.getuid(), os.uname().nodename)\n"
+            "print(open('/proc/sys/user/max_user_namespaces').read().strip())\n"
+            "try:\n    open('/dev/planted', 'w')\nexcept OSError as e:\n    print('dev', e.errno)\n"
+            "try:\n    keys = open('/proc/keys').read()\nexcept OSError:\n    keys = ''\n"
+            "print(keys == '', sorted(os.listdir('/proc/self/fd')))\n"
+        )
+        result = sandbox.execute(code)
+        lines = result.stdout.splitlines()
+        assert result.exit_code == 0 and len(lines) == 5, result.to_dict()
+        assert lines[0].split() == ["0000000000000000", "0000000000000000", "1", "2"]
+        assert lines[1].split()[:3] == ["1", "1000", "sandbox"]
+        assert lines[2] == "0"
+        assert lines[3] == "dev 30"  # read-only: /dev is the template's, shared
+        assert lines[4] == "True ['0', '1', '2', '3', '4']"
+    finally:
+        sandbox.kill()
+
+
+def test_limits_of_a_forked_sandbox_are_its_own(backend: BwrapBackend) -> None:
+    """RLIMIT_NPROC counts per user namespace: each fork has its own, so one sandbox at its
+    process limit leaves another free to start processes."""
+    first, second = _started(backend), _started(backend)
+    try:
+        hold = (
+            "import os, time\npids = []\n"
+            "try:\n    while True:\n        pid = os.fork()\n"
+            "        if pid == 0:\n            time.sleep(30)\n            os._exit(0)\n"
+            "        pids.append(pid)\nexcept OSError:\n    pass\nprint(len(pids))"
+        )
+        held = first.execute(hold)
+        assert int(held.stdout.strip()) >= backend.limits.processes // 2
+        free = second.execute("import subprocess\nprint(subprocess.run(['true']).returncode)")
+        assert free.stdout.strip() == "0", free.to_dict()
+    finally:
+        first.kill()
+        second.kill()
+
+
+def test_a_template_that_died_is_started_again(backend: BwrapBackend) -> None:
+    _started(backend).kill()
+    assert backend.template is not None
+    old = backend.template.pid
+    assert old is not None
+    os.kill(old, 9)
+    subprocess.run(["true"], check=True)  # let the keeper thread see it (no sleep needed)
+    sandbox = None
+    for _ in range(3):  # a fork racing the death may fail once, saying so
+        try:
+            sandbox = _started(backend)
+            break
+        except SandboxError as error:
+            assert "template" in str(error) or "did not start" in str(error)
+    assert sandbox is not None
+    try:
+        assert backend.template.pid not in (None, old)
+        assert sandbox.execute("print(6 * 7)").stdout.strip() == "42"
+    finally:
+        sandbox.kill()
+
+
+def test_closing_the_backend_ends_its_template_and_sandboxes(backend: BwrapBackend) -> None:
+    sandbox = _started(backend)
+    assert backend.template is not None
+    template, guest = backend.template.pid, sandbox.guest_pid
+    assert template is not None and guest is not None
+    backend.close()
+    sandbox.process.wait_exit(5)
+    assert not sandbox.process.alive()
+    assert not Path(f"/proc/{template}").exists() or _zombie_or_gone(template)
+    sandbox.kill()
+
+
+def _zombie_or_gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_template_that_cannot_start_falls_back_to_one_bubblewrap_each(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    backend = BwrapBackend(_settings())
+
+    def broken(control_fd: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(["false"], stderr=subprocess.PIPE)
+
+    backend.template = SandboxTemplate(broken, start_timeout_s=5)
+    sandbox = _started(backend)
+    try:
+        assert not sandbox.process.pid_is_guest
+        assert backend.template is None
+        assert "each sandbox starts in a bubblewrap of its own" in caplog.text
+        assert sandbox.execute("print(1)").stdout.strip() == "1"
+    finally:
+        sandbox.kill()
+
+
+def test_template_off_starts_one_bubblewrap_each() -> None:
+    backend = BwrapBackend(_settings(template=False))
+    assert backend.template is None
+    sandbox = _started(backend)
+    try:
+        assert not sandbox.process.pid_is_guest
+    finally:
+        sandbox.kill()
+
+
+def test_a_pool_of_forked_sandboxes_serves_sessions(backend: BwrapBackend) -> None:
+    with SandboxPool(backend, size=2) as pool:
+        sessions = [SandboxSession(pool, f"s{i}") for i in range(3)]
+        try:
+            outs = [s.execute("import os\nprint(os.getpid())").stdout.strip() for s in sessions]
+            assert outs == ["1", "1", "1"]
+            guests = {s.sandbox.guest_pid for s in sessions if s.sandbox is not None}
+            assert len(guests) == 3
+        finally:
+            for session in sessions:
+                session.close()
