@@ -355,9 +355,9 @@ async def quiet(pid: int, *, window_s: float = 0.5, deadline_s: float = 30.0) ->
 
 
 async def released_tree(pid: int, before: int, deadline_s: float) -> TreeMemory:
-    """The memory of ``pid``'s tree once the idle sessions' sandboxes are gone (at least two
-    processes each fewer than ``before``: bwrap and the guest) and the count has held still for
-    STEADY_S (the warm pool is back to its floor)."""
+    """The memory of ``pid``'s tree once the idle sessions' sandboxes are gone (at least one
+    process each fewer than ``before``: the guest forked from the template, or bwrap and the
+    guest) and the count has held still for STEADY_S (the warm pool is back to its floor)."""
     deadline = time.monotonic() + deadline_s
     last, since = -1, time.monotonic()
     while True:
@@ -365,7 +365,7 @@ async def released_tree(pid: int, before: int, deadline_s: float) -> TreeMemory:
         count = memory.processes
         if count != last:
             last, since = count, time.monotonic()
-        elif count <= before - 2 * SESSIONS and time.monotonic() - since >= STEADY_S:
+        elif count <= before - SESSIONS and time.monotonic() - since >= STEADY_S:
             return memory
         if time.monotonic() > deadline:
             raise SystemExit(f"codemode still runs {count} processes ({before} before release)")
