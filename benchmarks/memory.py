@@ -4,7 +4,8 @@
                                           [--json]
 
 M1  the gateway process alone, after start, no catalog (one upstream stdio server, peers.py's)
-M2  the same gateway's parts: each warm-pool sandbox (bwrap and its guest, and the guest alone),
+M2  the same gateway's parts: the sandbox template, each warm-pool sandbox (a fork of the
+    template, or bwrap and its guest; and the guest alone),
     the upstream server and the tether that runs it
 M3  the tree with N idle sessions (default 20, as peers.py's P8), and the mean idle sandbox
 M4  the tree once those sessions were released (peers.py's P9: the pool back to its floor)
@@ -83,20 +84,28 @@ def _sum(pids: list[int]) -> dict[str, float]:
 
 
 def parts(gateway: int) -> dict[str, Any]:
-    """The tree of ``gateway`` split into the gateway, its sandboxes and everything else."""
+    """The tree of ``gateway`` split into the gateway, its sandboxes, the template that forks
+    them (when one runs) and everything else."""
     tree = descendants(gateway)
-    # A sandbox is an outer bwrap (the gateway's child) and everything below it.
+    # A sandbox is an outer bwrap (the gateway's child) and everything below it, or a child
+    # of the template (the interpreter in a bwrap of its own that forks them) and its own.
     outer = [p for p in tree if _parent(p) == gateway and _command(p).endswith("bwrap")]
-    sandboxed = set().union(*(descendants(p) for p in outer)) if outer else set()
-    others = sorted(tree - sandboxed - {gateway})
+    templates = [p for p in outer if "_codemode_guest.template" in _cmdline(p)]
+    template = set(templates) | {p for p in tree if _parent(p) in templates}
+    forked = [p for p in tree if _parent(p) in template - set(templates)]
+    alone = [p for p in outer if p not in templates]
+    roots = alone + forked
+    sandboxed = set().union(*({p} | descendants(p) for p in roots)) if roots else set()
+    others = sorted(tree - sandboxed - template - {gateway})
     sandboxes = _sum(sorted(sandboxed))
-    count = max(len(outer), 1)
+    count = max(len(roots), 1)
     guests = _sum(sorted(p for p in sandboxed if not _command(p).endswith("bwrap")))
     # Each stdio server runs under a tether (connectors/tether.py), the gateway's child.
     tethers = [p for p in others if _parent(p) == gateway and "tether" in _cmdline(p)]
     return {
         "gateway": _sum([gateway]),
-        "sandboxes": {**sandboxes, "count": len(outer)},
+        "template": _sum(sorted(template)),
+        "sandboxes": {**sandboxes, "count": len(roots)},
         "per_sandbox": {k: round(sandboxes[k] / count, 2) for k in ("rss", "pss", "uss")},
         "per_guest": {k: round(guests[k] / count, 2) for k in ("rss", "pss", "uss")},
         "others": _sum(others),
@@ -190,9 +199,11 @@ def main() -> int:
     for stage, split in stages.items():
         print(f"-- {stage}")
         print(row("  gateway process", split["gateway"]))
+        if split["template"]["processes"]:
+            print(row("  sandbox template (bwrap + interpreter)", split["template"]))
         if split["sandboxes"]["count"]:
             print(row(f"  {split['sandboxes']['count']} sandboxes", split["sandboxes"]))
-            print(row("  per sandbox (bwrap + guest)", split["per_sandbox"]))
+            print(row("  per sandbox (a fork, or bwrap + guest)", split["per_sandbox"]))
             print(row("  ... of which the guest", split["per_guest"]))
         print(row("  upstream servers (and tethers)", split["others"]))
         print(row("  ... of which the tethers", split["tethers"]))

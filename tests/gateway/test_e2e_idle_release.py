@@ -11,6 +11,7 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import pytest
 
 pytestmark = pytest.mark.anyio
@@ -31,6 +32,18 @@ async def gateway(
         yield opened
 
 
+async def _process_named(harness: Any, tag: str) -> int:
+    """The pid of the process the running code named ``tag`` (a bounded poll of /proc)."""
+    with anyio.fail_after(30):
+        while True:
+            try:
+                pid: int = harness.process_named(tag)
+            except AssertionError:
+                await anyio.sleep(0.05)
+                continue
+            return pid
+
+
 async def test_a_gone_clients_session_holds_no_sandbox_and_comes_back_whole(
     gateway: Any, harness: Any
 ) -> None:
@@ -43,10 +56,18 @@ async def test_a_gone_clients_session_holds_no_sandbox_and_comes_back_whole(
         "keep('plan')\n"
     )
     alice = harness.bearer("alice")
-    # A 2025-era client: its HTTP session ends when it disconnects.
+    # A 2025-era client: its HTTP session ends when it disconnects. The sandbox is found while
+    # its execution runs: once idle for RELEASE_S it may already be gone.
+    ran: dict[str, Any] = {}
     async with gateway.connect(mode="legacy", headers=alice) as client:
-        handle = (await harness.execute_ok(client, code))["session"]
-        pid = harness.process_named(tag)
+
+        async def run() -> None:
+            ran.update(await harness.execute_ok(client, code + "import time\ntime.sleep(2)\n"))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            pid = await _process_named(harness, tag)
+        handle = ran["session"]
     left = harness.wait_until_gone({pid}, timeout_s=30)
     assert not left, f"the sandbox of a gone client's session still runs after 30 s: {left}"
 
