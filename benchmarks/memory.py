@@ -164,7 +164,7 @@ async def measure(directory: Path, sessions: int, specs: bool, cold: bool) -> di
         await peers.burst_p95(url, "codemode")
         stages[f"{sessions} idle sessions"] = busy = await settled(pid)
         before = busy["tree"]["processes"]
-        stages["released"] = await settled(pid, lambda count: count <= before - 2 * sessions)
+        stages["released"] = await settled(pid, lambda count: count <= before - sessions)
     if specs:
         with peers.server("codemode", directory, specs=True) as (url, pid):
             stages["3 specs"] = await settled(pid)
