@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codemode.privacy import TokenSource, Vault
-from codemode.privacy.pieces import Knowledge, Piece, fold, words_of
+from codemode.privacy.pieces import Knowledge, Piece, _distinct_lines, fold, words_of
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 
 SECRET = "jordan.blake@acme.example.com"  # skeleton jordanblakeacmeexamplecom
@@ -61,6 +61,27 @@ def test_words_of_are_the_runs_of_letters_and_digits_of_three_or_more(text: str)
     # The ASCII fast path and the regular expression agree (the plain rule, written out).
     folded = fold(text)
     assert words_of(folded) == {w for w in re.findall("[0-9a-z]+", folded) if len(w) >= 3}
+
+
+@given(
+    st.lists(st.text(alphabet=st.sampled_from("ab1 .-_@\u00e9\n")), min_size=1, max_size=4),
+    st.lists(st.integers(min_value=0, max_value=3), min_size=16, max_size=40),
+)
+def test_repeated_lines_give_the_same_words(lines: list[str], order: list[int]) -> None:
+    # Text whose first lines repeat is read a line once: the same words as the plain rule.
+    folded = fold("\n".join(lines[at % len(lines)] for at in order))
+    assert words_of(folded) == {w for w in re.findall("[0-9a-z]+", folded) if len(w) >= 3}
+
+
+def test_a_result_of_repeated_lines_is_read_a_line_once() -> None:
+    rows = "\n".join(["order 4417 shipped to berlin"] * 100 + ["kofi okafor"])
+    assert _distinct_lines(rows).count("order") == 1
+    assert sorted(_distinct_lines(rows).split("\n")) == [
+        "kofi okafor",
+        "order 4417 shipped to berlin",
+    ]
+    varied = "\n".join(f"row {n}" for n in range(100)) + "\nrow 1"
+    assert _distinct_lines(varied) is varied  # first lines differ: read as it is
 
 
 def test_words_seen_in_clear_are_not_hidden() -> None:
