@@ -6,11 +6,18 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from codemode.privacy import TokenSource, Vault
-from codemode.privacy.pieces import Knowledge, Piece, _distinct_lines, fold, words_of
+from codemode.privacy.pieces import (
+    Knowledge,
+    Piece,
+    _distinct_lines,
+    _seeds,
+    fold,
+    words_of,
+)
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 
 SECRET = "jordan.blake@acme.example.com"  # skeleton jordanblakeacmeexamplecom
@@ -82,6 +89,17 @@ def test_a_result_of_repeated_lines_is_read_a_line_once() -> None:
     ]
     varied = "\n".join(f"row {n}" for n in range(100)) + "\nrow 1"
     assert _distinct_lines(varied) is varied  # first lines differ: read as it is
+
+
+@given(
+    st.text(alphabet="abcd1", max_size=60),
+    st.frozensets(st.text(alphabet="abcd1", min_size=3, max_size=3), max_size=100),
+)
+@example("aaaa", frozenset({"aaa"}))  # overlapping places of one gram
+@example("abababa", frozenset({"aba", "bab"}))
+def test_seeds_are_where_rare_grams_start(chars: str, rare: frozenset[str]) -> None:
+    # Few grams are looked for one by one, many position by position: the same places.
+    assert _seeds(chars, rare) == [at for at in range(len(chars) - 2) if chars[at : at + 3] in rare]
 
 
 def test_words_seen_in_clear_are_not_hidden() -> None:

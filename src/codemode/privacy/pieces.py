@@ -55,6 +55,8 @@ _GRAM = 3
 #: A run made only of pieces more values than this share (``example.com``) is not a piece.
 _COMMON = 8
 _MIN_DIGITS = 6
+#: Up to this many rare grams, each is looked for in an argument with ``str.find``.
+_FEW_GRAMS = 64
 #: Words remembered as seen in clear, per session (beyond it, new words are not remembered).
 _MAX_PUBLIC = 200_000
 _MAX_LEAVES = 256
@@ -235,8 +237,7 @@ class Knowledge:
         done: set[tuple[int, int, int]] = set()
         emitted: set[tuple[int, Piece]] = set()
         # A run is found from a gram few values share (fast, and specific).
-        seeds = [at for at in range(len(chars) - _GRAM + 1) if chars[at : at + _GRAM] in rare]
-        for at in seeds:
+        for at in _seeds(chars, rare):
             for index, offset in grams[chars[at : at + _GRAM]]:
                 known = self.values[index].skeleton
                 left = 0
@@ -286,6 +287,21 @@ class Knowledge:
                 for gram in {skeleton[i : i + _GRAM] for i in range(len(skeleton) - _GRAM + 1)}:
                     self._spread[gram] = self._spread.get(gram, 0) + 1
             self._rare = frozenset(g for g, n in self._spread.items() if n <= _COMMON)
+
+
+def _seeds(chars: str, rare: frozenset[str]) -> list[int]:
+    """Where in ``chars`` a rare gram starts, in order. Few grams (a vault of some values) are
+    each looked for in the whole text, at the speed of ``str.find``; many, position by
+    position."""
+    if len(rare) > _FEW_GRAMS:
+        return [at for at in range(len(chars) - _GRAM + 1) if chars[at : at + _GRAM] in rare]
+    found: set[int] = set()
+    for gram in rare:
+        at = chars.find(gram)
+        while at >= 0:
+            found.add(at)
+            at = chars.find(gram, at + 1)
+    return sorted(found)
 
 
 def _stretches(positions: list[int]) -> Iterator[Piece]:
