@@ -4,6 +4,7 @@ what does not count as a piece (words seen in clear, short digit runs, shared gr
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 from hypothesis import example, given
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from codemode.privacy import TokenSource, Vault
 from codemode.privacy.pieces import (
+    _CONFUSABLES,
     Knowledge,
     Piece,
     _distinct_lines,
@@ -36,6 +38,12 @@ def spans(found: dict[int, list[Piece]], index: int = 0) -> set[tuple[int, int]]
 
 def test_fold_undoes_case_width_and_look_alike_letters() -> None:
     assert fold("\uff2a\u043eRd\u0410n") == "jordan"  # fullwidth J, Cyrillic o and A
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)))
+def test_fold_of_ascii_is_the_full_fold(text: str) -> None:
+    full = unicodedata.normalize("NFKC", text).casefold().translate(_CONFUSABLES)
+    assert fold(text) == full
 
 
 @pytest.mark.parametrize(

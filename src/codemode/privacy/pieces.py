@@ -95,6 +95,8 @@ def _distinct_lines(text: str) -> str:
 
 def fold(text: str) -> str:
     """``text`` in NFKC, case-folded, with look-alike letters made Latin."""
+    if text.isascii():  # NFKC and the look-alikes leave ASCII as it is: a MiB in a fifth
+        return text.lower()
     return unicodedata.normalize("NFKC", text).casefold().translate(_CONFUSABLES)
 
 
