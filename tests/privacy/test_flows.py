@@ -10,11 +10,13 @@ import pytest
 from codemode.policy.flowgate import flows_approved
 from codemode.privacy import DataFlowDeniedError, PrivacyInvoker, PrivacySettings, Vault
 from codemode.privacy.flows import allowing_line, flow_action
+from codemode.privacy.vault import TokenSource
 from codemode.testing import RecordingInvoker
 from codemode.tokens import count_tokens
 from codemode.tools import ToolCall, ToolSpec
 
 EMAIL = "maria.lopez@globex.example.com"
+CRM = TokenSource("crm", "get", "result")
 SPECS = {
     ("book", "add_contact"): ToolSpec("book", "add_contact", destructive=False, open_world=False),
     ("web", "post"): ToolSpec("web", "post", destructive=False, open_world=True),
@@ -108,3 +110,41 @@ def test_a_forbidden_flow_names_the_line_that_allows_it() -> None:
     assert EMAIL not in str(caught.value)
     assert count_tokens(str(caught.value)) < 120
     assert len(upstream.calls) == 1
+
+
+def counting_readings(invoker: PrivacyInvoker, monkeypatch: pytest.MonkeyPatch) -> list[ToolCall]:
+    read = invoker._detokenized
+    calls: list[ToolCall] = []
+
+    def counted(call: ToolCall) -> Any:
+        calls.append(call)
+        return read(call)
+
+    monkeypatch.setattr(invoker, "_detokenized", counted)
+    return calls
+
+
+def test_the_call_checked_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    invoker, upstream = make()
+    token = invoker.invoke(ToolCall("crm", "get", {}), timeout_s=5)["email"]
+    readings = counting_readings(invoker, monkeypatch)
+    call = ToolCall("book", "add_contact", {"email": token, "note": "x" * 100_000})
+    assert invoker.check_flows(call) is None
+    invoker.invoke(call, timeout_s=5)
+    assert readings == [call]
+    assert upstream.calls[-1].arguments["email"] == EMAIL
+    other = ToolCall("book", "add_contact", {"email": token})
+    invoker.check_flows(call)
+    invoker.invoke(other, timeout_s=5)  # not the call checked: read for itself
+    assert readings == [call, call, other]
+
+
+def test_a_value_the_vault_learns_after_the_check_is_still_found() -> None:
+    invoker, upstream = make()
+    invoker.vault.token_for("EMAIL", "kofi.okafor@initech.example.com", CRM)
+    call = ToolCall("web", "post", {"body": f"write to {EMAIL}"})
+    assert invoker.check_flows(call) is None  # the vault does not hold EMAIL yet
+    invoker.vault.token_for("EMAIL", EMAIL, CRM)  # now it does (another call's result)
+    with pytest.raises(DataFlowDeniedError, match="only with the user's approval"):
+        invoker.invoke(call, timeout_s=5)
+    assert upstream.calls == []

@@ -4,13 +4,22 @@ what does not count as a piece (words seen in clear, short digit runs, shared gr
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from codemode.privacy import TokenSource, Vault
-from codemode.privacy.pieces import Knowledge, Piece, fold, words_of
+from codemode.privacy.pieces import (
+    _CONFUSABLES,
+    Knowledge,
+    Piece,
+    _distinct_lines,
+    _seeds,
+    fold,
+    words_of,
+)
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 
 SECRET = "jordan.blake@acme.example.com"  # skeleton jordanblakeacmeexamplecom
@@ -29,6 +38,12 @@ def spans(found: dict[int, list[Piece]], index: int = 0) -> set[tuple[int, int]]
 
 def test_fold_undoes_case_width_and_look_alike_letters() -> None:
     assert fold("\uff2a\u043eRd\u0410n") == "jordan"  # fullwidth J, Cyrillic o and A
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)))
+def test_fold_of_ascii_is_the_full_fold(text: str) -> None:
+    full = unicodedata.normalize("NFKC", text).casefold().translate(_CONFUSABLES)
+    assert fold(text) == full
 
 
 @pytest.mark.parametrize(
@@ -61,6 +76,38 @@ def test_words_of_are_the_runs_of_letters_and_digits_of_three_or_more(text: str)
     # The ASCII fast path and the regular expression agree (the plain rule, written out).
     folded = fold(text)
     assert words_of(folded) == {w for w in re.findall("[0-9a-z]+", folded) if len(w) >= 3}
+
+
+@given(
+    st.lists(st.text(alphabet=st.sampled_from("ab1 .-_@\u00e9\n")), min_size=1, max_size=4),
+    st.lists(st.integers(min_value=0, max_value=3), min_size=16, max_size=40),
+)
+def test_repeated_lines_give_the_same_words(lines: list[str], order: list[int]) -> None:
+    # Text whose first lines repeat is read a line once: the same words as the plain rule.
+    folded = fold("\n".join(lines[at % len(lines)] for at in order))
+    assert words_of(folded) == {w for w in re.findall("[0-9a-z]+", folded) if len(w) >= 3}
+
+
+def test_a_result_of_repeated_lines_is_read_a_line_once() -> None:
+    rows = "\n".join(["order 4417 shipped to berlin"] * 100 + ["kofi okafor"])
+    assert _distinct_lines(rows).count("order") == 1
+    assert sorted(_distinct_lines(rows).split("\n")) == [
+        "kofi okafor",
+        "order 4417 shipped to berlin",
+    ]
+    varied = "\n".join(f"row {n}" for n in range(100)) + "\nrow 1"
+    assert _distinct_lines(varied) is varied  # first lines differ: read as it is
+
+
+@given(
+    st.text(alphabet="abcd1", max_size=60),
+    st.frozensets(st.text(alphabet="abcd1", min_size=3, max_size=3), max_size=100),
+)
+@example("aaaa", frozenset({"aaa"}))  # overlapping places of one gram
+@example("abababa", frozenset({"aba", "bab"}))
+def test_seeds_are_where_rare_grams_start(chars: str, rare: frozenset[str]) -> None:
+    # Few grams are looked for one by one, many position by position: the same places.
+    assert _seeds(chars, rare) == [at for at in range(len(chars) - 2) if chars[at : at + 3] in rare]
 
 
 def test_words_seen_in_clear_are_not_hidden() -> None:

@@ -86,3 +86,19 @@ def test_a_name_that_shares_words_with_an_address_is_not_a_fragment() -> None:
         ("12-harbour-road", "NAME"),
     ):
         assert [hit.entry.kind for hit in recall.find(text)] == [kind], text
+
+
+def test_entries_in_are_the_values_find_finds_each_once() -> None:
+    email, phone = "maria.lopez@globex.example.com", "+49 30 1234567"
+    recall = recall_of(("EMAIL", email), ("PHONE", phone), ("NAME", "Kofi Okafor"))
+    long_text = f"call {phone} or write to {email}. " * 20_000  # past the fragment scan
+    for text in (
+        f"write to {email} or {email}, then MARIA-LOPEZ-GLOBEX",
+        long_text + "Kofi Okafor " + email.encode().hex(),
+        f"{phone}; {email.encode().hex()}",
+        "nothing here",
+    ):
+        for detected in (frozenset(), frozenset({"EMAIL", "PHONE"})):
+            found = {hit.entry.token: hit.entry for hit in recall.find(text, detected=detected)}
+            assert recall.entries_in(text, detected=detected) == list(found.values())
+    assert len(recall.entries_in(long_text)) == 2

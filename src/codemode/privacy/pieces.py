@@ -55,11 +55,15 @@ _GRAM = 3
 #: A run made only of pieces more values than this share (``example.com``) is not a piece.
 _COMMON = 8
 _MIN_DIGITS = 6
+#: Up to this many rare grams, each is looked for in an argument with ``str.find``.
+_FEW_GRAMS = 64
 #: Words remembered as seen in clear, per session (beyond it, new words are not remembered).
 _MAX_PUBLIC = 200_000
 _MAX_LEAVES = 256
 _MAX_SEEN_CHARS = 4 << 20  # of one result
 _MAX_ARGUMENT_CHARS = 16_384
+#: Lines compared before a result's repeated lines are read once (``_distinct_lines``).
+_SAMPLE_LINES = 16
 
 
 # Bytes that end a word (all but ASCII digits and lower-case letters) become spaces.
@@ -70,14 +74,29 @@ def words_of(folded: str) -> set[str]:
     """The distinct runs of letters and digits of ``folded`` text (from ``fold``) that are at
     least three characters long: short ones would let "j o r" pass as words seen in clear."""
     if folded.isascii():
+        folded = _distinct_lines(folded)
         # A MiB of ASCII text in a third of the regular expression's time (most results).
         runs = set(folded.encode("ascii").translate(_WORD_BYTES).split())
         return {run.decode("ascii") for run in runs if len(run) >= _GRAM}
     return {word for word in set(_ALNUM_RUN.findall(folded)) if len(word) >= _GRAM}
 
 
+def _distinct_lines(text: str) -> str:
+    """``text`` with each line once, when its first lines repeat (a report's rows, a page of
+    records alike): a line break ends a word, so the words are the same, read in a fraction
+    of the time. Text whose first lines differ is returned as it is, at no cost."""
+    head = text.split("\n", _SAMPLE_LINES)[:-1]
+    if len(head) < _SAMPLE_LINES or len(set(head)) > _SAMPLE_LINES // 2:
+        return text
+    lines = text.split("\n")
+    distinct = set(lines)
+    return "\n".join(distinct) if len(distinct) < len(lines) else text
+
+
 def fold(text: str) -> str:
     """``text`` in NFKC, case-folded, with look-alike letters made Latin."""
+    if text.isascii():  # NFKC and the look-alikes leave ASCII as it is: a MiB in a fifth
+        return text.lower()
     return unicodedata.normalize("NFKC", text).casefold().translate(_CONFUSABLES)
 
 
@@ -220,8 +239,7 @@ class Knowledge:
         done: set[tuple[int, int, int]] = set()
         emitted: set[tuple[int, Piece]] = set()
         # A run is found from a gram few values share (fast, and specific).
-        seeds = [at for at in range(len(chars) - _GRAM + 1) if chars[at : at + _GRAM] in rare]
-        for at in seeds:
+        for at in _seeds(chars, rare):
             for index, offset in grams[chars[at : at + _GRAM]]:
                 known = self.values[index].skeleton
                 left = 0
@@ -271,6 +289,21 @@ class Knowledge:
                 for gram in {skeleton[i : i + _GRAM] for i in range(len(skeleton) - _GRAM + 1)}:
                     self._spread[gram] = self._spread.get(gram, 0) + 1
             self._rare = frozenset(g for g, n in self._spread.items() if n <= _COMMON)
+
+
+def _seeds(chars: str, rare: frozenset[str]) -> list[int]:
+    """Where in ``chars`` a rare gram starts, in order. Few grams (a vault of some values) are
+    each looked for in the whole text, at the speed of ``str.find``; many, position by
+    position."""
+    if len(rare) > _FEW_GRAMS:
+        return [at for at in range(len(chars) - _GRAM + 1) if chars[at : at + _GRAM] in rare]
+    found: set[int] = set()
+    for gram in rare:
+        at = chars.find(gram)
+        while at >= 0:
+            found.add(at)
+            at = chars.find(gram, at + 1)
+    return sorted(found)
 
 
 def _stretches(positions: list[int]) -> Iterator[Piece]:

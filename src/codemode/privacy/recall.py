@@ -146,9 +146,15 @@ class Recall:
         holds at most ``LONG_TEXT_ALL_VALUES`` values (each costs a pass over the text).
         ``decode``: look into runs of hex and base64 too (the tokenizer decodes them itself).
         """
+        return self._find(text, detected, decode, each_place=True)
+
+    def _find(
+        self, text: str, detected: frozenset[str], decode: bool, *, each_place: bool
+    ) -> list[RecallHit]:
+        """``find``; without ``each_place``, a value matched exactly is one hit."""
         if not self._known or len(text) < _MIN_EXACT:
             return []
-        hits = self._find_plain(text, detected)
+        hits = self._find_plain(text, detected, each_place=each_place)
         if not decode:
             return hits
         for start, end, decoded in encoded_runs(text, shortest=_MIN_EXACT):
@@ -158,7 +164,9 @@ class Recall:
                 hits.append(RecallHit(start, end, within[0].entry))
         return hits
 
-    def _find_plain(self, text: str, detected: frozenset[str]) -> list[RecallHit]:
+    def _find_plain(
+        self, text: str, detected: frozenset[str], *, each_place: bool = True
+    ) -> list[RecallHit]:
         hits: list[RecallHit] = []
         long_text = len(text) > FRAGMENT_SCAN_MAX
         candidates = self._short_of(detected)
@@ -167,7 +175,8 @@ class Recall:
             candidates = [k for k in self._known if every or k.entry.kind not in detected]
         for known in candidates:
             if known.exact and known.exact in text:
-                hits.extend(_exact_hits(text, known))
+                found = _exact_hits(text, known)
+                hits.extend(found if each_place else (next(iter(found)),))
         if self._grams and not long_text:
             hits.extend(self._fragments(text))
         return hits
@@ -183,7 +192,8 @@ class Recall:
     def entries_in(self, text: str, *, detected: frozenset[str] = frozenset()) -> list[VaultEntry]:
         """The entries whose value (or a fragment) ``text`` holds, each once."""
         seen: dict[str, VaultEntry] = {}
-        for hit in self.find(text, detected=detected):
+        # Which values, not where: a value in a MB of text is not listed at each place.
+        for hit in self._find(text, detected, decode=True, each_place=False):
             seen.setdefault(hit.entry.token, hit.entry)
         return list(seen.values())
 
