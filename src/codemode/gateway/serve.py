@@ -32,7 +32,7 @@ from codemode.gateway.web.app import ApprovalPages, WebPage, with_web_pages
 from codemode.gateway.web.console import OperatorConsole
 from codemode.gateway.web.ledger import TokenLedger, definition_tokens
 from codemode.gateway.web.links import ApprovalLinks
-from codemode.heap import trim_heap
+from codemode.heap import freeze_startup_objects, limit_arenas, trim_heap
 from codemode.sdk_compat import uvicorn_server
 from codemode.storage.private import restrict_umask
 
@@ -59,6 +59,7 @@ async def serve(
     with ``[gateway.oauth]``) unless ``insecure_allow_anonymous``. Serving owns the process:
     what it and its children create is its owner's only (a private umask, restored after)."""
     previous = restrict_umask()
+    limit_arenas()  # before the threads that would each take one
     try:
         await _serve(config, transport, host, port, openapi_specs, tokens, insecure_allow_anonymous)
     finally:
@@ -160,7 +161,9 @@ async def _build_index(engine: Codemode) -> None:
         return
     took = time.monotonic() - started
     print(f"codemode: search index ready ({took:.1f} s)", file=sys.stderr)
-    # What building allocated and freed stays in malloc's arenas otherwise.
+    # What building allocated and freed stays in malloc's arenas otherwise; what start-up
+    # made to stay is kept out of later collections.
+    freeze_startup_objects()
     await anyio.to_thread.run_sync(trim_heap)
 
 
