@@ -120,13 +120,20 @@ async def stdio_transport(
                         chunk = await process.stdout.receive(READ_BYTES)
                     except anyio.EndOfStream:
                         return
-                    for line in splitter.feed(chunk):
+                    lines = splitter.feed(chunk)
+                    # The loop's variables would keep the last (megabytes) message alive
+                    # until the next one, for as long as the server runs.
+                    del chunk
+                    while lines:
+                        line = lines.pop(0)
                         if not line.strip():
                             continue
                         try:
                             await to_session.send(parse_message(line))
                         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                             return  # the session is gone: drain below
+                        finally:
+                            del line
         except anyio.ClosedResourceError:
             pass  # our shutdown closed stdout under the read
         except (anyio.BrokenResourceError, ConnectionError, OSError):
@@ -141,7 +148,9 @@ async def stdio_transport(
             async with from_session:
                 async for message in from_session:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    del message  # nothing of a sent message is kept until the next one
                     await process.stdin.send(data.encode() + b"\n")
+                    del data
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The child may live on with its stdin gone: end the session's reads so that no
             # request waits forever.
