@@ -6,7 +6,8 @@ from there by every later process: building it needs the ``onnx`` package, runni
 ``onnxruntime`` only.
 Measured on this project's 2-core machines, one thread: 4.6 ms against 9.0 ms for a short query,
 8.7 against 14.4 ms for a 27-token one, and 1.6 times the numpy pass's throughput on documents.
-``start_int8`` starts the query's graph with 8-bit weights (``search/int8.py``) the same way.
+``start_int8`` starts the query's graph with 8-bit weights (``search/int8.py``) the same way,
+``start_documents_int8`` the tool texts' (``search/int8_documents.py``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ __all__ = [
     "OnnxForward",
     "graph_path",
     "return_freed_memory",
+    "start_documents_int8",
     "start_int8",
     "start_onnx",
+    "warn_documents_float32",
     "warn_float32",
     "warn_numpy",
 ]
@@ -35,6 +38,7 @@ __all__ = [
 log = logging.getLogger("codemode.search")
 _warned: list[bool] = []
 _warned_int8: list[bool] = []
+_warned_documents: list[bool] = []
 
 # Bump the number whenever ``build_model`` changes: a graph file of an older build is then ignored.
 GRAPH_FILE = "minilm-v2.onnx"
@@ -153,6 +157,30 @@ def start_int8(
     except Exception as error:  # noqa: BLE001 - the float32 pass answers instead
         warn_float32("the int8 query graph could not start", error)
         return None
+
+
+def start_documents_int8(
+    prepared: Path, threads: int | None, *, layers: int, heads: int
+) -> OnnxForward:
+    """The tool texts' pass with 8-bit arithmetic (``int8_documents.documents_graph_path``);
+    raises whatever building or loading it raised."""
+    from codemode.search.int8_documents import documents_graph_path
+
+    return OnnxForward(documents_graph_path(prepared, layers, heads), threads=threads)
+
+
+def warn_documents_float32(what: str, error: Exception) -> None:
+    """Log, once per process, that tool texts are embedded in float32 because their 8-bit graph
+    failed (``MiniLMEncoder(document_precision="float32")`` silences it)."""
+    if not _warned_documents:
+        _warned_documents.append(True)
+        log.warning(
+            "%s (%s: %s); embedding tool texts in float32 instead (about twice as slow); "
+            "pass document_precision='float32' to choose that",
+            what,
+            type(error).__name__,
+            error,
+        )
 
 
 def warn_float32(what: str, error: Exception) -> None:
