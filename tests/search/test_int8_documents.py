@@ -218,3 +218,19 @@ def test_a_graph_that_fails_during_a_build_leaves_an_index_of_float32_alone(
     # the 8-bit entries made before the failure stay under their own key
     stored = {path.name.rsplit("-", 1)[0] for path in (tmp_path / "build" / "embeddings").iterdir()}
     assert stored == {model_key(float32_encoder), "all-MiniLM-L6-v2-96-int8v1"}
+
+
+def test_a_failing_progress_callback_is_not_taken_for_a_failing_graph(model_cache):
+    encoder = MiniLMEncoder(max_length=96, cache_dir=model_cache)
+    texts = [f"{text} number {n}" for n in range(12) for text in TEXTS]
+
+    class Stopped(Exception):
+        pass
+
+    def stop_later(done, total):
+        if done == total:
+            raise Stopped
+
+    with pytest.raises(Stopped):
+        encoder.encode_documents(texts, progress=stop_later)
+    assert encoder.document_precision == "int8"

@@ -322,17 +322,17 @@ class MiniLMEncoder:
         returns vectors of both)."""
         if self.document_precision == "int8" and texts:
             assert self._prepared is not None
-            from codemode.search.onnx_backend import start_documents_int8, warn_documents_float32
+            from codemode.search import onnx_backend as ort
 
             threads = self.batch_threads if len(texts) > batch_size else self.threads
             try:
-                session = start_documents_int8(
+                forward = ort.documents_int8_pass(
                     self._prepared, threads, layers=_LAYERS, heads=_HEADS
                 )
                 with _blas_threads(self.threads):
-                    return self._encode(texts, batch_size, progress, forward=session)
-            except Exception as error:  # noqa: BLE001 - the float32 pass embeds instead
-                warn_documents_float32("the int8 tool texts' graph failed", error)
+                    return self._encode(texts, batch_size, progress, forward=forward)
+            except ort.DocumentsGraphError as failure:  # the float32 pass embeds instead
+                ort.warn_documents_float32("the int8 tool texts' graph failed", failure.error)
                 self._documents_failed = True
         return self.encode(texts, batch_size=batch_size, progress=progress)
 

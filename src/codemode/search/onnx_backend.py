@@ -17,15 +17,19 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codemode.errors import UsageError
+from codemode.errors import RuntimeFailure, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from codemode.search.arrays import Backend, FloatArray
 
 __all__ = [
+    "DocumentsGraphError",
     "GRAPH_FILE",
     "OnnxForward",
     "graph_path",
+    "documents_int8_pass",
     "return_freed_memory",
     "start_documents_int8",
     "start_int8",
@@ -167,6 +171,39 @@ def start_documents_int8(
     from codemode.search.int8_documents import documents_graph_path
 
     return OnnxForward(documents_graph_path(prepared, layers, heads), threads=threads)
+
+
+class DocumentsGraphError(RuntimeFailure):
+    """The tool texts' 8-bit graph could not start or run (``encode_documents`` catches it and
+    embeds in float32)."""
+
+    code = "documents_graph_failed"
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(
+            f"the int8 tool texts' graph failed ({type(error).__name__}: {error})",
+            fix="pass document_precision='float32', or reinstall codemode[semantic]",
+        )
+        self.error = error
+
+
+def documents_int8_pass(
+    prepared: Path, threads: int | None, *, layers: int, heads: int
+) -> Callable[[Any, FloatArray], FloatArray]:
+    """``start_documents_int8``'s pass, every failure of it (at start or in a batch) raised as
+    ``DocumentsGraphError``: what else fails in a call (a progress callback) passes through."""
+    try:
+        session = start_documents_int8(prepared, threads, layers=layers, heads=heads)
+    except Exception as error:
+        raise DocumentsGraphError(error) from error
+
+    def forward(token_ids: Any, mask: FloatArray) -> FloatArray:
+        try:
+            return session(token_ids, mask)
+        except Exception as error:
+            raise DocumentsGraphError(error) from error
+
+    return forward
 
 
 def warn_documents_float32(what: str, error: Exception) -> None:
