@@ -108,28 +108,35 @@ def test_a_float32_cache_is_never_mixed_with_int8_vectors(
     assert names == {model_key(float32_encoder), model_key(int8_encoder)}
 
 
-def test_a_stored_float32_index_is_opened_with_a_float32_encoder(
-    tmp_path, tiny_specs, float32_encoder, int8_encoder, model_cache, np
+def test_an_index_stored_in_float32_is_a_miss_for_an_8_bit_encoder(
+    tmp_path, tiny_specs, float32_encoder, int8_encoder, monkeypatch, np
 ):
+    from codemode.search.fts import FtsIndex
+    from codemode.search.semantic import build_index
+
     documents = tool_documents(tiny_specs)
     fingerprint = catalog_fingerprint(tiny_specs)
-    from codemode.search.fts import FtsIndex
-
     lexical = FtsIndex()
     lexical.add_documents(documents)
     cache = tmp_path / "cache"
     stored = build_stages(
         documents, lexical, cache_dir=cache, fingerprint=fingerprint, factory=_with(float32_encoder)
     )
-    # an 8-bit encoder finds no vectors of its own there
+    # what an older version stored: read by a float32 encoder only
+    again = open_stored_index(fingerprint, semantic=True, cache_dir=cache, encoder=float32_encoder)
+    assert isinstance(again, HybridIndex) and np.array_equal(again.vectors, stored.vectors)
     assert (
         open_stored_index(fingerprint, semantic=True, cache_dir=cache, encoder=int8_encoder) is None
     )
-    # opened as the version before stored it, and kept float32 for what is added to it
+    assert open_stored_index(fingerprint, semantic=True, cache_dir=cache) is None
+    # so a build embeds again, in 8 bits, and stores that beside it
+    counting = Counting(monkeypatch)
+    built = build_index(tiny_specs, semantic=True, cache_dir=cache)
+    assert isinstance(built, HybridIndex) and built.encoder.document_precision == "int8"
+    assert counting.texts == 2 * len(documents)
+    assert np.abs(built.vectors - stored.vectors).max() > 1e-4
     opened = open_stored_index(fingerprint, semantic=True, cache_dir=cache)
-    assert isinstance(opened, HybridIndex)
-    assert opened.encoder.document_precision == "float32"
-    assert np.array_equal(opened.vectors, stored.vectors)
+    assert isinstance(opened, HybridIndex) and np.array_equal(opened.vectors, built.vectors)
 
 
 def _with(encoder):

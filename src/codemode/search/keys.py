@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from codemode.search.arrays import Precision
     from codemode.search.encoder import MiniLMEncoder
 
-__all__ = ["INT8_DOCUMENTS", "model_key", "model_key_for", "stored_model_keys", "vectors_key"]
+__all__ = ["INT8_DOCUMENTS", "model_key", "model_key_for", "stored_model_key", "vectors_key"]
 
 # Names vectors made by the 8-bit tool texts' graph (``int8_documents``): bump it with that
 # graph's file names. float32 keys carry no suffix, so vectors stored before it stay valid.
@@ -32,21 +32,20 @@ def model_key_for(max_length: int, variant: str, precision: Precision = "float32
     return key + (f"-{INT8_DOCUMENTS}" if precision == "int8" else "")
 
 
-def stored_model_keys(max_length: int, cache_dir: Path) -> list[tuple[str, Precision]]:
-    """``model_key`` of the encoder a stored index would be opened with, without making it, per
-    tool texts' precision: the one it would embed in first (8-bit where ONNX Runtime is
-    installed), then the other (an index stored by an older version, or elsewhere)."""
+def stored_model_key(max_length: int, cache_dir: Path) -> tuple[str, Precision] | None:
+    """``model_key`` of the encoder a stored index would be opened with, and its tool texts'
+    precision, without making it (8-bit where ONNX Runtime is installed). Vectors stored at
+    the other precision are a miss, not read: an index made by an older version is made again
+    once, so every index holds one precision and is completed at it."""
     path = model_dir()
     if path is None:
-        return []
+        return None
     try:
         variant = model_variant(path, cache_dir)
     except OSError:
-        return []
-    order: list[Precision] = ["int8", "float32"]
-    if not onnxruntime_installed():
-        order.reverse()
-    return [(model_key_for(max_length, variant, precision), precision) for precision in order]
+        return None
+    precision: Precision = "int8" if onnxruntime_installed() else "float32"
+    return model_key_for(max_length, variant, precision), precision
 
 
 def vectors_key(model_key: str, views: Sequence[int]) -> str:

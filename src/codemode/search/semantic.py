@@ -30,7 +30,7 @@ from codemode.search.encoder import (
     semantic_available,
 )
 from codemode.search.fts import FtsIndex
-from codemode.search.keys import model_key, stored_model_keys, vectors_key
+from codemode.search.keys import model_key, stored_model_key, vectors_key
 from codemode.search.store import IndexStore, catalog_fingerprint, default_cache_dir
 from codemode.tools import ToolSpec
 
@@ -298,31 +298,22 @@ def open_stored_index(
         return None
     if not semantic:
         return FtsIndex.open(store.lexical_path(fingerprint), entries)
-    keys = (
-        [(model_key(encoder), encoder.document_precision)]
+    found = (
+        (model_key(encoder), encoder.document_precision)
         if encoder is not None
-        else stored_model_keys(DOCUMENT_MAX_TOKENS, cache_dir)
-    )
-    first = first_stage(views)
-    tried = [tuple(views)] + ([first] if partial and first is not None else [])
-    found = next(
-        (
-            (vectors, stage_views, precision)
-            for stage_views in tried
-            for key, precision in keys
-            if (
-                vectors := store.load_vectors(
-                    fingerprint, vectors_key(key, stage_views), len(entries)
-                )
-            )
-            is not None
-        ),
-        None,
+        else stored_model_key(DOCUMENT_MAX_TOKENS, cache_dir)
     )
     if found is None:
         return None
-    vectors, views, precision = found
-    # Vectors added later are made like the stored ones: an index never mixes precisions.
+    key, precision = found
+    views = tuple(views)
+    vectors = store.load_vectors(fingerprint, vectors_key(key, views), len(entries))
+    first = first_stage(views)
+    if vectors is None and partial and first is not None:
+        views = first
+        vectors = store.load_vectors(fingerprint, vectors_key(key, views), len(entries))
+    if vectors is None:
+        return None
     encoder = encoder or MiniLMEncoder(
         max_length=DOCUMENT_MAX_TOKENS,
         cache_dir=cache_dir,
