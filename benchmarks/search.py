@@ -12,6 +12,7 @@ search of a fresh ``LiveIndex`` (a gateway after restart), and a cold ``codemode
         [--query-precision int8|float32]  # the queries' weights on ONNX Runtime (default int8)
         [--first-index N]  # N rounds of a first index (empty cache) with both views and with
                            # the default one, taking turns: wall, CPU, and each one's quality
+        [--document-precision int8|float32]  # the tool texts' pass in those (default int8)
 
 With 8-bit queries (the default) the latency table also times the float32 query pass and a new
 query's hybrid search on it, taking turns with the others.
@@ -108,7 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--query-precision",
         choices=("int8", "float32"),
         default="int8",
-        help="weights of the query pass on ONNX Runtime (tool vectors are float32 either way)",
+        help="weights of the query pass on ONNX Runtime (tool vectors: the default, 8-bit)",
+    )
+    parser.add_argument(
+        "--document-precision",
+        choices=("int8", "float32"),
+        default="int8",
+        help="arithmetic of the tool texts' pass on ONNX Runtime in the --first-index builds",
     )
     parser.add_argument(
         "--first-index",
@@ -158,7 +165,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     if not args.no_semantic and args.first_index:
-        first_index_stage(report, all_specs, tasks, servers, args.first_index)
+        first_index_stage(
+            report, all_specs, tasks, servers, args.first_index, args.document_precision
+        )
     if not args.no_semantic:
         semantic_stages(report, all_specs, tasks, servers, queries, args)
     if not args.no_cli:
@@ -320,18 +329,20 @@ def first_index_stage(
     tasks: list[dict[str, Any]],
     servers: dict[str, str],
     rounds: int,
+    precision: str = "int8",
 ) -> None:
     """First indexes as ``build_index`` makes them (lexical table, model weights prepared, tools
     embedded in two stages, each stage stored), each in an empty cache directory: wall time and
     this process's CPU time (ONNX Runtime's threads included) until the prose stage answers
-    and until the whole index does. The first round also scores both stages' answers."""
+    and until the whole index does, tool texts embedded at ``precision``. The first round also
+    scores both stages' answers."""
     names = ("prose stage (first semantic answers)", "both views (the whole index)")
     rows: dict[str, dict[str, Any]] = {name: {"wall_s": [], "cpu_s": []} for name in names}
     loads = []
     for round_ in range(rounds):
         loads.append(round(os.getloadavg()[0], 2))
         with tempfile.TemporaryDirectory() as directory:
-            stages = first_index_round(all_specs, Path(directory))
+            stages = first_index_round(all_specs, Path(directory), precision)
             log(
                 f"first index: prose stage {stages[0][1]:.1f} s, whole {stages[1][1]:.1f} s "
                 f"wall ({stages[0][2]:.1f} and {stages[1][2]:.1f} s CPU; load {loads[-1]})"
@@ -349,15 +360,29 @@ def first_index_stage(
         row["wall_median_s"] = round(statistics.median(row["wall_s"]), 1)
         row["cpu_median_s"] = round(statistics.median(row["cpu_s"]), 1)
     report["first_index"] = rows
+    report["first_index_document_precision"] = precision
 
 
-def first_index_round(all_specs: list[ToolSpec], cache_dir: Path) -> list[tuple[Any, float, float]]:
+def first_index_round(
+    all_specs: list[ToolSpec], cache_dir: Path, precision: str = "int8"
+) -> list[tuple[Any, float, float]]:
     """One first index in ``cache_dir``: each stage's index, with the wall and CPU seconds from
     the start until it was ready (stored)."""
     from codemode.search.documents import tool_documents
+    from codemode.search.encoder import MiniLMEncoder
     from codemode.search.fts import FtsIndex
-    from codemode.search.semantic import HybridIndex, build_stages
+    from codemode.search.semantic import DOCUMENT_MAX_TOKENS, HybridIndex, build_stages
     from codemode.search.store import catalog_fingerprint
+
+    def factory(**kwargs: Any) -> HybridIndex:
+        if kwargs.get("encoder") is None:  # the first stage makes the encoder, as builds do
+            kwargs["encoder"] = MiniLMEncoder(
+                max_length=DOCUMENT_MAX_TOKENS,
+                cache_dir=cache_dir,
+                query_session="first_query",
+                document_precision="float32" if precision == "float32" else "int8",
+            )
+        return HybridIndex(**kwargs)
 
     stages: list[tuple[Any, float, float]] = []
     wall, cpu = time.perf_counter(), time.process_time()
@@ -375,6 +400,7 @@ def first_index_round(all_specs: list[ToolSpec], cache_dir: Path) -> list[tuple[
         fingerprint=catalog_fingerprint(all_specs),
         on_stage=ready,
         query_session="first_query",
+        factory=factory,
     )
     return stages
 

@@ -6,8 +6,9 @@ One process, both encoders on ONNX Runtime (one thread), over the same prepared 
   ``--runs`` runs each);
 * the cosine between the two vectors of each of the benchmark's 334 queries (min, 5th
   percentile, median), per split;
-* recall@1/5/10 and MRR@10 per split of the hybrid search with each, over the stored float32
-  tool vectors (the index ``benchmarks/search.py`` builds).
+* recall@1/5/10 and MRR@10 per split of the hybrid search with each, over the same stored tool
+  vectors (the index ``benchmarks/search.py`` builds: 8-bit tool texts since they became the
+  default; the tables in docs/search.md were measured over float32 ones).
 
     PYTHONPATH=src .venv/bin/python benchmarks/search_int8.py [--runs 300] [--no-recall]
 """

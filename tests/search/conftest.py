@@ -179,3 +179,4 @@ def fresh_onnx_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(onnx_backend, "_warned", [])
     monkeypatch.setattr(onnx_backend, "_warned_int8", [])
+    monkeypatch.setattr(onnx_backend, "_warned_documents", [])

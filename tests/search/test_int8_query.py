@@ -1,5 +1,6 @@
-"""Queries on 8-bit weights (``search/int8.py``): close to the float32 vectors, tool texts still
-float32, small files written once, and float32 whenever the 8-bit graph cannot run.
+"""Queries on 8-bit weights (``search/int8.py``): close to the float32 vectors, ``encode`` still
+float32, small files written once, and float32 whenever the 8-bit graph cannot run. (Tool texts
+on their own 8-bit graph: test_int8_documents.py.)
 
 Where ``make test`` runs (``CODEMODE_EXPECT_MODEL=1``) a missing onnxruntime fails these tests
 rather than skipping them.
@@ -64,7 +65,7 @@ def test_float32_queries_and_all_tool_texts_are_the_float32_pass(
 ):
     numpy_encoder = MiniLMEncoder(max_length=96, cache_dir=model_cache, backend="numpy")
     expected = numpy_encoder.encode(TEXTS)
-    # tool texts: encode stays float32 whatever the query precision, so stored vectors stay valid
+    # encode stays float32 whatever the query precision (tool texts: encode_documents)
     assert np.abs(int8_encoder.encode(TEXTS) - expected).max() < 1e-5
     assert np.abs(float32_encoder.encode_query(TEXTS[0]) - expected[0]).max() < 1e-5
     # numpy has no 8-bit path: its queries are float32

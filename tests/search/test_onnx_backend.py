@@ -67,9 +67,10 @@ def test_an_index_build_sized_call_matches_numpy_too(numpy_encoder, onnx_encoder
 
 
 def test_auto_picks_onnx_runtime_and_keeps_the_cache_key(model_cache, numpy_encoder):
-    auto = MiniLMEncoder(max_length=96, cache_dir=model_cache)
+    auto = MiniLMEncoder(max_length=96, cache_dir=model_cache, document_precision="float32")
     assert auto.backend == "onnx"
     # stored vectors stay valid across backends: the key names the model, not the backend
+    # (8-bit tool texts have keys of their own: test_int8_documents.py)
     assert model_key(auto) == model_key(numpy_encoder)
 
 

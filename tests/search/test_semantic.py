@@ -18,12 +18,17 @@ class CountingEncoder:
         self.inner = inner
         self.max_length = inner.max_length
         self.variant = inner.variant
+        self.document_precision = inner.document_precision
         self.dimension = inner.dimension
         self.texts = 0
 
     def encode(self, texts, **kwargs):
         self.texts += len(texts)
         return self.inner.encode(texts, **kwargs)
+
+    def encode_documents(self, texts, **kwargs):
+        self.texts += len(texts)
+        return self.inner.encode_documents(texts, **kwargs)
 
     def encode_query(self, text):
         self.texts += 1
@@ -142,9 +147,9 @@ def test_the_index_embeds_only_its_views(subset, encoder, tmp_path, np):
     seen: list[str] = []
 
     class Recording(CountingEncoder):
-        def encode(self, texts, **kwargs):
+        def encode_documents(self, texts, **kwargs):
             seen.extend(texts)
-            return super().encode(texts, **kwargs)
+            return super().encode_documents(texts, **kwargs)
 
     prose = HybridIndex(
         encoder=Recording(encoder), cache_dir=tmp_path, group_weight=0.0, views=(1,)

@@ -47,14 +47,14 @@ def embedded(monkeypatch):
     """Every document text the encoder embeds in the index's own thread or, with ``main``, in
     the test's thread."""
     texts: dict[bool, list[str]] = {True: [], False: []}
-    encode = MiniLMEncoder.encode
+    encode = MiniLMEncoder.encode_documents
 
     def recording(self, batch, **kwargs):
         main = threading.current_thread() is threading.main_thread()
         texts[main].extend(batch)
         return encode(self, batch, **kwargs)
 
-    monkeypatch.setattr(MiniLMEncoder, "encode", recording)
+    monkeypatch.setattr(MiniLMEncoder, "encode_documents", recording)
     return texts
 
 
@@ -75,7 +75,7 @@ def _answers(index, limit=5):
 
 
 def _stored(specs, views, np):
-    encoder = MiniLMEncoder(max_length=semantic.DOCUMENT_MAX_TOKENS)
+    encoder = HybridIndex().encoder  # the default encoder a build embeds with
     store = IndexStore()
     path = store.vectors_path(catalog_fingerprint(specs), vectors_key(model_key(encoder), views))
     return np.load(path) if path.is_file() else None
@@ -197,7 +197,7 @@ def test_a_failed_second_stage_keeps_the_first(tiny_specs, monkeypatch):
     def broken(self, batch, **kwargs):
         raise RuntimeError("no memory for the names view")
 
-    monkeypatch.setattr(MiniLMEncoder, "encode", broken)
+    monkeypatch.setattr(MiniLMEncoder, "encode_documents", broken)
     index = LiveIndex(tiny_specs).start()
     assert index.wait(60)
     answer = index.answer("give a customer their money back", 1)

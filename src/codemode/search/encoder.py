@@ -10,7 +10,8 @@ matches sentence-transformers: mean pooling over tokens, then L2 normalization.
 numpy's; the token states (``encode_tokens``, ``encode_with_tokens``) always come from numpy.
 ``encode_query`` embeds one search query, on ONNX Runtime with 8-bit weights by default
 (``query_precision``; ``codemode.search.int8``): twice as fast again, cosine above 0.998 with
-the float32 vector. Tool vectors always come from ``encode`` (float32).
+the float32 vector. ``encode_documents`` embeds tool texts, on ONNX Runtime with 8-bit
+arithmetic by default (``document_precision``; ``codemode.search.int8_documents``).
 """
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from codemode.errors import UsageError
 from codemode.search.arrays import (
     BACKENDS,
+    PRECISIONS,
     QUERY_PRECISIONS,
     Backend,
+    Precision,
     QueryPrecision,
     QuerySession,
 )
 from codemode.search.blas import blas_threads as _blas_threads
 from codemode.search.blas import import_numpy_single_threaded
+from codemode.search.numpy_ops import erf, layer_norm, padded, pool, unit_rows
 from codemode.search.weights import LAYERS as _LAYERS
 from codemode.search.weights import MODEL_ID, model_variant, prepared_weights, wordpiece
 
@@ -48,6 +52,7 @@ __all__ = [
     "MODEL_ID",
     "MiniLMEncoder",
     "QUERY_PRECISIONS",
+    "Precision",
     "QueryPrecision",
     "QuerySession",
     "import_numpy_single_threaded",
@@ -59,7 +64,6 @@ __all__ = [
 
 INSTALL_HINT = "pip install 'codemode[semantic]' && codemode model install"
 _HEADS = 12
-_EPS = 1e-12
 _SQRT_HALF = 0.7071067811865476
 # Up to this many texts, ASCII ones are tokenized in Python; more go to ``tokenizers`` in bulk.
 _FEW = 8
@@ -94,27 +98,6 @@ def semantic_available() -> bool:
     return not missing_modules() and model_dir() is not None
 
 
-def _erf(x: FloatArray) -> FloatArray:
-    # Abramowitz & Stegun 7.1.26 (max error 1.5e-7); numpy has no erf and BERT's GELU needs it.
-    import numpy as np
-
-    sign = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (
-        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-    )
-    result: FloatArray = (sign * (1.0 - poly * np.exp(-a * a))).astype(np.float32)
-    return result
-
-
-def _layer_norm(x: Any, weight: FloatArray, bias: FloatArray) -> FloatArray:
-    mean = x.mean(axis=-1, keepdims=True)
-    centered = x - mean
-    var = (centered * centered).mean(axis=-1, keepdims=True)
-    return centered / (var + _EPS) ** 0.5 * weight + bias  # type: ignore[no-any-return]
-
-
 _LAYER_KEYS = (
     "qkv_w", "qkv_b", "out_w", "out_b", "ln1_w", "ln1_b",
     "up_w", "up_b", "down_w", "down_b", "ln2_w", "ln2_b",
@@ -137,6 +120,7 @@ class MiniLMEncoder:
         backend: Backend = "auto",
         query_precision: QueryPrecision = "int8",
         query_session: QuerySession = "now",
+        document_precision: Precision = "int8",
     ) -> None:
         """``backend``: "numpy", "onnx" (ONNX Runtime; ``UsageError`` when it cannot run, e.g.
         without ``cache_dir``, where its graph is kept) or "auto" (ONNX Runtime when
@@ -152,6 +136,10 @@ class MiniLMEncoder:
         imports ONNX Runtime (40 MB together), on the first ``encode_query``: for a process
         that may never search. ``query_precision`` says "int8" until then.
 
+        ``document_precision``: what ``encode_documents`` (tool texts) multiplies by on ONNX
+        Runtime: "int8" (8-bit arithmetic, about half the CPU of a first index; vectors stored
+        under keys of their own) or "float32" (``encode``'s vectors). numpy is always float32.
+
         ``threads``: per pass (a query). ``batch_threads``: ONNX Runtime's threads for a call
         with more than one batch of texts (an index build): on the 2-core machines, 1,000 tool
         texts took 6.4 to 13.7 s with two threads against 12.5 to 17.3 s with one under other
@@ -160,11 +148,12 @@ class MiniLMEncoder:
             raise UsageError(
                 f"unknown encoder backend {backend!r}", fix=f"pass one of {', '.join(BACKENDS)}"
             )
-        if query_precision not in QUERY_PRECISIONS:
-            raise UsageError(
-                f"unknown query precision {query_precision!r}",
-                fix=f"pass one of {', '.join(QUERY_PRECISIONS)}",
-            )
+        for what, precision in (("query", query_precision), ("document", document_precision)):
+            if precision not in PRECISIONS:
+                raise UsageError(
+                    f"unknown {what} precision {precision!r}",
+                    fix=f"pass one of {', '.join(PRECISIONS)}",
+                )
         path = path or model_dir()
         if path is None or not semantic_available():
             raise UsageError(
@@ -187,6 +176,8 @@ class MiniLMEncoder:
         self._layers = [{name: w[f"{i}.{name}"] for name in _LAYER_KEYS} for i in range(_LAYERS)]
         self._prepared = prepared
         self._query_precision = query_precision
+        self._document_precision = document_precision
+        self._documents_failed = False
         self._onnx: OnnxForward | None = None
         self._query_onnx: OnnxForward | None = None
         # The backend the float32 session starts with once ``encode`` needs it (None: started
@@ -207,6 +198,13 @@ class MiniLMEncoder:
     def query_precision(self) -> QueryPrecision:
         """What ``encode_query`` multiplies by: "int8" only on its ONNX Runtime graph."""
         return "float32" if self._query_onnx is None and not self._query_waits else "int8"
+
+    @property
+    def document_precision(self) -> Precision:
+        """What ``encode_documents`` multiplies by: "int8" only on ONNX Runtime, until its
+        graph fails; the stored vectors' keys name it (``keys.model_key``)."""
+        wanted = self._document_precision == "int8" and not self._documents_failed
+        return "int8" if wanted and self.backend == "onnx" and self._prepared else "float32"
 
     def start_onnx(self) -> bool:
         """Move ``encode`` to ONNX Runtime now, as ``backend="auto"`` would have (for a process
@@ -310,11 +308,41 @@ class MiniLMEncoder:
         with _blas_threads(self.threads):
             return self._encode(texts, batch_size, progress)
 
+    def encode_documents(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 32,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> FloatArray:
+        """Tool texts' unit vectors at ``document_precision``, as ``encode`` gives them: on the
+        8-bit graph (``int8_documents``) by default, on ``batch_threads`` for more than one
+        batch, in a session for this call only. If that graph fails, one warning, and this
+        call and every later one run in float32 (``document_precision`` says so; no call
+        returns vectors of both)."""
+        if self.document_precision == "int8" and texts:
+            assert self._prepared is not None
+            from codemode.search import onnx_backend as ort
+
+            threads = self.batch_threads if len(texts) > batch_size else self.threads
+            try:
+                forward = ort.documents_int8_pass(
+                    self._prepared, threads, layers=_LAYERS, heads=_HEADS
+                )
+                with _blas_threads(self.threads):
+                    return self._encode(texts, batch_size, progress, forward=forward)
+            except ort.DocumentsGraphError as failure:  # the float32 pass embeds instead
+                ort.warn_documents_float32("the int8 tool texts' graph failed", failure.error)
+                self._documents_failed = True
+        return self.encode(texts, batch_size=batch_size, progress=progress)
+
     def _encode(
         self,
         texts: Sequence[str],
         batch_size: int,
         progress: Callable[[int, int], None] | None = None,
+        *,
+        forward: Callable[[Any, FloatArray], FloatArray] | None = None,
     ) -> FloatArray:
         import numpy as np
 
@@ -324,15 +352,11 @@ class MiniLMEncoder:
         ids = self._token_ids(texts)
         # Batches of similar length waste little on padding.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        forward = self._batch_forward() if len(order) > batch_size else self._forward
+        if forward is None:
+            forward = self._batch_forward() if len(order) > batch_size else self._forward
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            width = max(len(ids[i]) for i in chunk)
-            token_ids = np.zeros((len(chunk), width), dtype=np.int64)
-            mask = np.zeros((len(chunk), width), dtype=np.float32)
-            for row, i in enumerate(chunk):
-                token_ids[row, : len(ids[i])] = ids[i]
-                mask[row, : len(ids[i])] = 1.0
+            token_ids, mask = padded(ids, chunk)
             out[chunk] = forward(token_ids, mask)
             if progress is not None:
                 progress(min(start + batch_size, len(order)), len(order))
@@ -382,27 +406,20 @@ class MiniLMEncoder:
             token_ids = np.asarray([ids], dtype=np.int64)
             mask = np.ones((1, len(ids)), dtype=np.float32)
             hidden = self._hidden(token_ids, mask)
-            return self._pool(hidden, mask)[0], _unit_rows(hidden[0, 1 : len(ids) - 1])
+            return pool(hidden, mask)[0], unit_rows(hidden[0, 1 : len(ids) - 1])
 
     def _encode_tokens(
         self, texts: Sequence[str], batch_size: int, layers: int
     ) -> list[FloatArray]:
-        import numpy as np
-
         ids = self._token_ids(texts)
         out: list[Any] = [None] * len(ids)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            width = max(len(ids[i]) for i in chunk)
-            token_ids = np.zeros((len(chunk), width), dtype=np.int64)
-            mask = np.zeros((len(chunk), width), dtype=np.float32)
-            for row, i in enumerate(chunk):
-                token_ids[row, : len(ids[i])] = ids[i]
-                mask[row, : len(ids[i])] = 1.0
+            token_ids, mask = padded(ids, chunk)
             hidden = self._hidden(token_ids, mask, layers)
             for row, i in enumerate(chunk):
-                out[i] = _unit_rows(hidden[row, 1 : len(ids[i]) - 1])
+                out[i] = unit_rows(hidden[row, 1 : len(ids[i]) - 1])
         return out
 
     def _batch_forward(self) -> Callable[[Any, FloatArray], FloatArray]:
@@ -445,17 +462,7 @@ class MiniLMEncoder:
 
                 warn_numpy("ONNX Runtime failed while embedding", error)
                 self._onnx = None
-        return self._pool(self._hidden(token_ids, mask), mask)
-
-    @staticmethod
-    def _pool(x: FloatArray, mask: FloatArray) -> FloatArray:
-        import numpy as np
-
-        summed = (x * mask[:, :, None]).sum(axis=1)
-        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: FloatArray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return result
+        return pool(self._hidden(token_ids, mask), mask)
 
     def _hidden(self, token_ids: Any, mask: FloatArray, layers: int = _LAYERS) -> FloatArray:
         """Hidden states after the first ``layers`` layers, batch x width x 384 (padding rows
@@ -467,7 +474,7 @@ class MiniLMEncoder:
         # Activations stay 2-D (tokens x features): numpy sends 2-D matmuls to BLAS and runs
         # stacked 3-D ones in a loop about eight times slower.
         x = (self._word[token_ids] + self._position[:width]).reshape(batch * width, dim)
-        x = _layer_norm(x, *self._emb_norm)
+        x = layer_norm(x, *self._emb_norm)
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         scale = np.float32(1.0 / math.sqrt(head_dim))
         for layer in self._layers[:layers]:
@@ -479,20 +486,12 @@ class MiniLMEncoder:
             scores /= scores.sum(axis=-1, keepdims=True)
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * width, dim)
             attended = context @ layer["out_w"] + layer["out_b"]
-            x = _layer_norm(attended + x, layer["ln1_w"], layer["ln1_b"])
+            x = layer_norm(attended + x, layer["ln1_w"], layer["ln1_b"])
             hidden = x @ layer["up_w"] + layer["up_b"]
             hidden = hidden * (
-                np.float32(0.5) + np.float32(0.5) * _erf(hidden * np.float32(_SQRT_HALF))
+                np.float32(0.5) + np.float32(0.5) * erf(hidden * np.float32(_SQRT_HALF))
             )
             down = hidden @ layer["down_w"] + layer["down_b"]
-            x = _layer_norm(down + x, layer["ln2_w"], layer["ln2_b"])
+            x = layer_norm(down + x, layer["ln2_w"], layer["ln2_b"])
         states: FloatArray = x.reshape(batch, width, dim)
         return states
-
-
-def _unit_rows(x: FloatArray) -> FloatArray:
-    import numpy as np
-
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    result: FloatArray = (x / np.maximum(norms, 1e-12)).astype(np.float32)
-    return result

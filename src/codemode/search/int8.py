@@ -7,8 +7,8 @@ once, symmetrically, per block of ``BLOCK`` rows of each column (``round(w / s) 
 weights, and a second graph (``onnx_graph.build_model(..., int8=...)``) multiplies by them
 with MatMulNBits, which quantizes the activations per block as well. The word and position
 tables, biases, layer norms and attention stay float32, read from the float32 file as before.
-Only queries run it (``MiniLMEncoder.encode_query``): tool vectors stay the float32 pass's, so
-stored vectors stay valid. Measured against the float32 graph over the benchmark's 334
+Only queries run it (``MiniLMEncoder.encode_query``); tool texts have their own 8-bit graph
+(``int8_documents``). Measured against the float32 graph over the benchmark's 334
 queries: cosine at least 0.998 (median 0.999), recall unchanged on both splits, 2.9 against 5.9
 ms for a short query (docs/search.md).
 """
@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     from codemode.search.arrays import FloatArray
     from codemode.search.onnx_graph import Int8Matrix
 
-__all__ = ["BLOCK", "INT8_FILE", "INT8_GRAPH_FILE", "QUANTIZED", "int8_graph_path", "quantize"]
+__all__ = [
+    "BLOCK",
+    "INT8_FILE",
+    "INT8_GRAPH_FILE",
+    "QUANTIZED",
+    "int8_graph_path",
+    "quantize",
+    "write_atomically",
+]
 
 # Bump both numbers whenever ``build_model`` or ``quantize`` changes: older files are then ignored.
 INT8_GRAPH_FILE = "minilm-int8-v1.onnx"
@@ -63,9 +71,9 @@ def int8_graph_path(prepared: Path, layers: int, heads: int) -> Path:
     matrices, content = _layout(
         {f"{i}.{key}": floats[f"{i}.{key}"] for i in range(layers) for key in QUANTIZED}
     )
-    _write_atomically(prepared / INT8_FILE, content)
+    write_atomically(prepared / INT8_FILE, content)
     weights = flat_npy_data(prepared / "weights.npy", prepared / "layout.json")
-    _write_atomically(path, build_model(weights, layers, heads, int8=matrices).SerializeToString())
+    write_atomically(path, build_model(weights, layers, heads, int8=matrices).SerializeToString())
     return path
 
 
@@ -93,7 +101,8 @@ def _layout(matrices: dict[str, FloatArray]) -> tuple[dict[str, Int8Matrix], byt
     return places, b"".join(chunks)
 
 
-def _write_atomically(path: Path, content: bytes) -> None:
+def write_atomically(path: Path, content: bytes) -> None:
+    """Write ``content`` to ``path`` through a file of this process renamed into place."""
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         partial.write_bytes(content)

@@ -6,7 +6,8 @@ from there by every later process: building it needs the ``onnx`` package, runni
 ``onnxruntime`` only.
 Measured on this project's 2-core machines, one thread: 4.6 ms against 9.0 ms for a short query,
 8.7 against 14.4 ms for a 27-token one, and 1.6 times the numpy pass's throughput on documents.
-``start_int8`` starts the query's graph with 8-bit weights (``search/int8.py``) the same way.
+``start_int8`` starts the query's graph with 8-bit weights (``search/int8.py``) the same way,
+``start_documents_int8`` the tool texts' (``search/int8_documents.py``).
 """
 
 from __future__ import annotations
@@ -16,18 +17,24 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codemode.errors import UsageError
+from codemode.errors import RuntimeFailure, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from codemode.search.arrays import Backend, FloatArray
 
 __all__ = [
+    "DocumentsGraphError",
     "GRAPH_FILE",
     "OnnxForward",
     "graph_path",
+    "documents_int8_pass",
     "return_freed_memory",
+    "start_documents_int8",
     "start_int8",
     "start_onnx",
+    "warn_documents_float32",
     "warn_float32",
     "warn_numpy",
 ]
@@ -35,6 +42,7 @@ __all__ = [
 log = logging.getLogger("codemode.search")
 _warned: list[bool] = []
 _warned_int8: list[bool] = []
+_warned_documents: list[bool] = []
 
 # Bump the number whenever ``build_model`` changes: a graph file of an older build is then ignored.
 GRAPH_FILE = "minilm-v2.onnx"
@@ -153,6 +161,63 @@ def start_int8(
     except Exception as error:  # noqa: BLE001 - the float32 pass answers instead
         warn_float32("the int8 query graph could not start", error)
         return None
+
+
+def start_documents_int8(
+    prepared: Path, threads: int | None, *, layers: int, heads: int
+) -> OnnxForward:
+    """The tool texts' pass with 8-bit arithmetic (``int8_documents.documents_graph_path``);
+    raises whatever building or loading it raised."""
+    from codemode.search.int8_documents import documents_graph_path
+
+    return OnnxForward(documents_graph_path(prepared, layers, heads), threads=threads)
+
+
+class DocumentsGraphError(RuntimeFailure):
+    """The tool texts' 8-bit graph could not start or run (``encode_documents`` catches it and
+    embeds in float32)."""
+
+    code = "documents_graph_failed"
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(
+            f"the int8 tool texts' graph failed ({type(error).__name__}: {error})",
+            fix="pass document_precision='float32', or reinstall codemode[semantic]",
+        )
+        self.error = error
+
+
+def documents_int8_pass(
+    prepared: Path, threads: int | None, *, layers: int, heads: int
+) -> Callable[[Any, FloatArray], FloatArray]:
+    """``start_documents_int8``'s pass, every failure of it (at start or in a batch) raised as
+    ``DocumentsGraphError``: what else fails in a call (a progress callback) passes through."""
+    try:
+        session = start_documents_int8(prepared, threads, layers=layers, heads=heads)
+    except Exception as error:
+        raise DocumentsGraphError(error) from error
+
+    def forward(token_ids: Any, mask: FloatArray) -> FloatArray:
+        try:
+            return session(token_ids, mask)
+        except Exception as error:
+            raise DocumentsGraphError(error) from error
+
+    return forward
+
+
+def warn_documents_float32(what: str, error: Exception) -> None:
+    """Log, once per process, that tool texts are embedded in float32 because their 8-bit graph
+    failed (``MiniLMEncoder(document_precision="float32")`` silences it)."""
+    if not _warned_documents:
+        _warned_documents.append(True)
+        log.warning(
+            "%s (%s: %s); embedding tool texts in float32 instead (about twice as slow); "
+            "pass document_precision='float32' to choose that",
+            what,
+            type(error).__name__,
+            error,
+        )
 
 
 def warn_float32(what: str, error: Exception) -> None:

@@ -27,13 +27,11 @@ from codemode.search.encoder import (
     Backend,
     MiniLMEncoder,
     QuerySession,
-    model_dir,
     semantic_available,
 )
 from codemode.search.fts import FtsIndex
-from codemode.search.keys import model_key, model_key_for, vectors_key
+from codemode.search.keys import model_key, stored_model_key, vectors_key
 from codemode.search.store import IndexStore, catalog_fingerprint, default_cache_dir
-from codemode.search.weights import model_variant
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -71,17 +69,6 @@ QUERY_CACHE_SIZE = 256
 # names view (``staged.build_stages``; docs/search.md).
 DEFAULT_VIEWS: tuple[int, ...] = (0, 1)
 FIRST_VIEWS: tuple[int, ...] = (1,)
-
-
-def _stored_model_key(cache_dir: Path) -> str | None:
-    """``model_key`` of the encoder ``open_stored_index`` would make, without making it."""
-    path = model_dir()
-    if path is None:
-        return None
-    try:
-        return model_key_for(DOCUMENT_MAX_TOKENS, model_variant(path, cache_dir))
-    except OSError:
-        return None
 
 
 class HybridIndex:
@@ -181,6 +168,9 @@ class HybridIndex:
     ) -> None:
         import numpy as np
 
+        # Keyed by what the encoder embeds in now: a failed 8-bit graph turns it to float32.
+        key, before = model_key(self.encoder), self._vectors
+        self._cache.model_key = key
         # One cache entry per server and view, so adding a source does not re-embed the others.
         by_server: dict[str, list[ToolDocument]] = {}
         for document in documents:
@@ -203,7 +193,11 @@ class HybridIndex:
             for texts, cached in views:
                 vectors = cached
                 if vectors is None:
-                    vectors = self.encoder.encode(texts, progress=step())
+                    vectors = self.encoder.encode_documents(texts, progress=step())
+                    if model_key(self.encoder) != key:  # not mixed with the vectors before
+                        self._vectors = before
+                        self._embed_documents(documents, progress, stage)
+                        return
                     self._cache.store(texts, vectors)
                     done += len(texts)
                 per_view.append(vectors)
@@ -304,9 +298,14 @@ def open_stored_index(
         return None
     if not semantic:
         return FtsIndex.open(store.lexical_path(fingerprint), entries)
-    key = model_key(encoder) if encoder is not None else _stored_model_key(cache_dir)
-    if key is None:
+    found = (
+        (model_key(encoder), encoder.document_precision)
+        if encoder is not None
+        else stored_model_key(DOCUMENT_MAX_TOKENS, cache_dir)
+    )
+    if found is None:
         return None
+    key, precision = found
     views = tuple(views)
     vectors = store.load_vectors(fingerprint, vectors_key(key, views), len(entries))
     first = first_stage(views)
@@ -320,6 +319,7 @@ def open_stored_index(
         cache_dir=cache_dir,
         backend=backend,
         query_session=query_session,
+        document_precision=precision,
     )
     lexical = FtsIndex.open(store.lexical_path(fingerprint), entries)
     return HybridIndex(
