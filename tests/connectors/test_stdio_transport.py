@@ -193,3 +193,33 @@ async def test_ten_megabytes_each_way_through_a_real_sdk_server(tmp_path: Path):
         assert echoed.value == text
     finally:
         await connector.aclose()
+
+
+def _large_values_held(size: int) -> list[str]:
+    """What live objects hold a str or bytes of at least ``size`` (frames of suspended
+    coroutines included)."""
+    import gc
+
+    gc.collect()
+    held = []
+    for holder in gc.get_objects():
+        for value in gc.get_referents(holder):
+            if isinstance(value, str | bytes) and len(value) >= size:
+                held.append(f"{type(holder).__name__} holding {len(value):,}")
+    return held
+
+
+async def test_no_message_is_kept_alive_after_it_went_through(tmp_path: Path):
+    """A long-lived server's reader and writer keep nothing of the last (large) message: it
+    would stay in memory past every session until the next message."""
+    script = tmp_path / "big.py"
+    script.write_text(LARGE_ECHO_SERVER)
+    connector = MCPConnector("big", StdioTarget(sys.executable, [str(script)]), start_timeout_s=30)
+    try:
+        text = "x" * (3 << 20)
+        echoed = await connector.call_tool("echo", {"text": text})
+        assert echoed.value == text
+        del echoed, text
+        assert _large_values_held(3 << 20) == []
+    finally:
+        await connector.aclose()
