@@ -55,9 +55,9 @@ __all__ = [
     "ClusterError",
     "CodemodeError",
     "ConfigError",
-    "IncompatibleDependencyError",
     "ContextLengthError",
     "DataFlowDeniedError",
+    "IncompatibleDependencyError",
     "IsolationUnavailableError",
     "ModelConfigError",
     "ModelError",
@@ -79,6 +79,7 @@ __all__ = [
     "StateStoreError",
     "StoreBusyError",
     "StoreVersionError",
+    "TemplateUnavailableError",
     "ToolError",
     "ToolNotFoundError",
     "ToolNotGrantedError",
@@ -150,6 +151,12 @@ class RuntimeFailure(CodemodeError):
 
 class SandboxError(RuntimeFailure):
     code = "sandbox_error"
+
+
+class TemplateUnavailableError(SandboxError):
+    """The sandbox template could not start here: sandboxes start one bubblewrap each."""
+
+    code = "template_unavailable"
 
 
 class PackageError(RuntimeFailure):

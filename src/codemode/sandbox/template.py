@@ -30,7 +30,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from codemode.errors import SandboxError
+from codemode.errors import SandboxError, TemplateUnavailableError
 from codemode.settings.sandbox import Limits
 
 __all__ = [
@@ -76,10 +76,6 @@ def template_args(
     for name, value in rlimits.items():
         args += ["--rlimit", f"{name}={value}"]
     return args
-
-
-class TemplateUnavailableError(SandboxError):
-    """The template could not start here: sandboxes are started one bubblewrap each."""
 
 
 def _unreaped(pid: int) -> bool:
