@@ -329,20 +329,32 @@ class BwrapBackend:
         seccomp_fd = data_fd(self.seccomp_bpf)
         file_fds = {path: data_fd(content) for path, content in self._files().items()}
         try:
-            return subprocess.Popen(
+            return self._popen(
                 self.command(control_fd, seccomp_fd, file_fds, forking=True),
-                env={},
-                stdin=subprocess.DEVNULL,
+                (control_fd, seccomp_fd, *file_fds.values()),
+                procs=[],
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                pass_fds=(control_fd, seccomp_fd, *file_fds.values()),
-                close_fds=True,
-                start_new_session=True,
-                preexec_fn=child_setup(self.limits, [], self.staging),  # noqa: PLW1509
             )
         finally:
             for fd in (seccomp_fd, *file_fds.values()):
                 os.close(fd)
+
+    def _popen(
+        self, args: list[str], pass_fds: tuple[int, ...], *, procs: list[str], stdout: int
+    ) -> subprocess.Popen[bytes]:
+        """bwrap with an empty environment, in a session of its own, joined to ``procs``
+        (cgroup.procs files) between fork and exec."""
+        return subprocess.Popen(
+            args,
+            env={},
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            pass_fds=pass_fds,
+            close_fds=True,
+            start_new_session=True,
+            preexec_fn=child_setup(self.limits, procs, self.staging),  # noqa: PLW1509
+        )
 
     def _files(self) -> dict[str, bytes]:
         return {**SANDBOX_FILES, **self.guest_files}
@@ -384,16 +396,11 @@ class BwrapBackend:
             meter = self._meter()
             procs = meter.cgroup.procs_files() if isinstance(meter, CgroupMeter) else []
             guest_fd = guest_sock.fileno()
-            popen = subprocess.Popen(
+            popen = self._popen(
                 self.command(guest_fd, seccomp_fd, file_fds, gate.path if gate else None),
-                env={},
-                stdin=subprocess.DEVNULL,
+                (guest_fd, seccomp_fd, *file_fds.values()),
+                procs=procs,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=(guest_fd, seccomp_fd, *file_fds.values()),
-                close_fds=True,
-                start_new_session=True,
-                preexec_fn=child_setup(self.limits, procs, self.staging),  # noqa: PLW1509
             )
         except BaseException as error:
             host_sock.close()

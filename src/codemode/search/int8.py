@@ -16,8 +16,9 @@ ms for a short query (docs/search.md).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from codemode.search.arrays import FloatArray
@@ -28,6 +29,7 @@ __all__ = [
     "INT8_FILE",
     "INT8_GRAPH_FILE",
     "QUANTIZED",
+    "graph_path",
     "int8_graph_path",
     "quantize",
     "write_atomically",
@@ -61,17 +63,30 @@ def int8_graph_path(prepared: Path, layers: int, heads: int) -> Path:
     """The 8-bit query graph in ``prepared``, written there with its weights file first when it
     is missing (each atomically; both are made from the float32 weights in ``prepared``, so
     concurrent writers write the same bytes)."""
-    path = prepared / INT8_GRAPH_FILE
+    return graph_path(prepared, INT8_GRAPH_FILE, INT8_FILE, _layout, layers, heads)
+
+
+def graph_path(
+    prepared: Path,
+    graph_file: str,
+    weights_file: str,
+    layout: Callable[[dict[str, FloatArray]], tuple[Mapping[str, Any], bytes]],
+    layers: int,
+    heads: int,
+) -> Path:
+    """An 8-bit graph in ``prepared`` (written first, with its weights file, when missing):
+    ``layout`` quantizes the layers' matrices and places them in ``weights_file``."""
+    path = prepared / graph_file
     if path.is_file():
         return path
     from codemode.search.onnx_graph import build_model, flat_npy_data
     from codemode.search.weights import mapped
 
     floats = mapped(prepared)
-    matrices, content = _layout(
+    matrices, content = layout(
         {f"{i}.{key}": floats[f"{i}.{key}"] for i in range(layers) for key in QUANTIZED}
     )
-    write_atomically(prepared / INT8_FILE, content)
+    write_atomically(prepared / weights_file, content)
     weights = flat_npy_data(prepared / "weights.npy", prepared / "layout.json")
     write_atomically(path, build_model(weights, layers, heads, int8=matrices).SerializeToString())
     return path

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemode.search.int8 import QUANTIZED, write_atomically
+from codemode.search.int8 import graph_path
 
 if TYPE_CHECKING:
     from codemode.search.arrays import FloatArray
@@ -50,20 +50,7 @@ def documents_graph_path(prepared: Path, layers: int, heads: int) -> Path:
     """The tool texts' 8-bit graph in ``prepared``, written there with its weights file first
     when it is missing (each atomically, from the float32 weights in ``prepared``: concurrent
     writers write the same bytes)."""
-    path = prepared / DOCUMENTS_GRAPH_FILE
-    if path.is_file():
-        return path
-    from codemode.search.onnx_graph import build_model, flat_npy_data
-    from codemode.search.weights import mapped
-
-    floats = mapped(prepared)
-    matrices, content = _layout(
-        {f"{i}.{key}": floats[f"{i}.{key}"] for i in range(layers) for key in QUANTIZED}
-    )
-    write_atomically(prepared / DOCUMENTS_FILE, content)
-    weights = flat_npy_data(prepared / "weights.npy", prepared / "layout.json")
-    write_atomically(path, build_model(weights, layers, heads, int8=matrices).SerializeToString())
-    return path
+    return graph_path(prepared, DOCUMENTS_GRAPH_FILE, DOCUMENTS_FILE, _layout, layers, heads)
 
 
 def _layout(matrices: dict[str, FloatArray]) -> tuple[dict[str, ColumnInt8Matrix], bytes]:
