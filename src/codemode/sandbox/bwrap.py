@@ -292,7 +292,6 @@ class BwrapBackend:
         if forking:
             args += [TEMPLATE_BOOTSTRAP.format(root=GUEST_ROOT)]
             args += template_args(self.limits, self.tmpfs_sizes(), bridge_fd, seccomp_fd)
-            args += [arg for name in MASKED_PROC for arg in ("--proc-mask", name)]
         else:
             args += [BOOTSTRAP.format(root=GUEST_ROOT), "--fd", str(bridge_fd)]
         args += ["--workspace", WORKSPACE, "--isolated"]

@@ -28,6 +28,7 @@ __all__ = [
     "MASKED_PROC",
     "PASS_THROUGH_ENV",
     "SANDBOX_FILES",
+    "SIGNALS_PENDING",
     "child_setup",
     "created_parents",
     "data_fd",

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from codemode.errors import SandboxError, TemplateUnavailableError
+from codemode.sandbox.bwrap_parts import MASKED_PROC, SIGNALS_PENDING
 from codemode.settings.sandbox import Limits
 
 __all__ = [
@@ -53,8 +54,6 @@ _REAP_WAIT_S = 2.0
 # The kernel directories of /proc each fork shows read-only (bwrap's own list), beside the
 # files it masks.
 _PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus")
-# Queued signals count against the host user's quota (see bwrap_parts).
-_SIGNALS_PENDING = 256
 
 
 def template_args(
@@ -67,11 +66,13 @@ def template_args(
         args += ["--tmpfs", f"{mount}={size}"]
     for name in _PROC_READ_ONLY:
         args += ["--proc-ro", name]
+    for name in MASKED_PROC:
+        args += ["--proc-mask", name]
     rlimits = {
         "RLIMIT_CORE": 0,
         "RLIMIT_NOFILE": limits.open_files,
         "RLIMIT_AS": limits.memory_bytes,
-        "RLIMIT_SIGPENDING": _SIGNALS_PENDING,
+        "RLIMIT_SIGPENDING": SIGNALS_PENDING,
     }
     for name, value in rlimits.items():
         args += ["--rlimit", f"{name}={value}"]
