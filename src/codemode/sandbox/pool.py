@@ -152,10 +152,12 @@ class SandboxPool:
             return len(self._ready)
 
     def wait_full(self, timeout_s: float = 30.0) -> bool:
-        """Wait until the pool holds ``size`` sandboxes (for benchmarks and tests)."""
+        """Wait until the pool holds ``size`` sandboxes and starts none (for benchmarks and
+        tests: a start in flight is neither ready nor gone)."""
         with self._cond:
             return self._cond.wait_for(
-                lambda: len(self._ready) >= self.size or self._closed, timeout_s
+                lambda: (len(self._ready) >= self.size and not self._starting) or self._closed,
+                timeout_s,
             )
 
     def _short(self) -> bool:
