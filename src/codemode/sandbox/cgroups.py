@@ -15,9 +15,10 @@ import signal
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.sandbox.heldfiles import HeldFiles
 from codemode.sandbox.proctree import read_small
 
 __all__ = ["CgroupPlace", "CgroupSet", "find_cgroup_place"]
@@ -147,6 +148,8 @@ class CgroupSet:
 
     dirs: dict[str, Path]
     version: int
+    # The counters read after every execution, kept open (see ``heldfiles``).
+    held: HeldFiles = field(default_factory=HeldFiles, compare=False, repr=False)
 
     @classmethod
     def create(cls, place: CgroupPlace, *, max_pids: int, memory_bytes: int) -> CgroupSet:
@@ -185,17 +188,19 @@ class CgroupSet:
         """Paths a child writes its pid into (between fork and exec) to join every controller."""
         return sorted({str(path / "cgroup.procs") for path in self.dirs.values()})
 
-    def _read(self, controller: str, name: str) -> str:
+    def _read(self, controller: str, name: str, *, held: bool = False) -> str:
+        """A file of the sandbox's cgroups ("" when unreadable). ``held``: a counter, kept
+        open. Never a list of tasks: cgroup v1 caches those per open file for a second."""
         path = self.dirs.get(controller)
         if path is None:
             return ""
         try:
-            return read_small(path / name)
+            return self.held.read(f"{path}/{name}") if held else read_small(path / name)
         except OSError:
             return ""
 
     def _events(self, controller: str, name: str, keys: tuple[str, ...]) -> bool:
-        for line in self._read(controller, name).splitlines():
+        for line in self._read(controller, name, held=True).splitlines():
             key, _, value = line.partition(" ")
             if key in keys and value.strip() not in ("", "0"):
                 return True
@@ -211,11 +216,11 @@ class CgroupSet:
 
     def cpu_seconds(self) -> float:
         if self.version == 2:
-            for line in self._read("cpu", "cpu.stat").splitlines():
+            for line in self._read("cpu", "cpu.stat", held=True).splitlines():
                 if line.startswith("usage_usec "):
                     return int(line.split()[1]) / 1e6
             return 0.0
-        text = self._read("cpuacct", "cpuacct.usage").strip()
+        text = self._read("cpuacct", "cpuacct.usage", held=True).strip()
         return int(text) / 1e9 if text else 0.0
 
     def tasks(self) -> int:
@@ -281,6 +286,7 @@ class CgroupSet:
             if not self.pids():
                 break
             time.sleep(0.002)
+        self.held.close()
         for path in set(self.dirs.values()):
             try:
                 path.rmdir()

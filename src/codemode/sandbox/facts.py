@@ -102,8 +102,9 @@ class ProcFacts:
 
     def park(self) -> Parked:
         # Read before the stop: a task on its way to stopping shows no syscall.
-        idle = waits_for_frames(self.process.guest_pid, self.process.bridge_fd)
-        if not self.process.meter.stop():
+        meter = self.process.meter
+        idle = waits_for_frames(self.process.guest_pid, self.process.bridge_fd, meter.files.read)
+        if not meter.stop():
             return Parked(idle, False, None)
         return Parked(idle, True, self.list_workspace() if idle else None)
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemode.sandbox.cgroups import CgroupSet
+from codemode.sandbox.heldfiles import HeldFiles
 from codemode.sandbox.layout import TMPFS_MOUNTS, WORKSPACE
 from codemode.sandbox.proctree import (
     continue_each,
@@ -75,14 +76,41 @@ class SandboxMeter:
         self.mounts = mounts
         self.guest_pid: int | None = None
         self.pidns: str | None = None
-        # The stopped processes, by pid: a pidfd of each, held until they are resumed.
+        # The stopped processes besides the guest, by pid: a pidfd of each, held until they
+        # are resumed.
         self._stopped: dict[int, int] = {}
         self._stopped_lock = threading.Lock()  # ``release`` may come from another thread
         self._cpu_high = 0.0
+        # The guest's own pidfd and /proc files, held from ``bind`` to ``release``: stopping a
+        # guest that is the sandbox's only task then costs a signal and two reads.
+        self.files = HeldFiles()
+        self._guest_fd: int | None = None
+        self._guest_stopped = False
 
     def bind(self, guest_pid: int) -> None:
         self.guest_pid = guest_pid
         self.pidns = pidns_of(guest_pid)
+        try:
+            fd = os.pidfd_open(guest_pid)
+        except OSError:
+            return
+        # Checked after the pidfd is open: the pidfd, the files and the check concern the
+        # same process, never one that got its pid later.
+        try:
+            self.files.read(self._guest_path("stat"))
+            self.files.read(self._guest_path("children"))
+            same = self.pidns is not None and pidns_of(guest_pid) == self.pidns
+        except OSError:
+            same = False
+        if same:
+            self._guest_fd = fd
+        else:
+            os.close(fd)
+            self.files.close()
+
+    def _guest_path(self, name: str) -> str:
+        pid = self.guest_pid
+        return f"/proc/{pid}/task/{pid}/children" if name == "children" else f"/proc/{pid}/{name}"
 
     def usage(self) -> Usage:
         raise NotImplementedError
@@ -108,9 +136,12 @@ class SandboxMeter:
         """Free what the meter holds on the host (pidfds; cgroup directories)."""
         with self._stopped_lock:
             held, self._stopped = self._stopped, {}
-        for fd in held.values():
+            guest_fd, self._guest_fd = self._guest_fd, None
+            self._guest_stopped = False
+        for fd in [*held.values(), *([] if guest_fd is None else [guest_fd])]:
             with contextlib.suppress(OSError):
                 os.close(fd)
+        self.files.close()
 
     # --- shared readings ------------------------------------------------------------------
 
@@ -164,7 +195,11 @@ class SandboxMeter:
         if self.guest_pid is None or self.pidns is None:
             return True
         with self._stopped_lock:
+            if self._guest_fd is not None and not self._guest_stopped and self._stop_alone():
+                return True
             stopped = set(self._stopped)
+            if self._guest_stopped:
+                stopped.add(self.guest_pid)
             for _ in range(_STOP_ROUNDS):
                 # A process with a stop pending cannot complete a fork, so this converges.
                 new = [pid for pid in tree(self.guest_pid, self.pidns) if pid not in stopped]
@@ -174,9 +209,30 @@ class SandboxMeter:
                 stopped.update(new)
         return False
 
+    def _stop_alone(self) -> bool:
+        """Stop the guest through its held pidfd. True when that stopped the whole sandbox:
+        the guest has one thread and no child (read after the stop, as the walk does). False
+        leaves the rest to the walk, the guest already stopped."""
+        assert self._guest_fd is not None
+        try:
+            signal.pidfd_send_signal(self._guest_fd, signal.SIGSTOP)
+        except OSError:
+            return False  # it has ended: the walk finds nothing to stop
+        self._guest_stopped = True
+        try:
+            threads = int(self.files.read(self._guest_path("stat")).rsplit(")", 1)[1].split()[17])
+            children = self.files.read(self._guest_path("children")).split()
+        except (OSError, ValueError, IndexError):
+            return False
+        return threads == 1 and not children
+
     def _signal_resume(self) -> None:
         with self._stopped_lock:
             held, self._stopped = self._stopped, {}
+            if self._guest_stopped and self._guest_fd is not None:
+                with contextlib.suppress(OSError):  # it has ended meanwhile (killed)
+                    signal.pidfd_send_signal(self._guest_fd, signal.SIGCONT)
+            self._guest_stopped = False
         continue_each(held)
 
 

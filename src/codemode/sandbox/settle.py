@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 from codemode.sandbox.proctree import read_small
 
@@ -30,9 +31,11 @@ _READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", 
 )
 
 
-def waits_for_frames(pid: int | None, bridge_fd: int | None) -> bool:
+def waits_for_frames(
+    pid: int | None, bridge_fd: int | None, read: Callable[[str], str] = read_small
+) -> bool:
     """Is the guest's main thread blocked in its read of the bridge? Waits (``SETTLE_S`` at
-    most) for it to get there."""
+    most) for it to get there. ``read`` reads a /proc file (the meter's held files)."""
     if pid is None:
         return False
     if bridge_fd is None or not _READ_SYSCALLS:
@@ -44,7 +47,7 @@ def waits_for_frames(pid: int | None, bridge_fd: int | None) -> bool:
     while True:
         try:
             # "running", or the syscall the thread is blocked in and its arguments.
-            fields = read_small(path).split()
+            fields = read(path).split()
         except OSError:
             return _settles(pid)  # not readable here (a strict ptrace policy)
         if len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == bridge_fd:

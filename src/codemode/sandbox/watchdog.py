@@ -16,6 +16,8 @@ from codemode.settings.sandbox import Limits
 __all__ = ["WATCHDOG", "Watchdog", "Watched", "breached"]
 
 INTERVAL_S = 0.025
+# Ticks with nothing watched before the thread sleeps (about a second).
+QUIET_TICKS = 40
 
 
 def breached(usage: Usage, limits: Limits, cpu_start: float) -> str | None:
@@ -60,20 +62,23 @@ class Watched:
 
 
 class Watchdog:
-    """A daemon thread, started on first use, idle while nothing is watched.
+    """A daemon thread, started on first use, asleep after a quiet spell.
 
-    While anything is watched it checks all of it every ``interval_s``. An execution's first
-    check comes within one interval of its start, not at once: until then the sandbox was
-    stopped, and the execution loop checks the end itself. So a short execution neither wakes
-    the thread nor pays for a reading on it.
+    It ticks every ``interval_s`` and checks everything watched at that tick, so an
+    execution's first check comes within one interval of its start, not at once: until then
+    the sandbox was stopped, and the execution loop checks the end itself. A short execution
+    between two ticks pays for no reading. After ``quiet_ticks`` ticks with nothing watched the
+    thread sleeps until the next ``watch`` wakes it; until then a ``watch`` costs no wake-up
+    (a warm execution every few hundred microseconds used to wake it each time).
     """
 
-    def __init__(self, interval_s: float = INTERVAL_S) -> None:
+    def __init__(self, interval_s: float = INTERVAL_S, quiet_ticks: int = QUIET_TICKS) -> None:
         self.interval_s = interval_s
+        self.quiet_ticks = quiet_ticks
         self._watched: set[Watched] = set()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
-        self._idle = False  # the thread waits for something to watch
+        self._idle = False  # the thread sleeps until a ``watch`` wakes it
 
     def watch(self, watched: Watched) -> None:
         with self._cond:
@@ -91,15 +96,18 @@ class Watchdog:
             self._watched.discard(watched)
 
     def _run(self) -> None:
+        quiet = 0
         while True:
             with self._cond:
-                self._idle = True
-                self._cond.wait_for(lambda: bool(self._watched))
-                self._idle = False
+                if not self._watched and quiet >= self.quiet_ticks:
+                    self._idle = True
+                    self._cond.wait_for(lambda: bool(self._watched))
+                    self._idle = False
                 deadline = time.monotonic() + self.interval_s
                 while (left := deadline - time.monotonic()) > 0:
                     self._cond.wait(left)
                 current = list(self._watched)
+            quiet = 0 if current else quiet + 1
             for watched in current:
                 watched.check()
 

@@ -1,0 +1,72 @@
+"""Files kept open and read again in place: always the file's text now, and always the
+process they were opened for."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemode.sandbox.heldfiles import HeldFiles
+
+
+def state_of(text: str) -> str:
+    return text.rsplit(")", 1)[1].split(maxsplit=1)[0]
+
+
+def test_a_held_file_reads_the_text_as_it_is_now() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    held = HeldFiles()
+    try:
+        path = f"/proc/{child.pid}/stat"
+        assert state_of(held.read(path)) in ("R", "S", "D")
+        child.send_signal(signal.SIGSTOP)
+        os.waitid(os.P_PID, child.pid, os.WSTOPPED)
+        assert state_of(held.read(path)) == "T"  # the same descriptor, rendered afresh
+        assert len(held) == 1
+    finally:
+        child.kill()
+        child.wait()
+        held.close()
+
+
+def test_a_held_proc_file_never_reads_another_process() -> None:
+    """Once its process has ended, a held /proc file reads as an error, whatever now has
+    the pid (a path read afresh could read a stranger)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    held = HeldFiles()
+    try:
+        held.read(f"/proc/{child.pid}/stat")
+        child.wait()
+        with pytest.raises(OSError):
+            held.read(f"/proc/{child.pid}/stat")
+    finally:
+        held.close()
+
+
+def test_a_closed_set_reads_paths_afresh_and_holds_nothing(tmp_path: Path) -> None:
+    counter = tmp_path / "counter"
+    counter.write_text("1")
+    held = HeldFiles()
+    assert held.read(str(counter)) == "1"
+    held.close()
+    assert len(held) == 0
+    counter.write_text("22")
+    assert held.read(str(counter)) == "22"
+    assert len(held) == 0
+    with pytest.raises(OSError):
+        held.read(str(tmp_path / "missing"))
+
+
+def test_a_file_larger_than_one_read_is_read_whole(tmp_path: Path) -> None:
+    big = tmp_path / "big"
+    big.write_text("x" * 200_000)
+    held = HeldFiles()
+    try:
+        assert len(held.read(str(big))) == 200_000
+    finally:
+        held.close()
