@@ -25,6 +25,7 @@ from codemode.gateway.auth import (
     Verifier,
     resolve_tokens,
 )
+from codemode.gateway.descriptors import raise_open_files_limit
 from codemode.gateway.disconnects import Disconnects, DisconnectWatch
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
@@ -60,6 +61,7 @@ async def serve(
     what it and its children create is its owner's only (a private umask, restored after)."""
     previous = restrict_umask()
     limit_arenas()  # before the threads that would each take one
+    raise_open_files_limit()
     try:
         await _serve(config, transport, host, port, openapi_specs, tokens, insecure_allow_anonymous)
     finally:

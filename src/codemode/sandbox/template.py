@@ -98,18 +98,21 @@ class ForkedGuest:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        if self.returncode is None and self._pidfd >= 0:
-            readable, _, _ = select.select([self._pidfd], [], [], 0)
-            if readable:
-                self.returncode = -1
+        if self.returncode is None and self._pidfd >= 0 and self._exited(0):
+            self.returncode = -1
         return self.returncode
+
+    def _exited(self, timeout: float | None) -> bool:
+        # poll(2), not select(2): a gateway with many sandboxes holds pidfds past 1,023.
+        waiter = select.poll()
+        waiter.register(self._pidfd, select.POLLIN)
+        return bool(waiter.poll(None if timeout is None else max(timeout, 0.0) * 1000))
 
     def wait(self, timeout: float | None = None) -> int:
         """Wait until it exited and the template reaped it (a moment later: nothing of the
         sandbox is left once this returns)."""
         if self.poll() is None:
-            readable, _, _ = select.select([self._pidfd], [], [], timeout)
-            if not readable:
+            if not self._exited(timeout):
                 raise subprocess.TimeoutExpired(f"sandbox {self.pid}", timeout or 0.0)
             self.returncode = -1
         deadline = time.monotonic() + _REAP_WAIT_S
