@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from codemode.sandbox.heldfiles import HeldFiles
+from codemode.sandbox.proctree import read_small
 
 
 def state_of(text: str) -> str:
@@ -69,4 +70,25 @@ def test_a_file_larger_than_one_read_is_read_whole(tmp_path: Path) -> None:
     try:
         assert len(held.read(str(big))) == 200_000
     finally:
+        held.close()
+
+
+def test_a_seq_file_longer_than_a_page_is_read_whole() -> None:
+    """A seq file gives about a page per read however much is asked for (a sandbox with
+    a thousand sockets has a /proc net/unix of 100 KiB): every line must be counted."""
+    code = "import ctypes, decimal, ssl, sqlite3, time; print('ready', flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    held = HeldFiles()
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+        child.send_signal(signal.SIGSTOP)
+        os.waitid(os.P_PID, child.pid, os.WSTOPPED)
+        path = f"/proc/{child.pid}/maps"
+        whole = read_small(path)
+        assert len(whole) > 3 * 4096, "the interpreter's map is expected to span pages"
+        assert held.read(path) == whole
+        assert held.read(path) == whole  # and again, from the same descriptor
+    finally:
+        child.kill()
+        child.wait()
         held.close()

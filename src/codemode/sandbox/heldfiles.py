@@ -1,4 +1,4 @@
-"""Small /proc and cgroup files kept open and read again in place.
+"""Small /proc and cgroup files (and mounts' usage) kept open and read again in place.
 
 Between two executions the host reads the same few files each time: the guest's syscall, stat
 and children, its cgroups' counters. Opening and closing each one every time was most of the
@@ -19,8 +19,10 @@ from codemode.sandbox.proctree import read_small
 
 __all__ = ["HeldFiles"]
 
-# Larger than any file held here; a file that fills it is read whole the ordinary way.
 _CHUNK = 65536
+# A read shorter than this is the whole file: a seq file fills at least a page per read
+# unless it has reached its end, and no record of the files held here is this long.
+_WHOLE_BELOW = 2048
 
 
 class HeldFiles:
@@ -42,9 +44,27 @@ class HeldFiles:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
                 self._fds[path] = fd
             data = os.pread(fd, _CHUNK, 0)
-        if len(data) >= _CHUNK:
-            return read_small(path)
+            if len(data) >= _WHOLE_BELOW:
+                # A seq file returns about a page per read, however much is asked for: read
+                # on until its end (a file this long is rare here: many sockets or children).
+                parts = [data]
+                while more := os.pread(fd, _CHUNK, sum(map(len, parts))):
+                    parts.append(more)
+                data = b"".join(parts)
         return data.decode("utf-8", "replace")
+
+    def statvfs(self, path: str) -> os.statvfs_result:
+        """The filesystem at ``path`` now, through a descriptor kept open (``O_PATH``: no
+        read access needed, and no path walked again)."""
+        with self._lock:
+            if self._closed:
+                return os.statvfs(path)
+            key = f"statvfs:{path}"
+            fd = self._fds.get(key)
+            if fd is None:
+                fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                self._fds[key] = fd
+            return os.fstatvfs(fd)
 
     def close(self) -> None:
         with self._lock:

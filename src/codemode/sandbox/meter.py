@@ -20,13 +20,14 @@ import os
 import signal
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 from codemode.sandbox.cgroups import CgroupSet
 from codemode.sandbox.heldfiles import HeldFiles
 from codemode.sandbox.layout import TMPFS_MOUNTS, WORKSPACE
 from codemode.sandbox.proctree import (
+    Proc,
     continue_each,
+    parse_proc,
     pidns_of,
     pss_bytes,
     signal_each,
@@ -69,6 +70,8 @@ class SandboxMeter:
     """Reads one sandbox from the host. ``bind`` is called once its guest is running."""
 
     kernel_enforced = False
+    # The guest's /proc files held from ``bind``: the ones read after every execution.
+    guest_files: tuple[str, ...] = ("stat", "children")
 
     def __init__(self, limits: Limits, mounts: tuple[str, ...] = TMPFS_MOUNTS) -> None:
         self.limits = limits
@@ -97,8 +100,8 @@ class SandboxMeter:
         # Checked after the pidfd is open: the pidfd, the files and the check concern the
         # same process, never one that got its pid later.
         try:
-            self.files.read(self._guest_path("stat"))
-            self.files.read(self._guest_path("children"))
+            for name in self.guest_files:
+                self.files.read(self._guest_path(name))
             same = self.pidns is not None and pidns_of(guest_pid) == self.pidns
         except OSError:
             same = False
@@ -149,18 +152,34 @@ class SandboxMeter:
         """(CPU seconds of every process that ever ran, tasks, resident bytes)."""
         if self.guest_pid is None or self.pidns is None:
             return self._cpu_high, 0, 0
-        procs = walk(self.guest_pid, self.pidns)
+        alone = self._guest_alone()
+        procs = [alone] if alone is not None else walk(self.guest_pid, self.pidns)
         cpu = sum(p.cpu_seconds for p in procs)
         # Monotonic: a child reaped between two reads moves from its own line to its
         # parent's cutime, and may be missed once.
         self._cpu_high = max(self._cpu_high, cpu)
         return self._cpu_high, sum(p.threads for p in procs), sum(p.rss_bytes for p in procs)
 
+    def _guest_alone(self) -> Proc | None:
+        """The guest, read from its held files, when it is the sandbox's only task (one
+        thread, no child: the common case); None when the tree must be walked."""
+        if self._guest_fd is None or "status" not in self.guest_files:
+            return None
+        assert self.guest_pid is not None
+        try:
+            if self.files.read(self._guest_path("children")).strip():
+                return None
+            stat = self.files.read(self._guest_path("stat"))
+            proc = parse_proc(self.guest_pid, stat, self.files.read(self._guest_path("status")))
+        except (OSError, IndexError, ValueError):
+            return None
+        return proc if proc.threads == 1 else None
+
     def _statvfs(self, mount: str) -> os.statvfs_result | None:
         if self.guest_pid is None:
             return None
         try:
-            return os.statvfs(f"/proc/{self.guest_pid}/root{mount}")
+            return self.files.statvfs(f"/proc/{self.guest_pid}/root{mount}")
         except OSError:
             return None
 
@@ -174,8 +193,8 @@ class SandboxMeter:
         if self.guest_pid is None:
             return 0
         try:
-            listing = Path(f"/proc/{self.guest_pid}/net/unix").read_bytes()
-            sockets = listing.count(b"\n") - 1  # its first line is a header
+            listing = self.files.read(self._guest_path("net/unix"))
+            sockets = listing.count("\n") - 1  # its first line is a header
         except OSError:
             return 0
         return max(sockets, 0) * _SOCKET_BYTES
@@ -238,6 +257,11 @@ class SandboxMeter:
 
 class ProcMeter(SandboxMeter):
     """No cgroups: the host measures the process tree and its tmpfs mounts."""
+
+    guest_files = ("stat", "children", "status", "net/unix")
+
+    def cpu_seconds(self) -> float:
+        return self._procs_cpu()[0]
 
     def usage(self) -> Usage:
         cpu, tasks, resident = self._procs_cpu()

@@ -18,6 +18,7 @@ __all__ = [
     "Proc",
     "children_of",
     "continue_each",
+    "parse_proc",
     "pidns_of",
     "pss_bytes",
     "read_small",
@@ -77,10 +78,15 @@ def pidns_of(pid: int) -> str | None:
 
 def _read(pid: int) -> Proc | None:
     try:
-        fields = read_small(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()
-        status = read_small(f"/proc/{pid}/status")
-    except (OSError, IndexError):
+        return parse_proc(pid, read_small(f"/proc/{pid}/stat"), read_small(f"/proc/{pid}/status"))
+    except (OSError, IndexError, ValueError):
         return None
+
+
+def parse_proc(pid: int, stat: str, status: str) -> Proc:
+    """A ``Proc`` from the text of /proc/<pid>/stat and /proc/<pid>/status. Raises IndexError
+    or ValueError on text that is not theirs."""
+    fields = stat.rsplit(")", 1)[1].split()
     rss_kib = 0
     for line in status.splitlines():
         if line.startswith(("RssAnon:", "RssShmem:")):
