@@ -9,8 +9,10 @@ of every process plus the sandbox's tmpfs mounts (their pages and inodes) and it
 buffers, and the task count.
 
 Both stop the sandbox between executions with SIGSTOP to every process of its pid namespace
-(a cgroup freezer costs a millisecond or two per execution on cgroup v1; a pending stop keeps a
-process from completing a fork, so the walk converges), and resume it with SIGCONT.
+(a cgroup freezer costs a millisecond or two per execution on cgroup v1), and resume it with
+SIGCONT. The walk looks for children again once the processes it signalled have stopped: a fork
+under way when the signal came still completes. A guest alone in its sandbox (one thread, no
+child, waiting for its next frame) is stopped with one signal and two reads of held files.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from codemode.sandbox.proctree import (
     signal_each,
     stop_each,
     tree,
+    wait_stopped,
     walk,
 )
 from codemode.settings.sandbox import Limits
@@ -48,6 +51,8 @@ _INODE_BYTES = 1024
 _SOCKET_BYTES = 208 * 1024 + 64 * 1024
 # Rounds of "stop what is new" before giving up on a sandbox that keeps forking.
 _STOP_ROUNDS = 50
+# How long the processes of one round may take to stop (a thread may be deep in a syscall).
+_STOP_WAIT_S = 0.5
 
 
 def _task_margin(limit: int) -> int:
@@ -219,13 +224,18 @@ class SandboxMeter:
             stopped = set(self._stopped)
             if self._guest_stopped:
                 stopped.add(self.guest_pid)
+                wait_stopped([self.guest_pid], _STOP_WAIT_S)
             for _ in range(_STOP_ROUNDS):
-                # A process with a stop pending cannot complete a fork, so this converges.
+                # A stopped process forks no more, so this converges.
                 new = [pid for pid in tree(self.guest_pid, self.pidns) if pid not in stopped]
                 if not new:
                     return True
-                self._stopped.update(stop_each(new, self.pidns))
+                reached = stop_each(new, self.pidns)
+                self._stopped.update(reached)
                 stopped.update(new)
+                # Look for new children only once these have stopped: a fork already under
+                # way when the signal came completes, and shows its child only then.
+                wait_stopped(list(reached), _STOP_WAIT_S)
         return False
 
     def _stop_alone(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +26,13 @@ __all__ = [
     "signal_each",
     "stop_each",
     "tree",
+    "wait_stopped",
     "walk",
 ]
 
 _TICK = os.sysconf("SC_CLK_TCK")
+# Stopped (by a signal, or traced), or ended.
+_STOPPED_STATES = frozenset("tTZXx")
 _MAX_PROCS = 4096
 
 
@@ -189,3 +193,27 @@ def signal_each(pids: list[int], pidns: str, signum: signal.Signals) -> list[int
         finally:
             os.close(fd)
     return reached
+
+
+def wait_stopped(pids: list[int], timeout_s: float) -> bool:
+    """Wait until every thread of ``pids`` has stopped (or ended). A SIGSTOP is only pending
+    until its target next leaves the kernel: a fork under way then still completes, and its
+    child is seen only once the parent has stopped. False at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    pending = list(pids)
+    while pending:
+        pid = pending[-1]
+        try:
+            states = [
+                read_small(f"/proc/{pid}/task/{tid}/stat").rsplit(")", 1)[1].split(maxsplit=1)[0]
+                for tid in os.listdir(f"/proc/{pid}/task")
+            ]
+        except (OSError, IndexError):
+            states = []  # it has ended
+        if all(state in _STOPPED_STATES for state in states):
+            pending.pop()
+        elif time.monotonic() >= deadline:
+            return False
+        else:
+            time.sleep(0)
+    return True
