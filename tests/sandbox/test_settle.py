@@ -98,3 +98,23 @@ def test_code_that_is_not_in_the_read_is_judged_running(bridge: Pair, code: str)
     finally:
         process.kill()
         process.wait()
+
+
+def test_the_host_looks_again_at_once_before_it_yields(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A yield at once handed the host's CPU to any runnable process for a whole time slice
+    while the guest, on another CPU, was microseconds from its read: within ``SPIN_S`` the
+    host looks again without yielding; then it yields three times; then it naps."""
+    from codemode.sandbox import settle
+
+    calls: list[str] = []
+    monkeypatch.setattr(os, "sched_yield", lambda: calls.append("yield"))
+    monkeypatch.setattr(time, "sleep", lambda seconds: calls.append("nap"))
+    pacer = settle._Pacer()
+    pacer.begun = time.monotonic() + 3600  # still within the spin
+    for _ in range(10):
+        pacer.pause()
+    assert calls == []
+    pacer.begun -= 7200  # the spin is over
+    for _ in range(5):
+        pacer.pause()
+    assert calls == ["yield", "yield", "yield", "nap", "nap"]

@@ -19,6 +19,8 @@ __all__ = ["SETTLE_S", "waits_for_frames"]
 
 #: How long an honest guest may take to reach its read of the bridge, on an idle machine.
 SETTLE_S = 0.05
+#: For this long the host looks again at once: the guest is microseconds from its read.
+SPIN_S = 0.00005
 #: Past ``SETTLE_S``, the guest's main thread may use this much more CPU: an honest guest needs
 #: well under a millisecond to get to its read; code that keeps the CPU uses it all. Wall time
 #: alone misjudged a guest that simply waited for a CPU on a loaded machine, and killed it.
@@ -41,9 +43,8 @@ def waits_for_frames(
     if bridge_fd is None or not _READ_SYSCALLS:
         return _settles(pid)  # an architecture we do not know: off the CPU is all we see
     path = f"/proc/{pid}/syscall"
-    begun = time.monotonic()
+    pacer = _Pacer()
     budget = _CpuBudget(pid)
-    looks = 0
     while True:
         try:
             # "running", or the syscall the thread is blocked in and its arguments.
@@ -52,22 +53,19 @@ def waits_for_frames(
             return _settles(pid)  # not readable here (a strict ptrace policy)
         if len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == bridge_fd:
             return True
-        if time.monotonic() - begun >= SETTLE_S and budget.spent():
+        if time.monotonic() - pacer.begun >= SETTLE_S and budget.spent():
             return False
-        _pause(looks)
-        looks += 1
+        pacer.pause()
 
 
 def _settles(pid: int) -> bool:
     """Wait (``SETTLE_S`` at most) until the guest's main thread is off the CPU."""
-    begun = time.monotonic()
+    pacer = _Pacer()
     budget = _CpuBudget(pid)
-    looks = 0
-    while time.monotonic() - begun < SETTLE_S or not budget.spent():
+    while time.monotonic() - pacer.begun < SETTLE_S or not budget.spent():
         if _state(pid) != "R":
             return True
-        _pause(looks)
-        looks += 1
+        pacer.pause()
     return False
 
 
@@ -104,10 +102,24 @@ def _state(pid: int) -> str:
         return "?"
 
 
-def _pause(looks: int) -> None:
-    """Between two looks at the guest: yield the CPU to it a few times, then nap, longer each
-    time (on a busy machine yielding again and again only burns the CPU the guest waits for)."""
-    if looks < 3:
-        os.sched_yield()
-    else:
-        time.sleep(min(0.0005, 0.00005 * (1 << min(looks - 3, 4))))
+class _Pacer:
+    """Between two looks at the guest: look again at once for ``SPIN_S``, then yield the CPU a
+    few times, then nap, longer each time (on a busy machine yielding again and again only
+    burns the CPU the guest waits for). The guest is usually microseconds from its read, on
+    another CPU: yielding at once handed this CPU to whatever else was runnable for a whole
+    time slice, about 4 ms per execution at load 4."""
+
+    def __init__(self) -> None:
+        self.begun = time.monotonic()
+        self.yields = 0
+        self.naps = 0
+
+    def pause(self) -> None:
+        if time.monotonic() - self.begun < SPIN_S:
+            return
+        if self.yields < 3:
+            self.yields += 1
+            os.sched_yield()
+            return
+        time.sleep(min(0.0005, 0.00005 * (1 << min(self.naps, 4))))
+        self.naps += 1
