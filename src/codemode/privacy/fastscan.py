@@ -27,21 +27,24 @@ findings overlap, ``DetectorSet`` merges them into one span rather than choose.
 scan hides, the fast path hides too; ``test_fastscan_texts.py`` that on the benchmark's texts
 both find exactly the same.
 
-With Hyperscan installed (``codemode.privacy.native``) every anchor comes from one native pass
-instead, number kinds with anchors shaped like their pattern (no six-digit clusters), and the
-places where markup may be come from the same pass.
+The pure-Python anchors live in ``codemode.privacy.anchors``. With Hyperscan installed
+(``codemode.privacy.native``) every anchor comes from one native pass instead, number kinds
+with anchors shaped like their pattern (no six-digit clusters), and the places where markup
+may be come from the same pass.
 """
 
 from __future__ import annotations
 
-import codecs
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 
+from codemode.privacy.anchors import NATIVE_RUNS, Anchor, RunWindow, python_anchor_of
 from codemode.privacy.detection import Detection, Detector
 from codemode.privacy.native import ANCHORS, NativeAnchor, NativeScanner, native_scanner
+from codemode.privacy.scantext import ScanText, Window
+
+_Text = ScanText  # the name the tests know it by
 
 __all__ = ["FAST_MIN_CHARS", "WindowedKind", "native_available", "windowed_kinds"]
 
@@ -50,237 +53,17 @@ FAST_MIN_CHARS = 2048
 _EDGE = 8  # a match ending this close to a window's far edge was cut by it
 
 
-# Characters that case-insensitive patterns match as ASCII letters (``re`` folds them so).
-_FOLDS = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
-
-
-def _ascii_of(ch: str) -> str:
-    if ch.isdecimal():
-        return "0"
-    if ch.isspace():
-        return " "
-    return _FOLDS.get(ch, "?")
-
-
-def _same_width(error: UnicodeError) -> tuple[str, int]:
-    """Encode error handler: one ASCII character per character: ``0`` for any digit, a space
-    for any whitespace, the letter ``(?i)`` matches for the few letters it folds to ASCII."""
-    assert isinstance(error, UnicodeEncodeError)
-    chunk = error.object[error.start : error.end]
-    return "".join(map(_ascii_of, chunk)), error.end
-
-
-codecs.register_error("codemode-same-width", _same_width)
-
-_DIGITS = bytes(48 if 48 <= i <= 57 else 46 for i in range(256))  # digit -> "0", else "."
-_DIGITS_DOTS = bytes(48 if 48 <= i <= 57 else (46 if i == 46 else 32) for i in range(256))
-_CLUSTER = re.compile(rb"0(?:[^0]{0,3}0){5,}")
-_IPV4 = re.compile(rb"0\.0{1,3}\.0")
-_IPV6 = re.compile(r":[0-9A-Fa-f]{0,4}:")
-
-
-@dataclass
-class _Text:
-    """``text`` and the byte copies the anchors search, made once and only when needed."""
-
-    text: str
-    _raw: bytes | None = None
-    _lower: bytes | None = None
-    _digits: bytes | None = None
-    clusters: list[tuple[int, int, int]] | None = None
-    _native: list[list[int]] | None = None
-    _reversed: bytes | None = None
-
-    @property
-    def raw(self) -> bytes:
-        if self._raw is None:
-            self._raw = self.text.encode("ascii", "codemode-same-width")
-        return self._raw
-
-    @property
-    def lower(self) -> bytes:
-        if self._lower is None:
-            self._lower = self.raw.lower()
-        return self._lower
-
-    @property
-    def digits(self) -> bytes:
-        if self._digits is None:
-            self._digits = self.raw.translate(_DIGITS)
-        return self._digits
-
-    @property
-    def reversed(self) -> bytes:
-        """``raw`` back to front: a run of characters that ends at a place is matched forward
-        from it (searching back for where it starts costs a try at every position)."""
-        if self._reversed is None:
-            self._reversed = self.raw[::-1]
-        return self._reversed
-
-    def native_hits(self, scanner: NativeScanner) -> list[list[int]]:
-        if self._native is None:
-            self._native = scanner.hits(self.raw)
-        return self._native
-
-
-Window = tuple[int, int]
-Anchor = Callable[[_Text], Iterable[Window]]
-
-
-def _literals(*words: str, back: int, forward: int, lower: bool = False) -> Anchor:
-    encoded = [word.encode() for word in words]
-
-    def windows(source: _Text) -> Iterator[Window]:
-        if lower:
-            haystack: bytes | str = source.lower
-            needles: Sequence[bytes | str] = encoded
-        else:
-            haystack, needles = source.text, words
-        for needle in needles:
-            at = haystack.find(needle)  # type: ignore[arg-type]
-            while at >= 0:
-                yield at - back, at + len(needle) + forward
-                at = haystack.find(needle, at + 1)  # type: ignore[arg-type]
-
-    return windows
-
-
-def _regex_windows(pattern: re.Pattern[str], back: int, forward: int) -> Anchor:
-    def windows(source: _Text) -> Iterator[Window]:
-        for match in pattern.finditer(source.text):
-            yield match.start() - back, match.end() + forward
-
-    return windows
-
-
-_HEX_RUN_BACK = re.compile(r"[0-9A-Fa-f:.]+\Z")
-_HEX_RUN = re.compile(r"[0-9A-Fa-f:.]*")
-
-
-def _ipv6_windows(source: _Text) -> Iterator[Window]:
-    """Around each ``:h:`` or ``::``, the run of hex digits, colons and dots it is part of."""
-    text = source.text
-    for match in _IPV6.finditer(text):
-        back = _HEX_RUN_BACK.search(text, max(0, match.start() - 48), match.start() + 1)
-        start = back.start() if back is not None else match.start()
-        forth = _HEX_RUN.match(text, match.end(), match.end() + 48)
-        end = forth.end() if forth is not None else match.end()
-        yield start - 1, end + 1
-
-
-def _ipv4_windows(source: _Text) -> Iterator[Window]:
-    if "." not in source.text:
-        return
-    dots = source.raw.translate(_DIGITS_DOTS)
-    for match in _IPV4.finditer(dots):
-        yield match.start() - 4, match.end() + 12
-
-
-def _clusters(source: _Text) -> list[tuple[int, int, int]]:
-    """Runs of six or more digits with gaps of at most three: (start, end, digits)."""
-    if source.clusters is None:
-        digits = source.digits
-        source.clusters = [
-            (m.start(), m.end(), digits.count(b"0", m.start(), m.end()))
-            for m in _CLUSTER.finditer(digits)
-        ]
-    return source.clusters
-
-
-def _numbers(
-    minimum: int,
-    *,
-    shape: re.Pattern[str] | None = None,
-    before: int = 0,
-    after: int = 0,
-    reach: int = 2,
-) -> Anchor:
-    """Clusters with at least ``minimum`` digits; with ``shape``, only those where it shows
-    between ``before`` characters before the cluster and ``after`` after it (the letters of
-    UK_NINO, ES_DNI and IBAN; inside the cluster too, which can join a value to a number)."""
-
-    def windows(source: _Text) -> Iterator[Window]:
-        text = source.text
-        for start, end, count in _clusters(source):
-            if count < minimum:
-                continue
-            if shape is None or shape.search(text, max(0, start - before), end + after):
-                yield start - reach, end + reach
-
-    return windows
-
-
-RunWindow = Callable[[_Text, int], Window]
-
-
-def _run_window(
-    before: re.Pattern[bytes] | None, after: re.Pattern[str], back: int, forward: int, size: int
-) -> RunWindow:
-    """The window over the run of ``before`` characters ending at a needle (at most ``back``
-    long, matched in the reversed ASCII copy) and the run of ``after`` characters following it
-    (at most ``forward``)."""
-
-    def window(source: _Text, at: int) -> Window:
-        start = at
-        if before is not None:
-            backwards = source.reversed
-            origin = len(backwards) - at
-            run = before.match(backwards, origin, origin + back)
-            if run is not None:
-                start -= run.end() - origin
-        forth = after.match(source.text, at + size, at + size + forward)
-        end = forth.end() if forth is not None else at + size
-        return start - 1, end + 1
-
-    return window
-
-
-def _runs(needle: str, window: RunWindow) -> Anchor:
-    """``window`` around each ``needle``."""
-
-    def windows(source: _Text) -> list[Window]:
-        text = source.text
-        found: list[Window] = []
-        at = text.find(needle)
-        while at >= 0:
-            found.append(window(source, at))
-            at = text.find(needle, at + 1)
-        return found
-
-    return windows
-
-
-# An address's local part and domain around its @ (the pattern's own limits, 64 and 253). In
-# the ASCII copy a letter beyond ASCII ends the run early: no address can start before it.
-_AT_RUN = _run_window(re.compile(rb"[\w.+%\-]*"), re.compile(r"[A-Za-z0-9.\-]*"), 72, 264, 1)
-_AT = _runs("@", _AT_RUN)
-# An international number: the digits, separators and parentheses after its +.
-_PLUS_RUN = _run_window(None, re.compile(r"[\d .()\-]*"), 0, 112, 1)
-_PLUS = _runs("+", _PLUS_RUN)
-_NATIVE_RUNS: dict[tuple[str, int], RunWindow] = {("EMAIL", 0): _AT_RUN, ("PHONE", 0): _PLUS_RUN}
-_NUMBER_ANCHORS: dict[str, Anchor] = {
-    "CARD": _numbers(13),
-    "SSN": _numbers(9),
-    "DE_TAX_ID": _numbers(11),
-    "PHONE": _numbers(9),
-    # The letters of these kinds lie outside the digits: their windows reach further.
-    "UK_NINO": _numbers(6, shape=re.compile(r"[A-Z]{2} ?\d\d"), before=4, reach=24),
-    "ES_DNI": _numbers(7, shape=re.compile(r"\d-?[A-Z]|[XYZ]\d"), before=2, after=2, reach=24),
-    "IBAN": _numbers(6, shape=re.compile(r"[A-Z]{2}\d\d"), before=12, reach=30),
-}
-
-
 def _native_anchor(scanner: NativeScanner, slot: int, anchor: NativeAnchor) -> Anchor:
     back, forward = anchor.back, anchor.forward
 
-    def windows(source: _Text) -> list[Window]:
+    def windows(source: ScanText) -> list[Window]:
         return [(end - back, end + forward) for end in source.native_hits(scanner)[slot]]
 
     return windows
 
 
 def _native_runs(scanner: NativeScanner, slot: int, offset: int, window: RunWindow) -> Anchor:
-    def windows(source: _Text) -> list[Window]:
+    def windows(source: ScanText) -> list[Window]:
         return [window(source, end - offset) for end in source.native_hits(scanner)[slot]]
 
     return windows
@@ -296,7 +79,7 @@ def _native_anchor_of(kind: str, index: int) -> tuple[Anchor, int] | None:
         return None
     anchor = ANCHORS[kind, index]
     if anchor.at is not None:
-        return _native_runs(scanner, slot, anchor.at, _NATIVE_RUNS[kind, index]), slot
+        return _native_runs(scanner, slot, anchor.at, NATIVE_RUNS[kind, index]), slot
     return _native_anchor(scanner, slot, anchor), slot
 
 
@@ -307,35 +90,7 @@ def _anchor_of(kind: str, index: int, native: bool = False) -> tuple[Anchor | No
         found = _native_anchor_of(kind, index)
         if found is not None:
             return found
-    return _python_anchor_of(kind, index), None
-
-
-def _python_anchor_of(kind: str, index: int) -> Anchor | None:
-    if kind == "EMAIL":
-        return _AT
-    if kind == "SECRET":
-        return _SECRET_ANCHORS[index] if index < len(_SECRET_ANCHORS) else None
-    if kind == "IP":
-        return _ipv4_windows if index == 0 else _ipv6_windows
-    if kind == "PHONE" and index == 0:
-        return _PLUS
-    return _NUMBER_ANCHORS.get(kind)
-
-
-_SECRET_ANCHORS: tuple[Anchor, ...] = (
-    _literals("-----BEGIN ", back=1, forward=16_100),
-    _regex_windows(re.compile(r"k_(?:live|test)_"), 2, 248),
-    _literals("sk-", back=1, forward=210),
-    _regex_windows(re.compile(r"gh[pousr]_"), 1, 252),
-    _literals("github_pat_", back=1, forward=250),
-    _regex_windows(re.compile(r"xox[abprs]-"), 1, 252),
-    _regex_windows(re.compile(r"A(?:KIA|SIA)"), 1, 20),
-    _literals("AIza", back=1, forward=40),
-    _literals("eyJ", back=1, forward=16_384),
-    _literals(
-        "key", "secret", "token", "pass", "pwd", "auth", "bearer", back=16, forward=540, lower=True
-    ),
-)
+    return python_anchor_of(kind, index), None
 
 
 def _merged(windows: Iterable[Window], size: int) -> list[Window]:
@@ -371,7 +126,7 @@ class _Group:
         branches = "|".join(f"(?P<_{i}>{d.pattern.pattern})" for i, d in enumerate(self.joined))
         self.combined = re.compile(branches) if self.joined else None
 
-    def find_into(self, source: _Text, found: list[Detection]) -> None:
+    def find_into(self, source: ScanText, found: list[Detection]) -> None:
         text = source.text
         if self.anchor is None:
             windows = [(0, len(text))]
