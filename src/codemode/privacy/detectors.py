@@ -60,7 +60,13 @@ from codemode.privacy.checks import (
     trunk_phone_valid,
 )
 from codemode.privacy.detection import Detection, Detector, Validator
-from codemode.privacy.fastscan import FAST_MIN_CHARS, native_available, scan, windowed_kinds
+from codemode.privacy.fastscan import (
+    FAST_MIN_CHARS,
+    native_available,
+    scan,
+    scan_parts,
+    windowed_kinds,
+)
 from codemode.privacy.markup import has_markup, markup_detections
 
 __all__ = [
@@ -330,6 +336,7 @@ class DetectorSet:
         self._windowed = windowed_kinds(kinds, native=enabled)
         native = enabled and native_available()
         self._window_min = _NATIVE_MIN_CHARS if native else FAST_MIN_CHARS
+        self._batched = native and all(kind.all_native for kind in self._windowed)
 
     def detect(self, text: str, digest: bytes | None = None) -> tuple[Detection, ...]:
         """``digest``: the text's ``content_digest``, when the caller has it already."""
@@ -348,13 +355,17 @@ class DetectorSet:
     def _detect(self, text: str) -> tuple[Detection, ...]:
         candidates: list[int] | None = None  # where markup may be, when found natively
         detect = self.plain
+        detect_all = None
         if len(text) >= self._fast_min:
             found, candidates = self._fast_plain(text)
-            detect = self._window_plain
+            detect, detect_all = self._window_plain, self._windows_plain
         else:
             found = self.reference_plain(text)
         if candidates or (candidates is None and has_markup(text)):
-            extra = [Detection(*d) for d in markup_detections(text, detect, candidates)]
+            extra = [
+                Detection(*d)
+                for d in markup_detections(text, detect, candidates, detect_all=detect_all)
+            ]
             if extra:
                 rank = self._rank
                 extra.sort(key=lambda item: rank[item.kind])
@@ -381,6 +392,22 @@ class DetectorSet:
         if len(text) >= self._window_min:
             return self._fast_plain(text)[0]
         return self.reference_plain(text)
+
+    def _windows_plain(self, texts: list[str]) -> list[tuple[Detection, ...]]:
+        """``_window_plain`` of each of ``texts``; with native anchors, those the fast path
+        takes share one pass (``fastscan.scan_parts``)."""
+        if not self._batched:
+            return [self._window_plain(text) for text in texts]
+        long = [text for text in texts if len(text) >= self._window_min]
+        scanned = iter(scan_parts(self._windowed, long))
+        out: list[tuple[Detection, ...]] = []
+        for text in texts:
+            if len(text) < self._window_min:
+                out.append(self.reference_plain(text))
+                continue
+            found = [d for detector in self.user for d in detector.find(text)]
+            out.append(self._merge_overlaps(text, found + next(scanned)))
+        return out
 
     def _merge_overlaps(self, text: str, found: list[Detection]) -> tuple[Detection, ...]:
         """Overlapping detections become one, spanning both, of the better-ranked kind: the

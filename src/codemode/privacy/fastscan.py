@@ -35,55 +35,69 @@ may be come from the same pass.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import cast
 
 from codemode.privacy.anchors import NATIVE_RUNS, Anchor, RunWindow, python_anchor_of
 from codemode.privacy.detection import Detection, Detector
-from codemode.privacy.native import ANCHORS, NativeAnchor, NativeScanner, native_scanner
+from codemode.privacy.native import ANCHORS, NativeAnchor, native_scanner
 from codemode.privacy.scantext import ScanText, Window
 
 _Text = ScanText  # the name the tests know it by
 
-__all__ = ["FAST_MIN_CHARS", "WindowedKind", "native_available", "windowed_kinds"]
+__all__ = [
+    "FAST_MIN_CHARS",
+    "WindowedKind",
+    "native_available",
+    "scan",
+    "scan_parts",
+    "windowed_kinds",
+]
 
 #: Below this length the whole-text scan is as fast (and its results are cached).
 FAST_MIN_CHARS = 2048
 _EDGE = 8  # a match ending this close to a window's far edge was cut by it
 
 
-def _native_anchor(scanner: NativeScanner, slot: int, anchor: NativeAnchor) -> Anchor:
+NativeWindows = Callable[[ScanText, Sequence[int]], list[Window]]
+
+
+def _native_anchor(anchor: NativeAnchor) -> NativeWindows:
     back, forward = anchor.back, anchor.forward
 
-    def windows(source: ScanText) -> list[Window]:
-        return [(end - back, end + forward) for end in source.native_hits(scanner)[slot]]
+    def windows(_source: ScanText, ends: Sequence[int]) -> list[Window]:
+        return [(end - back, end + forward) for end in ends]
 
     return windows
 
 
-def _native_runs(scanner: NativeScanner, slot: int, offset: int, window: RunWindow) -> Anchor:
-    def windows(source: ScanText) -> list[Window]:
-        return [window(source, end - offset) for end in source.native_hits(scanner)[slot]]
+def _native_runs(offset: int, window: RunWindow) -> NativeWindows:
+    def windows(source: ScanText, ends: Sequence[int]) -> list[Window]:
+        return [window(source, end - offset) for end in ends]
 
     return windows
 
 
 @functools.cache
-def _native_anchor_of(kind: str, index: int) -> tuple[Anchor, int] | None:
-    """The Hyperscan anchor of a built-in pattern (``codemode.privacy.native``) and the slot
-    of its hits, if it has one."""
+def _native_anchor_of(kind: str, index: int) -> tuple[NativeWindows, int] | None:
+    """The windows around the Hyperscan hits of a built-in pattern's anchor
+    (``codemode.privacy.native``) and the slot of its hits, if it has one."""
     scanner = native_scanner()
     slot = scanner.slot(kind, index) if scanner is not None else None
     if scanner is None or slot is None:
         return None
     anchor = ANCHORS[kind, index]
     if anchor.at is not None:
-        return _native_runs(scanner, slot, anchor.at, NATIVE_RUNS[kind, index]), slot
-    return _native_anchor(scanner, slot, anchor), slot
+        return _native_runs(anchor.at, NATIVE_RUNS[kind, index]), slot
+    return _native_anchor(anchor), slot
 
 
-def _anchor_of(kind: str, index: int, native: bool = False) -> tuple[Anchor | None, int | None]:
+def _anchor_of(
+    kind: str, index: int, native: bool = False
+) -> tuple[Anchor | NativeWindows | None, int | None]:
     """The anchor of the ``index``-th built-in pattern of ``kind`` (None: the whole text);
     with ``native``, Hyperscan's where it has one, with the slot of its hits."""
     if native:
@@ -93,15 +107,15 @@ def _anchor_of(kind: str, index: int, native: bool = False) -> tuple[Anchor | No
     return python_anchor_of(kind, index), None
 
 
-def _merged(windows: Iterable[Window], size: int) -> list[Window]:
+def _merged(windows: Iterable[Window], size: int, floor: int = 0) -> list[Window]:
     """``windows`` in order, overlapping ones joined, each reaching ``_EDGE`` further (room for
-    the cut-off check) and clipped to the text."""
+    the cut-off check) and clipped to the text (``floor`` to ``size``)."""
     spans = sorted(windows)  # anchors mostly find them in order: little left to sort
     if not spans:
         return spans
     merged: list[Window] = []
     low, high = spans[0]
-    low, high = max(0, low), high + _EDGE
+    low, high = max(floor, low), high + _EDGE
     for start, end in spans:
         if start <= high:
             high = max(high, end + _EDGE)
@@ -116,10 +130,18 @@ class _Group:
     """The patterns of one kind that share an anchor, joined as in ``detectors._Scanner``."""
 
     def __init__(
-        self, anchor: Anchor | None, detectors: Sequence[Detector], slot: int | None = None
+        self,
+        anchor: Anchor | NativeWindows | None,
+        detectors: Sequence[Detector],
+        slot: int | None = None,
     ) -> None:
-        self.anchor = anchor
         self.slot = slot  # of the anchor's native hits: no hits, nothing to verify
+        self.anchor: Anchor | None = None
+        self.native: NativeWindows | None = None
+        if slot is None:
+            self.anchor = cast("Anchor | None", anchor)
+        else:
+            self.native = cast(NativeWindows, anchor)
         joinable = [d for d in detectors if not d.pattern.groupindex]
         self.joined = tuple(joinable) if len(joinable) > 1 else ()
         self.separate = tuple(d for d in detectors if d not in self.joined)
@@ -128,31 +150,60 @@ class _Group:
 
     def find_into(self, source: ScanText, found: list[Detection]) -> None:
         text = source.text
-        if self.anchor is None:
-            windows = [(0, len(text))]
+        size = len(text)
+        if self.native is not None:
+            scanner = native_scanner()
+            assert scanner is not None and self.slot is not None
+            windows = _merged(self.native(source, source.native_hits(scanner)[self.slot]), size)
+        elif self.anchor is not None:
+            windows = _merged(self.anchor(source), size)
         else:
-            windows = _merged(self.anchor(source), len(text))
-            if not windows:
-                return
+            windows = [(0, size)]
+        self.find_in(text, windows, size, found)
+
+    def find_in_part(
+        self, source: ScanText, ends: Sequence[int], part: Window, found: list[Detection]
+    ) -> None:
+        """``find_into`` for the part ``source.text[part[0]:part[1]]`` alone, from the native
+        hits of this group's anchor that end in it."""
+        assert self.native is not None
+        floor, size = part
+        windows = _merged(self.native(source, ends), size, floor)
+        self.find_in(source.text, windows, size, found, floor)
+
+    def find_in(
+        self,
+        text: str,
+        windows: Sequence[Window],
+        size: int,
+        found: list[Detection],
+        offset: int = 0,
+    ) -> None:
+        """The matches in ``windows`` of the text that ends at ``size`` and starts at
+        ``offset`` (where their positions count from)."""
+        if not windows:
+            return
         if self.combined is not None:
             for low, high in windows:
-                self._joined(text, low, high, found)
+                self._joined(text, (low, high, size, offset), found)
         for detector in self.separate:
-            _find(detector, text, windows, found)
+            _find(detector, text, windows, (size, offset), found)
 
-    def _joined(self, text: str, low: int, high: int, found: list[Detection]) -> None:
+    def _joined(self, text: str, frame: tuple[int, int, int, int], found: list[Detection]) -> None:
+        low, high, size, offset = frame
         assert self.combined is not None
-        limit = high - _EDGE if high < len(text) else high
+        limit = high - _EDGE if high < size else high
         mark = len(found)
         for match in self.combined.finditer(text, low, high):
             detector = self.joined[int(match.lastgroup[1:])] if match.lastgroup else None
             if detector is None or (detector.validate is not None and not detector.validate(match)):
                 del found[mark:]
                 for one in self.joined:
-                    _find(one, text, [(low, high)], found)
+                    _find(one, text, [(low, high)], (size, offset), found)
                 return
             if match.end() <= limit:
-                found.append(Detection(detector.kind, match.start(), match.end(), match.group()))
+                start, end = match.start() - offset, match.end() - offset
+                found.append(Detection(detector.kind, start, end, match.group()))
 
 
 class WindowedKind:
@@ -160,18 +211,27 @@ class WindowedKind:
 
     def __init__(self, kind: str, detectors: Sequence[Detector], *, native: bool) -> None:
         self.kind = kind
-        by_anchor: dict[tuple[Anchor | None, int | None], list[Detector]] = {}
+        by_anchor: dict[tuple[Anchor | NativeWindows | None, int | None], list[Detector]] = {}
         for index, detector in enumerate(detectors):
             by_anchor.setdefault(_anchor_of(kind, index, native), []).append(detector)
         self.groups = tuple(_Group(key[0], members, key[1]) for key, members in by_anchor.items())
         self.native = any(group.slot is not None for group in self.groups)
+        self.all_native = all(group.slot is not None for group in self.groups)
 
 
-def _find(detector: Detector, text: str, windows: Sequence[Window], found: list[Detection]) -> None:
-    """``detector``'s matches in each window, but those cut by its far edge (``_EDGE``)."""
+def _find(
+    detector: Detector,
+    text: str,
+    windows: Sequence[Window],
+    frame: tuple[int, int],
+    found: list[Detection],
+) -> None:
+    """``detector``'s matches in each window, but those cut by its far edge (``_EDGE``) before
+    the end of the text; ``frame``: that end, and where the text starts (positions count from
+    there)."""
+    size, offset = frame
     search, validate, kind = detector.pattern.search, detector.validate, detector.kind
     has_group = "value" in detector.pattern.groupindex
-    size = len(text)
     for low, high in windows:
         # Most windows hold one match or none: ``search`` costs less than ``finditer`` there.
         match = search(text, low, high)
@@ -183,7 +243,7 @@ def _find(detector: Detector, text: str, windows: Sequence[Window], found: list[
             if end <= limit and (validate is None or validate(match)):
                 start, stop = match.span("value") if has_group else (match.start(), end)
                 if stop > start:
-                    found.append(Detection(kind, start, stop, text[start:stop]))
+                    found.append(Detection(kind, start - offset, stop - offset, text[start:stop]))
             match = search(text, end, high)
 
 
@@ -218,3 +278,37 @@ def scan(kinds: Sequence[WindowedKind], text: str) -> tuple[list[Detection], lis
     if scanner is None or not hits:
         return found, None
     return found, scanner.markup_candidates(hits)
+
+
+#: Between the texts ``scan_parts`` joins: no pattern, anchor or run takes it in, and every
+#: look-behind sees it as the start of a text (no class they exclude holds it).
+_SEPARATOR = "\x00"
+
+
+def scan_parts(kinds: Sequence[WindowedKind], texts: Sequence[str]) -> list[list[Detection]]:
+    """What ``scan`` finds in each of ``texts`` (positions in that text), from one native pass
+    over them all joined: the many short windows markup is removed from pay for one pass and
+    for each group once. Needs every group's anchor native (``WindowedKind.all_native``)."""
+    scanner = native_scanner()
+    assert scanner is not None and all(kind.all_native for kind in kinds)
+    parts: list[Window] = []
+    at = 0
+    for text in texts:
+        parts.append((at, at + len(text)))
+        at += len(text) + len(_SEPARATOR)
+    source = ScanText(_SEPARATOR.join(texts))
+    hits = source.native_hits(scanner)
+    part_ends = [end for _start, end in parts]
+    found: list[list[Detection]] = [[] for _ in texts]
+    for kind in kinds:
+        for group in kind.groups:
+            assert group.slot is not None
+            ends = hits[group.slot]
+            index = 0
+            while index < len(ends):
+                # A hit ends inside its part: the separator ends no anchor.
+                part = bisect.bisect_left(part_ends, ends[index])
+                stop = bisect.bisect_right(ends, part_ends[part], index)
+                group.find_in_part(source, ends[index:stop], parts[part], found[part])
+                index = stop
+    return found
