@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import bisect
 import functools
+import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import cast
+from typing import Any, cast
 
 from codemode.privacy.anchors import NATIVE_RUNS, Anchor, RunWindow, python_anchor_of
 from codemode.privacy.detection import Detection, Detector
@@ -116,12 +117,14 @@ def _merged(windows: Iterable[Window], size: int, floor: int = 0) -> list[Window
     merged: list[Window] = []
     low, high = spans[0]
     low, high = max(floor, low), high + _EDGE
-    for start, end in spans:
-        if start <= high:
-            high = max(high, end + _EDGE)
-        else:
-            merged.append((low, min(size, high)))
-            low, high = start, end + _EDGE
+    for start, stop in spans:
+        reach = stop + _EDGE
+        if start > high:
+            merged.append((low, high))
+            low, high = start, reach
+        elif reach > high:
+            high = reach
+    # Only the last can reach past the end: every window starts before it (at its anchor).
     merged.append((low, min(size, high)))
     return merged
 
@@ -232,6 +235,7 @@ def _find(
     size, offset = frame
     search, validate, kind = detector.pattern.search, detector.validate, detector.kind
     has_group = "value" in detector.pattern.groupindex
+    shortest = _shortest(detector.pattern)
     for low, high in windows:
         # Most windows hold one match or none: ``search`` costs less than ``finditer`` there.
         match = search(text, low, high)
@@ -244,7 +248,20 @@ def _find(
                 start, stop = match.span("value") if has_group else (match.start(), end)
                 if stop > start:
                     found.append(Detection(kind, start - offset, stop - offset, text[start:stop]))
+            # A match after this one would end beyond ``limit``: cut by the edge, not reported.
+            if end + shortest > limit:
+                break
             match = search(text, end, high)
+
+
+@functools.cache
+def _shortest(pattern: re.Pattern[str]) -> int:
+    """The fewest characters a match of ``pattern`` takes (0 where that is not known)."""
+    try:
+        parser: Any = importlib.import_module("re._parser")
+        return int(parser.parse(pattern.pattern, pattern.flags).getwidth()[0])
+    except (ImportError, AttributeError):  # pragma: no cover - a Python without it
+        return 0
 
 
 def native_available() -> bool:
