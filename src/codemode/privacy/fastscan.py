@@ -35,7 +35,6 @@ may be come from the same pass.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import importlib
 import re
@@ -108,24 +107,58 @@ def _anchor_of(
     return python_anchor_of(kind, index), None
 
 
-def _merged(windows: Iterable[Window], size: int, floor: int = 0) -> list[Window]:
+#: A window in one part of a text: ``(part, start, end)`` (a text scanned alone is part 0).
+Framed = tuple[int, int, int]
+
+
+def _merged(windows: Iterable[Window], size: int) -> list[Framed]:
     """``windows`` in order, overlapping ones joined, each reaching ``_EDGE`` further (room for
-    the cut-off check) and clipped to the text (``floor`` to ``size``)."""
+    the cut-off check) and clipped to the text (``size`` long)."""
     spans = sorted(windows)  # anchors mostly find them in order: little left to sort
     if not spans:
-        return spans
-    merged: list[Window] = []
+        return []
+    merged: list[Framed] = []
     low, high = spans[0]
-    low, high = max(floor, low), high + _EDGE
+    low, high = max(0, low), high + _EDGE
     for start, stop in spans:
         reach = stop + _EDGE
         if start > high:
-            merged.append((low, high))
+            merged.append((0, low, high))
             low, high = start, reach
         elif reach > high:
             high = reach
     # Only the last can reach past the end: every window starts before it (at its anchor).
-    merged.append((low, min(size, high)))
+    merged.append((0, low, min(size, high)))
+    return merged
+
+
+def _merged_parts(
+    windows: Sequence[Window], ends: Sequence[int], parts: Sequence[Window]
+) -> list[Framed]:
+    """``_merged`` for each part of a text: ``windows`` around the native hits ``ends`` (in
+    order), each in the part its hit ends in, joined and clipped within that part."""
+    framed: list[Framed] = []
+    part = 0
+    for (start, stop), end in zip(windows, ends, strict=True):
+        while parts[part][1] < end:  # a hit ends inside its part: no anchor ends in a separator
+            part += 1
+        framed.append((part, start, stop))
+    framed.sort()
+    merged: list[Framed] = []
+    current, low, high = -1, 0, 0
+    for part, start, stop in framed:
+        reach = stop + _EDGE
+        if part != current:
+            if current >= 0:
+                merged.append((current, low, min(parts[current][1], high)))
+            current, low, high = part, max(parts[part][0], start), reach
+        elif start > high:
+            merged.append((current, low, high))
+            low, high = start, reach
+        elif reach > high:
+            high = reach
+    if current >= 0:
+        merged.append((current, low, min(parts[current][1], high)))
     return merged
 
 
@@ -154,6 +187,7 @@ class _Group:
     def find_into(self, source: ScanText, found: list[Detection]) -> None:
         text = source.text
         size = len(text)
+        windows: list[Framed]
         if self.native is not None:
             scanner = native_scanner()
             assert scanner is not None and self.slot is not None
@@ -161,40 +195,38 @@ class _Group:
         elif self.anchor is not None:
             windows = _merged(self.anchor(source), size)
         else:
-            windows = [(0, size)]
-        self.find_in(text, windows, size, found)
+            windows = [(0, 0, size)]
+        self._search(text, windows, ((0, size),), (found,))
 
-    def find_in_part(
-        self, source: ScanText, ends: Sequence[int], part: Window, found: list[Detection]
+    def find_in_parts(
+        self,
+        source: ScanText,
+        ends: Sequence[int],
+        parts: Sequence[Window],
+        found: Sequence[list[Detection]],
     ) -> None:
-        """``find_into`` for the part ``source.text[part[0]:part[1]]`` alone, from the native
-        hits of this group's anchor that end in it."""
+        """``find_into`` for each part of ``source.text`` alone (``parts``: their spans, in
+        order; ``found``: a list for each), from the native hits of this group's anchor."""
         assert self.native is not None
-        floor, size = part
-        windows = _merged(self.native(source, ends), size, floor)
-        self.find_in(source.text, windows, size, found, floor)
+        windows = _merged_parts(self.native(source, ends), ends, parts)
+        self._search(source.text, windows, parts, found)
 
-    def find_in(
+    def _search(
         self,
         text: str,
-        windows: Sequence[Window],
-        size: int,
-        found: list[Detection],
-        offset: int = 0,
+        windows: Sequence[Framed],
+        parts: Sequence[Window],
+        found: Sequence[list[Detection]],
     ) -> None:
-        """The matches in ``windows`` of the text that ends at ``size`` and starts at
-        ``offset`` (where their positions count from)."""
-        if not windows:
-            return
         if self.combined is not None:
-            for low, high in windows:
-                self._joined(text, (low, high, size, offset), found)
+            for part, low, high in windows:
+                self._joined(text, (low, high), parts[part], found[part])
         for detector in self.separate:
-            _find(detector, text, windows, (size, offset), found)
+            _find(detector, text, windows, parts, found)
 
-    def _joined(self, text: str, frame: tuple[int, int, int, int], found: list[Detection]) -> None:
-        low, high, size, offset = frame
+    def _joined(self, text: str, window: Window, part: Window, found: list[Detection]) -> None:
         assert self.combined is not None
+        (low, high), (offset, size) = window, part
         limit = high - _EDGE if high < size else high
         mark = len(found)
         for match in self.combined.finditer(text, low, high):
@@ -202,7 +234,7 @@ class _Group:
             if detector is None or (detector.validate is not None and not detector.validate(match)):
                 del found[mark:]
                 for one in self.joined:
-                    _find(one, text, [(low, high)], (size, offset), found)
+                    _find(one, text, [(0, low, high)], (part,), (found,))
                 return
             if match.end() <= limit:
                 start, end = match.start() - offset, match.end() - offset
@@ -225,29 +257,30 @@ class WindowedKind:
 def _find(
     detector: Detector,
     text: str,
-    windows: Sequence[Window],
-    frame: tuple[int, int],
-    found: list[Detection],
+    windows: Sequence[Framed],
+    parts: Sequence[Window],
+    found: Sequence[list[Detection]],
 ) -> None:
-    """``detector``'s matches in each window, but those cut by its far edge (``_EDGE``) before
-    the end of the text; ``frame``: that end, and where the text starts (positions count from
-    there)."""
-    size, offset = frame
+    """``detector``'s matches in each window, into the list of its part (positions count from
+    the part's start), but those cut by the window's far edge (``_EDGE``) before the part's
+    end."""
     search, validate, kind = detector.pattern.search, detector.validate, detector.kind
     has_group = "value" in detector.pattern.groupindex
     shortest = _shortest(detector.pattern)
-    for low, high in windows:
+    for part, low, high in windows:
         # Most windows hold one match or none: ``search`` costs less than ``finditer`` there.
         match = search(text, low, high)
         if match is None:
             continue
+        offset, size = parts[part]
+        into = found[part]
         limit = high - _EDGE if high < size else high
         while match is not None:
             end = match.end()
             if end <= limit and (validate is None or validate(match)):
                 start, stop = match.span("value") if has_group else (match.start(), end)
                 if stop > start:
-                    found.append(Detection(kind, start - offset, stop - offset, text[start:stop]))
+                    into.append(Detection(kind, start - offset, stop - offset, text[start:stop]))
             # A match after this one would end beyond ``limit``: cut by the edge, not reported.
             if end + shortest > limit:
                 break
@@ -315,17 +348,10 @@ def scan_parts(kinds: Sequence[WindowedKind], texts: Sequence[str]) -> list[list
         at += len(text) + len(_SEPARATOR)
     source = ScanText(_SEPARATOR.join(texts))
     hits = source.native_hits(scanner)
-    part_ends = [end for _start, end in parts]
     found: list[list[Detection]] = [[] for _ in texts]
     for kind in kinds:
         for group in kind.groups:
             assert group.slot is not None
-            ends = hits[group.slot]
-            index = 0
-            while index < len(ends):
-                # A hit ends inside its part: the separator ends no anchor.
-                part = bisect.bisect_left(part_ends, ends[index])
-                stop = bisect.bisect_right(ends, part_ends[part], index)
-                group.find_in_part(source, ends[index:stop], parts[part], found[part])
-                index = stop
+            if hits[group.slot]:
+                group.find_in_parts(source, hits[group.slot], parts, found)
     return found
