@@ -30,7 +30,8 @@ both find exactly the same.
 The pure-Python anchors live in ``codemode.privacy.anchors``. With Hyperscan installed
 (``codemode.privacy.native``) every anchor comes from one native pass instead, number kinds
 with anchors shaped like their pattern (no six-digit clusters), and the places where markup
-may be come from the same pass.
+may be come from the same pass. The short windows markup is removed from (``markup``) are
+then scanned together, joined into one text for one more native pass (``scan_parts``).
 """
 
 from __future__ import annotations
@@ -330,8 +331,10 @@ def scan(kinds: Sequence[WindowedKind], text: str) -> tuple[list[Detection], lis
     return found, scanner.markup_candidates(hits)
 
 
-#: Between the texts ``scan_parts`` joins: no pattern, anchor or run takes it in, and every
-#: look-behind sees it as the start of a text (no class they exclude holds it).
+#: Between the texts ``scan_parts`` joins. No anchor or run takes it in (so every hit and window
+#: stays in its text, and patterns are searched only within a text's bounds); every look-behind
+#: sees it as a text's start (no class they exclude holds it), and so does ``ipv4_valid``'s
+#: look back for a version word (no such word holds it).
 _SEPARATOR = "\x00"
 
 
