@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from codemode.privacy import markup
@@ -41,3 +41,35 @@ def test_the_markup_pattern_finds_what_its_plain_form_finds(text: str, start: in
     ]
     fast = [(m.start(), m.end(), bool(m.lastindex)) for m in markup._MARKUP.finditer(text, start)]
     assert fast == plain
+
+
+# Few pieces, so that spaces, @ and digits meet often.
+TIGHT = st.sampled_from(
+    ["a", "7", ".", "@", " ", "  ", "\t", "\n", "\u00a0", "<em>", "**", "__", "…"]
+)
+
+
+@settings(max_examples=1500)
+@given(
+    st.one_of(st.lists(PIECES, max_size=40), st.lists(TIGHT, max_size=20)).map("".join),
+    st.integers(0, 8),
+    st.integers(0, 8),
+)
+# A space opens markup after @, before it, before other whitespace, and at the start.
+@example("x@ a", 0, 0)
+@example("a @b", 0, 0)
+@example("7 \n7", 0, 0)
+@example("@ a", 1, 0)
+def test_normalize_removes_what_a_search_of_the_pattern_finds(
+    text: str, start: int, cut: int
+) -> None:
+    end = max(start, len(text) - cut)
+    matches = list(markup._MARKUP.finditer(text, start, end))
+    # normalize tries the pattern only where ``_match_starts`` says a match may start.
+    assert {m.start() for m in matches} <= set(markup._match_starts(text, start, end))
+    kept, position = [], start
+    for m in matches:
+        kept.append(text[position : m.start()] + (" " if m.lastindex else ""))
+        position = m.end()
+    kept.append(text[position:end])
+    assert markup.normalize(text, start, end)[0] == "".join(kept)

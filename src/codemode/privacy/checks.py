@@ -81,8 +81,14 @@ for _low, _high, _lengths in _CARD_ISSUERS:
     _CARD_PREFIXES.setdefault(int(str(_low)[0]), []).append((len(str(_low)), _low, _high, _lengths))
 
 
+# ASCII first digits no issuer's numbers start with.
+_NO_ISSUER = frozenset("01789")
+
+
 def card_valid(match: re.Match[str]) -> bool:
     raw = match.group()
+    if raw[0] in _NO_ISSUER:  # most digit runs, and the quickest to turn down
+        return False
     digits = _digits(raw)
     if len(raw) - len(digits) > 1:  # more than one separator: all alike?
         others = raw.translate(_NO_DIGITS) if raw.isascii() else _others(raw)

@@ -42,6 +42,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from codemode.privacy.checks import (
     card_valid,
@@ -60,7 +61,13 @@ from codemode.privacy.checks import (
     trunk_phone_valid,
 )
 from codemode.privacy.detection import Detection, Detector, Validator
-from codemode.privacy.fastscan import FAST_MIN_CHARS, native_available, scan, windowed_kinds
+from codemode.privacy.fastscan import (
+    FAST_MIN_CHARS,
+    native_available,
+    scan,
+    scan_parts,
+    windowed_kinds,
+)
 from codemode.privacy.markup import has_markup, markup_detections
 
 __all__ = [
@@ -275,6 +282,7 @@ def expand_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
 
 
 _CACHE_MAX_LEN = 2048
+_START, _END = attrgetter("start"), attrgetter("end")
 _NATIVE_MIN_CHARS = 128
 _DIGEST_CACHE_MAX = 64
 
@@ -330,6 +338,7 @@ class DetectorSet:
         self._windowed = windowed_kinds(kinds, native=enabled)
         native = enabled and native_available()
         self._window_min = _NATIVE_MIN_CHARS if native else FAST_MIN_CHARS
+        self._batched = native and all(kind.all_native for kind in self._windowed)
 
     def detect(self, text: str, digest: bytes | None = None) -> tuple[Detection, ...]:
         """``digest``: the text's ``content_digest``, when the caller has it already."""
@@ -348,13 +357,17 @@ class DetectorSet:
     def _detect(self, text: str) -> tuple[Detection, ...]:
         candidates: list[int] | None = None  # where markup may be, when found natively
         detect = self.plain
+        detect_all = None
         if len(text) >= self._fast_min:
             found, candidates = self._fast_plain(text)
-            detect = self._window_plain
+            detect, detect_all = self._window_plain, self._windows_plain
         else:
             found = self.reference_plain(text)
         if candidates or (candidates is None and has_markup(text)):
-            extra = [Detection(*d) for d in markup_detections(text, detect, candidates)]
+            extra = [
+                Detection(*d)
+                for d in markup_detections(text, detect, candidates, detect_all=detect_all)
+            ]
             if extra:
                 rank = self._rank
                 extra.sort(key=lambda item: rank[item.kind])
@@ -382,6 +395,22 @@ class DetectorSet:
             return self._fast_plain(text)[0]
         return self.reference_plain(text)
 
+    def _windows_plain(self, texts: list[str]) -> list[tuple[Detection, ...]]:
+        """``_window_plain`` of each of ``texts``; with native anchors, those the fast path
+        takes share one pass (``fastscan.scan_parts``)."""
+        if not self._batched:
+            return [self._window_plain(text) for text in texts]
+        long = [text for text in texts if len(text) >= self._window_min]
+        scanned = iter(scan_parts(self._windowed, long))
+        out: list[tuple[Detection, ...]] = []
+        for text in texts:
+            if len(text) < self._window_min:
+                out.append(self.reference_plain(text))
+                continue
+            found = [d for detector in self.user for d in detector.find(text)]
+            out.append(self._merge_overlaps(text, found + next(scanned)))
+        return out
+
     def _merge_overlaps(self, text: str, found: list[Detection]) -> tuple[Detection, ...]:
         """Overlapping detections become one, spanning both, of the better-ranked kind: the
         fast path scans kind by kind, so where kinds compete (``+4915112345678`` is a phone
@@ -389,7 +418,9 @@ class DetectorSet:
         if len(found) <= 1:
             return tuple(found)
         rank = self._rank
-        found.sort(key=lambda item: (item.start, -item.end))
+        # By start, the longest first (two stable sorts with C keys: no Python call per item).
+        found.sort(key=_END, reverse=True)
+        found.sort(key=_START)
         merged: list[Detection] = [found[0]]
         for item in found[1:]:
             last = merged[-1]

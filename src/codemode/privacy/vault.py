@@ -18,6 +18,9 @@ __all__ = ["TOKEN_PATTERN", "TokenSource", "Vault", "VaultEntry"]
 #: What a token looks like: ``<KIND_N>`` with an upper-case kind.
 TOKEN_PATTERN = re.compile(r"<([A-Z][A-Z0-9_]*)_([1-9]\d{0,8})>")
 _KIND = re.compile(r"[A-Z][A-Z0-9_]*")
+# Kinds checked already: a MB of text can issue thousands of tokens of the same few kinds.
+_GOOD_KINDS: set[str] = set()
+_GOOD_KINDS_MAX = 1024
 
 #: Sources kept per token for reports; the set of origin servers is always complete.
 _MAX_SOURCES = 8
@@ -71,8 +74,11 @@ class Vault:
 
     def token_for(self, kind: str, value: VaultValue, source: TokenSource) -> str:
         """The token for ``value``, issued now if new; ``source`` is remembered either way."""
-        if not _KIND.fullmatch(kind):
-            raise ValueError(f"token kind {kind!r} must be upper-case letters, digits and '_'")
+        if kind not in _GOOD_KINDS:
+            if not _KIND.fullmatch(kind):
+                raise ValueError(f"token kind {kind!r} must be upper-case letters, digits and '_'")
+            if len(_GOOD_KINDS) < _GOOD_KINDS_MAX:  # kinds named after fields can be many
+                _GOOD_KINDS.add(kind)
         key = (type(value), value)
         with self._lock:
             entry = self._by_value.get(key)
