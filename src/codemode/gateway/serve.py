@@ -25,7 +25,6 @@ from codemode.gateway.auth import (
     Verifier,
     resolve_tokens,
 )
-from codemode.gateway.descriptors import raise_open_files_limit
 from codemode.gateway.disconnects import Disconnects, DisconnectWatch
 from codemode.gateway.guard import EnvelopeGuard, guard_stdio
 from codemode.gateway.server import build_server
@@ -34,6 +33,7 @@ from codemode.gateway.web.console import OperatorConsole
 from codemode.gateway.web.ledger import TokenLedger, definition_tokens
 from codemode.gateway.web.links import ApprovalLinks
 from codemode.heap import freeze_startup_objects, limit_arenas, trim_heap
+from codemode.sandbox.descriptors import raise_open_files_limit
 from codemode.sdk_compat import uvicorn_server
 from codemode.storage.private import restrict_umask
 

@@ -30,6 +30,7 @@ from codemode.sandbox.bwrap_parts import (
     machine_enforcement,
 )
 from codemode.sandbox.cgroups import CgroupSet
+from codemode.sandbox.descriptors import raise_open_files_limit
 from codemode.sandbox.enforcement import Enforcement
 from codemode.sandbox.launch import (
     BOOTSTRAP,
@@ -102,6 +103,7 @@ class BwrapBackend:
             )
         if self.enforcement.cgroups is not None:
             CgroupSet.sweep_orphans(self.enforcement.cgroups)
+        raise_open_files_limit()  # each sandbox holds a dozen descriptors on the host
         self.python_paths = (
             self.settings.python_paths
             if self.settings.python_paths is not None

@@ -1,4 +1,4 @@
-"""Let the gateway open as many files as its hard limit allows.
+"""Let this process open as many files as its hard limit allows.
 
 Each sandbox holds about a dozen descriptors on the host: its bridge, output pipes and pidfd,
 and the /proc and cgroup files read again after every execution. Under the common soft limit of

@@ -1,4 +1,5 @@
-"""The gateway raises its soft open-files limit toward the hard one, and never lowers it."""
+"""A process that starts sandboxes raises its soft open-files limit toward the hard one, and
+never lowers it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 SCRIPT = """
 import resource, sys
-from codemode.gateway.descriptors import raise_open_files_limit
+from codemode.sandbox.descriptors import raise_open_files_limit
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
 got = raise_open_files_limit(wanted=int(sys.argv[1]))
