@@ -63,15 +63,19 @@ class MalformedFrame:
 
 
 def _too_deep(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
+    """Whether anything in ``value`` lies deeper than ``limit`` (its members are at depth 1).
+    Walks one level at a time and only into containers: a call's frame takes two steps."""
+    level: list[Any] = [value]
+    depth = 0
+    while level:
+        inner: list[Any] = []
+        for item in level:
+            members = item.values() if isinstance(item, dict) else item
+            if members and depth >= limit:
+                return True
+            inner += [m for m in members if isinstance(m, (dict, list))]
+        level = inner
+        depth += 1
     return False
 
 
@@ -108,7 +112,7 @@ class FrameDecoder:
         body, self._big, self._have = self._big, None, 0
         return [self._decode(body)]
 
-    def feed(self, data: bytes) -> list[dict[str, Any] | MalformedFrame]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[dict[str, Any] | MalformedFrame]:
         out: list[dict[str, Any] | MalformedFrame] = []
         view = memoryview(data)
         if self._skip:
@@ -122,8 +126,11 @@ class FrameDecoder:
             view = view[taken:]
             if self._big is not None:
                 return out
-        self._buffer += view
-        buf = self._buffer
+        # Complete frames are decoded where they arrived; only a partial one is kept.
+        buffered = bool(self._buffer)
+        if buffered:
+            self._buffer += view
+        buf: bytearray | memoryview = self._buffer if buffered else view
         pos = 0
         while len(buf) - pos >= 4:
             (size,) = _LEN.unpack_from(buf, pos)
@@ -148,7 +155,10 @@ class FrameDecoder:
                 break
             out.append(self._decode(memoryview(buf)[pos + 4 : pos + 4 + size]))
             pos += 4 + size
-        del buf[:pos]
+        if buffered:
+            del self._buffer[:pos]
+        elif pos < len(view):
+            self._buffer += view[pos:]
         return out
 
     def _decode(self, body: bytes | bytearray | memoryview) -> dict[str, Any] | MalformedFrame:

@@ -45,6 +45,7 @@ OutputCallback = Callable[[str, bytes], None]
 _F_SETPIPE_SZ = 1031
 _WAKE_INTERVAL_S = 0.05
 _READ_CHUNK = 1 << 20
+_RECV_CHUNK = 1 << 16
 _PIN_AFTER_CALLS = 4
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
 
@@ -56,6 +57,7 @@ class Sandbox:
         self.process = process
         self.limits = limits
         self.decoder = FrameDecoder()
+        self._chunk = memoryview(bytearray(_RECV_CHUNK))
         self.selector = selectors.DefaultSelector()
         self.executions = 0
         self.dead = False
@@ -146,15 +148,14 @@ class Sandbox:
     def _read_frames(self) -> list[dict[str, Any] | MalformedFrame]:
         frames: list[dict[str, Any] | MalformedFrame] = []
         decoder = self.decoder
+        sock = self.process.sock
         while True:
-            # A large frame under way is received straight into its buffer (no copies).
-            pending, data = decoder.pending(), b""
+            # A large frame under way is received straight into its buffer (no copies); the
+            # rest into one reused buffer (``recv(n)`` would allocate n bytes every time).
+            pending = decoder.pending()
+            into = self._chunk if pending is None else pending
             try:
-                if pending is not None:
-                    count = self.process.sock.recv_into(pending)
-                else:
-                    data = self.process.sock.recv(_READ_CHUNK)
-                    count = len(data)
+                count = sock.recv_into(into)
             except (BlockingIOError, InterruptedError):
                 return frames
             except OSError:
@@ -162,7 +163,11 @@ class Sandbox:
             if not count:
                 self.dead = True
                 return frames
-            frames += decoder.filled(count) if pending is not None else decoder.feed(data)
+            frames += decoder.filled(count) if pending is not None else decoder.feed(into[:count])
+            if count < len(into):
+                # The socket is empty: asking again would only fail. The selector is
+                # level-triggered, so whatever arrives later wakes the loop again.
+                return frames
 
     def _drain(self, which: str) -> None:
         fd = self.process.stdout_fd if which == "stdout" else self.process.stderr_fd

@@ -100,6 +100,8 @@ class _Bridge:
             data = self.sock.recv(1 << 16)
             if not data:
                 raise EOFError("bridge closed")
+            if not self.buffer and len(data) >= 4 and wire._unpack_len(data)[0] == len(data) - 4:
+                return wire.decode(memoryview(data)[4:])  # one whole frame: the usual reply
             self.buffer += data
 
     def _read_large(self, n):
