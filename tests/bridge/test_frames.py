@@ -132,3 +132,23 @@ def test_nesting_cap_is_exact(lists: int, innermost: list[str], refused: bool) -
         value = [value]
     (out,) = FrameDecoder().feed(encode_frame({"args": value}))
     assert isinstance(out, MalformedFrame) is refused
+
+
+def test_a_large_guest_frame_sent_in_runs_is_the_encoded_frame() -> None:
+    # Large pieces go out on their own, the small ones between them joined: the bytes on the
+    # wire are those of encode_frame, in order, and the host decodes them.
+    value = {
+        "op": "call",
+        "args": {"text": "é" * 700_000, "blob": b"\x01" * 200_000, "n": 7},
+        "items": ["a", "b" * 70_000, "c"],
+    }
+    sent: list[bytes] = []
+
+    class Socket:
+        def sendall(self, data: bytes) -> None:
+            sent.append(bytes(data))
+
+    wire.send_frame(Socket(), value)
+    assert len(sent) > 1
+    assert b"".join(sent) == wire.encode_frame(value)
+    assert FrameDecoder().feed(b"".join(sent)) == [value]

@@ -53,7 +53,7 @@ class _Bridge:
         self.next_id += 1
         frame["id"] = self.next_id
         frame["exec"] = self.execution
-        self.sock.sendall(wire.encode_frame(frame))
+        wire.send_frame(self.sock, frame)
         return self.next_id
 
     def request(self, frame):
@@ -105,8 +105,12 @@ class _Bridge:
             self.buffer += data
 
     def _read_large(self, n):
-        """A large frame straight into a buffer of its size (no copies while it arrives)."""
-        body = bytearray(n)
+        """A large frame straight into a buffer of its size (no copies while it arrives),
+        mapped with its pages in place (as the host does: see ``bridge.frames``)."""
+        import mmap
+
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+        body = mmap.mmap(-1, n, flags=flags)
         have = len(self.buffer) - 4
         body[:have] = self.buffer[4:]
         del self.buffer[:]

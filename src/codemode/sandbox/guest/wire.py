@@ -130,6 +130,33 @@ def encode_frame(obj):
     return b"".join(parts)
 
 
+# A frame from this size on is sent in runs: each large piece (a long string's or bytes'
+# body) as it is, the small ones between joined, so the body is never copied into one.
+_SEND_IN_RUNS = 1 << 20
+_OWN_SEND = 1 << 16
+
+
+def send_frame(sock, obj):
+    parts = [b""]
+    _enc(obj, parts)
+    size = sum(map(len, parts))
+    parts[0] = _pack_len(size)
+    if size < _SEND_IN_RUNS:
+        sock.sendall(b"".join(parts))
+        return
+    run = []
+    for piece in parts:
+        if len(piece) < _OWN_SEND:
+            run.append(piece)
+            continue
+        if run:
+            sock.sendall(b"".join(run))
+            run = []
+        sock.sendall(piece)
+    if run:
+        sock.sendall(b"".join(run))
+
+
 def decode(data):
     value, end = _dec(memoryview(data), 0)
     if end != len(data):
