@@ -112,7 +112,8 @@ class Sandbox:
                 ) from error
             for key, _ in events:
                 if key.data == "sock":
-                    for frame in self._read_frames():
+                    # To the end: a guest that dies just after "ready" is a failed start.
+                    for frame in self._read_frames(to_the_end=True):
                         if isinstance(frame, dict) and frame.get("op") == "ready":
                             self.ready = True
                 else:
@@ -145,7 +146,7 @@ class Sandbox:
         head, tail, _ = self._stderr.text()
         return (head + tail).strip()[-500:] or "no message"
 
-    def _read_frames(self) -> list[dict[str, Any] | MalformedFrame]:
+    def _read_frames(self, *, to_the_end: bool = False) -> list[dict[str, Any] | MalformedFrame]:
         frames: list[dict[str, Any] | MalformedFrame] = []
         decoder = self.decoder
         sock = self.process.sock
@@ -164,9 +165,9 @@ class Sandbox:
                 self.dead = True
                 return frames
             frames += decoder.filled(count) if pending is not None else decoder.feed(into[:count])
-            if count < len(into):
+            if count < len(into) and not to_the_end:
                 # The socket is empty: asking again would only fail. The selector is
-                # level-triggered, so whatever arrives later wakes the loop again.
+                # level-triggered, so whatever arrives later (its end too) wakes the loop.
                 return frames
 
     def _drain(self, which: str) -> None:
