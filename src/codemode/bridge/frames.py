@@ -17,7 +17,14 @@ import msgpack
 
 from codemode.errors import BridgeProtocolError
 
-__all__ = ["MAX_DEPTH", "FrameDecoder", "MalformedFrame", "encode_frame", "encode_frame_parts"]
+__all__ = [
+    "MAX_DEPTH",
+    "SLICE_CHARS",
+    "FrameDecoder",
+    "MalformedFrame",
+    "encode_frame",
+    "encode_frame_parts",
+]
 
 _LEN = struct.Struct(">I")
 MAX_DEPTH = 64
@@ -31,26 +38,36 @@ def _pack(obj: Any) -> bytes:
     return packed
 
 
+# A large ASCII string goes out in slices of this size, each encoded as it is sent: small
+# enough to come from the heap's free memory every time (not from fresh pages).
+SLICE_CHARS = 1 << 16
+
+
 def encode_frame(obj: Any) -> bytes:
-    return b"".join(encode_frame_parts(obj))
+    return b"".join(
+        piece.encode("ascii") if isinstance(piece, str) else piece
+        for piece in encode_frame_parts(obj)
+    )
 
 
-def encode_frame_parts(obj: Any) -> list[bytes]:
+def encode_frame_parts(obj: Any) -> list[bytes | str]:
     """The frame as pieces to send one after the other (the length prefix first). A large
-    string at the top of a map (a reply's ``value``) is encoded on its own and not copied
-    again: msgpack grows its buffer for it and then copies the whole body out."""
+    string at the top of a map (a reply's ``value``) is not copied into the body: msgpack
+    would grow its buffer for it and then copy the whole body out. If it is ASCII (its
+    length is then its size in bytes) it stays a ``str`` piece, for the sender to encode a
+    slice at a time (``SLICE_CHARS``); else it is encoded on its own."""
     if not isinstance(obj, dict) or not any(
         isinstance(value, str) and len(value) > _LARGE for value in obj.values()
     ):
         body = _pack(obj)
         return [_LEN.pack(len(body)), body]
     size = len(obj)
-    parts = [bytes([0x80 | size]) if size < 16 else b"\xdf" + _LEN.pack(size)]  # map
+    parts: list[bytes | str] = [bytes([0x80 | size]) if size < 16 else b"\xdf" + _LEN.pack(size)]
     for key, value in obj.items():
         parts.append(_pack(key))
         if isinstance(value, str) and len(value) > _LARGE:
-            raw = value.encode("utf-8")
-            parts += [b"\xdb" + _LEN.pack(len(raw)), raw]  # str 32
+            text = value if value.isascii() else value.encode("utf-8")
+            parts += [b"\xdb" + _LEN.pack(len(text)), text]  # str 32
         else:
             parts.append(_pack(value))
     return [_LEN.pack(sum(map(len, parts))), *parts]

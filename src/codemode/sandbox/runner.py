@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame_parts
+from codemode.bridge.frames import FrameDecoder, MalformedFrame
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
@@ -28,6 +28,7 @@ from codemode.sandbox.cancel import CANCEL_GRACE_S, check_cancel, interrupted_by
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.facts import Parked
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
+from codemode.sandbox.outgoing import send_frame
 from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import GuestProcess
 from codemode.sandbox.result import ExecutionResult, clip_tail
@@ -203,31 +204,9 @@ class Sandbox:
         self, frame: dict[str, Any], deadline: float, blocked: Callable[[], None] | None = None
     ) -> bool:
         """Send one frame, bounded by the deadline. False if the guest does not take it.
-        ``blocked`` is called before waiting for the guest to read."""
-        pieces = encode_frame_parts(frame)
-        # A large frame is sent piece by piece, not copied into one; a small one in one send.
-        if sum(map(len, pieces)) > _READ_CHUNK // 16:
-            parts = [memoryview(piece) for piece in pieces]
-        else:
-            parts = [memoryview(b"".join(pieces))]
-        sock = self.process.sock
-        while parts:
-            try:
-                sent = sock.send(parts[0])
-                parts[0] = parts[0][sent:]
-                if not parts[0]:
-                    parts.pop(0)
-            except (BlockingIOError, InterruptedError):
-                if blocked is not None:
-                    blocked()
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                # Keep draining output while the guest is slow to read, or it may deadlock.
-                self._wait_writable(remaining)
-            except OSError:
-                return False
-        return True
+        ``blocked`` is called before waiting for the guest to read; meanwhile the output is
+        drained, or a guest blocked on a full pipe could never read."""
+        return send_frame(self.process.sock, frame, deadline, self._wait_writable, blocked)
 
     def _wait_writable(self, timeout: float) -> None:
         with selectors.DefaultSelector() as sel:

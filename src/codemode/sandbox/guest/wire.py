@@ -39,6 +39,12 @@ def _enc(obj, out):
             if done is not None:
                 out.append(done)
                 return
+        if len(obj) >= _SEND_IN_RUNS and obj.isascii():
+            # Left a str (its length is its size in bytes): send_frame encodes it a slice at
+            # a time as it goes out, so it is never copied whole.
+            out.append(b"\xdb" + _I.pack(len(obj)))
+            out.append(obj)
+            return
         data = obj.encode("utf-8", "surrogatepass")
         n = len(data)
         if n < 32:
@@ -126,7 +132,10 @@ def _enc(obj, out):
 def encode_frame(obj):
     parts = [b""]
     _enc(obj, parts)
-    parts[0] = _pack_len(sum(map(len, parts)))
+    size = sum(map(len, parts))
+    parts[0] = _pack_len(size)
+    if size >= _SEND_IN_RUNS:  # it may hold long ASCII strings left as str
+        parts = [part.encode("ascii") if type(part) is str else part for part in parts]
     return b"".join(parts)
 
 
@@ -134,6 +143,9 @@ def encode_frame(obj):
 # body) as it is, the small ones between joined, so the body is never copied into one.
 _SEND_IN_RUNS = 1 << 20
 _OWN_SEND = 1 << 16
+# A long ASCII string goes out in slices this long: small enough to come from the heap's
+# free memory each time, not from fresh pages.
+_SLICE = 1 << 16
 
 
 def send_frame(sock, obj):
@@ -152,7 +164,11 @@ def send_frame(sock, obj):
         if run:
             sock.sendall(b"".join(run))
             run = []
-        sock.sendall(piece)
+        if type(piece) is str:
+            for start in range(0, len(piece), _SLICE):
+                sock.sendall(piece[start : start + _SLICE].encode("ascii"))
+        else:
+            sock.sendall(piece)
     if run:
         sock.sendall(b"".join(run))
 
