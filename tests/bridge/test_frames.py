@@ -108,3 +108,47 @@ def test_nesting_is_capped():
 def test_guest_refuses_unsendable_values():
     with pytest.raises(wire.WireError, match="cannot send a object"):
         wire.encode_frame({"x": object()})
+
+
+def test_a_partial_frame_is_kept_as_a_copy_of_a_reused_buffer() -> None:
+    # The runner receives into one buffer it reuses: whatever the decoder keeps of a read
+    # must survive that buffer being overwritten by the next.
+    first, second = encode_frame({"a": 1}), encode_frame({"b": "x" * 300})
+    received = bytearray(first + second[:100])
+    decoder = FrameDecoder()
+    assert decoder.feed(memoryview(received)) == [{"a": 1}]
+    received[:] = bytes(len(received))
+    assert decoder.feed(memoryview(bytearray(second[100:]))) == [{"b": "x" * 300}]
+
+
+@pytest.mark.parametrize(
+    ("lists", "innermost", "refused"),
+    [(MAX_DEPTH - 1, ["leaf"], False), (MAX_DEPTH, [], False), (MAX_DEPTH, ["leaf"], True)],
+)
+def test_nesting_cap_is_exact(lists: int, innermost: list[str], refused: bool) -> None:
+    # {"args": [[...[leaf]...]]}: the args list is at depth 1, so its leaf is at lists + 1.
+    value: list[object] = list(innermost)
+    for _ in range(lists - 1):
+        value = [value]
+    (out,) = FrameDecoder().feed(encode_frame({"args": value}))
+    assert isinstance(out, MalformedFrame) is refused
+
+
+def test_a_large_guest_frame_sent_in_runs_is_the_encoded_frame() -> None:
+    # Large pieces go out on their own, the small ones between them joined: the bytes on the
+    # wire are those of encode_frame, in order, and the host decodes them.
+    value = {
+        "op": "call",
+        "args": {"text": "é" * 700_000, "blob": b"\x01" * 200_000, "n": 7},
+        "items": ["a", "b" * 70_000, "c"],
+    }
+    sent: list[bytes] = []
+
+    class Socket:
+        def sendall(self, data: bytes) -> None:
+            sent.append(bytes(data))
+
+    wire.send_frame(Socket(), value)
+    assert len(sent) > 1
+    assert b"".join(sent) == wire.encode_frame(value)
+    assert FrameDecoder().feed(b"".join(sent)) == [value]

@@ -8,6 +8,7 @@ error value, never an exception that escapes the reader.
 
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,14 @@ import msgpack
 
 from codemode.errors import BridgeProtocolError
 
-__all__ = ["MAX_DEPTH", "FrameDecoder", "MalformedFrame", "encode_frame", "encode_frame_parts"]
+__all__ = [
+    "MAX_DEPTH",
+    "SLICE_CHARS",
+    "FrameDecoder",
+    "MalformedFrame",
+    "encode_frame",
+    "encode_frame_parts",
+]
 
 _LEN = struct.Struct(">I")
 MAX_DEPTH = 64
@@ -30,26 +38,36 @@ def _pack(obj: Any) -> bytes:
     return packed
 
 
+# A large ASCII string goes out in slices of this size, each encoded as it is sent: small
+# enough to come from the heap's free memory every time (not from fresh pages).
+SLICE_CHARS = 1 << 16
+
+
 def encode_frame(obj: Any) -> bytes:
-    return b"".join(encode_frame_parts(obj))
+    return b"".join(
+        piece.encode("ascii") if isinstance(piece, str) else piece
+        for piece in encode_frame_parts(obj)
+    )
 
 
-def encode_frame_parts(obj: Any) -> list[bytes]:
+def encode_frame_parts(obj: Any) -> list[bytes | str]:
     """The frame as pieces to send one after the other (the length prefix first). A large
-    string at the top of a map (a reply's ``value``) is encoded on its own and not copied
-    again: msgpack grows its buffer for it and then copies the whole body out."""
+    string at the top of a map (a reply's ``value``) is not copied into the body: msgpack
+    would grow its buffer for it and then copy the whole body out. If it is ASCII (its
+    length is then its size in bytes) it stays a ``str`` piece, for the sender to encode a
+    slice at a time (``SLICE_CHARS``); else it is encoded on its own."""
     if not isinstance(obj, dict) or not any(
         isinstance(value, str) and len(value) > _LARGE for value in obj.values()
     ):
         body = _pack(obj)
         return [_LEN.pack(len(body)), body]
     size = len(obj)
-    parts = [bytes([0x80 | size]) if size < 16 else b"\xdf" + _LEN.pack(size)]  # map
+    parts: list[bytes | str] = [bytes([0x80 | size]) if size < 16 else b"\xdf" + _LEN.pack(size)]
     for key, value in obj.items():
         parts.append(_pack(key))
         if isinstance(value, str) and len(value) > _LARGE:
-            raw = value.encode("utf-8")
-            parts += [b"\xdb" + _LEN.pack(len(raw)), raw]  # str 32
+            text = value if value.isascii() else value.encode("utf-8")
+            parts += [b"\xdb" + _LEN.pack(len(text)), text]  # str 32
         else:
             parts.append(_pack(value))
     return [_LEN.pack(sum(map(len, parts))), *parts]
@@ -63,15 +81,19 @@ class MalformedFrame:
 
 
 def _too_deep(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
+    """Whether anything in ``value`` lies deeper than ``limit`` (its members are at depth 1).
+    Walks one level at a time and only into containers: a call's frame takes two steps."""
+    level: list[Any] = [value]
+    depth = 0
+    while level:
+        inner: list[Any] = []
+        for item in level:
+            members = item.values() if isinstance(item, dict) else item
+            if members and depth >= limit:
+                return True
+            inner += [m for m in members if isinstance(m, (dict, list))]
+        level = inner
+        depth += 1
     return False
 
 
@@ -90,7 +112,7 @@ class FrameDecoder:
         self._skip = 0
         # A large frame's body goes straight into a buffer of its size (allocated once its
         # size passed the cap), filled by ``feed`` or by the reader itself (``pending``).
-        self._big: bytearray | None = None
+        self._big: mmap.mmap | None = None
         self._have = 0
 
     def pending(self) -> memoryview | None:
@@ -108,7 +130,7 @@ class FrameDecoder:
         body, self._big, self._have = self._big, None, 0
         return [self._decode(body)]
 
-    def feed(self, data: bytes) -> list[dict[str, Any] | MalformedFrame]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[dict[str, Any] | MalformedFrame]:
         out: list[dict[str, Any] | MalformedFrame] = []
         view = memoryview(data)
         if self._skip:
@@ -122,8 +144,11 @@ class FrameDecoder:
             view = view[taken:]
             if self._big is not None:
                 return out
-        self._buffer += view
-        buf = self._buffer
+        # Complete frames are decoded where they arrived; only a partial one is kept.
+        buffered = bool(self._buffer)
+        if buffered:
+            self._buffer += view
+        buf: bytearray | memoryview = self._buffer if buffered else view
         pos = 0
         while len(buf) - pos >= 4:
             (size,) = _LEN.unpack_from(buf, pos)
@@ -141,17 +166,22 @@ class FrameDecoder:
             available = len(buf) - pos - 4
             if available < size:
                 if size > 65536:
-                    self._big = bytearray(size)
+                    self._big = _frame_buffer(size)
                     self._big[:available] = buf[pos + 4 :]
                     self._have = available
                     pos = len(buf)
                 break
             out.append(self._decode(memoryview(buf)[pos + 4 : pos + 4 + size]))
             pos += 4 + size
-        del buf[:pos]
+        if buffered:
+            del self._buffer[:pos]
+        elif pos < len(view):
+            self._buffer += view[pos:]
         return out
 
-    def _decode(self, body: bytes | bytearray | memoryview) -> dict[str, Any] | MalformedFrame:
+    def _decode(
+        self, body: bytes | bytearray | memoryview | mmap.mmap
+    ) -> dict[str, Any] | MalformedFrame:
         try:
             value = msgpack.unpackb(
                 body,
@@ -170,6 +200,15 @@ class FrameDecoder:
         if _too_deep(value, MAX_DEPTH):
             return MalformedFrame(f"frame nested deeper than {MAX_DEPTH} levels")
         return value
+
+
+def _frame_buffer(size: int) -> mmap.mmap:
+    """Memory for a large frame's body. Mapped with its pages in place (one fault for all of
+    them, not one per page as the receive copies in) and with no zero-fill pass, which cost
+    more than the copy; unmapped when the last reference to it goes, so none of it stays
+    with the process's heap."""
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+    return mmap.mmap(-1, size, flags=flags)
 
 
 def _refuse_ext(code: int, data: bytes) -> Any:

@@ -15,12 +15,13 @@ import logging
 import os
 import selectors
 import socket
+import termios
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from codemode.bridge.frames import FrameDecoder, MalformedFrame, encode_frame_parts
+from codemode.bridge.frames import FrameDecoder, MalformedFrame
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
@@ -28,6 +29,7 @@ from codemode.sandbox.cancel import CANCEL_GRACE_S, check_cancel, interrupted_by
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.facts import Parked
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
+from codemode.sandbox.outgoing import send_frame
 from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import GuestProcess
 from codemode.sandbox.result import ExecutionResult, clip_tail
@@ -45,6 +47,8 @@ OutputCallback = Callable[[str, bytes], None]
 _F_SETPIPE_SZ = 1031
 _WAKE_INTERVAL_S = 0.05
 _READ_CHUNK = 1 << 20
+_RECV_CHUNK = 1 << 16
+_NOTHING = bytes(4)
 _PIN_AFTER_CALLS = 4
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
 
@@ -56,6 +60,8 @@ class Sandbox:
         self.process = process
         self.limits = limits
         self.decoder = FrameDecoder()
+        self._chunk = memoryview(bytearray(_RECV_CHUNK))
+        self._pipe_count = bytearray(4)
         self.selector = selectors.DefaultSelector()
         self.executions = 0
         self.dead = False
@@ -110,7 +116,8 @@ class Sandbox:
                 ) from error
             for key, _ in events:
                 if key.data == "sock":
-                    for frame in self._read_frames():
+                    # To the end: a guest that dies just after "ready" is a failed start.
+                    for frame in self._read_frames(to_the_end=True):
                         if isinstance(frame, dict) and frame.get("op") == "ready":
                             self.ready = True
                 else:
@@ -143,18 +150,17 @@ class Sandbox:
         head, tail, _ = self._stderr.text()
         return (head + tail).strip()[-500:] or "no message"
 
-    def _read_frames(self) -> list[dict[str, Any] | MalformedFrame]:
+    def _read_frames(self, *, to_the_end: bool = False) -> list[dict[str, Any] | MalformedFrame]:
         frames: list[dict[str, Any] | MalformedFrame] = []
         decoder = self.decoder
+        sock = self.process.sock
         while True:
-            # A large frame under way is received straight into its buffer (no copies).
-            pending, data = decoder.pending(), b""
+            # A large frame under way is received straight into its buffer (no copies); the
+            # rest into one reused buffer (``recv(n)`` would allocate n bytes every time).
+            pending = decoder.pending()
+            into = self._chunk if pending is None else pending
             try:
-                if pending is not None:
-                    count = self.process.sock.recv_into(pending)
-                else:
-                    data = self.process.sock.recv(_READ_CHUNK)
-                    count = len(data)
+                count = sock.recv_into(into)
             except (BlockingIOError, InterruptedError):
                 return frames
             except OSError:
@@ -162,7 +168,11 @@ class Sandbox:
             if not count:
                 self.dead = True
                 return frames
-            frames += decoder.filled(count) if pending is not None else decoder.feed(data)
+            frames += decoder.filled(count) if pending is not None else decoder.feed(into[:count])
+            if count < len(into) and not to_the_end:
+                # The socket is empty: asking again would only fail. The selector is
+                # level-triggered, so whatever arrives later (its end too) wakes the loop.
+                return frames
 
     def _drain(self, which: str) -> None:
         fd = self.process.stdout_fd if which == "stdout" else self.process.stderr_fd
@@ -184,6 +194,15 @@ class Sandbox:
             if self._on_output is not None:
                 self._emit(which, data)
 
+    def _stdout_waiting(self) -> bool:
+        """Whether the stdout pipe holds anything: asked before every call is answered, and
+        cheaper than a read that fails (FIONREAD)."""
+        try:
+            fcntl.ioctl(self.process.stdout_fd, termios.FIONREAD, self._pipe_count)
+        except OSError:  # closed or not a pipe: let the read say what it is
+            return True
+        return self._pipe_count != _NOTHING
+
     def _emit(self, which: str, data: bytes) -> None:
         """Pass output on as it arrives; a failing callback is dropped, never the execution."""
         assert self._on_output is not None
@@ -197,31 +216,9 @@ class Sandbox:
         self, frame: dict[str, Any], deadline: float, blocked: Callable[[], None] | None = None
     ) -> bool:
         """Send one frame, bounded by the deadline. False if the guest does not take it.
-        ``blocked`` is called before waiting for the guest to read."""
-        pieces = encode_frame_parts(frame)
-        # A large frame is sent piece by piece, not copied into one; a small one in one send.
-        if sum(map(len, pieces)) > _READ_CHUNK // 16:
-            parts = [memoryview(piece) for piece in pieces]
-        else:
-            parts = [memoryview(b"".join(pieces))]
-        sock = self.process.sock
-        while parts:
-            try:
-                sent = sock.send(parts[0])
-                parts[0] = parts[0][sent:]
-                if not parts[0]:
-                    parts.pop(0)
-            except (BlockingIOError, InterruptedError):
-                if blocked is not None:
-                    blocked()
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                # Keep draining output while the guest is slow to read, or it may deadlock.
-                self._wait_writable(remaining)
-            except OSError:
-                return False
-        return True
+        ``blocked`` is called before waiting for the guest to read; meanwhile the output is
+        drained, or a guest blocked on a full pipe could never read."""
+        return send_frame(self.process.sock, frame, deadline, self._wait_writable, blocked)
 
     def _wait_writable(self, timeout: float) -> None:
         with selectors.DefaultSelector() as sel:
@@ -354,7 +351,7 @@ class Sandbox:
                     self._drain(key.data)
                     continue
                 frames = self._read_frames()
-                if frames:
+                if frames and self._stdout_waiting():
                     # The guest flushes its output before a call: read it first, so a call
                     # that waits (an approval) can show what was printed before it.
                     self._drain("stdout")

@@ -53,7 +53,7 @@ class _Bridge:
         self.next_id += 1
         frame["id"] = self.next_id
         frame["exec"] = self.execution
-        self.sock.sendall(wire.encode_frame(frame))
+        wire.send_frame(self.sock, frame)
         return self.next_id
 
     def request(self, frame):
@@ -100,11 +100,17 @@ class _Bridge:
             data = self.sock.recv(1 << 16)
             if not data:
                 raise EOFError("bridge closed")
+            if not self.buffer and len(data) >= 4 and wire._unpack_len(data)[0] == len(data) - 4:
+                return wire.decode(memoryview(data)[4:])  # one whole frame: the usual reply
             self.buffer += data
 
     def _read_large(self, n):
-        """A large frame straight into a buffer of its size (no copies while it arrives)."""
-        body = bytearray(n)
+        """A large frame straight into a buffer of its size (no copies while it arrives),
+        mapped with its pages in place (as the host does: see ``bridge.frames``)."""
+        import mmap
+
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+        body = mmap.mmap(-1, n, flags=flags)
         have = len(self.buffer) - 4
         body[:have] = self.buffer[4:]
         del self.buffer[:]

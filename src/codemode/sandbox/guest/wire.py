@@ -24,13 +24,33 @@ class WireError(Exception):
     pass
 
 
+_FIXINT = [bytes((i,)) for i in range(128)]
+_FIXMAP = [bytes((0x80 | i,)) for i in range(16)]
+# Short strings as encoded before (names, keys): the same few recur in every call.
+_SHORT = {}
+_SHORT_KEPT = 512
+
+
 def _enc(obj, out):
     t = type(obj)
     if t is str:
+        if len(obj) < 32:
+            done = _SHORT.get(obj)
+            if done is not None:
+                out.append(done)
+                return
+        if len(obj) >= _SEND_IN_RUNS and obj.isascii():
+            # Left a str (its length is its size in bytes): send_frame encodes it a slice at
+            # a time as it goes out, so it is never copied whole.
+            out.append(b"\xdb" + _I.pack(len(obj)))
+            out.append(obj)
+            return
         data = obj.encode("utf-8", "surrogatepass")
         n = len(data)
         if n < 32:
-            out.append(bytes((0xA0 | n,)))
+            data = bytes((0xA0 | n,)) + data
+            if len(_SHORT) < _SHORT_KEPT:
+                _SHORT[obj] = data
         elif n < 0x100:
             out.append(b"\xd9" + _B.pack(n))
         elif n < 0x10000:
@@ -40,7 +60,7 @@ def _enc(obj, out):
         out.append(data)
     elif t is int:
         if 0 <= obj < 128:
-            out.append(bytes((obj,)))
+            out.append(_FIXINT[obj])
         elif -32 <= obj < 0:
             out.append(bytes((obj & 0xFF,)))
         elif 0 <= obj < (1 << 64):
@@ -52,7 +72,7 @@ def _enc(obj, out):
     elif t is dict:
         n = len(obj)
         if n < 16:
-            out.append(bytes((0x80 | n,)))
+            out.append(_FIXMAP[n])
         elif n < 0x10000:
             out.append(b"\xde" + _H.pack(n))
         else:
@@ -112,8 +132,45 @@ def _enc(obj, out):
 def encode_frame(obj):
     parts = [b""]
     _enc(obj, parts)
-    parts[0] = _pack_len(sum(map(len, parts)))
+    size = sum(map(len, parts))
+    parts[0] = _pack_len(size)
+    if size >= _SEND_IN_RUNS:  # it may hold long ASCII strings left as str
+        parts = [part.encode("ascii") if type(part) is str else part for part in parts]
     return b"".join(parts)
+
+
+# A frame from this size on is sent in runs: each large piece (a long string's or bytes'
+# body) as it is, the small ones between joined, so the body is never copied into one.
+_SEND_IN_RUNS = 1 << 20
+_OWN_SEND = 1 << 16
+# A long ASCII string goes out in slices this long: small enough to come from the heap's
+# free memory each time, not from fresh pages.
+_SLICE = 1 << 16
+
+
+def send_frame(sock, obj):
+    parts = [b""]
+    _enc(obj, parts)
+    size = sum(map(len, parts))
+    parts[0] = _pack_len(size)
+    if size < _SEND_IN_RUNS:
+        sock.sendall(b"".join(parts))
+        return
+    run = []
+    for piece in parts:
+        if len(piece) < _OWN_SEND:
+            run.append(piece)
+            continue
+        if run:
+            sock.sendall(b"".join(run))
+            run = []
+        if type(piece) is str:
+            for start in range(0, len(piece), _SLICE):
+                sock.sendall(piece[start : start + _SLICE].encode("ascii"))
+        else:
+            sock.sendall(piece)
+    if run:
+        sock.sendall(b"".join(run))
 
 
 def decode(data):
@@ -128,13 +185,13 @@ def _dec(buf, pos):
     pos += 1
     if b < 0x80:
         return b, pos
-    if 0x80 <= b <= 0x8F:
-        return _map(buf, pos, b & 0x0F)
-    if 0x90 <= b <= 0x9F:
-        return _arr(buf, pos, b & 0x0F)
     if 0xA0 <= b <= 0xBF:
-        n = b & 0x1F
-        return str(buf[pos : pos + n], "utf-8", "surrogatepass"), pos + n
+        end = pos + (b & 0x1F)
+        return str(buf[pos:end], "utf-8", "surrogatepass"), end
+    if b <= 0x8F:
+        return _map(buf, pos, b & 0x0F)
+    if b <= 0x9F:
+        return _arr(buf, pos, b & 0x0F)
     if b >= 0xE0:
         return b - 0x100, pos
     if b == 0xC0:
@@ -192,11 +249,27 @@ def _arr(buf, pos, n):
 
 
 def _map(buf, pos, n):
+    # Short string keys and small int or short string values, the most of every reply,
+    # decoded here rather than in a call of _dec each.
     result = {}
     for _ in range(n):
-        key, pos = _dec(buf, pos)
-        value, pos = _dec(buf, pos)
-        result[key] = value
+        b = buf[pos]
+        if 0xA0 <= b <= 0xBF:
+            pos += 1
+            end = pos + (b & 0x1F)
+            key, pos = str(buf[pos:end], "utf-8", "surrogatepass"), end
+        else:
+            key, pos = _dec(buf, pos)
+        b = buf[pos]
+        if b < 0x80:
+            result[key] = b
+            pos += 1
+        elif 0xA0 <= b <= 0xBF:
+            pos += 1
+            end = pos + (b & 0x1F)
+            result[key], pos = str(buf[pos:end], "utf-8", "surrogatepass"), end
+        else:
+            result[key], pos = _dec(buf, pos)
     return result, pos
 
 
