@@ -256,3 +256,19 @@ def test_code_cannot_resume_itself_between_executions(
     )
     assert later.stdout == "0 True\n", later.to_dict()
     host.next_execution_works(isolated_session)
+
+
+def test_an_emptied_workspace_lists_what_was_deleted(
+    isolated_session: SandboxSession, host
+) -> None:
+    """An empty workspace is known from its tmpfs's inode count without a listing; the files
+    of the execution before still show as deleted, and a file written again as created."""
+    first = isolated_session.execute("open('a.txt', 'w').write('1')", timeout_s=5)
+    assert first.files == {"created": ["a.txt"], "modified": [], "deleted": []}
+    emptied = isolated_session.execute("import os\nos.unlink('a.txt')", timeout_s=5)
+    assert emptied.files == {"created": [], "modified": [], "deleted": ["a.txt"]}
+    quiet = isolated_session.execute("print(1)", timeout_s=5)
+    assert quiet.files == {"created": [], "modified": [], "deleted": []}
+    again = isolated_session.execute("open('a.txt', 'w').write('2')", timeout_s=5)
+    assert again.files == {"created": ["a.txt"], "modified": [], "deleted": []}
+    host.next_execution_works(isolated_session)

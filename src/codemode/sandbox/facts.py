@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from codemode.errors import SandboxError
+from codemode.sandbox.layout import WORKSPACE
 from codemode.sandbox.settle import waits_for_frames
 from codemode.sandbox.workspace import Snapshot, scan
 
@@ -118,6 +119,9 @@ class ProcFacts:
                 os.kill(pid, signal.SIGINT)
 
     def list_workspace(self) -> WorkspaceScan | None:
+        empty = self._empty_workspace()
+        if empty is not None:
+            return empty
         try:
             root = self.process.open_workspace()
         except (OSError, SandboxError):
@@ -130,3 +134,19 @@ class ProcFacts:
         if not self.process.isolated:
             return WorkspaceScan(snapshot, capped, None)  # the host's disk, not a tmpfs
         return WorkspaceScan(snapshot, capped, (usage.f_blocks - usage.f_bfree) * usage.f_frsize)
+
+    def _empty_workspace(self) -> WorkspaceScan | None:
+        """The workspace when its tmpfs holds no inode but its root: nothing to list, known
+        from one statfs of a held descriptor (no directory opened and read). None otherwise."""
+        pid = self.process.guest_pid
+        if not self.process.isolated or pid is None:
+            return None
+        try:
+            usage = self.process.meter.files.statvfs(f"/proc/{pid}/root{WORKSPACE}")
+        except OSError:
+            return None
+        # Exactly the root: a filesystem that reports no inode counts (0 of 0) is not known
+        # to be empty.
+        if usage.f_files == 0 or usage.f_files - usage.f_ffree != 1:
+            return None
+        return WorkspaceScan({}, False, (usage.f_blocks - usage.f_bfree) * usage.f_frsize)
