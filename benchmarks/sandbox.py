@@ -199,7 +199,7 @@ def main() -> int:
         (
             "W1 warm execution p50",
             f"{numbers['w1_warm_p50_ms']:.3f} ms",
-            "<= 0.5 ms",
+            "<= 0.15 ms",
             f"{numbers['baseline_subprocess_python_p50_ms'] / numbers['w1_warm_p50_ms']:.0f}x faster than python -I -S subprocess",
         ),
         (
@@ -211,13 +211,13 @@ def main() -> int:
         (
             "W1 new session from pool p50",
             f"{numbers['w1_new_session_from_pool_p50_ms']:.2f} ms",
-            "<= 5 ms",
+            "<= 3.5 ms",
             "",
         ),
         (
             "W1 cold start, no pool p50",
             f"{numbers['w1_cold_start_p50_ms']:.1f} ms",
-            "<= 40 ms",
+            "<= 32 ms",
             f"subprocess python: {numbers['baseline_subprocess_python_p50_ms']:.1f} ms",
         ),
         (
@@ -258,7 +258,7 @@ def main() -> int:
         (
             "W2 tool call round trip p50",
             f"{numbers['w2_roundtrip_p50_us']:.1f} us",
-            "<= 30 us",
+            "<= 26 us",
             f"p95 {numbers['w2_roundtrip_p95_us']:.1f} us; 1,000 calls {numbers['w2_1000_calls_ms']:.1f} ms "
             f"(in-process: {numbers['baseline_inprocess_1000_calls_ms']:.3f} ms)",
         ),
@@ -287,7 +287,7 @@ def main() -> int:
         (
             "W3 10 MB tool -> code -> tool",
             f"{numbers['w3_10mb_through_two_tools_ms']:.1f} ms",
-            "<= 25 ms",
+            "<= 20 ms",
             f"in-process: {numbers['baseline_inprocess_10mb_ms']:.1f} ms",
         )
     )
