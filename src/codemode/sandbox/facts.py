@@ -104,7 +104,7 @@ class ProcFacts:
     def park(self) -> Parked:
         # Read before the stop: a task on its way to stopping shows no syscall.
         meter = self.process.meter
-        idle = waits_for_frames(self.process.guest_pid, self.process.bridge_fd, meter.files.read)
+        idle = waits_for_frames(self.process.guest_pid, self.process.bridge_fd, meter.held.read)
         if not meter.stop():
             return Parked(idle, False, None)
         return Parked(idle, True, self.list_workspace() if idle else None)
@@ -142,7 +142,7 @@ class ProcFacts:
         if not self.process.isolated or pid is None:
             return None
         try:
-            usage = self.process.meter.files.statvfs(f"/proc/{pid}/root{WORKSPACE}")
+            usage = self.process.meter.held.statvfs(f"/proc/{pid}/root{WORKSPACE}")
         except OSError:
             return None
         # Exactly the root: a filesystem that reports no inode counts (0 of 0) is not known

@@ -91,7 +91,7 @@ class SandboxMeter:
         self._cpu_high = 0.0
         # The guest's own pidfd and /proc files, held from ``bind`` to ``release``: stopping a
         # guest that is the sandbox's only task then costs a signal and two reads.
-        self.files = HeldFiles()
+        self.held = HeldFiles()
         self._guest_fd: int | None = None
         self._guest_stopped = False
 
@@ -106,7 +106,7 @@ class SandboxMeter:
         # same process, never one that got its pid later.
         try:
             for name in self.guest_files:
-                self.files.read(self._guest_path(name))
+                self.held.read(self._guest_path(name))
             same = self.pidns is not None and pidns_of(guest_pid) == self.pidns
         except OSError:
             same = False
@@ -114,7 +114,7 @@ class SandboxMeter:
             self._guest_fd = fd
         else:
             os.close(fd)
-            self.files.close()
+            self.held.close()
 
     def _guest_path(self, name: str) -> str:
         pid = self.guest_pid
@@ -149,7 +149,7 @@ class SandboxMeter:
         for fd in [*held.values(), *([] if guest_fd is None else [guest_fd])]:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self.files.close()
+        self.held.close()
 
     # --- shared readings ------------------------------------------------------------------
 
@@ -172,10 +172,10 @@ class SandboxMeter:
             return None
         assert self.guest_pid is not None
         try:
-            if self.files.read(self._guest_path("children")).strip():
+            if self.held.read(self._guest_path("children")).strip():
                 return None
-            stat = self.files.read(self._guest_path("stat"))
-            proc = parse_proc(self.guest_pid, stat, self.files.read(self._guest_path("status")))
+            stat = self.held.read(self._guest_path("stat"))
+            proc = parse_proc(self.guest_pid, stat, self.held.read(self._guest_path("status")))
         except (OSError, IndexError, ValueError):
             return None
         return proc if proc.threads == 1 else None
@@ -184,7 +184,7 @@ class SandboxMeter:
         if self.guest_pid is None:
             return None
         try:
-            return self.files.statvfs(f"/proc/{self.guest_pid}/root{mount}")
+            return self.held.statvfs(f"/proc/{self.guest_pid}/root{mount}")
         except OSError:
             return None
 
@@ -198,7 +198,7 @@ class SandboxMeter:
         if self.guest_pid is None:
             return 0
         try:
-            listing = self.files.read(self._guest_path("net/unix"))
+            listing = self.held.read(self._guest_path("net/unix"))
             sockets = listing.count("\n") - 1  # its first line is a header
         except OSError:
             return 0
@@ -249,8 +249,8 @@ class SandboxMeter:
             return False  # it has ended: the walk finds nothing to stop
         self._guest_stopped = True
         try:
-            threads = int(self.files.read(self._guest_path("stat")).rsplit(")", 1)[1].split()[17])
-            children = self.files.read(self._guest_path("children")).split()
+            threads = int(self.held.read(self._guest_path("stat")).rsplit(")", 1)[1].split()[17])
+            children = self.held.read(self._guest_path("children")).split()
         except (OSError, ValueError, IndexError):
             return False
         return threads == 1 and not children
