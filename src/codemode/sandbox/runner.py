@@ -33,6 +33,7 @@ from codemode.sandbox.outgoing import send_frame
 from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.process import GuestProcess
 from codemode.sandbox.result import ExecutionResult, clip_tail
+from codemode.sandbox.spin import SPARE_CPU, spin_until_ready
 from codemode.sandbox.watchdog import WATCHDOG, Watched
 from codemode.sandbox.workspace import Snapshot, diff
 from codemode.settings.sandbox import Limits
@@ -327,12 +328,15 @@ class Sandbox:
         outcome = Outcome()
         stream = self._on_output is not None
         frame = {"op": "exec", "exec": host.execution, "code": code, "stream": stream}
+        spin = SPARE_CPU()  # asked while the guest is stopped: it counts the runner, not it
         # Sent while the guest is still stopped, so that its SIGCONT finds the frame waiting:
         # one wake-up of the guest instead of two. (Code larger than the socket's buffer
         # resumes it first, or the send would wait for a reader that cannot run.)
         if not self._send(frame, host.deadline, blocked=self.resume):
             outcome.status, outcome.limit = "timeout", "wall_time"
         self.resume()
+        if spin:
+            spin_until_ready(self.selector)  # a warm execution answers within the spin
         while outcome.done is None and outcome.status == "ok":
             if watched.breach is not None:
                 break

@@ -1,0 +1,77 @@
+"""The runner looks at the bridge without sleeping for a moment, only while a CPU is spare."""
+
+from __future__ import annotations
+
+import selectors
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from codemode.sandbox.spin import SpareCpu, runnable_tasks, spin_until_ready
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_cpu_is_spare_while_fewer_tasks_are_runnable_than_cpus() -> None:
+    runnable = [1]
+    clock = Clock()
+    spare = SpareCpu(runnable=lambda: runnable[0], cpus=lambda: 2, clock=clock)
+    assert spare()
+    runnable[0] = 5
+    assert spare(), "the count is read at most every 0.1 s"
+    clock.now += 0.2
+    assert not spare()
+    assert not SpareCpu(runnable=lambda: 1, cpus=lambda: 1, clock=clock)(), "one CPU: never"
+
+
+def test_an_unreadable_count_means_no_spare_cpu() -> None:
+    def unreadable() -> int:
+        raise OSError("no /proc/loadavg")
+
+    assert not SpareCpu(runnable=unreadable, cpus=lambda: 8, clock=Clock())()
+
+
+def test_the_count_of_runnable_tasks_includes_the_reader() -> None:
+    assert runnable_tasks() >= 1
+
+
+class CountingSelector(selectors.DefaultSelector):
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        self.looks += 1
+        return super().select(timeout)
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    left, right = socket.socketpair()
+    yield left, right
+    left.close()
+    right.close()
+
+
+def test_the_spin_ends_as_soon_as_the_bridge_is_ready(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    with CountingSelector() as selector:
+        selector.register(pair[0], selectors.EVENT_READ)
+        pair[1].send(b"done")
+        assert spin_until_ready(selector, seconds=3600)
+        assert selector.looks == 1
+
+
+def test_the_spin_gives_up_after_its_time(pair: tuple[socket.socket, socket.socket]) -> None:
+    with CountingSelector() as selector:
+        selector.register(pair[0], selectors.EVENT_READ)
+        assert not spin_until_ready(selector, seconds=0.0)
+        assert selector.looks == 1
