@@ -1,6 +1,7 @@
 """Twins for tests of code built on codemode: stand-ins that record what reached them.
 
-``RecordingInvoker`` is a ``ToolInvoker`` (the seam every wrapper around tool calls plugs into)
+``ManualClock`` is a clock that moves only when the test moves it. ``RecordingInvoker`` is a
+``ToolInvoker`` (the seam every wrapper around tool calls plugs into)
 that answers from a table and keeps every call, so a test can assert what ran, and how often.
 The in-process sandbox twin lives in ``codemode.sandbox.inprocess``.
 """
@@ -14,7 +15,7 @@ from typing import Any
 from codemode.errors import ToolError
 from codemode.tools import ToolCall
 
-__all__ = ["Answer", "RecordingInvoker"]
+__all__ = ["Answer", "ManualClock", "RecordingInvoker"]
 
 # A fixed value, or a function of the call (which may raise, e.g. ToolError).
 Answer = Any | Callable[[ToolCall], Any]
@@ -53,3 +54,17 @@ class RecordingInvoker:
         """``server.tool`` of every call, in order."""
         with self._lock:
             return [f"{call.server}.{call.tool}" for call in self.calls]
+
+
+class ManualClock:
+    """A clock (a ``Callable[[], float]``, as ``time.monotonic``) that moves only when the test
+    sets ``now`` or calls ``advance``."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -6,22 +6,15 @@ import pytest
 
 from codemode.errors import ApprovalLinkError
 from codemode.gateway.web.links import ApprovalLinks
+from codemode.testing import ManualClock
 
 pytestmark = pytest.mark.anyio
 
 APPROVAL = {"id": "ap_test", "tool": "crm.update_lead", "digest": "sha256:0", "arguments": {}}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_an_expired_link_is_refused_and_its_wait_denies() -> None:
-    clock = Clock()
+    clock = ManualClock()
     links = ApprovalLinks("http://127.0.0.1:1", ttl_s=60, clock=clock)
     link = links.mint(APPROVAL, owner="main", session="s_1", revealed={})
     secret = links.url(link).rsplit("/", 1)[1]

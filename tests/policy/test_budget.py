@@ -7,14 +7,7 @@ import threading
 import pytest
 
 from codemode.policy import Budget, BudgetExceededError, BudgetSettings
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from codemode.testing import ManualClock
 
 
 def test_no_limits_by_default() -> None:
@@ -60,7 +53,7 @@ def test_per_tool_exact_and_glob() -> None:
 
 
 def test_rate_is_a_sliding_minute() -> None:
-    clock = Clock()
+    clock = ManualClock()
     budget = Budget(BudgetSettings(rate_per_minute=3), clock=clock)
     budget.acquire("a.b")
     clock.now += 30

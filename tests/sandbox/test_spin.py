@@ -9,19 +9,12 @@ from collections.abc import Iterator
 import pytest
 
 from codemode.sandbox.spin import SpareCpu, runnable_tasks, spin_until_ready
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from codemode.testing import ManualClock
 
 
 def test_a_cpu_is_spare_while_fewer_tasks_are_runnable_than_cpus() -> None:
     runnable = [1]
-    clock = Clock()
+    clock = ManualClock(100.0)
     spare = SpareCpu(runnable=lambda: runnable[0], cpus=lambda: 2, clock=clock)
     assert spare()
     runnable[0] = 5
@@ -35,7 +28,7 @@ def test_an_unreadable_count_means_no_spare_cpu() -> None:
     def unreadable() -> int:
         raise OSError("no /proc/loadavg")
 
-    assert not SpareCpu(runnable=unreadable, cpus=lambda: 8, clock=Clock())()
+    assert not SpareCpu(runnable=unreadable, cpus=lambda: 8, clock=ManualClock(100.0))()
 
 
 def test_the_count_of_runnable_tasks_includes_the_reader() -> None:

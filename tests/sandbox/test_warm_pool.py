@@ -13,17 +13,10 @@ import pytest
 from codemode.sandbox import Limits, SandboxPool, SandboxSettings
 from codemode.sandbox.backends import make_backend
 from codemode.sandbox.demand import MiB, WarmTarget, warm_target
+from codemode.testing import ManualClock
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def target(clock: Clock, **changes) -> WarmTarget:
+def target(clock: ManualClock, **changes) -> WarmTarget:
     options = {
         "ceiling": 10,
         "window_s": 10.0,
@@ -37,7 +30,7 @@ def target(clock: Clock, **changes) -> WarmTarget:
 
 
 def test_the_target_follows_recent_arrivals_and_falls_back_to_the_floor():
-    clock = Clock()
+    clock = ManualClock()
     warm = target(clock)
     assert warm.size() == 2
     for _ in range(5):
@@ -48,7 +41,7 @@ def test_the_target_follows_recent_arrivals_and_falls_back_to_the_floor():
 
 
 def test_growth_stops_at_the_ceiling_and_at_the_memory_budget():
-    clock = Clock()
+    clock = ManualClock()
     by_memory = target(clock)
     by_ceiling = target(clock, ceiling=4, memory_budget_bytes=1 << 40)
     for _ in range(30):
@@ -59,7 +52,7 @@ def test_growth_stops_at_the_ceiling_and_at_the_memory_budget():
 
 
 def test_a_quarter_of_the_available_memory_caps_growth_too():
-    clock = Clock()
+    clock = ManualClock()
     warm = target(clock, available=lambda: 120 * MiB, memory_budget_bytes=1 << 40)
     for _ in range(30):
         warm.arrived()
@@ -68,7 +61,7 @@ def test_a_quarter_of_the_available_memory_caps_growth_too():
 
 def test_the_target_never_exceeds_its_memory_bound_under_random_traffic():
     generator = random.Random(7)
-    clock = Clock()
+    clock = ManualClock()
     for _ in range(200):
         budget = generator.randrange(0, 200) * MiB
         available = generator.randrange(0, 800) * MiB
@@ -97,8 +90,8 @@ def settings() -> SandboxSettings:
 
 
 @pytest.fixture
-def adaptive_pool(settings: SandboxSettings) -> Iterator[tuple[SandboxPool, Clock]]:
-    clock = Clock()
+def adaptive_pool(settings: SandboxSettings) -> Iterator[tuple[SandboxPool, ManualClock]]:
+    clock = ManualClock()
     warm = WarmTarget(
         1,
         ceiling=10,

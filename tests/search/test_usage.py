@@ -5,18 +5,11 @@ import pytest
 from codemode.search.base import Hit
 from codemode.search.live import LiveIndex
 from codemode.search.usage import UsageLog
+from codemode.testing import ManualClock
 
 
 def hit(tool, score):
     return Hit("shop", tool, "shop", tool.lower(), score, "", f"{tool}()")
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1_000_000.0
-
-    def __call__(self):
-        return self.now
 
 
 def test_a_used_tool_rises_for_similar_queries_only():
@@ -42,7 +35,7 @@ def test_boost_is_capped_and_failures_count_against():
 
 
 def test_uses_decay_and_the_log_is_bounded():
-    clock = Clock()
+    clock = ManualClock(1_000_000.0)
     usage = UsageLog(capacity=3, half_life_s=100.0, clock=clock)
     usage.record_use("refund a charge", "shop", "refundCharge", True)
     fresh = usage.boost("refund a charge", "shop", "refundCharge")
