@@ -21,6 +21,11 @@ def test_a_cpu_is_spare_while_fewer_tasks_are_runnable_than_cpus() -> None:
     assert spare(), "the count is read at most every 0.1 s"
     clock.now += 0.2
     assert not spare()
+    runnable[0] = 1
+    clock.now += 0.005
+    assert not spare(), "a busy reading holds for 10 ms"
+    clock.now += 0.006
+    assert spare(), "and is read again after 10 ms, not 0.1 s"
     assert not SpareCpu(runnable=lambda: 1, cpus=lambda: 1, clock=clock)(), "one CPU: never"
 
 

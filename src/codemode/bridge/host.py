@@ -144,6 +144,8 @@ class CallStats:
         return OTHER_TOOLS
 
     def to_dict(self) -> dict[str, Any]:
+        if not self.count and not self.refused:  # most executions call no tool
+            return {"count": 0, "failures": 0, "by_tool": {}}
         return {
             "count": self.count,
             "failures": self.failures,

@@ -31,6 +31,7 @@ from codemode.sandbox.facts import Parked
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.outgoing import send_frame
 from codemode.sandbox.parallel import ParallelCalls
+from codemode.sandbox.pipes import read_pipe
 from codemode.sandbox.process import GuestProcess
 from codemode.sandbox.result import ExecutionResult, clip_tail
 from codemode.sandbox.spin import SPARE_CPU, spin_until_ready
@@ -47,7 +48,7 @@ OutputCallback = Callable[[str, bytes], None]
 
 _F_SETPIPE_SZ = 1031
 _WAKE_INTERVAL_S = 0.05
-_READ_CHUNK = 1 << 20
+_PIPE_BYTES = 1 << 20  # each output pipe's depth
 _RECV_CHUNK = 1 << 16
 _NOTHING = bytes(4)
 _PIN_AFTER_CALLS = 4
@@ -71,7 +72,7 @@ class Sandbox:
         for fd in (process.stdout_fd, process.stderr_fd):
             os.set_blocking(fd, False)
             with contextlib.suppress(OSError):
-                fcntl.fcntl(fd, _F_SETPIPE_SZ, _READ_CHUNK)
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_BYTES)
         process.sock.setblocking(False)
         self.selector.register(process.sock, selectors.EVENT_READ, "sock")
         self.selector.register(process.stdout_fd, selectors.EVENT_READ, "stdout")
@@ -175,25 +176,21 @@ class Sandbox:
                 # level-triggered, so whatever arrives later (its end too) wakes the loop.
                 return frames
 
-    def _drain(self, which: str) -> None:
+    def _drain(self, which: str, *, ready: bool = True) -> None:
+        """Read what the pipe holds (``ready``: the selector said so; else maybe nothing)."""
         fd = self.process.stdout_fd if which == "stdout" else self.process.stderr_fd
-        sink = self._stdout if which == "stdout" else self._stderr
         if fd < 0:
             return
-        while True:
-            try:
-                data = os.read(fd, _READ_CHUNK)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                data = b""
-            if not data:
-                with contextlib.suppress(KeyError, ValueError):
-                    self.selector.unregister(fd)
-                return
-            sink.write(data)
-            if self._on_output is not None:
-                self._emit(which, data)
+        data = read_pipe(fd, self._pipe_count, ready=ready)
+        if data is None:
+            return
+        if not data:
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(fd)
+            return
+        (self._stdout if which == "stdout" else self._stderr).write(data)
+        if self._on_output is not None:
+            self._emit(which, data)
 
     def _stdout_waiting(self) -> bool:
         """Whether the stdout pipe holds anything: asked before every call is answered, and
@@ -300,8 +297,8 @@ class Sandbox:
             WATCHDOG.unwatch(watched)
             host.close()
             calls.close()
-        self._drain("stdout")
-        self._drain("stderr")
+        self._drain("stdout", ready=False)
+        self._drain("stderr", ready=False)
         files, left_out, workspace_bytes = self._finish(outcome, watched)
         measured = Measured(
             stdout=self._stdout,

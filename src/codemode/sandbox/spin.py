@@ -23,8 +23,11 @@ from codemode.sandbox.proctree import read_small
 __all__ = ["SPARE_CPU", "SPIN_S", "SpareCpu", "runnable_tasks", "spin_until_ready"]
 
 SPIN_S = 100e-6
-# The count of runnable tasks is read at most this often.
+# The count of runnable tasks is read at most this often while it says a CPU is spare, and
+# sooner once it said none was: one busy moment (a sandbox starting beside) must not keep the
+# spin off for the next few hundred executions.
 _READ_EVERY_S = 0.1
+_READ_AGAIN_BUSY_S = 0.01
 
 
 def runnable_tasks() -> int:
@@ -52,7 +55,7 @@ class SpareCpu:
     def __call__(self) -> bool:
         now = self._clock()
         with self._lock:
-            if now - self._read_at >= _READ_EVERY_S:
+            if now - self._read_at >= (_READ_EVERY_S if self._spare else _READ_AGAIN_BUSY_S):
                 self._read_at = now
                 try:
                     self._spare = self._runnable() < self._cpus()

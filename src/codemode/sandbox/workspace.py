@@ -90,6 +90,8 @@ def _shown(name: str) -> str:
 
 def diff(before: Snapshot, after: Snapshot) -> tuple[dict[str, list[str]], int]:
     """(created, modified and deleted names, bounded; how many names were left out)."""
+    if before == after:  # most executions write no file
+        return {"created": [], "modified": [], "deleted": []}, 0
     kinds = {
         "created": sorted(p for p in after if p not in before),
         "modified": sorted(p for p in after if p in before and after[p] != before[p]),
