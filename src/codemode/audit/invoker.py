@@ -24,6 +24,7 @@ from typing import Any
 
 from codemode.audit.events import AuditEvent, Outcome, argument_digest
 from codemode.audit.log import AuditLog
+from codemode.audit.pending import digest_during_call
 from codemode.audit.redaction import MAX_MESSAGE_CHARS, scrub
 from codemode.bridge.host import ToolInvoker
 from codemode.errors import CodemodeError
@@ -77,6 +78,7 @@ class AuditInvoker:
         code: str | None = None
         message = ""
         refused: Verdict | None = None
+        digest = digest_during_call(call.arguments, key=self.digest_key)
         with verdict_scope() as slot:
             try:
                 self._check_budget(call)
@@ -99,7 +101,7 @@ class AuditInvoker:
                         session=self.session_id,
                         server=call.server,
                         tool=call.tool,
-                        args_digest=argument_digest(call.arguments, key=self.digest_key),
+                        args_digest=digest(),
                         decision=verdict,
                         duration_ms=round((time.monotonic() - started) * 1000, 3),
                         outcome=outcome,
