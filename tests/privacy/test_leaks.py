@@ -193,3 +193,28 @@ def test_every_field_of_a_result_is_scanned() -> None:
     assert_no_pii(text)
     assert not reveals(text, EMAIL) and not reveals(text, PHONE), text
     assert finished.session == "h1"
+
+
+def test_a_results_own_keys_are_left_as_they_are_and_the_names_under_them_scanned() -> None:
+    # A pattern that matches the host's words: were the keys scanned, they would be replaced.
+    invoker, _ = make({"patterns": {"CODE_WORD": r"\b(?:created|count|calls|stdout_bytes)\b"}})
+    result = ExecutionResult(
+        status="ok",
+        exit_code=0,
+        stdout="",
+        stderr="",
+        error=None,
+        files={"created": ["count.txt"], "modified": [], "deleted": []},
+        tool_calls={"count": 1, "by_tool": {"crm.calls": {"calls": 1, "failures": 0}}},
+        duration_ms=1.0,
+        truncated={"stdout_bytes": 0},
+        hint="",
+    )
+    finished = _session(invoker).finish(result)
+    assert set(finished.files) == {"created", "modified", "deleted"}
+    assert finished.truncated == {"stdout_bytes": 0}
+    assert set(finished.tool_calls) == {"count", "by_tool"}
+    (name,) = finished.tool_calls["by_tool"]
+    assert "calls" not in name, "a tool's name is the code's: it is scanned"
+    assert finished.tool_calls["by_tool"][name] == {"calls": 1, "failures": 0}
+    assert "count" not in finished.files["created"][0], "a file's name is scanned"

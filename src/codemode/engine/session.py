@@ -33,6 +33,16 @@ from codemode.skills.session import describe_restore
 __all__ = ["Session"]
 
 # The reports a result carries whose values can hold what the code wrote (names, text).
+# The keys of a result's tables (files, tool calls, truncation, the error): the host's words,
+# which no scan need look at (the tool and file names under them are still scanned).
+_RESULT_KEYS = frozenset(
+    {
+        *("created", "modified", "deleted", "files"),
+        *("count", "failures", "refused", "by_tool", "calls"),
+        *("stdout_bytes", "stderr_bytes", "stdout_total_bytes", "stderr_total_bytes"),
+        *("type", "message", "line", "traceback", "tool"),
+    }
+)
 _USER_TEXT_REPORTS = (
     "left_running",
     "files_not_carried",
@@ -320,16 +330,17 @@ class Session:
         if privacy is None:
             return result
         scan, scan_value = privacy.scan_output, privacy.scan_value
+        ours = _RESULT_KEYS
         return replace(
             result,
             stdout=scan(result.stdout),
             stderr=scan(result.stderr),
             hint=scan(result.hint),
             limit=None if result.limit is None else scan(result.limit),
-            error=scan_value(result.error) if result.error else result.error,
-            files=scan_value(result.files),
-            tool_calls=scan_value(result.tool_calls),
-            truncated=scan_value(result.truncated),
+            error=scan_value(result.error, plain_keys=ours) if result.error else result.error,
+            files=scan_value(result.files, plain_keys=ours),
+            tool_calls=scan_value(result.tool_calls, plain_keys=ours),
+            truncated=scan_value(result.truncated, plain_keys=ours),
             **{name: scan_value(getattr(result, name)) for name in _USER_TEXT_REPORTS},
             restored=result.restored.scanned(scan_value) if result.restored else None,
         )

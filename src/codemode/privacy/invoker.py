@@ -10,6 +10,7 @@ A ``ToolError`` from inside is tokenized too, since upstream messages often echo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from codemode.bridge.host import ToolInvoker
@@ -181,19 +182,22 @@ class PrivacyInvoker:
         source = TokenSource(OUTPUT_SOURCE, "", "output")
         return self._tokenizer.scan_text(text, self.vault, source=source)
 
-    def scan_value(self, value: Any) -> Any:
-        """``scan_output`` over every string in JSON-like data, dict keys included."""
+    def scan_value(self, value: Any, *, plain_keys: AbstractSet[str] = frozenset()) -> Any:
+        """``scan_output`` over every string in JSON-like data, dict keys included but those
+        in ``plain_keys`` (the caller's own words: a result's ``"created"``, ``"count"``)."""
         if not self.settings.enabled:
             return value
         if isinstance(value, str):
             return self.scan_output(value)
         if isinstance(value, dict):
             return {
-                (self.scan_output(key) if isinstance(key, str) else key): self.scan_value(item)
+                (
+                    self.scan_output(key) if isinstance(key, str) and key not in plain_keys else key
+                ): self.scan_value(item, plain_keys=plain_keys)
                 for key, item in value.items()
             }
         if isinstance(value, list | tuple):
-            return [self.scan_value(item) for item in value]
+            return [self.scan_value(item, plain_keys=plain_keys) for item in value]
         return value
 
     def _tokenized_error(self, call: ToolCall, error: ToolError) -> ToolError:
