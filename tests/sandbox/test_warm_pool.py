@@ -216,3 +216,49 @@ def test_a_waiting_caller_takes_the_first_start_that_finishes_not_only_its_own(s
         for gate, _ in pool.begun:
             gate.set()
         pool.close()
+
+
+def test_an_idle_pool_falls_to_its_idle_floor_and_back_on_the_next_arrival():
+    clock = ManualClock()
+    warm = target(clock, idle_after_s=50.0, idle_floor=0)
+    assert warm.size() == 2, "a new pool holds its floor"
+    clock.now += 49
+    assert warm.size() == 2
+    clock.now += 1
+    assert warm.size() == 0, "nothing taken for idle_after_s"
+    warm.arrived()
+    assert warm.size() == 2
+    assert warm.recheck_s == 10.0 and target(clock, idle_after_s=3.0).recheck_s == 3.0
+    fixed = WarmTarget(2, idle_after_s=30.0, clock=clock)
+    assert not fixed.adaptive and fixed.recheck_s == 30.0
+    assert WarmTarget(2).recheck_s is None, "a fixed pool without idle floor never looks again"
+    assert WarmTarget(1, idle_after_s=5.0, idle_floor=3).idle_floor == 1, "never above the floor"
+
+
+class _ForkingBackend:
+    template = object()
+
+
+class _StartingBackend:
+    template = None
+
+
+def test_only_a_pool_whose_sandboxes_fork_from_a_template_empties_when_idle(settings):
+    forks = SandboxPool.from_settings(_ForkingBackend(), settings, idle_after_s=50.0)  # type: ignore[arg-type]
+    starts = SandboxPool.from_settings(_StartingBackend(), settings, idle_after_s=50.0)  # type: ignore[arg-type]
+    assert forks.target.idle_floor == 0 and forks.target.idle_after_s == 50.0
+    assert starts.target.idle_floor == settings.pool_size
+    never = SandboxPool.from_settings(_ForkingBackend(), settings)  # type: ignore[arg-type]
+    assert never.target.idle_after_s is None
+
+
+def test_the_pool_stops_its_ready_sandboxes_once_idle(settings):
+    clock = ManualClock()
+    warm = WarmTarget(1, idle_after_s=0.2, idle_floor=0, clock=clock)
+    with SandboxPool(make_backend(settings), 1, target=warm).start() as pool:
+        assert pool.wait_full(60)
+        clock.now += 1  # nothing taken since
+        wait_until(lambda: pool.ready_count == 0)
+        sandbox = pool.acquire()  # an arrival: the floor is back
+        wait_until(lambda: pool.ready_count == 1)
+        sandbox.kill()

@@ -43,7 +43,8 @@ async def open_sandboxes(
     backend = backend or make_backend(config.sandbox)
     # Started on the event loop's own thread, not a worker thread that may end: the pool's
     # starter threads are long-lived, and a sandbox dies with the thread that started it.
-    pool = SandboxPool.from_settings(backend, config.sandbox).start()
+    idle_after_s = config.gateway.idle_release_s or None
+    pool = SandboxPool.from_settings(backend, config.sandbox, idle_after_s=idle_after_s).start()
     return PooledSandboxes(pool, owns_backend=owned), backend
 
 

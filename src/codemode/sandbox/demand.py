@@ -7,6 +7,10 @@ by what fits in the memory budget: ``memory_budget_bytes // sandbox_bytes``, and
 than a quarter of the memory the kernel says is available. When arrivals stop, the target falls
 back to the floor and the pool stops refilling beyond it (ready sandboxes above the target are
 stopped by the pool, newest first).
+
+With ``idle_after_s``, a pool that nobody took from for that long keeps only ``idle_floor``
+ready sandboxes (the engine passes ``[gateway] idle_release_s``, and 0 where sandboxes fork from
+a template: one starts in a few milliseconds, so an idle gateway holds none ready).
 """
 
 from __future__ import annotations
@@ -46,8 +50,12 @@ class WarmTarget:
         memory_budget_bytes: int = 512 * MiB,
         available: Callable[[], int | None] = available_memory_bytes,
         clock: Callable[[], float] = time.monotonic,
+        idle_after_s: float | None = None,
+        idle_floor: int = 0,
     ) -> None:
         self.floor = max(floor, 0)
+        self.idle_after_s = idle_after_s if idle_after_s is not None and idle_after_s > 0 else None
+        self.idle_floor = min(max(idle_floor, 0), self.floor)
         self.ceiling = max(ceiling if ceiling is not None else self.floor, self.floor)
         self.window_s = window_s
         self.sandbox_bytes = max(sandbox_bytes, 1)
@@ -55,17 +63,35 @@ class WarmTarget:
         self._available = available
         self._clock = clock
         self._arrivals: deque[float] = deque()
+        self._last_arrival = clock()
         self._lock = threading.Lock()
 
     @property
     def adaptive(self) -> bool:
         return self.ceiling > self.floor
 
+    @property
+    def recheck_s(self) -> float | None:
+        """How often the pool must look at the target again (None: it changes only on
+        arrivals)."""
+        if self.idle_after_s is None:
+            return self.window_s if self.adaptive else None
+        return min(self.window_s, self.idle_after_s) if self.adaptive else self.idle_after_s
+
     def arrived(self) -> None:
         with self._lock:
             now = self._clock()
             self._arrivals.append(now)
+            self._last_arrival = now
             self._forget(now)
+
+    def floor_now(self) -> int:
+        """The floor, or ``idle_floor`` once nothing arrived for ``idle_after_s``."""
+        if self.idle_after_s is None:
+            return self.floor
+        with self._lock:
+            idle = self._clock() - self._last_arrival >= self.idle_after_s
+        return self.idle_floor if idle else self.floor
 
     def recent(self) -> int:
         """Sandboxes taken within the window."""
@@ -84,10 +110,11 @@ class WarmTarget:
     def size(self) -> int:
         """Ready sandboxes to keep now. The floor holds whatever the memory; growth above it
         never passes the memory cap."""
+        floor = self.floor_now()
         if not self.adaptive:
-            return self.floor
-        wanted = min(max(self.floor, self.recent()), self.ceiling)
-        return max(self.floor, min(wanted, self.memory_cap()))
+            return floor
+        wanted = min(max(floor, self.recent()), self.ceiling)
+        return max(floor, min(wanted, self.memory_cap()))
 
     def _forget(self, now: float) -> None:
         horizon = now - self.window_s
@@ -95,6 +122,19 @@ class WarmTarget:
             self._arrivals.popleft()
 
 
-def warm_target(pool_size: int, pool_size_max: int, pool_memory_mib: int) -> WarmTarget:
+def warm_target(
+    pool_size: int,
+    pool_size_max: int,
+    pool_memory_mib: int,
+    *,
+    idle_after_s: float | None = None,
+    idle_floor: int = 0,
+) -> WarmTarget:
     """The target a ``[sandbox]`` table asks for (``pool_size_max <= pool_size``: a fixed pool)."""
-    return WarmTarget(pool_size, ceiling=pool_size_max, memory_budget_bytes=pool_memory_mib * MiB)
+    return WarmTarget(
+        pool_size,
+        ceiling=pool_size_max,
+        memory_budget_bytes=pool_memory_mib * MiB,
+        idle_after_s=idle_after_s,
+        idle_floor=idle_floor,
+    )

@@ -66,9 +66,24 @@ class SandboxPool:
         self.last_error: CodemodeError | None = None
 
     @classmethod
-    def from_settings(cls, backend: SandboxBackend, settings: SandboxSettings) -> SandboxPool:
-        """The pool a ``[sandbox]`` table describes: size, adaptive growth, starter threads."""
-        target = warm_target(settings.pool_size, settings.pool_size_max, settings.pool_memory_mib)
+    def from_settings(
+        cls,
+        backend: SandboxBackend,
+        settings: SandboxSettings,
+        *,
+        idle_after_s: float | None = None,
+    ) -> SandboxPool:
+        """The pool a ``[sandbox]`` table describes: size, adaptive growth, starter threads;
+        after ``idle_after_s`` with no sandbox taken, none kept ready where they fork from a
+        template (and ``pool_size`` elsewhere: a start there takes tens of milliseconds)."""
+        forks = getattr(backend, "template", None) is not None
+        target = warm_target(
+            settings.pool_size,
+            settings.pool_size_max,
+            settings.pool_memory_mib,
+            idle_after_s=idle_after_s,
+            idle_floor=0 if forks else settings.pool_size,
+        )
         return cls(backend, settings.pool_size, starters=settings.pool_starters, target=target)
 
     def start(self) -> SandboxPool:
@@ -176,21 +191,18 @@ class SandboxPool:
     def _trim(self) -> None:
         """Stop ready sandboxes above the target (the burst is over), newest first."""
         with self._cond:
-            extra = len(self._ready) - max(self.target.size(), self.size)
+            extra = len(self._ready) - self.target.size()
             surplus = [self._ready.pop() for _ in range(max(extra, 0))]
         for sandbox in surplus:
             sandbox.kill()
 
     def _refill(self) -> None:
         failures = 0
-        adaptive = self.target.adaptive
+        recheck_s = self.target.recheck_s
         while True:
             with self._cond:
-                # An adaptive target changes with time, so look again now and then.
-                self._cond.wait_for(
-                    lambda: self._closed or self._short(),
-                    timeout=self.target.window_s if adaptive else None,
-                )
+                # A target that changes with time is looked at again now and then.
+                self._cond.wait_for(lambda: self._closed or self._short(), timeout=recheck_s)
                 if self._closed:
                     self._fail_requests(SandboxError("the sandbox pool is closed"))
                     return
