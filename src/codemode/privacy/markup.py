@@ -19,7 +19,7 @@ import bisect
 import re
 from collections.abc import Callable, Sequence
 
-from codemode.privacy.detection import Detection
+from codemode.privacy.detection import Detection, Found
 
 __all__ = ["has_markup", "markup_detections", "normalize"]
 
@@ -192,14 +192,16 @@ def markup_detections(
     detect: Callable[[str], Sequence[Detection]],
     candidates: Sequence[int] | None = None,
     *,
-    detect_all: Callable[[list[str]], Sequence[Sequence[Detection]]] | None = None,
-) -> list[tuple[str, int, int, str]]:
+    detect_all: Callable[[list[str]], Sequence[Sequence[Found]]] | None = None,
+) -> list[Found]:
     """Values that only show once markup is removed, with their spans in ``text``.
 
-    Each is ``(kind, start, end, value)``: the value without markup (what the vault should
-    hold) and the span in ``text`` it covers, markup included. ``candidates``: places markup
-    may start, found natively (each is checked here); without them the text is searched.
-    ``detect_all``: ``detect`` of each of many windows at once (cheaper than one by one).
+    Each is a ``Found``, ``(kind, start, end, value)``: the value without markup (what the
+    vault should hold) and the span in ``text`` it covers, markup included. ``candidates``:
+    places markup may start, found natively (each is checked here); without them the text is
+    searched.
+    ``detect_all``: ``detect`` of each of many windows at once, as ``Found`` tuples (cheaper
+    than one by one).
     """
     windows: list[list[int]] = []
     for at in sorted(_markup_positions(text, candidates)):
@@ -210,13 +212,16 @@ def markup_detections(
             windows.append([low, high])
     cleaned = [normalize(text, low, high) for low, high in windows]
     cleans = [clean for clean, _mapping in cleaned]
-    detected = detect_all(cleans) if detect_all is not None else [detect(c) for c in cleans]
-    found: list[tuple[str, int, int, str]] = []
+    detected = (
+        detect_all(cleans)
+        if detect_all is not None
+        else [[(d.kind, d.start, d.end, d.value) for d in detect(clean)] for clean in cleans]
+    )
+    found: list[Found] = []
     for (low, high), (clean, mapping), items in zip(windows, cleaned, detected, strict=True):
-        for item in items:
+        for kind, start, end, value in items:
             # A value cut by the window's edge is found again from a window around it.
-            if (item.start == 0 and low > 0) or (item.end == len(clean) and high < len(text)):
+            if (start == 0 and low > 0) or (end == len(clean) and high < len(text)):
                 continue
-            start, stop = mapping.start(item.start), mapping.end(item.end)
-            found.append((item.kind, start, stop, item.value))
+            found.append((kind, mapping.start(start), mapping.end(end), value))
     return found
