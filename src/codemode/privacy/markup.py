@@ -97,6 +97,8 @@ _STARTS = re.compile(
     "[<\\[\\]\u2026@" + "".join(re.escape(ch) for ch in _WHITESPACE if ch != " ") + "]"
 )
 _PAIRS = ("...", "**", "__", "  ")
+# The first character of each branch of ``_MARKUP`` (none is a letter ``re.IGNORECASE`` folds).
+_OPENERS = frozenset("<*_[].\u2026" + _WHITESPACE)
 
 
 def _match_starts(text: str, start: int, end: int) -> list[int]:
@@ -104,25 +106,29 @@ def _match_starts(text: str, start: int, end: int) -> list[int]:
     order: its search tries each branch at each space of prose, which costs more than all the
     detectors on a window. A space opens a match only next to ``@`` (after it, or before it
     with spaces and tabs between), before other whitespace, or at ``start`` (whose look-behind
-    sees the text before it)."""
-    places = [start]
-    for found in _STARTS.finditer(text, start, end):
+    sees the text before it). Places whose character opens no branch are left out: trying
+    the pattern there costs a try of every branch."""
+    chunk = text[start:end]  # positions in it count from ``start``
+    places = [0]
+    for found in _STARTS.finditer(chunk):
         at = found.start()
-        if text[at] == "@":
+        if chunk[at] == "@":
             places.append(at + 1)
             run = at
-            while run > start and text[run - 1] in " \t":
+            while run > 0 and chunk[run - 1] in " \t":
                 run -= 1
             places.append(run)
         else:
             places.append(at)
             places.append(at - 1)  # after whitespace: the space before it may open a match
     for pair in _PAIRS:
-        at = text.find(pair, start, end)
-        while at >= 0:
-            places.append(at)
-            at = text.find(pair, at + 1, end)
-    return sorted({at for at in places if start <= at < end})
+        if pair in chunk:  # mostly not: ``in`` costs less than a call of ``find``
+            at = chunk.find(pair)
+            while at >= 0:
+                places.append(at)
+                at = chunk.find(pair, at + 1)
+    size = len(chunk)
+    return sorted({start + at for at in places if 0 <= at < size and chunk[at] in _OPENERS})
 
 
 def normalize(text: str, start: int = 0, end: int | None = None) -> tuple[str, _Map]:
