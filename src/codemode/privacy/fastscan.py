@@ -268,24 +268,29 @@ def _find(
     search, validate, kind = detector.pattern.search, detector.validate, detector.kind
     has_group = "value" in detector.pattern.groupindex
     shortest = _shortest(detector.pattern)
+    current, offset, size = -1, 0, 0
+    append = found[0].append
     for part, low, high in windows:
         # Most windows hold one match or none: ``search`` costs less than ``finditer`` there.
         match = search(text, low, high)
         if match is None:
             continue
-        offset, size = parts[part]
-        into = found[part]
+        if part != current:  # windows come in order of their parts
+            current, (offset, size) = part, parts[part]
+            append = found[part].append
         limit = high - _EDGE if high < size else high
-        while match is not None:
+        while True:
             end = match.end()
             if end <= limit and (validate is None or validate(match)):
                 start, stop = match.span("value") if has_group else (match.start(), end)
                 if stop > start:
-                    into.append((kind, start - offset, stop - offset, text[start:stop]))
+                    append((kind, start - offset, stop - offset, text[start:stop]))
             # A match after this one would end beyond ``limit``: cut by the edge, not reported.
             if end + shortest > limit:
                 break
             match = search(text, end, high)
+            if match is None:
+                break
 
 
 @functools.cache

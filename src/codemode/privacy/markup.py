@@ -177,10 +177,12 @@ def _markup_positions(text: str, candidates: Sequence[int] | None = None) -> set
     """Where markup may be: found with ``str.find`` (a regex over all of a long text would
     cost more than the detectors), or checked among ``candidates`` (``native.MARKUP``: every
     place an ASCII needle may start, found natively) plus the needles no ASCII copy shows."""
+    places: Sequence[int]
     if candidates is None:
         places = _finds(text, _NEEDLES + _SPACE_NEEDLES)
     else:
-        places = [*candidates, *_finds(text, _WIDE)]
+        # ``str.isascii`` is a flag of the string, not a pass over it.
+        places = [*candidates, *_finds(text, _WIDE)] if not text.isascii() else candidates
     positions: set[int] = set()
     for at in places:
         if text.startswith(_NEEDLES, at):
