@@ -77,7 +77,7 @@ def _native_anchor(anchor: NativeAnchor) -> NativeWindows:
 
 def _native_runs(offset: int, window: RunWindow) -> NativeWindows:
     def windows(source: ScanText, ends: Sequence[int]) -> list[Window]:
-        return [window(source, end - offset) for end in ends]
+        return window(source, [end - offset for end in ends])
 
     return windows
 
