@@ -80,3 +80,38 @@ def _card_valid_plain(raw: str) -> bool:
         for low, high, lengths in checks._CARD_ISSUERS
     )
     return issuer and checks.luhn_valid(digits)
+
+
+# Shapes the NANP pattern matches, with ASCII and other decimal digits.
+NANP_DIGITS = st.sampled_from("0123456789\u0663\uff15")
+NANP = st.tuples(
+    st.sampled_from(["", "1 ", "1-", "1."]),
+    st.lists(NANP_DIGITS, min_size=10, max_size=10).map("".join),
+    st.sampled_from(["({}) ", "({})", "{}-", "{} ", "{}."]),
+    st.sampled_from(["-", " ", "."]),
+).map(lambda p: p[0] + p[2].format(p[1][:3]) + p[1][3:6] + p[3] + p[1][6:])
+
+
+@settings(max_examples=1000)
+@given(NANP)
+def test_the_nanp_check_decides_as_its_plain_rules(value: str) -> None:
+    match = re.fullmatch(r".+", value)
+    assert match is not None
+    digits = "".join(ch for ch in value if ch.isdigit())[-10:]
+    area, exchange = digits[:3], digits[3:6]
+    plain = area[0] not in "01" and exchange[0] not in "01" and "11" not in (area[1:], exchange[1:])
+    assert checks.nanp_valid(match) == plain
+
+
+@settings(max_examples=1000)
+@given(
+    st.lists(
+        st.one_of(st.integers(0, 255).map(str), st.sampled_from(["\u0660", "\u0662\u0665\u0665"])),
+        min_size=4,
+        max_size=4,
+    ).map(".".join)
+)
+def test_the_ipv4_first_group_check_decides_as_its_plain_rule(value: str) -> None:
+    match = re.fullmatch(r".+", value)
+    assert match is not None
+    assert checks.ipv4_valid(match) == (int(value.split(".", maxsplit=1)[0]) not in {0, 255})

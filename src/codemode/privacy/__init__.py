@@ -6,6 +6,7 @@ checks      the checksums and ranges behind them
 markup      values split or wrapped by markup (search snippets, highlights, Markdown)
 fastscan    the fast path for long text: detectors only in windows around cheap anchors
 native      those anchors found in one Hyperscan pass (the optional ``fast`` extra)
+overlaps    findings that overlap: merged (the fast path) or the first kept
 recall      the vault's values and their fragments, found again in later text
 fields      glob paths naming fields of a tool result (``contacts[].email``)
 vault       value <-> token, per session, host side only

@@ -102,29 +102,35 @@ def _numbers(
     return windows
 
 
-RunWindow = Callable[[ScanText, int], Window]
+#: The windows around needles at the given places (in order), one for each.
+RunWindow = Callable[[ScanText, Iterable[int]], list[Window]]
 
 
 def _run_window(
     before: re.Pattern[bytes] | None, after: re.Pattern[str], back: int, forward: int, size: int
 ) -> RunWindow:
-    """The window over the run of ``before`` characters ending at a needle (at most ``back``
-    long, matched in the reversed ASCII copy) and the run of ``after`` characters following it
-    (at most ``forward``)."""
+    """The window over the run of ``before`` characters ending at each needle (at most
+    ``back`` long, matched in the reversed ASCII copy) and the run of ``after`` characters
+    following it (at most ``forward``)."""
 
-    def window(source: ScanText, at: int) -> Window:
-        start = at
-        if before is not None:
-            backwards = source.reversed
-            origin = len(backwards) - at
-            run = before.match(backwards, origin, origin + back)
-            if run is not None:
-                start -= run.end() - origin
-        forth = after.match(source.text, at + size, at + size + forward)
-        end = forth.end() if forth is not None else at + size
-        return start - 1, end + 1
+    def windows(source: ScanText, places: Iterable[int]) -> list[Window]:
+        text = source.text
+        backwards = source.reversed if before is not None else b""
+        total = len(backwards)
+        found: list[Window] = []
+        for at in places:
+            start = at
+            if before is not None:
+                origin = total - at
+                run = before.match(backwards, origin, origin + back)
+                if run is not None:
+                    start -= run.end() - origin
+            forth = after.match(text, at + size, at + size + forward)
+            end = forth.end() if forth is not None else at + size
+            found.append((start - 1, end + 1))
+        return found
 
-    return window
+    return windows
 
 
 def _runs(needle: str, window: RunWindow) -> Anchor:
@@ -132,12 +138,12 @@ def _runs(needle: str, window: RunWindow) -> Anchor:
 
     def windows(source: ScanText) -> list[Window]:
         text = source.text
-        found: list[Window] = []
+        places: list[int] = []
         at = text.find(needle)
         while at >= 0:
-            found.append(window(source, at))
+            places.append(at)
             at = text.find(needle, at + 1)
-        return found
+        return window(source, places)
 
     return windows
 

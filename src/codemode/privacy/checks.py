@@ -145,10 +145,15 @@ def _after_version_word(before: str) -> bool:
     return _VERSION_CONTEXT.search(before) is not None
 
 
+def _first_group(value: str) -> int:
+    return int(value[: value.index(".")])
+
+
 def ipv4_valid(match: re.Match[str]) -> bool:
     value = match.group()
-    first = int(value[: value.index(".")])
-    if first in {0, 255}:  # "this network", broadcast, or a netmask such as 255.255.255.0
+    # "This network", broadcast, or a netmask such as 255.255.255.0. In ASCII the first group
+    # is 0 or 255 only written so (the pattern takes no leading zero).
+    if value.startswith(("0.", "255.")) if value.isascii() else _first_group(value) in {0, 255}:
         return False
     start = match.start()
     return not _after_version_word(match.string[max(0, start - 16) : start])
@@ -182,10 +187,17 @@ def intl_phone_valid(match: re.Match[str]) -> bool:
 
 
 def nanp_valid(match: re.Match[str]) -> bool:
-    digits = _digits(match.group())
-    if len(digits) == 11:
-        digits = digits[1:]
-    area, exchange = digits[:3], digits[3:6]
+    raw = match.group()
+    if raw.isascii():  # thousands in digit-dense text: read the groups where the shape puts them
+        # ``...\d{3}[ .\-]\d{4}`` ends every match; the area code before it is ``ddd`` and a
+        # separator, ``(ddd)`` or ``(ddd) ``.
+        exchange = raw[-8:-5]
+        area = raw[-13:-10] if raw[-10] == ")" and raw[-9] == " " else raw[-12:-9]
+    else:
+        digits = _digits(raw)
+        if len(digits) == 11:
+            digits = digits[1:]
+        area, exchange = digits[:3], digits[3:6]
     return (
         area[0] not in "01"
         and exchange[0] not in "01"

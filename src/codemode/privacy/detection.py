@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["Detection", "Detector", "Validator"]
+__all__ = ["Detection", "Detector", "Found", "Validator", "detection"]
 
 Validator = Callable[[re.Match[str]], bool]
 
@@ -41,3 +41,24 @@ class Detector:
             start, end = match.span("value") if has_group else match.span()
             if end > start:
                 yield Detection(self.kind, start, end, text[start:end])
+
+
+#: A finding as a plain tuple, ``(kind, start, end, value)``: what the fast path keeps until it
+#: knows which findings survive merging and markup (a tuple costs a tenth of a ``Detection``).
+Found = tuple[str, int, int, str]
+
+_new = object.__new__
+_SET_KIND, _SET_START, _SET_END, _SET_VALUE = (
+    Detection.__dict__[name].__set__ for name in ("kind", "start", "end", "value")
+)
+
+
+def detection(found: Found) -> Detection:
+    """``Detection(*found)`` in about half the time: the frozen class's ``__init__`` sets each
+    field through ``object.__setattr__``; this sets its slots directly (thousands per MB)."""
+    item = _new(Detection)
+    _SET_KIND(item, found[0])
+    _SET_START(item, found[1])
+    _SET_END(item, found[2])
+    _SET_VALUE(item, found[3])
+    return item

@@ -35,14 +35,12 @@ Built-in kinds and what they accept:
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 from codemode.privacy.checks import (
     card_valid,
@@ -60,7 +58,7 @@ from codemode.privacy.checks import (
     ssn_valid,
     trunk_phone_valid,
 )
-from codemode.privacy.detection import Detection, Detector, Validator
+from codemode.privacy.detection import Detection, Detector, Found, Validator, detection
 from codemode.privacy.fastscan import (
     FAST_MIN_CHARS,
     native_available,
@@ -69,6 +67,7 @@ from codemode.privacy.fastscan import (
     windowed_kinds,
 )
 from codemode.privacy.markup import has_markup, markup_detections
+from codemode.privacy.overlaps import keep_found_apart, merge_overlaps, non_overlapping
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -282,7 +281,6 @@ def expand_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
 
 
 _CACHE_MAX_LEN = 2048
-_START, _END = attrgetter("start"), attrgetter("end")
 _NATIVE_MIN_CHARS = 128
 _DIGEST_CACHE_MAX = 64
 
@@ -364,16 +362,13 @@ class DetectorSet:
         else:
             found = self.reference_plain(text)
         if candidates or (candidates is None and has_markup(text)):
-            extra = [
-                Detection(*d)
-                for d in markup_detections(text, detect, candidates, detect_all=detect_all)
-            ]
+            extra = markup_detections(text, detect, candidates, detect_all=detect_all)
             if extra:
                 rank = self._rank
-                extra.sort(key=lambda item: rank[item.kind])
+                extra.sort(key=lambda item: rank[item[0]])
                 # After the plain findings (which never overlap one another): where both
                 # overlap, the plain one stays.
-                return tuple(_keep_apart(list(found), extra))
+                return tuple(keep_found_apart(list(found), extra))
         return found
 
     def plain(self, text: str) -> tuple[Detection, ...]:
@@ -384,9 +379,12 @@ class DetectorSet:
         return self.reference_plain(text)
 
     def _fast_plain(self, text: str) -> tuple[tuple[Detection, ...], list[int] | None]:
-        found = [d for detector in self.user for d in detector.find(text)]
-        more, markup = self._fast_scan(self._windowed, text)
-        return self._merge_overlaps(text, found + more), markup
+        found, markup = self._fast_scan(self._windowed, text)
+        merged = merge_overlaps(text, self._user_found(text) + found, self._rank)
+        return tuple(map(detection, merged)), markup
+
+    def _user_found(self, text: str) -> list[Found]:
+        return [(d.kind, d.start, d.end, d.value) for u in self.user for d in u.find(text)]
 
     def _window_plain(self, text: str) -> tuple[Detection, ...]:
         """``plain`` for the windows of long text that markup is removed from: with native
@@ -395,44 +393,20 @@ class DetectorSet:
             return self._fast_plain(text)[0]
         return self.reference_plain(text)
 
-    def _windows_plain(self, texts: list[str]) -> list[tuple[Detection, ...]]:
-        """``_window_plain`` of each of ``texts``; with native anchors, those the fast path
-        takes share one pass (``fastscan.scan_parts``)."""
+    def _windows_plain(self, texts: list[str]) -> list[list[Found]]:
+        """``_window_plain`` of each of ``texts`` (as ``Found`` tuples: markup drops most);
+        with native anchors, those the fast path takes share one pass (``scan_parts``)."""
         if not self._batched:
-            return [self._window_plain(text) for text in texts]
+            return [_founds(self._window_plain(text)) for text in texts]
         long = [text for text in texts if len(text) >= self._window_min]
         scanned = iter(scan_parts(self._windowed, long))
-        out: list[tuple[Detection, ...]] = []
+        out: list[list[Found]] = []
         for text in texts:
             if len(text) < self._window_min:
-                out.append(self.reference_plain(text))
+                out.append(_founds(self.reference_plain(text)))
                 continue
-            found = [d for detector in self.user for d in detector.find(text)]
-            out.append(self._merge_overlaps(text, found + next(scanned)))
+            out.append(merge_overlaps(text, self._user_found(text) + next(scanned), self._rank))
         return out
-
-    def _merge_overlaps(self, text: str, found: list[Detection]) -> tuple[Detection, ...]:
-        """Overlapping detections become one, spanning both, of the better-ranked kind: the
-        fast path scans kind by kind, so where kinds compete (``+4915112345678`` is a phone
-        number and holds a card-shaped run) it hides the union rather than choose."""
-        if len(found) <= 1:
-            return tuple(found)
-        rank = self._rank
-        # By start, the longest first (two stable sorts with C keys: no Python call per item).
-        found.sort(key=_END, reverse=True)
-        found.sort(key=_START)
-        merged: list[Detection] = [found[0]]
-        for item in found[1:]:
-            last = merged[-1]
-            if item.start >= last.end:
-                merged.append(item)
-                continue
-            if item.end <= last.end and rank[last.kind] <= rank[item.kind]:
-                continue
-            kind = last.kind if rank[last.kind] <= rank[item.kind] else item.kind
-            end = max(last.end, item.end)
-            merged[-1] = Detection(kind, last.start, end, text[last.start : end])
-        return tuple(merged)
 
     def reference_plain(self, text: str) -> tuple[Detection, ...]:
         """The whole-text scan: every gated pattern over all of ``text``."""
@@ -461,27 +435,8 @@ def content_digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def non_overlapping(found: Iterable[Detection]) -> list[Detection]:
-    """Keep each detection (given in priority order) that overlaps none kept before it.
-
-    The result is sorted by position. Kept spans never overlap, so a new one need only be
-    compared with its neighbours: O(n log n) even for text with thousands of detections.
-    """
-    return _keep_apart([], found)
-
-
-def _keep_apart(kept: list[Detection], found: Iterable[Detection]) -> list[Detection]:
-    """``non_overlapping`` after ``kept``: detections sorted by position, none overlapping."""
-    starts = [item.start for item in kept]
-    for item in found:
-        index = bisect.bisect_left(starts, item.start)
-        if index > 0 and kept[index - 1].end > item.start:
-            continue
-        if index < len(kept) and kept[index].start < item.end:
-            continue
-        starts.insert(index, item.start)
-        kept.insert(index, item)
-    return kept
+def _founds(detections: Iterable[Detection]) -> list[Found]:
+    return [(d.kind, d.start, d.end, d.value) for d in detections]
 
 
 @functools.lru_cache(maxsize=1)

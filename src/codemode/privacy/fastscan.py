@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from codemode.privacy.anchors import NATIVE_RUNS, Anchor, RunWindow, python_anchor_of
-from codemode.privacy.detection import Detection, Detector
+from codemode.privacy.detection import Detector, Found
 from codemode.privacy.native import ANCHORS, NativeAnchor, native_scanner
 from codemode.privacy.scantext import ScanText, Window
 
@@ -77,7 +77,7 @@ def _native_anchor(anchor: NativeAnchor) -> NativeWindows:
 
 def _native_runs(offset: int, window: RunWindow) -> NativeWindows:
     def windows(source: ScanText, ends: Sequence[int]) -> list[Window]:
-        return [window(source, end - offset) for end in ends]
+        return window(source, [end - offset for end in ends])
 
     return windows
 
@@ -185,7 +185,7 @@ class _Group:
         branches = "|".join(f"(?P<_{i}>{d.pattern.pattern})" for i, d in enumerate(self.joined))
         self.combined = re.compile(branches) if self.joined else None
 
-    def find_into(self, source: ScanText, found: list[Detection]) -> None:
+    def find_into(self, source: ScanText, found: list[Found]) -> None:
         text = source.text
         size = len(text)
         windows: list[Framed]
@@ -204,7 +204,7 @@ class _Group:
         source: ScanText,
         ends: Sequence[int],
         parts: Sequence[Window],
-        found: Sequence[list[Detection]],
+        found: Sequence[list[Found]],
     ) -> None:
         """``find_into`` for each part of ``source.text`` alone (``parts``: their spans, in
         order; ``found``: a list for each), from the native hits of this group's anchor."""
@@ -217,7 +217,7 @@ class _Group:
         text: str,
         windows: Sequence[Framed],
         parts: Sequence[Window],
-        found: Sequence[list[Detection]],
+        found: Sequence[list[Found]],
     ) -> None:
         if self.combined is not None:
             for part, low, high in windows:
@@ -225,7 +225,7 @@ class _Group:
         for detector in self.separate:
             _find(detector, text, windows, parts, found)
 
-    def _joined(self, text: str, window: Window, part: Window, found: list[Detection]) -> None:
+    def _joined(self, text: str, window: Window, part: Window, found: list[Found]) -> None:
         assert self.combined is not None
         (low, high), (offset, size) = window, part
         limit = high - _EDGE if high < size else high
@@ -239,7 +239,7 @@ class _Group:
                 return
             if match.end() <= limit:
                 start, end = match.start() - offset, match.end() - offset
-                found.append(Detection(detector.kind, start, end, match.group()))
+                found.append((detector.kind, start, end, match.group()))
 
 
 class WindowedKind:
@@ -260,7 +260,7 @@ def _find(
     text: str,
     windows: Sequence[Framed],
     parts: Sequence[Window],
-    found: Sequence[list[Detection]],
+    found: Sequence[list[Found]],
 ) -> None:
     """``detector``'s matches in each window, into the list of its part (positions count from
     the part's start), but those cut by the window's far edge (``_EDGE``) before the part's
@@ -268,24 +268,29 @@ def _find(
     search, validate, kind = detector.pattern.search, detector.validate, detector.kind
     has_group = "value" in detector.pattern.groupindex
     shortest = _shortest(detector.pattern)
+    current, offset, size = -1, 0, 0
+    append = found[0].append
     for part, low, high in windows:
         # Most windows hold one match or none: ``search`` costs less than ``finditer`` there.
         match = search(text, low, high)
         if match is None:
             continue
-        offset, size = parts[part]
-        into = found[part]
+        if part != current:  # windows come in order of their parts
+            current, (offset, size) = part, parts[part]
+            append = found[part].append
         limit = high - _EDGE if high < size else high
-        while match is not None:
+        while True:
             end = match.end()
             if end <= limit and (validate is None or validate(match)):
                 start, stop = match.span("value") if has_group else (match.start(), end)
                 if stop > start:
-                    into.append(Detection(kind, start - offset, stop - offset, text[start:stop]))
+                    append((kind, start - offset, stop - offset, text[start:stop]))
             # A match after this one would end beyond ``limit``: cut by the edge, not reported.
             if end + shortest > limit:
                 break
             match = search(text, end, high)
+            if match is None:
+                break
 
 
 @functools.cache
@@ -312,11 +317,12 @@ def windowed_kinds(
     return tuple(WindowedKind(kind, ds, native=native) for kind, ds in by_kind.items())
 
 
-def scan(kinds: Sequence[WindowedKind], text: str) -> tuple[list[Detection], list[int] | None]:
-    """Every detection of ``kinds`` in ``text`` (long text), in kind order; and where markup
-    may start when the anchors were found natively (None: search the text for it)."""
+def scan(kinds: Sequence[WindowedKind], text: str) -> tuple[list[Found], list[int] | None]:
+    """Every finding of ``kinds`` in ``text`` (long text), in kind order, as ``Found`` tuples
+    (the caller merges them and makes ``Detection``s of those left); and where markup may
+    start when the anchors were found natively (None: search the text for it)."""
     source = _Text(text)
-    found: list[Detection] = []
+    found: list[Found] = []
     scanner = native_scanner()
     hits: list[list[int]] = []
     if scanner is not None and any(kind.native for kind in kinds):
@@ -338,7 +344,7 @@ def scan(kinds: Sequence[WindowedKind], text: str) -> tuple[list[Detection], lis
 _SEPARATOR = "\x00"
 
 
-def scan_parts(kinds: Sequence[WindowedKind], texts: Sequence[str]) -> list[list[Detection]]:
+def scan_parts(kinds: Sequence[WindowedKind], texts: Sequence[str]) -> list[list[Found]]:
     """What ``scan`` finds in each of ``texts`` (positions in that text), from one native pass
     over them all joined: the many short windows markup is removed from pay for one pass and
     for each group once. Needs every group's anchor native (``WindowedKind.all_native``)."""
@@ -351,7 +357,7 @@ def scan_parts(kinds: Sequence[WindowedKind], texts: Sequence[str]) -> list[list
         at += len(text) + len(_SEPARATOR)
     source = ScanText(_SEPARATOR.join(texts))
     hits = source.native_hits(scanner)
-    found: list[list[Detection]] = [[] for _ in texts]
+    found: list[list[Found]] = [[] for _ in texts]
     for kind in kinds:
         for group in kind.groups:
             assert group.slot is not None

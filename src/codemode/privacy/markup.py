@@ -19,7 +19,7 @@ import bisect
 import re
 from collections.abc import Callable, Sequence
 
-from codemode.privacy.detection import Detection
+from codemode.privacy.detection import Detection, Found
 
 __all__ = ["has_markup", "markup_detections", "normalize"]
 
@@ -97,6 +97,8 @@ _STARTS = re.compile(
     "[<\\[\\]\u2026@" + "".join(re.escape(ch) for ch in _WHITESPACE if ch != " ") + "]"
 )
 _PAIRS = ("...", "**", "__", "  ")
+# The first character of each branch of ``_MARKUP`` (none is a letter ``re.IGNORECASE`` folds).
+_OPENERS = frozenset("<*_[].\u2026" + _WHITESPACE)
 
 
 def _match_starts(text: str, start: int, end: int) -> list[int]:
@@ -104,25 +106,29 @@ def _match_starts(text: str, start: int, end: int) -> list[int]:
     order: its search tries each branch at each space of prose, which costs more than all the
     detectors on a window. A space opens a match only next to ``@`` (after it, or before it
     with spaces and tabs between), before other whitespace, or at ``start`` (whose look-behind
-    sees the text before it)."""
-    places = [start]
-    for found in _STARTS.finditer(text, start, end):
+    sees the text before it). Places whose character opens no branch are left out: trying
+    the pattern there costs a try of every branch."""
+    chunk = text[start:end]  # positions in it count from ``start``
+    places = [0]
+    for found in _STARTS.finditer(chunk):
         at = found.start()
-        if text[at] == "@":
+        if chunk[at] == "@":
             places.append(at + 1)
             run = at
-            while run > start and text[run - 1] in " \t":
+            while run > 0 and chunk[run - 1] in " \t":
                 run -= 1
             places.append(run)
         else:
             places.append(at)
             places.append(at - 1)  # after whitespace: the space before it may open a match
     for pair in _PAIRS:
-        at = text.find(pair, start, end)
-        while at >= 0:
-            places.append(at)
-            at = text.find(pair, at + 1, end)
-    return sorted({at for at in places if start <= at < end})
+        if pair in chunk:  # mostly not: ``in`` costs less than a call of ``find``
+            at = chunk.find(pair)
+            while at >= 0:
+                places.append(at)
+                at = chunk.find(pair, at + 1)
+    size = len(chunk)
+    return sorted({start + at for at in places if 0 <= at < size and chunk[at] in _OPENERS})
 
 
 def normalize(text: str, start: int = 0, end: int | None = None) -> tuple[str, _Map]:
@@ -171,10 +177,12 @@ def _markup_positions(text: str, candidates: Sequence[int] | None = None) -> set
     """Where markup may be: found with ``str.find`` (a regex over all of a long text would
     cost more than the detectors), or checked among ``candidates`` (``native.MARKUP``: every
     place an ASCII needle may start, found natively) plus the needles no ASCII copy shows."""
+    places: Sequence[int]
     if candidates is None:
         places = _finds(text, _NEEDLES + _SPACE_NEEDLES)
     else:
-        places = [*candidates, *_finds(text, _WIDE)]
+        # ``str.isascii`` is a flag of the string, not a pass over it.
+        places = [*candidates, *_finds(text, _WIDE)] if not text.isascii() else candidates
     positions: set[int] = set()
     for at in places:
         if text.startswith(_NEEDLES, at):
@@ -192,14 +200,16 @@ def markup_detections(
     detect: Callable[[str], Sequence[Detection]],
     candidates: Sequence[int] | None = None,
     *,
-    detect_all: Callable[[list[str]], Sequence[Sequence[Detection]]] | None = None,
-) -> list[tuple[str, int, int, str]]:
+    detect_all: Callable[[list[str]], Sequence[Sequence[Found]]] | None = None,
+) -> list[Found]:
     """Values that only show once markup is removed, with their spans in ``text``.
 
-    Each is ``(kind, start, end, value)``: the value without markup (what the vault should
-    hold) and the span in ``text`` it covers, markup included. ``candidates``: places markup
-    may start, found natively (each is checked here); without them the text is searched.
-    ``detect_all``: ``detect`` of each of many windows at once (cheaper than one by one).
+    Each is a ``Found``, ``(kind, start, end, value)``: the value without markup (what the
+    vault should hold) and the span in ``text`` it covers, markup included. ``candidates``:
+    places markup may start, found natively (each is checked here); without them the text is
+    searched.
+    ``detect_all``: ``detect`` of each of many windows at once, as ``Found`` tuples (cheaper
+    than one by one).
     """
     windows: list[list[int]] = []
     for at in sorted(_markup_positions(text, candidates)):
@@ -210,13 +220,16 @@ def markup_detections(
             windows.append([low, high])
     cleaned = [normalize(text, low, high) for low, high in windows]
     cleans = [clean for clean, _mapping in cleaned]
-    detected = detect_all(cleans) if detect_all is not None else [detect(c) for c in cleans]
-    found: list[tuple[str, int, int, str]] = []
+    detected = (
+        detect_all(cleans)
+        if detect_all is not None
+        else [[(d.kind, d.start, d.end, d.value) for d in detect(clean)] for clean in cleans]
+    )
+    found: list[Found] = []
     for (low, high), (clean, mapping), items in zip(windows, cleaned, detected, strict=True):
-        for item in items:
+        for kind, start, end, value in items:
             # A value cut by the window's edge is found again from a window around it.
-            if (item.start == 0 and low > 0) or (item.end == len(clean) and high < len(text)):
+            if (start == 0 and low > 0) or (end == len(clean) and high < len(text)):
                 continue
-            start, stop = mapping.start(item.start), mapping.end(item.end)
-            found.append((item.kind, start, stop, item.value))
+            found.append((kind, mapping.start(start), mapping.end(end), value))
     return found
