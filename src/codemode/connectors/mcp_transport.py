@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from codemode.connectors.tether import tethered_argv
+from codemode.connectors.shell_tether import tethered_argv
 
 if TYPE_CHECKING:
     from codemode.sdk_compat import TransportStreams

@@ -3,13 +3,14 @@
 The stdio transport (``stdio_transport``) starts a server in a session of its own and stops it
 (end of input, then its process group) only when the gateway shuts down cleanly. A gateway
 killed by SIGKILL or a crash leaves a server that does not stop at the end of its input (busy,
-or waiting on a child) running forever. So each stdio server is started through this program
-(``tethered_argv``): it runs the server as its child, in a process group of the server's own,
-and once the gateway is gone (this process was reparented) it stops that whole group: SIGTERM,
-then SIGKILL after a grace period, as it does when asked to stop (SIGTERM, SIGINT, SIGHUP: the
-transport's own stop). The server dies with this program too (``PR_SET_PDEATHSIG``, set in the
-child; safe here: this program runs no other thread). ``tethered_pid`` finds the server's pid
-for diagnostics and tests.
+or waiting on a child) running forever. So each stdio server is started through a tether
+(``codemode.connectors.shell_tether.tethered_argv``: a shell script where the system has the
+tools for it, else this program). This program runs the server as its child, in a process group
+of the server's own, and once the gateway is gone (this process was reparented) it stops that
+whole group: SIGTERM, then SIGKILL after a grace period, as it does when asked to stop
+(SIGTERM, SIGINT, SIGHUP: the transport's own stop). The server dies with this program too
+(``PR_SET_PDEATHSIG``, set in the child; safe here: this program runs no other thread).
+``tethered_pid`` finds the server's pid (under either tether) for diagnostics and tests.
 
 Standard library only, run by path: ``python -I -S tether.py GATEWAY_PID -- COMMAND ARGS``.
 """
@@ -23,7 +24,7 @@ import signal
 import sys
 import time
 
-__all__ = ["tethered_argv", "tethered_pid"]
+__all__ = ["python_tether_argv", "tethered_pid"]
 
 # How often the gateway's presence is checked, and how long the server gets to stop on its own.
 _CHECK_S = 0.2
@@ -34,8 +35,9 @@ _PR_SET_PDEATHSIG = 1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def tethered_argv(command: str, args: list[str]) -> list[str]:
-    """The argv that runs ``command args`` tethered to this process."""
+def python_tether_argv(command: str, args: list[str]) -> list[str]:
+    """The argv that runs ``command args`` tethered to this process by this program (where
+    ``shell_tether`` cannot: ``tethered_argv`` there chooses)."""
     return [sys.executable, "-I", "-S", __file__, str(os.getpid()), "--", command, *args]
 
 
