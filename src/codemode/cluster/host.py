@@ -38,6 +38,7 @@ from codemode.cluster.stream import (
 )
 from codemode.errors import CodemodeError, SandboxError
 from codemode.sandbox.facts import WorkspaceScan, unread_bytes
+from codemode.sandbox.pipes import read_pipe
 from codemode.sandbox.process import SandboxBackend, SandboxProcess
 from codemode.sandbox.workspace import CopyReport, copy_workspace
 
@@ -232,7 +233,7 @@ class WorkerGuest:
                     continue
                 # Output first: what the guest printed before a frame goes out before it.
                 for fd, channel in outputs.items():
-                    self._drain(fd, channel, writer, selector)
+                    self._drain(fd, channel, writer, selector, fd in ready)
                 if sock.fileno() not in ready:
                     continue
                 try:
@@ -243,7 +244,7 @@ class WorkerGuest:
                     data = b""
                 if not data:
                     for fd, channel in outputs.items():
-                        self._drain(fd, channel, writer, selector)
+                        self._drain(fd, channel, writer, selector, False)
                     break
                 if not writer.send(BRIDGE, data):
                     return  # the gateway is gone
@@ -251,20 +252,23 @@ class WorkerGuest:
 
     @staticmethod
     def _drain(
-        fd: int, channel: bytes, writer: MuxWriter, selector: selectors.BaseSelector
+        fd: int,
+        channel: bytes,
+        writer: MuxWriter,
+        selector: selectors.BaseSelector,
+        ready: bool,
     ) -> None:
-        while fd >= 0:
-            try:
-                data = os.read(fd, MAX_CHUNK)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                data = b""
-            if not data:
-                with contextlib.suppress(KeyError, ValueError):
-                    selector.unregister(fd)
-                return
-            writer.send(channel, data)
+        """Pass on what the pipe holds (``ready``: the selector said it is readable)."""
+        if fd < 0:
+            return
+        data = read_pipe(fd, bytearray(4), ready=ready)
+        if data is None:
+            return
+        if not data:
+            with contextlib.suppress(KeyError, ValueError):
+                selector.unregister(fd)
+            return
+        writer.send(channel, data)
 
     def _from_gateway(self, conn: socket.socket, writer: MuxWriter) -> None:
         reader = MuxReader(conn)
