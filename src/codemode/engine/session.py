@@ -325,23 +325,24 @@ class Session:
         hint = result.hint
         if self.fixes is not None and (earlier := self.fixes.observe(self.code, result)):
             hint = f"{hint} This error was fixed before with:\n{earlier}".strip()
-        result = replace(result, session=self.handle, grants=grants, hint=hint)
         privacy = self.chain.privacy
         if privacy is None:
-            return result
+            return replace(result, session=self.handle, grants=grants, hint=hint)
         scan, scan_value = privacy.scan_output, privacy.scan_value
         ours = _RESULT_KEYS
-        return replace(
+        reports = {name: getattr(result, name) for name in _USER_TEXT_REPORTS} | {"grants": grants}
+        return replace(  # one copy of the thirty fields, not two
             result,
+            session=self.handle,
             stdout=scan(result.stdout),
             stderr=scan(result.stderr),
-            hint=scan(result.hint),
+            hint=scan(hint),
             limit=None if result.limit is None else scan(result.limit),
             error=scan_value(result.error, plain_keys=ours) if result.error else result.error,
             files=scan_value(result.files, plain_keys=ours),
             tool_calls=scan_value(result.tool_calls, plain_keys=ours),
             truncated=scan_value(result.truncated, plain_keys=ours),
-            **{name: scan_value(getattr(result, name)) for name in _USER_TEXT_REPORTS},
+            **{name: scan_value(value) for name, value in reports.items()},
             restored=result.restored.scanned(scan_value) if result.restored else None,
         )
 
