@@ -26,7 +26,9 @@ P8 memory of 20 idle sessions: RSS, PSS and USS of each server's process tree af
    clients are gone (process_memory.py: RSS counts shared pages once per process, PSS shares
    them out, USS counts private pages only)
 P9 the same 20 sessions once codemode released their sandboxes (``[gateway] idle_release_s``,
-   RELEASE_S here): codemode's tree then, beside FastMCP's at the same moment
+   RELEASE_S here; after as long without a new sandbox, the warm pool too keeps none ready
+   where sandboxes fork from a template): codemode's tree then, beside FastMCP's at the same
+   moment
 
 Not part of the test suite; `make bench` runs it.
 """
@@ -357,7 +359,7 @@ async def quiet(pid: int, *, window_s: float = 0.5, deadline_s: float = 30.0) ->
 async def released_tree(pid: int, before: int, deadline_s: float) -> TreeMemory:
     """The memory of ``pid``'s tree once the idle sessions' sandboxes are gone (at least one
     process each fewer than ``before``: the guest forked from the template, or bwrap and the
-    guest) and the count has held still for STEADY_S (the warm pool is back to its floor)."""
+    guest) and the count has held still for STEADY_S (the warm pool is down to its floor)."""
     deadline = time.monotonic() + deadline_s
     last, since = -1, time.monotonic()
     while True:
