@@ -380,7 +380,7 @@ class Codemode:
                 fresh_dir=fresh_dir,
             )
 
-        job = asyncio.create_task(self._threads.run(run))
+        job = self._threads.submit(run)  # queued now: a task would queue it a loop turn later
         result = await self._started(self._follower).follow(record, job, progress)
         explain_errors(result, views.signatures, self._specs)
         return result

@@ -41,7 +41,7 @@ class Follower:
     async def follow(
         self,
         record: Session,
-        job: asyncio.Task[ExecutionResult],
+        job: asyncio.Future[ExecutionResult],
         progress: Progress | None = None,
     ) -> ExecutionResult:
         """Wait until the execution finishes or pauses for an approval, whichever is first,
@@ -122,7 +122,7 @@ class Follower:
     def abandon(
         self,
         record: Session,
-        job: asyncio.Task[ExecutionResult],
+        job: asyncio.Future[ExecutionResult],
         cancel: threading.Event | None = None,
     ) -> None:
         record.cancel(cancel)  # no tool call starts after this
@@ -130,7 +130,7 @@ class Follower:
         self.approvals.cancel_session(record.handle)
         registry = self.registry
 
-        def stopped(done: asyncio.Task[ExecutionResult]) -> None:
+        def stopped(done: asyncio.Future[ExecutionResult]) -> None:
             registry.release(record)
             ok = not done.cancelled() and done.exception() is None
             record.stopped(record.finish(done.result()) if ok else None)

@@ -36,8 +36,7 @@ async def wait_reporting(
     started = time.monotonic()
     while True:
         timeout = interval if progress is not None else None
-        done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        if done or progress is None:
+        if await _first_done(waiting, timeout) or progress is None:
             return
         value, total, message = describe(time.monotonic() - started)
         try:
@@ -45,6 +44,31 @@ async def wait_reporting(
         except Exception:
             log.debug("progress report failed; no more reports for this request", exc_info=True)
             progress = None
+
+
+async def _first_done(waiting: Collection[asyncio.Future[Any]], timeout: float | None) -> bool:
+    """Whether one of ``waiting`` is done, within ``timeout`` s (None: no limit). Leaner than
+    ``asyncio.wait`` (no sets, no task), which was a tenth of a warm execution's engine cost."""
+    if any(future.done() for future in waiting):
+        return True
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    for future in waiting:
+        future.add_done_callback(wake)
+    timer = loop.call_later(timeout, wake) if timeout is not None else None
+    try:
+        await woken
+    finally:
+        if timer is not None:
+            timer.cancel()
+        for future in waiting:
+            future.remove_done_callback(wake)
+    return any(future.done() for future in waiting)
 
 
 def cancel_report(result: ExecutionResult) -> CancelReport:

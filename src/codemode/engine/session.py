@@ -79,7 +79,7 @@ class Session:
     # one paused for an approval and the request it waits on.
     _active: int = field(default=0, init=False, repr=False)
     _stopping: int = field(default=0, init=False, repr=False)
-    _paused: asyncio.Task[ExecutionResult] | None = field(default=None, init=False, repr=False)
+    _paused: asyncio.Future[ExecutionResult] | None = field(default=None, init=False, repr=False)
     _request: ApprovalRequest | None = field(default=None, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
     # The newest execution's stop signal.
@@ -104,7 +104,7 @@ class Session:
         return Life.RELEASED if self.sandbox.released else Life.IDLE
 
     @property
-    def paused(self) -> asyncio.Task[ExecutionResult] | None:
+    def paused(self) -> asyncio.Future[ExecutionResult] | None:
         """The execution waiting for an approval, if one is."""
         return self._paused
 
@@ -132,7 +132,7 @@ class Session:
             self._cancel = threading.Event()
             return self._cancel
 
-    def pause(self, job: asyncio.Task[ExecutionResult], request: ApprovalRequest) -> None:
+    def pause(self, job: asyncio.Future[ExecutionResult], request: ApprovalRequest) -> None:
         """The running execution ``job`` waits at a call for ``request`` to be decided."""
         with self._lock:
             if self._closed:
@@ -141,7 +141,7 @@ class Session:
                 raise self._refuse("pause")
             self._paused, self._request = job, request
 
-    def resume(self, decision: ApprovalDecision) -> asyncio.Task[ExecutionResult]:
+    def resume(self, decision: ApprovalDecision) -> asyncio.Future[ExecutionResult]:
         """``decision`` answered the request the session waits on: the execution runs on."""
         with self._lock:
             request, job = self._request, self._paused
