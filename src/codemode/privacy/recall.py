@@ -41,6 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from codemode.privacy.encoded import encoded_runs
+from codemode.privacy.exact import ExactIndex
 from codemode.privacy.vault import Vault, VaultEntry
 
 __all__ = [
@@ -110,13 +111,15 @@ class Recall:
         self._short: list[_Known] = []  # values too short for fragments: exact matches only
         self._grams: dict[str, list[tuple[int, int]]] = {}  # 8 chars -> (known index, offset)
         self._short_by: dict[frozenset[str], list[_Known]] = {}
+        # The values matched exactly in long text, per ``detected``, and their index.
+        self._long_by: dict[frozenset[str], tuple[list[_Known], ExactIndex]] = {}
 
     def refresh(self) -> None:
         version = self.vault.version
         if version == self._version:
             return
         self._version = version
-        self._short_by = {}
+        self._short_by, self._long_by = {}, {}
         entries = list(self.vault.entries())
         if len(entries) < len(self._known):  # wiped
             self._known, self._short, self._grams = [], [], {}
@@ -168,16 +171,19 @@ class Recall:
         self, text: str, detected: frozenset[str], *, each_place: bool = True
     ) -> list[RecallHit]:
         hits: list[RecallHit] = []
-        long_text = len(text) > FRAGMENT_SCAN_MAX
-        candidates = self._short_of(detected)
-        if long_text:
-            every = len(self._known) <= LONG_TEXT_ALL_VALUES
-            candidates = [k for k in self._known if every or k.entry.kind not in detected]
-        for known in candidates:
+        if len(text) > FRAGMENT_SCAN_MAX:
+            values, index = self._long_of(detected)
+            # Each value's places, found in one pass per rare character (``exact.py``).
+            for known, starts in zip(values, index.starts(text), strict=True):
+                size, entry = len(known.exact), known.entry
+                places = starts if each_place else starts[:1]
+                hits.extend(RecallHit(start, start + size, entry) for start in places)
+            return hits
+        for known in self._short_of(detected):
             if known.exact and known.exact in text:
                 found = _exact_hits(text, known)
                 hits.extend(found if each_place else (next(iter(found)),))
-        if self._grams and not long_text:
+        if self._grams:
             hits.extend(self._fragments(text))
         return hits
 
@@ -187,6 +193,14 @@ class Recall:
             found = self._short_by[detected] = [
                 k for k in self._short if k.entry.kind not in detected
             ]
+        return found
+
+    def _long_of(self, detected: frozenset[str]) -> tuple[list[_Known], ExactIndex]:
+        found = self._long_by.get(detected)
+        if found is None:
+            every = len(self._known) <= LONG_TEXT_ALL_VALUES
+            values = [k for k in self._known if k.exact and (every or k.entry.kind not in detected)]
+            found = self._long_by[detected] = (values, ExactIndex([k.exact for k in values]))
         return found
 
     def entries_in(self, text: str, *, detected: frozenset[str] = frozenset()) -> list[VaultEntry]:

@@ -1,0 +1,75 @@
+"""ExactIndex: every place of every value, as ``str.find`` from each place plus one finds them,
+whether a value is found through its rare character or by ``str.find``."""
+
+from __future__ import annotations
+
+import random
+
+from codemode.privacy import exact
+from codemode.privacy.exact import ExactIndex
+
+VALUES = [
+    "maria.lopez@globex.example.com",
+    "lopez@globex.example.com",  # the end of another value, same window from the @
+    "+44 20 7946 0958",
+    "+1 312 555 0199",
+    "(312) 555-0199",
+    "Chloe Chen",  # no rare character: found by str.find
+    "aa@aa@aa",  # overlaps itself
+    "@@@@",
+    "a_b#c",
+    "caf\u00e9@\u4e2d\u6587.cn",
+]
+PIECES = [*VALUES, "@", "+", "(", "#", "_", " ", "a", "aa@", "maria.", "\u00e9", "\n", "lopez@"]
+
+
+def places(value: str, text: str) -> list[int]:
+    found, start = [], text.find(value)
+    while start >= 0:
+        found.append(start)
+        start = text.find(value, start + 1)
+    return found
+
+
+def random_text(rng: random.Random, pieces: list[str], count: int) -> str:
+    return "".join(rng.choice(pieces) + rng.choice(["", " ", "@", "-"]) for _ in range(count))
+
+
+def test_every_place_of_every_value_is_found() -> None:
+    rng = random.Random(5)
+    index = ExactIndex(VALUES)
+    found_any = 0
+    for _ in range(300):
+        text = random_text(rng, PIECES, rng.randint(0, 400))
+        assert index.starts(text) == [places(value, text) for value in VALUES]
+        found_any += sum(map(bool, index.starts(text)))
+    assert found_any > 1000
+
+
+def test_values_are_found_by_their_rare_character_not_by_find() -> None:
+    index = ExactIndex(VALUES)
+    text = "write to maria.lopez@globex.example.com or +1 312 555 0199 and Chloe Chen"
+    chars = sorted(group.char for group in index._groups)
+    assert chars == ["#", "(", "+", "@"]
+    assert [VALUES[i] for i in index._plain] == ["Chloe Chen"]
+    assert index.starts(text) == [places(value, text) for value in VALUES]
+
+
+def test_a_text_thick_with_the_rare_character_falls_back_to_find() -> None:
+    index = ExactIndex(["x@y.example", "+1 555 0100"])
+    group = next(g for g in index._groups if g.char == "@")
+    text = "@" * 100_000 + "x@y.example" + "@x@y.example"
+    assert not index._anchored(group, text, [[], []])  # too many places: not worth it
+    assert index.starts(text) == [[100_000, 100_012], []]
+
+
+def test_the_budget_grows_with_the_text_and_the_group() -> None:
+    index = ExactIndex(["a@b.example"])
+    group = index._groups[0]
+    within = "@ " * 63 + "a@b.example"  # 64 places: the smallest budget
+    assert index._anchored(group, within, [[]])
+    assert not index._anchored(group, "@ " * 64 + "a@b.example", [[]])
+    long = ("@" + " " * 1023) * (exact._PLACES_PER_MIB - 1) + "a@b.example"
+    found: list[list[int]] = [[]]
+    assert index._anchored(group, long + " " * (1 << 20), found)
+    assert found == [[len(long) - 11]]
