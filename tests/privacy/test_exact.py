@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import random
 
-from codemode.privacy import exact
+from codemode.privacy import TokenSource, Vault, exact
 from codemode.privacy.exact import ExactIndex
+from codemode.privacy.recall import FRAGMENT_SCAN_MAX, Recall, RecallHit, _exact_hit
 
 VALUES = [
     "maria.lopez@globex.example.com",
@@ -73,3 +74,18 @@ def test_the_budget_grows_with_the_text_and_the_group() -> None:
     found: list[list[int]] = [[]]
     assert index._anchored(group, long + " " * (1 << 20), found)
     assert found == [[len(long) - 11]]
+
+
+def test_long_text_hits_are_the_hits_recall_makes() -> None:
+    vault = Vault()
+    token = vault.token_for("EMAIL", "a@b.example", TokenSource("crm", "get", "email"))
+    entry = vault.lookup(token)
+    assert entry is not None
+    assert _exact_hit(3, 14, entry) == RecallHit(3, 14, entry)
+    recall = Recall(vault)
+    recall.refresh()
+    text = "to a@b.example" + " " * FRAGMENT_SCAN_MAX + "a@b.example"
+    assert recall.find(text) == [
+        RecallHit(3, 14, entry),
+        RecallHit(len(text) - 11, len(text), entry),
+    ]

@@ -84,6 +84,23 @@ class RecallHit:
     whole: bool = False
 
 
+_new = object.__new__
+_SET_START, _SET_END, _SET_ENTRY, _SET_WHOLE = (
+    RecallHit.__dict__[name].__set__ for name in ("start", "end", "entry", "whole")
+)
+
+
+def _exact_hit(start: int, end: int, entry: VaultEntry) -> RecallHit:
+    """``RecallHit(start, end, entry)`` in half the time (the frozen class's ``__init__``
+    sets each slot through ``object.__setattr__``): a value in a MB can be in thousands."""
+    hit = _new(RecallHit)
+    _SET_START(hit, start)
+    _SET_END(hit, end)
+    _SET_ENTRY(hit, entry)
+    _SET_WHOLE(hit, False)
+    return hit
+
+
 @dataclass(frozen=True, slots=True)
 class _Known:
     entry: VaultEntry
@@ -177,7 +194,7 @@ class Recall:
             for known, starts in zip(values, index.starts(text), strict=True):
                 size, entry = len(known.exact), known.entry
                 places = starts if each_place else starts[:1]
-                hits.extend(RecallHit(start, start + size, entry) for start in places)
+                hits.extend(_exact_hit(start, start + size, entry) for start in places)
             return hits
         for known in self._short_of(detected):
             if known.exact and known.exact in text:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from codemode.privacy.detection import detection
 from codemode.privacy.detectors import (
     Detection,
     DetectorSet,
@@ -26,7 +27,7 @@ from codemode.privacy.detectors import (
 )
 from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.fields import FieldMatcher, State
-from codemode.privacy.recall import Recall
+from codemode.privacy.recall import Recall, RecallHit
 from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
 
 __all__ = ["OUTPUT_SOURCE", "Tokenizer", "detokenize"]
@@ -314,18 +315,25 @@ def _recalled(
     over a fragment of it. A value the detectors find whole is its own value, not a fragment
     of another that it shares letters with (``olivia@olivia-trading.com`` is not a cut of
     ``popescu.olivia@oliviatrading.com``), unless it is written as a piece of it."""
-    found = {(item.start, item.end): item.value.casefold() for item in detections}
-    hits = sorted(
-        (
-            hit
-            for hit in recall.find(text, detected=detected, decode=False)
-            if hit.whole
-            or (hit.start, hit.end) not in found
-            or found[hit.start, hit.end] in str(hit.entry.value).casefold()
-        ),
-        key=lambda hit: (hit.start - hit.end, not hit.whole),
-    )
-    return [Detection("", hit.start, hit.end, hit.entry.token) for hit in hits]
+    hits = recall.find(text, detected=detected, decode=False)
+    if not hits:
+        return []
+    spans = {(item.start, item.end): item.value for item in detections}
+    folded: dict[str, str] = {}  # by token: its value case-folded, once per value
+    kept: list[RecallHit] = []
+    for hit in hits:
+        found = None if hit.whole else spans.get((hit.start, hit.end))
+        if found is not None:
+            value = folded.get(hit.entry.token)
+            if value is None:
+                value = folded[hit.entry.token] = str(hit.entry.value).casefold()
+            if found.casefold() not in value:
+                continue
+        kept.append(hit)
+    # By length, longest first, then whole values first (two stable sorts, on plain keys).
+    kept.sort(key=lambda hit: not hit.whole)
+    kept.sort(key=lambda hit: hit.start - hit.end)
+    return [detection(("", hit.start, hit.end, hit.entry.token)) for hit in kept]
 
 
 def detokenize(value: Any, vault: Vault, *, destination: str, check: Check | None = None) -> Any:
