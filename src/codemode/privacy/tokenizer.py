@@ -133,7 +133,7 @@ class Tokenizer:
             detections = _merge(_recalled(recall, text, self._detected, detections), detections)
         if not detections:
             return text
-        return _replace(text, detections, vault, lambda _d: source)
+        return _replace(text, detections, vault, source)
 
 
 class _Walk:
@@ -251,7 +251,7 @@ class _Walk:
         if not detections:
             return text
         source = self.source(path)
-        return _replace(text, detections, self.vault, lambda _d: source)
+        return _replace(text, detections, self.vault, source)
 
     def _encoded(self, text: str) -> list[Detection]:
         """Runs of hex or base64 that decode to text holding personal data or a value the
@@ -288,20 +288,15 @@ def _merge(first: list[Detection], second: Sequence[Detection]) -> list[Detectio
     return non_overlapping(both)
 
 
-def _replace(
-    text: str,
-    detections: Sequence[Detection],
-    vault: Vault,
-    source: Callable[[Detection], TokenSource],
-) -> str:
+def _replace(text: str, detections: Sequence[Detection], vault: Vault, source: TokenSource) -> str:
+    # The tokens of all new spans first, in their order, under one lock of the vault.
+    tokens = iter(vault.tokens_for([(d.kind, d.value) for d in detections if d.kind], source))
     parts: list[str] = []
     position = 0
     for item in detections:
         parts.append(text[position : item.start])
-        if item.kind == "":  # already a token of this vault (from ``_known_values``)
-            parts.append(item.value)
-        else:
-            parts.append(vault.token_for(item.kind, item.value, source(item)))
+        # Kind "": already a token of this vault (from ``_recalled``).
+        parts.append(next(tokens) if item.kind else item.value)
         position = item.end
     parts.append(text[position:])
     return "".join(parts)
