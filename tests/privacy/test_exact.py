@@ -67,9 +67,9 @@ def test_a_text_thick_with_the_rare_character_falls_back_to_find() -> None:
 def test_the_budget_grows_with_the_text_and_the_group() -> None:
     index = ExactIndex(["a@b.example"])
     group = index._groups[0]
-    within = "@ " * 63 + "a@b.example"  # 64 places: the smallest budget
+    within = "@ " * 62 + "a@b.example"  # 63 places and 1 comparison: the smallest budget
     assert index._anchored(group, within, [[]])
-    assert not index._anchored(group, "@ " * 64 + "a@b.example", [[]])
+    assert not index._anchored(group, "@ " * 63 + "a@b.example", [[]])
     long = ("@" + " " * 1023) * (exact._PLACES_PER_MIB - 1) + "a@b.example"
     found: list[list[int]] = [[]]
     assert index._anchored(group, long + " " * (1 << 20), found)
@@ -89,3 +89,17 @@ def test_long_text_hits_are_the_hits_recall_makes() -> None:
         RecallHit(3, 14, entry),
         RecallHit(len(text) - 11, len(text), entry),
     ]
+
+
+def test_values_alike_in_a_list_of_them_fall_back_to_find() -> None:
+    # Every "+" starts the same 8 characters: each place would be compared with every value.
+    values = [f"+1 312 555 {n:04d}" for n in range(100)]
+    index = ExactIndex(values)
+    group = index._groups[0]
+    assert [(before, after, list(by_key)) for before, after, by_key in group.shapes] == [
+        (0, 6, ["+1 312"])
+    ]
+    text = "".join(f"+1 312 555 {n:04d}\n" for n in range(5000, 5200)) + values[7]
+    assert not index._anchored(group, text, [[] for _ in values])
+    assert index.starts(text) == [places(value, text) for value in values]
+    assert index.starts(text)[7] == [len(text) - len(values[7])]
