@@ -20,6 +20,7 @@ __all__ = ["ExactIndex"]
 
 # Rarest first, in prose and in tool results alike.
 _RARE = "@#$%&*+=~^|\\<>[]{}_;!?/()'\""
+_RARE_SET = frozenset(_RARE)
 # Characters of a value before and from its rare one that pick the values to compare at a
 # place (an address's domain is shared: the end of its local part tells more).
 _BEFORE = 6
@@ -48,12 +49,12 @@ class ExactIndex:
         plain: list[int] = []
         chosen: dict[str, list[tuple[int, int]]] = {}
         for index, value in enumerate(self.values):
-            offsets = [at for at in (value.find(c) for c in _RARE) if at >= 0]
-            if not value or not offsets:
+            held = _RARE_SET.intersection(value)
+            if not held:
                 plain.append(index)
                 continue
             # The rarest character the value holds, at its first place in the value.
-            char = min((value[at] for at in offsets), key=_RARE.index)
+            char = min(held, key=_RARE.index)
             chosen.setdefault(char, []).append((index, value.index(char)))
         self._plain = tuple(plain)
         self._groups = tuple(self._group(char, members) for char, members in chosen.items())
