@@ -230,15 +230,23 @@ class Recall:
 
     def _fragments(self, text: str) -> Iterable[RecallHit]:
         lowered = text.lower()
-        yield from self._runs(text, _NOT_ALNUM.sub("", lowered), lowered, None)
-        if _SPELLED.search(lowered) is not None:  # "maria lopez at globex dot com"
+        yield from self._runs(text, _skeleton_of(lowered), lowered, None)
+        # "maria lopez at globex dot com" (the hint, searched faster, is part of any match)
+        if _SPELLED_HINT.search(lowered) is not None and _SPELLED.search(lowered) is not None:
             spelled = _SPELLED.sub(_blank, lowered)
-            yield from self._runs(text, _NOT_ALNUM.sub("", spelled), spelled, spelled)
+            yield from self._runs(text, _skeleton_of(spelled), spelled, spelled)
 
     def _runs(self, text: str, skel: str, lowered: str, spelled: str | None) -> Iterable[RecallHit]:
         if len(skel) < _MIN_SKELETON:
             return
         grams = self._grams
+        # Few grams: asking whether any is in the text (in C) costs less than looking up every
+        # position, and most texts hold none (measured: a gram costs 45 ns + 0.45 ns per
+        # character, a position 80 ns; a text that holds one pays both, at most 1.7 times).
+        if len(grams) * (100 + len(skel)) <= 128 * len(skel) and not any(
+            map(skel.__contains__, grams)
+        ):
+            return
         positions: list[int] | None = None
         # Per value: the text's skeleton up to here is covered by a fragment found already.
         reach: dict[int, int] = {}
@@ -266,6 +274,16 @@ class Recall:
 
 # "at" and "dot" written as words between the parts of an address.
 _SPELLED = re.compile(r"(?<=[0-9a-z])[\s(\[{]+(?:at|dot)[\s)\]}]+(?=[0-9a-z])")
+_SPELLED_HINT = re.compile(r"[\s(\[{](?:at|dot)[\s)\]}]")
+# Bytes that are not lower-case ASCII letters or digits (deleted to make a skeleton).
+_NOT_ALNUM_BYTES = bytes(c for c in range(256) if not (48 <= c <= 57 or 97 <= c <= 122))
+
+
+def _skeleton_of(lowered: str) -> str:
+    """``_NOT_ALNUM.sub("", lowered)``; for ASCII text in a fifth of the time."""
+    if lowered.isascii():
+        return lowered.encode("ascii").translate(None, _NOT_ALNUM_BYTES).decode("ascii")
+    return _NOT_ALNUM.sub("", lowered)
 
 
 def _blank(match: re.Match[str]) -> str:
