@@ -67,6 +67,8 @@ def encoded_runs(text: str, *, shortest: int) -> Iterator[tuple[int, int, str]]:
 
 def _runs(text: str) -> Iterator[tuple[int, int]]:
     """The maximal runs of hex and base64 characters, 12 or more, up to ``MAX_RUN`` long."""
+    if len(text) < _SHORTEST:  # most strings of a result: a word, a name, a number
+        return
     if not text.isascii():
         for match in _RUN.finditer(text):
             if match.end() - match.start() <= MAX_RUN:

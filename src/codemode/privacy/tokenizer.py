@@ -147,6 +147,7 @@ class _Walk:
         key_info: dict[str, tuple[bool, bool | None]],
     ) -> None:
         self.detectors = detectors
+        self.kinds = frozenset(detectors.all_kinds)  # once per result, not once per string
         self.vault = vault
         self.server = server
         self.tool = tool
@@ -244,8 +245,7 @@ class _Walk:
         if encoded:
             detections = _merge(encoded, detections)
         if self.recall is not None:
-            kinds = frozenset(self.detectors.all_kinds)
-            detections = _merge(_recalled(self.recall, text, kinds, detections), detections)
+            detections = _merge(_recalled(self.recall, text, self.kinds, detections), detections)
         if "<" in text and ">" in text:
             detections = _merge(self._token_literals(text), detections)
         if not detections:
