@@ -43,6 +43,7 @@ def test_every_place_of_every_value_is_found() -> None:
     for _ in range(300):
         text = random_text(rng, PIECES, rng.randint(0, 400))
         assert index.starts(text) == [places(value, text) for value in VALUES]
+        assert index.starts(text, first=True) == [places(value, text)[:1] for value in VALUES]
         found_any += sum(map(bool, index.starts(text)))
     assert found_any > 1000
 
@@ -103,3 +104,15 @@ def test_values_alike_in_a_list_of_them_fall_back_to_find() -> None:
     assert not index._anchored(group, text, [[] for _ in values])
     assert index.starts(text) == [places(value, text) for value in values]
     assert index.starts(text)[7] == [len(text) - len(values[7])]
+    assert index.starts(text, first=True) == [places(value, text)[:1] for value in values]
+
+
+def test_the_first_places_only_stop_at_the_last_value_found() -> None:
+    index = ExactIndex(["a@b.example", "c@d.example"])
+    group = index._groups[0]
+    # 102 places and 102 comparisons: over the budget (128) for every place, not for the first.
+    text = "a@b.example c@d.example " + "a@b.example " * 100
+    assert not index._anchored(group, text, [[], []])
+    found: list[list[int]] = [[], []]
+    assert index._anchored(group, text, found, first=True)
+    assert found == [[0], [12]]

@@ -72,23 +72,25 @@ class ExactIndex:
             tuple(index for index, _at in members),
         )
 
-    def starts(self, text: str) -> list[list[int]]:
+    def starts(self, text: str, *, first: bool = False) -> list[list[int]]:
         """Per value, where in ``text`` it starts, in order (the places ``str.find`` gives,
-        each place after the last plus one)."""
+        each place after the last plus one); with ``first``, only where it first does."""
         found: list[list[int]] = [[] for _ in self.values]
         by_find = list(self._plain)
         for group in self._groups:
-            if not self._anchored(group, text, found):
+            if not self._anchored(group, text, found, first):
                 by_find.extend(group.members)
         for index in by_find:
             value, places = self.values[index], found[index]
             start = text.find(value)
             while start >= 0:
                 places.append(start)
-                start = text.find(value, start + 1)
+                start = -1 if first else text.find(value, start + 1)
         return found
 
-    def _anchored(self, group: _Group, text: str, found: list[list[int]]) -> bool:
+    def _anchored(
+        self, group: _Group, text: str, found: list[list[int]], first: bool = False
+    ) -> bool:
         """Fill ``found`` for the group's values from the places of its character; False (and
         nothing filled) when the text has too many of them, or they start too many values'
         first characters (numbers of one area code in a list of them), for that to pay."""
@@ -102,6 +104,7 @@ class ExactIndex:
             at = text.find(group.char, at + 1)
         budget -= len(places)  # what is left for comparisons
         hits: list[tuple[int, int]] = []
+        seen: set[int] = set()  # with ``first``: the values found already
         for at in places:
             for before, after, by_key in group.shapes:
                 # A value that starts before the text does not fit (nor may the slice wrap).
@@ -113,8 +116,13 @@ class ExactIndex:
                     return False
                 for index, offset in candidates:
                     start = at - offset
-                    if start >= 0 and text.startswith(self.values[index], start):
-                        hits.append((index, start))
+                    if index in seen or start < 0 or not text.startswith(self.values[index], start):
+                        continue
+                    hits.append((index, start))
+                    if first:
+                        seen.add(index)
+            if first and len(seen) == len(group.members):
+                break
         for index, start in hits:  # places in order: each value's starts in order
             found[index].append(start)
         return True

@@ -191,7 +191,8 @@ class Recall:
         if len(text) > FRAGMENT_SCAN_MAX:
             values, index = self._long_of(detected)
             # Each value's places, found in one pass per rare character (``exact.py``).
-            for known, starts in zip(values, index.starts(text), strict=True):
+            starts_of = index.starts(text, first=not each_place)
+            for known, starts in zip(values, starts_of, strict=True):
                 size, entry = len(known.exact), known.entry
                 places = starts if each_place else starts[:1]
                 hits.extend(_exact_hit(start, start + size, entry) for start in places)
