@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from codemode.privacy.vault import TokenSource, Vault
+from codemode.privacy.vault import TokenSource, Vault, VaultEntry
 
 CRM = TokenSource("crm", "list_contacts", "contacts[0].email")
 DOCS = TokenSource("docs", "read", "text")
@@ -110,3 +110,34 @@ def test_concurrent_issuing_is_consistent() -> None:
 def test_bad_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="upper-case"):
         Vault().token_for("email", "a@example.com", CRM)
+
+
+def test_tokens_for_is_token_for_of_each_value_in_turn() -> None:
+    values: list[tuple[str, str | int]] = [
+        ("EMAIL", "a@example.com"),
+        ("PHONE", "+1 415 555 0142"),
+        ("EMAIL", "a@example.com"),
+        ("CONTACT", "a@example.com"),  # a known value keeps its first token
+        ("NUMBER", 4417),
+        ("NAME", "4417"),
+    ]
+    paths = [TokenSource("crm", "get", f"rows[{n}]") for n in range(10)]
+    one, batch = Vault(), Vault()
+    for vault in (one, batch):
+        vault.reserve("<EMAIL_1>")
+        vault.token_for("EMAIL", "sent@example.com", CRM)
+        vault.mark_delivered("<EMAIL_2>", "docs")
+    for source in [*paths, DOCS]:  # more sources than are kept, and a server it was sent to
+        items = [*values, ("EMAIL", "sent@example.com")]
+        assert batch.tokens_for(items, source) == [one.token_for(k, v, source) for k, v in items]
+    assert [vars_of(entry) for entry in batch.entries()] == [
+        vars_of(entry) for entry in one.entries()
+    ]
+    assert batch.version == one.version
+    with pytest.raises(ValueError, match="upper-case"):
+        batch.tokens_for([("EMAIL", "c@example.com"), ("bad kind", "x")], DOCS)
+    assert batch.token_of("c@example.com") == "<EMAIL_4>"  # as one by one: issued, then refused
+
+
+def vars_of(entry: VaultEntry) -> tuple[object, ...]:
+    return (entry.token, entry.kind, entry.value, entry.origins, entry.delivered, entry.sources)

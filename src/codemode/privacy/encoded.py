@@ -41,20 +41,25 @@ _MARK = re.compile(r"[0-9+/_=-]")
 def encoded_runs(text: str, *, shortest: int) -> Iterator[tuple[int, int, str]]:
     """``(start, end, decoded)`` for each run of ``text`` that decodes, as hex or base64, to
     text of at least ``shortest`` characters."""
+    size = len(text)
     for start, end in _runs(text):
         run = text[start:end]
+        # Most runs are ids, hashes and words: each test below rejects them in C.
+        parts = (run,) if run.isalnum() else _SEPARATOR.split(run)
         at = start
-        for part in _SEPARATOR.split(run):  # hex between separators (``id_6a6f...``)
+        for part in parts:  # hex between separators (``id_6a6f...``)
             if len(part) >= _SHORTEST and _is_hex(part):
                 decoded = _text(bytes.fromhex(part))
                 if len(decoded) >= shortest:
                     yield at, at + len(part), decoded
             at += len(part) + 1
+        if run.islower() or run.isupper() or not _both_cases(run):
+            continue
         padded = end
-        while padded < len(text) and padded - end < 2 and text[padded] == "=":
+        while padded < size and padded - end < 2 and text[padded] == "=":
             padded += 1
         run = text[start:padded]
-        if len(run) >= 16 and _looks_encoded(run):
+        if len(run) >= 16 and _MARK.search(run) is not None:
             decoded = _text(_from_base64(run))
             if len(decoded) >= shortest:
                 yield start, padded, decoded
@@ -62,32 +67,30 @@ def encoded_runs(text: str, *, shortest: int) -> Iterator[tuple[int, int, str]]:
 
 def _runs(text: str) -> Iterator[tuple[int, int]]:
     """The maximal runs of hex and base64 characters, 12 or more, up to ``MAX_RUN`` long."""
+    if len(text) < _SHORTEST:  # most strings of a result: a word, a name, a number
+        return
     if not text.isascii():
         for match in _RUN.finditer(text):
             if match.end() - match.start() <= MAX_RUN:
                 yield match.start(), match.end()
         return
     marks = text.encode("ascii").translate(_RUNS)
-    at = marks.find(_SEED)
-    while at >= 0:
-        start = marks.rfind(b" ", 0, at) + 1
-        end = marks.find(b" ", at)
+    start = marks.find(_SEED)
+    while start >= 0:
+        # The first seed after a run's end (a space) starts the next run: it is the leftmost.
+        end = marks.find(b" ", start)
         end = len(marks) if end < 0 else end
         if end - start <= MAX_RUN:
             yield start, end
-        at = marks.find(_SEED, end)
+        start = marks.find(_SEED, end)
 
 
 def _is_hex(part: str) -> bool:
     return len(part) % 2 == 0 and not part.isdigit() and _HEX.fullmatch(part) is not None
 
 
-def _looks_encoded(run: str) -> bool:
-    return (
-        _UPPER.search(run) is not None
-        and _LOWER.search(run) is not None
-        and _MARK.search(run) is not None
-    )
+def _both_cases(run: str) -> bool:
+    return _UPPER.search(run) is not None and _LOWER.search(run) is not None
 
 
 def _from_base64(run: str) -> bytes:
@@ -98,14 +101,14 @@ def _from_base64(run: str) -> bytes:
         return b""
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Control characters, and the stand-ins ``surrogateescape`` puts for bytes that are not UTF-8
+# (UTF-8 cannot encode a surrogate, so valid text never holds one).
+_NOT_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\udc80-\udcff]")
 
 
 def _text(data: bytes) -> str:
     """The bytes as text, or nothing: values are text, so bytes that are not UTF-8 or hold
-    control characters (a hash, an id, a compressed file) hold no value."""
-    try:
-        decoded = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return ""
-    return "" if _CONTROL.search(decoded) else decoded
+    control characters (a hash, an id, a compressed file) hold no value. (Decoding with
+    ``surrogateescape`` spares the exception most runs, random bytes, would raise.)"""
+    decoded = data.decode("utf-8", "surrogateescape")
+    return "" if _NOT_TEXT.search(decoded) else decoded

@@ -119,9 +119,11 @@ class PrivacyInvoker:
         more: list[VaultEntry] = []
         for text in _strings(arguments):
             found = recall.entries_in(text, detected=kinds)
-            # Values the detectors find are looked up directly (cheap in long text too).
-            for item in detectors.detect(text) if len(text) > FRAGMENT_SCAN_MAX else ():
-                entry = self.vault.lookup(self.vault.token_of(item.value) or "")
+            # Values the detectors find are looked up directly (cheap in long text too), each
+            # value once (a MB can hold one address a thousand times).
+            values = detectors.detect(text) if len(text) > FRAGMENT_SCAN_MAX else ()
+            for value in dict.fromkeys(item.value for item in values):
+                entry = self.vault.lookup(self.vault.token_of(value) or "")
                 if entry is not None:
                     found.append(entry)
             for entry in found:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from codemode.privacy.detection import detection
 from codemode.privacy.detectors import (
     Detection,
     DetectorSet,
@@ -26,7 +27,7 @@ from codemode.privacy.detectors import (
 )
 from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.fields import FieldMatcher, State
-from codemode.privacy.recall import Recall
+from codemode.privacy.recall import Recall, RecallHit
 from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
 
 __all__ = ["OUTPUT_SOURCE", "Tokenizer", "detokenize"]
@@ -132,7 +133,7 @@ class Tokenizer:
             detections = _merge(_recalled(recall, text, self._detected, detections), detections)
         if not detections:
             return text
-        return _replace(text, detections, vault, lambda _d: source)
+        return _replace(text, detections, vault, source)
 
 
 class _Walk:
@@ -146,6 +147,7 @@ class _Walk:
         key_info: dict[str, tuple[bool, bool | None]],
     ) -> None:
         self.detectors = detectors
+        self.kinds = frozenset(detectors.all_kinds)  # once per result, not once per string
         self.vault = vault
         self.server = server
         self.tool = tool
@@ -243,14 +245,13 @@ class _Walk:
         if encoded:
             detections = _merge(encoded, detections)
         if self.recall is not None:
-            kinds = frozenset(self.detectors.all_kinds)
-            detections = _merge(_recalled(self.recall, text, kinds, detections), detections)
+            detections = _merge(_recalled(self.recall, text, self.kinds, detections), detections)
         if "<" in text and ">" in text:
             detections = _merge(self._token_literals(text), detections)
         if not detections:
             return text
         source = self.source(path)
-        return _replace(text, detections, self.vault, lambda _d: source)
+        return _replace(text, detections, self.vault, source)
 
     def _encoded(self, text: str) -> list[Detection]:
         """Runs of hex or base64 that decode to text holding personal data or a value the
@@ -287,20 +288,15 @@ def _merge(first: list[Detection], second: Sequence[Detection]) -> list[Detectio
     return non_overlapping(both)
 
 
-def _replace(
-    text: str,
-    detections: Sequence[Detection],
-    vault: Vault,
-    source: Callable[[Detection], TokenSource],
-) -> str:
+def _replace(text: str, detections: Sequence[Detection], vault: Vault, source: TokenSource) -> str:
+    # The tokens of all new spans first, in their order, under one lock of the vault.
+    tokens = iter(vault.tokens_for([(d.kind, d.value) for d in detections if d.kind], source))
     parts: list[str] = []
     position = 0
     for item in detections:
         parts.append(text[position : item.start])
-        if item.kind == "":  # already a token of this vault (from ``_known_values``)
-            parts.append(item.value)
-        else:
-            parts.append(vault.token_for(item.kind, item.value, source(item)))
+        # Kind "": already a token of this vault (from ``_recalled``).
+        parts.append(next(tokens) if item.kind else item.value)
         position = item.end
     parts.append(text[position:])
     return "".join(parts)
@@ -314,18 +310,25 @@ def _recalled(
     over a fragment of it. A value the detectors find whole is its own value, not a fragment
     of another that it shares letters with (``olivia@olivia-trading.com`` is not a cut of
     ``popescu.olivia@oliviatrading.com``), unless it is written as a piece of it."""
-    found = {(item.start, item.end): item.value.casefold() for item in detections}
-    hits = sorted(
-        (
-            hit
-            for hit in recall.find(text, detected=detected, decode=False)
-            if hit.whole
-            or (hit.start, hit.end) not in found
-            or found[hit.start, hit.end] in str(hit.entry.value).casefold()
-        ),
-        key=lambda hit: (hit.start - hit.end, not hit.whole),
-    )
-    return [Detection("", hit.start, hit.end, hit.entry.token) for hit in hits]
+    hits = recall.find(text, detected=detected, decode=False)
+    if not hits:
+        return []
+    spans = {(item.start, item.end): item.value for item in detections}
+    folded: dict[str, str] = {}  # by token: its value case-folded, once per value
+    kept: list[RecallHit] = []
+    for hit in hits:
+        found = None if hit.whole else spans.get((hit.start, hit.end))
+        if found is not None:
+            value = folded.get(hit.entry.token)
+            if value is None:
+                value = folded[hit.entry.token] = str(hit.entry.value).casefold()
+            if found.casefold() not in value:
+                continue
+        kept.append(hit)
+    # By length, longest first, then whole values first (two stable sorts, on plain keys).
+    kept.sort(key=lambda hit: not hit.whole)
+    kept.sort(key=lambda hit: hit.start - hit.end)
+    return [detection(("", hit.start, hit.end, hit.entry.token)) for hit in kept]
 
 
 def detokenize(value: Any, vault: Vault, *, destination: str, check: Check | None = None) -> Any:

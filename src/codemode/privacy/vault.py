@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 __all__ = ["TOKEN_PATTERN", "TokenSource", "Vault", "VaultEntry"]
@@ -26,6 +26,13 @@ _GOOD_KINDS_MAX = 1024
 _MAX_SOURCES = 8
 
 VaultValue = str | int | float
+
+
+def _check_kind(kind: str) -> None:
+    if not _KIND.fullmatch(kind):
+        raise ValueError(f"token kind {kind!r} must be upper-case letters, digits and '_'")
+    if len(_GOOD_KINDS) < _GOOD_KINDS_MAX:  # kinds named after fields can be many
+        _GOOD_KINDS.add(kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +82,7 @@ class Vault:
     def token_for(self, kind: str, value: VaultValue, source: TokenSource) -> str:
         """The token for ``value``, issued now if new; ``source`` is remembered either way."""
         if kind not in _GOOD_KINDS:
-            if not _KIND.fullmatch(kind):
-                raise ValueError(f"token kind {kind!r} must be upper-case letters, digits and '_'")
-            if len(_GOOD_KINDS) < _GOOD_KINDS_MAX:  # kinds named after fields can be many
-                _GOOD_KINDS.add(kind)
+            _check_kind(kind)
         key = (type(value), value)
         with self._lock:
             entry = self._by_value.get(key)
@@ -92,6 +96,31 @@ class Vault:
             if len(entry.sources) < _MAX_SOURCES and source not in entry.sources:
                 entry.sources.append(source)
             return entry.token
+
+    def tokens_for(self, items: Iterable[tuple[str, VaultValue]], source: TokenSource) -> list[str]:
+        """``token_for`` of each ``(kind, value)`` in turn, under one lock and without a call
+        per value (a MB of text can hold thousands of values)."""
+        tokens: list[str] = []
+        by_value = self._by_value
+        server = source.server
+        with self._lock:
+            for kind, value in items:
+                if kind not in _GOOD_KINDS:
+                    _check_kind(kind)
+                key = (type(value), value)
+                entry = by_value.get(key)
+                if entry is None:
+                    entry = VaultEntry(self._next_token(kind), kind, value)
+                    by_value[key] = entry
+                    self._by_token[entry.token] = entry
+                    self._version += 1
+                if server not in entry.delivered:
+                    entry.origins.add(server)
+                sources = entry.sources
+                if len(sources) < _MAX_SOURCES and source not in sources:
+                    sources.append(source)
+                tokens.append(entry.token)
+        return tokens
 
     def seen_again(self, value: VaultValue, source: Callable[[], TokenSource]) -> str | None:
         """The token of a value the vault holds (recording ``source()``), else None."""
