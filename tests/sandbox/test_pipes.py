@@ -10,20 +10,33 @@ import pytest
 from codemode.sandbox.pipes import read_pipe
 
 
+class Pipe:
+    """A non-blocking pipe whose ends are closed once each: a descriptor closed twice may by
+    then be another thread's (the session's sandbox pool opens pidfds meanwhile)."""
+
+    def __init__(self) -> None:
+        self.reader, self.writer = os.pipe()
+        os.set_blocking(self.reader, False)
+
+    def close_writer(self) -> None:
+        if self.writer >= 0:
+            os.close(self.writer)
+            self.writer = -1
+
+    def close(self) -> None:
+        self.close_writer()
+        os.close(self.reader)
+
+
 @pytest.fixture
-def pipe() -> Iterator[tuple[int, int]]:
-    reader, writer = os.pipe()
-    os.set_blocking(reader, False)
-    yield reader, writer
-    for fd in (reader, writer):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+def pipe() -> Iterator[Pipe]:
+    made = Pipe()
+    yield made
+    made.close()
 
 
-def test_what_the_pipe_holds_is_read_at_once(pipe: tuple[int, int]) -> None:
-    reader, writer = pipe
+def test_what_the_pipe_holds_is_read_at_once(pipe: Pipe) -> None:
+    reader, writer = pipe.reader, pipe.writer
     os.write(writer, b"2\n")
     os.write(writer, b"x" * 30_000)
     assert read_pipe(reader, bytearray(4)) == b"2\n" + b"x" * 30_000
@@ -31,20 +44,20 @@ def test_what_the_pipe_holds_is_read_at_once(pipe: tuple[int, int]) -> None:
 
 
 def test_a_pipe_that_holds_nothing_is_left_alone_unless_the_selector_said_readable(
-    pipe: tuple[int, int],
+    pipe: Pipe,
 ) -> None:
-    reader, writer = pipe
+    reader = pipe.reader
     assert read_pipe(reader, bytearray(4), ready=False) is None
     assert read_pipe(reader, bytearray(4), ready=True) is None, "empty, not at its end"
-    os.close(writer)
+    pipe.close_writer()
     assert read_pipe(reader, bytearray(4), ready=False) is None
     assert read_pipe(reader, bytearray(4), ready=True) == b"", "at its end"
 
 
 def test_what_cannot_be_counted_is_read_in_chunks_to_the_end(
-    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+    pipe: Pipe, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reader, writer = pipe
+    reader, writer = pipe.reader, pipe.writer
     os.write(writer, b"y" * 60_000)
 
     def no_count(*args: object) -> None:

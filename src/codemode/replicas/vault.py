@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable
 
 import msgpack
 
@@ -89,6 +90,12 @@ class SharedVault(Vault):
         token = super().token_for(kind, value, source)
         self._save(token)
         return token
+
+    def tokens_for(self, items: Iterable[tuple[str, VaultValue]], source: TokenSource) -> list[str]:
+        tokens = super().tokens_for(items, source)
+        for token in dict.fromkeys(tokens):  # each entry saved once, as token_for saves it
+            self._save(token)
+        return tokens
 
     def mark_delivered(self, token: str, server: str) -> None:
         super().mark_delivered(token, server)
