@@ -14,6 +14,7 @@ import resource
 import signal
 import socket
 import subprocess
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,10 @@ class SandboxProcess:
     pid_is_guest: bool = False
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
     _facts: ProcFacts | None = field(default=None, repr=False)
+    # Two threads may kill the same sandbox (a pool's close, a session's release): what is
+    # closed is taken out under this lock, so no descriptor is closed twice (a number closed
+    # twice may by then be another sandbox's pidfd or socket).
+    _releasing: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def pid(self) -> int:
@@ -130,15 +135,21 @@ class SandboxProcess:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=5)
         self.meter.release()
-        for fd in (self.stdout_fd, self.stderr_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.stdout_fd = self.stderr_fd = -1
+        with self._releasing:
+            fds, self.stdout_fd, self.stderr_fd = (self.stdout_fd, self.stderr_fd), -1, -1
+        for fd in fds:
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         self.sock.close()
         if self.egress is not None:
             self.egress.close()
-        while self._cleanups:
-            self._cleanups.pop()()
+        while True:
+            with self._releasing:
+                if not self._cleanups:
+                    return
+                cleanup = self._cleanups.pop()
+            cleanup()
 
 
 class ProcessHandle(Protocol):
