@@ -79,6 +79,15 @@ def template_args(
     return args
 
 
+def _has_exited(pidfd: int) -> bool:
+    """The process has exited (or none is held: ``pidfd`` is -1)."""
+    if pidfd < 0:
+        return True
+    waiter = select.poll()
+    waiter.register(pidfd, select.POLLIN)
+    return bool(waiter.poll(0))
+
+
 def _unreaped(pid: int) -> bool:
     """Still a zombie in the process table (its pidfd said it exited)."""
     try:
@@ -181,6 +190,10 @@ class SandboxTemplate:
         self._lock = threading.Lock()
         self._control: socket.socket | None = None
         self._popen: subprocess.Popen[bytes] | None = None
+        # Whether the template runs is read from a pidfd, not Popen.poll(): poll() answers
+        # None while the thread in communicate() holds the lock around waitpid, so a template
+        # just killed could be taken for a live one.
+        self._pidfd = -1
 
     @property
     def pid(self) -> int | None:
@@ -189,7 +202,7 @@ class SandboxTemplate:
 
     def _running(self) -> socket.socket:
         with self._lock:
-            if self._control is None or self._popen is None or self._popen.poll() is not None:
+            if self._control is None or _has_exited(self._pidfd):
                 if self._popen is not None:
                     log.warning("the sandbox template exited; starting a new one")
                 self._control = self._start()
@@ -236,8 +249,16 @@ class SandboxTemplate:
                 "to say so and silence this",
             )
         host.settimeout(None)
+        self._close_pidfd()
         self._popen = popen
+        with contextlib.suppress(OSError):  # gone already: the next fork starts a new one
+            self._pidfd = os.pidfd_open(popen.pid)
         return host
+
+    def _close_pidfd(self) -> None:
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
 
     def fork(self, cgroup_procs: list[str], timeout_s: float) -> Forked:
         """A new sandbox from the template; ``cgroup_procs`` are the ``cgroup.procs`` files
@@ -322,6 +343,7 @@ class SandboxTemplate:
         with self._lock:
             control, self._control = self._control, None
             popen, self._popen = self._popen, None
+            self._close_pidfd()
         if control is not None:
             control.close()  # the template exits when its control socket closes
         if popen is not None:
