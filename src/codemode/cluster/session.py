@@ -65,6 +65,10 @@ class RemoteSession(SandboxHolder):
         # A new sandbox on the same node holding the old one's files, and the names skipped.
         self.fresh_from = fresh_from
 
+    def lost(self) -> bool:
+        """False: a lost node is said as ``session_lost`` by the next execution itself."""
+        return False
+
     def execute(
         self,
         code: str,

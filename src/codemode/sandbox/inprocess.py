@@ -79,6 +79,9 @@ class InProcessSandbox:
     def release(self, still_idle: Callable[[], bool] = lambda: True) -> bool:
         return False
 
+    def lost(self) -> bool:
+        return False  # it lives as long as this process
+
     def live_counts(self) -> tuple[int, int]:
         host = self._host
         return (host.stats.count, 0) if host is not None else (0, 0)

@@ -57,6 +57,12 @@ class SessionSandbox(Protocol):
         Sandboxes with nothing to free return False."""
         ...
 
+    def lost(self) -> bool:
+        """The sandbox the session holds has ended without being stopped (killed from
+        outside, its template gone): its variables and files went with it. Cheap: asked
+        before every execution."""
+        ...
+
     def close(self) -> None: ...
 
 

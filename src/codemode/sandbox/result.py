@@ -334,6 +334,8 @@ def make_hint(result: ExecutionResult, timeout_s: float) -> str:
             "cpu_time": "Hit the CPU time limit. Use a cheaper algorithm or less data.",
             "workspace_inodes": "Too many files in the workspace. Write fewer, larger files.",
             "sandbox_exit": "The interpreter exited (os._exit or a crash).",
+            "sandbox_gone": "The sandbox had ended before this code ran (stopped from outside): "
+            "none of it ran; run it again.",
         }.get(result.limit or "", "Hit a sandbox limit.")
         return advice + reset
     error = result.error

@@ -330,7 +330,11 @@ class Sandbox:
         # one wake-up of the guest instead of two. (Code larger than the socket's buffer
         # resumes it first, or the send would wait for a reader that cannot run.)
         if not self._send(frame, host.deadline, blocked=self.resume):
-            outcome.status, outcome.limit = "timeout", "wall_time"
+            if self.process.alive():
+                outcome.status, outcome.limit = "timeout", "wall_time"
+            else:  # ended while it waited between executions: none of this code ran
+                outcome.died = True
+                outcome.status, outcome.limit = "limit", "sandbox_gone"
         self.resume()
         if spin:
             spin_until_ready(self.selector)  # a warm execution answers within the spin

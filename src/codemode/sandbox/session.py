@@ -22,9 +22,13 @@ from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback, Sandbox
 from codemode.sandbox.workspace import CopyReport, copy_workspace, scan
 
-__all__ = ["SandboxHolder", "SandboxSession", "carry_workspace"]
+__all__ = ["LOST_BEFORE_HINT", "SandboxHolder", "SandboxSession", "carry_workspace"]
 
 _SKIPPED_LISTED = 20
+LOST_BEFORE_HINT = (
+    "The session's sandbox had ended (stopped from outside) before this execution: it ran in "
+    "a new one, without the earlier variables and workspace files."
+)
 
 
 def _local(sandbox: Sandbox) -> SandboxProcess:
@@ -85,6 +89,11 @@ class SandboxHolder:
                 self._sandbox.kill()
                 self._sandbox = None
 
+    def lost(self) -> bool:
+        """The sandbox held ended without being stopped (killed from outside)."""
+        sandbox = self._sandbox
+        return sandbox is not None and not sandbox.dead and not sandbox.process.alive()
+
     def release(self, still_idle: Callable[[], bool] = lambda: True) -> bool:
         """Stop the sandbox if no execution is running and ``still_idle()`` agrees (asked
         once nothing can start meanwhile): True when a sandbox was stopped. Its files and
@@ -124,6 +133,12 @@ class SandboxSession(SandboxHolder):
             self.released = False
             sandbox = self._sandbox
             carried: CopyReport | None = None
+            lost = self.lost()
+            if lost:
+                # Ended between executions, unasked: its descriptors and cgroups are freed
+                # here, and this code runs in a new sandbox (the result says what is gone).
+                assert sandbox is not None
+                sandbox.kill()
             if sandbox is not None and sandbox.dead:
                 sandbox = None
             if sandbox is not None and fresh:
@@ -143,7 +158,9 @@ class SandboxSession(SandboxHolder):
             # The result is this execution's own, built for it: set in place (a ``replace``
             # of its thirty fields cost more than any other step of a warm execution).
             result.session = self.id
-            result.sandbox_reset = result.sandbox_reset or sandbox.dead
+            result.sandbox_reset = result.sandbox_reset or sandbox.dead or lost
+            if lost:
+                result.hint = f"{LOST_BEFORE_HINT} {result.hint}".strip()
             result.files_not_carried = skipped or None
             return result
 

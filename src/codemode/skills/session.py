@@ -29,6 +29,7 @@ from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.sandbox.reports import Restore
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback
+from codemode.sandbox.session import LOST_BEFORE_HINT
 from codemode.skills.guest_code import test_program
 from codemode.skills.library import SkillLibrary
 from codemode.skills.model import Skill
@@ -207,6 +208,11 @@ class KeepingSandbox:
         on_output: OutputCallback | None,
         cancel: threading.Event | None,
     ) -> ExecutionResult:
+        lost = self._live and self.checkpoints is not None and self.inner.lost()
+        if lost:
+            # Ended unasked since the last execution (killed from outside): its checkpoint
+            # goes into the new sandbox first, as after a release.
+            self._restore_pending = True
         restored = self._restore(timeout_s) if self._restore_pending else None
         if fresh:
             self._loaded.clear()
@@ -233,6 +239,9 @@ class KeepingSandbox:
         elif result.status not in ("ok", "error"):
             self._dirty = True  # stopped part way: the host's file list may be short
         if restored is None:
+            if lost:  # and no checkpoint to resume from: said plainly all the same
+                hint = f"{LOST_BEFORE_HINT} {result.hint}".strip()
+                return replace(result, checkpoint=unsaved, sandbox_reset=True, hint=hint)
             return replace(result, checkpoint=unsaved)
         hint = f"{describe_restore(restored)} {result.hint}".strip()
         return replace(result, checkpoint=unsaved, restored=restored, hint=hint)
@@ -266,6 +275,9 @@ class KeepingSandbox:
             return True
         finally:
             self._lock.release()
+
+    def lost(self) -> bool:
+        return self.inner.lost()
 
     def live_counts(self) -> tuple[int, int]:
         return self.inner.live_counts()
