@@ -110,21 +110,21 @@ def _run_window(
     before: re.Pattern[bytes] | None, after: re.Pattern[str], back: int, forward: int, size: int
 ) -> RunWindow:
     """The window over the run of ``before`` characters ending at each needle (at most
-    ``back`` long, matched in the reversed ASCII copy) and the run of ``after`` characters
-    following it (at most ``forward``)."""
+    ``back`` long, matched forward in a reversed copy of the ASCII text before the needle:
+    searching back for where it starts costs a try at every position) and the run of
+    ``after`` characters following it (at most ``forward``)."""
 
     def windows(source: ScanText, places: Iterable[int]) -> list[Window]:
         text = source.text
-        backwards = source.reversed if before is not None else b""
-        total = len(backwards)
+        raw = source.raw if before is not None else b""
         found: list[Window] = []
         for at in places:
             start = at
             if before is not None:
-                origin = total - at
-                run = before.match(backwards, origin, origin + back)
+                # Reversing only these few bytes costs less than reversing all the text.
+                run = before.match(raw[max(0, at - back) : at][::-1])
                 if run is not None:
-                    start -= run.end() - origin
+                    start -= run.end()
             forth = after.match(text, at + size, at + size + forward)
             end = forth.end() if forth is not None else at + size
             found.append((start - 1, end + 1))

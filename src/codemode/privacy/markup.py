@@ -101,13 +101,16 @@ _PAIRS = ("...", "**", "__", "  ")
 _OPENERS = frozenset("<*_[].\u2026" + _WHITESPACE)
 
 
-def _match_starts(text: str, start: int, end: int) -> list[int]:
+def _match_starts(text: str, start: int, end: int, pairs: Sequence[int] | None = None) -> list[int]:
     """Every place in ``text[start:end]`` a match of ``_MARKUP`` may start (and more), in
     order: its search tries each branch at each space of prose, which costs more than all the
     detectors on a window. A space opens a match only next to ``@`` (after it, or before it
     with spaces and tabs between), before other whitespace, or at ``start`` (whose look-behind
     sees the text before it). Places whose character opens no branch are left out: trying
-    the pattern there costs a try of every branch."""
+    the pattern there costs a try of every branch. ``pairs``: places in all of ``text``, in
+    order, among them every ``...``, ``**`` and ``__`` and every double space after a digit
+    (no other opens a match), found already (``native.MARKUP``); without them the window is
+    searched for them."""
     chunk = text[start:end]  # positions in it count from ``start``
     places = [0]
     for found in _STARTS.finditer(chunk):
@@ -121,24 +124,33 @@ def _match_starts(text: str, start: int, end: int) -> list[int]:
         else:
             places.append(at)
             places.append(at - 1)  # after whitespace: the space before it may open a match
-    for pair in _PAIRS:
-        if pair in chunk:  # mostly not: ``in`` costs less than a call of ``find``
-            at = chunk.find(pair)
-            while at >= 0:
-                places.append(at)
-                at = chunk.find(pair, at + 1)
+    if pairs is None:
+        for pair in _PAIRS:
+            if pair in chunk:  # mostly not: ``in`` costs less than a call of ``find``
+                at = chunk.find(pair)
+                while at >= 0:
+                    places.append(at)
+                    at = chunk.find(pair, at + 1)
+    else:
+        first = bisect.bisect_left(pairs, start)
+        last = bisect.bisect_left(pairs, end, first)
+        if last > first:
+            places.extend([at - start for at in pairs[first:last]])
     size = len(chunk)
     return sorted({start + at for at in places if 0 <= at < size and chunk[at] in _OPENERS})
 
 
-def normalize(text: str, start: int = 0, end: int | None = None) -> tuple[str, _Map]:
-    """``text[start:end]`` without markup, and the map back to positions in ``text``."""
+def normalize(
+    text: str, start: int = 0, end: int | None = None, pairs: Sequence[int] | None = None
+) -> tuple[str, _Map]:
+    """``text[start:end]`` without markup, and the map back to positions in ``text``
+    (``pairs``: see ``_match_starts``)."""
     end = len(text) if end is None else end
     out: list[str] = []
     mapping = _Map()
     size = 0
     position = start
-    for at in _match_starts(text, start, end):
+    for at in _match_starts(text, start, end, pairs):
         match = _MARKUP.match(text, at, end) if at >= position else None
         if match is None:
             continue
@@ -218,7 +230,10 @@ def markup_detections(
             windows[-1][1] = max(windows[-1][1], high)
         else:
             windows.append([low, high])
-    cleaned = [normalize(text, low, high) for low, high in windows]
+    # The native candidates hold every pair that may open markup: four searches of each
+    # window for them cost more than looking them up.
+    pairs = sorted(candidates) if candidates is not None else None
+    cleaned = [normalize(text, low, high, pairs) for low, high in windows]
     cleans = [clean for clean, _mapping in cleaned]
     detected = (
         detect_all(cleans)
