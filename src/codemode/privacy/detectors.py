@@ -140,7 +140,9 @@ _BUILTIN_SPECS: dict[str, list[tuple[str, Validator | None]]] = {
          r"(?![\w:]|\.\d)", ipv6_valid),
     ],
     "PHONE": [
-        (r"(?<![\w+])\+\d{1,15}(?:[ .\-]?\(\d{1,4}\)\d{0,8})?(?:[ .\-]\d{1,8}){0,7}"
+        # ``(?<![\w+])\+`` with the + first: ``re`` then skips ahead to each + instead of trying
+        # the look-behind at every position.
+        (r"\+(?<![\w+]\+)\d{1,15}(?:[ .\-]?\(\d{1,4}\)\d{0,8})?(?:[ .\-]\d{1,8}){0,7}"
          + _TAIL, intl_phone_valid),
         (r"(?<![\w.\-+(/])(?:1[ .\-])?(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}" + _TAIL,
          nanp_valid),

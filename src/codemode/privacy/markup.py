@@ -199,10 +199,14 @@ def _markup_positions(text: str, candidates: Sequence[int] | None = None) -> set
     for at in places:
         if text.startswith(_NEEDLES, at):
             positions.add(at)
-        elif text.startswith(_SPACE_NEEDLES, at):
-            end = _SPACES.match(text, at)
-            after = end.end() if end is not None else at + 1
-            if at > 0 and text[at - 1].isdigit() and text[after : after + 1].isdigit():
+        elif at > 0 and text[at - 1].isdigit() and text.startswith(_SPACE_NEEDLES, at):
+            # Whitespace between two digits. Mostly one character: no regex for its run's end
+            # (``str.isspace`` is what ``\s`` matches).
+            after = at + 1
+            if text[after : after + 1].isspace():
+                run = _SPACES.match(text, at)
+                after = run.end() if run is not None else after
+            if text[after : after + 1].isdigit():
                 positions.add(at)
     return positions
 
