@@ -74,8 +74,18 @@ class _Map:
     def __init__(self) -> None:
         self.norm_starts: list[int] = []
         self.pieces: list[tuple[int, int, int, bool]] = []  # norm start, orig start, end, kept
+        #: While the copy only replaces characters one for one (a newline between two digits
+        #: by a space: most markup in dense text), what each position adds to be one in the
+        #: original (``start`` and ``end`` of a position from 1 on); otherwise None.
+        self.offset: int | None = None
+        self._one_for_one = True
 
     def add(self, norm_start: int, orig_start: int, orig_end: int, kept: bool) -> None:
+        if self._one_for_one:
+            if not self.pieces:
+                self.offset = orig_start - norm_start
+            if orig_start - norm_start != self.offset or (not kept and orig_end - orig_start > 1):
+                self._one_for_one, self.offset = False, None
         self.norm_starts.append(norm_start)
         self.pieces.append((norm_start, orig_start, orig_end, kept))
 
@@ -246,9 +256,13 @@ def markup_detections(
     )
     found: list[Found] = []
     for (low, high), (clean, mapping), items in zip(windows, cleaned, detected, strict=True):
+        offset = mapping.offset
         for kind, start, end, value in items:
             # A value cut by the window's edge is found again from a window around it.
             if (start == 0 and low > 0) or (end == len(clean) and high < len(text)):
                 continue
-            found.append((kind, mapping.start(start), mapping.end(end), value))
+            if offset is not None:  # ``end`` is 1 at least: a value is never empty
+                found.append((kind, offset + start, offset + end, value))
+            else:
+                found.append((kind, mapping.start(start), mapping.end(end), value))
     return found
