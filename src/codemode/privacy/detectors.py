@@ -58,7 +58,7 @@ from codemode.privacy.checks import (
     ssn_valid,
     trunk_phone_valid,
 )
-from codemode.privacy.detection import Detection, Detector, Found, Validator, detection
+from codemode.privacy.detection import Detection, Detector, Found, Validator, detections
 from codemode.privacy.fastscan import (
     FAST_MIN_CHARS,
     WindowedKind,
@@ -395,7 +395,7 @@ class DetectorSet:
     def _fast_plain(self, text: str) -> tuple[tuple[Detection, ...], list[int] | None]:
         found, markup = self._fast_scan(self._windowed, text)
         merged = merge_overlaps(text, self._user_found(text) + found, self._rank)
-        return tuple(map(detection, merged)), markup
+        return detections(merged), markup
 
     def _user_found(self, text: str) -> list[Found]:
         return [(d.kind, d.start, d.end, d.value) for u in self.user for d in u.find(text)]
