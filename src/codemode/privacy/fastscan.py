@@ -64,15 +64,36 @@ _EDGE = 8  # a match ending this close to a window's far edge was cut by it
 
 
 NativeWindows = Callable[[ScanText, Sequence[int]], list[Window]]
+#: A window in one part of a text: ``(part, start, end)`` (a text scanned alone is part 0).
+Framed = tuple[int, int, int]
 
 
-def _native_anchor(anchor: NativeAnchor) -> NativeWindows:
-    back, forward = anchor.back, anchor.forward
+class _AroundEnds:
+    """The windows ``(end - back, end + forward)`` around an anchor's native hits."""
 
-    def windows(_source: ScanText, ends: Sequence[int]) -> list[Window]:
+    def __init__(self, anchor: NativeAnchor) -> None:
+        self.back, self.forward = anchor.back, anchor.forward
+
+    def __call__(self, _source: ScanText, ends: Sequence[int]) -> list[Window]:
+        back, forward = self.back, self.forward
         return [(end - back, end + forward) for end in ends]
 
-    return windows
+    def merged(self, ends: Sequence[int], size: int) -> list[Framed]:
+        """``_merged`` of the windows around ``ends`` in a text ``size`` long, from the ends
+        alone (no tuple per hit to make and sort: thousands of hits in dense text)."""
+        if not ends:
+            return []
+        back, reach = self.back, self.forward + _EDGE
+        ordered = sorted(ends)
+        low, high = max(0, ordered[0] - back), ordered[0] + reach
+        merged: list[Framed] = []
+        for end in ordered:
+            if end - back > high:
+                merged.append((0, low, high))
+                low = end - back
+            high = end + reach  # in order of their ends, so of their reaches too
+        merged.append((0, low, min(size, high)))
+        return merged
 
 
 def _native_runs(offset: int, window: RunWindow) -> NativeWindows:
@@ -93,7 +114,7 @@ def _native_anchor_of(kind: str, index: int) -> tuple[NativeWindows, int] | None
     anchor = ANCHORS[kind, index]
     if anchor.at is not None:
         return _native_runs(anchor.at, NATIVE_RUNS[kind, index]), slot
-    return _native_anchor(anchor), slot
+    return _AroundEnds(anchor), slot
 
 
 def _anchor_of(
@@ -106,10 +127,6 @@ def _anchor_of(
         if found is not None:
             return found
     return python_anchor_of(kind, index), None
-
-
-#: A window in one part of a text: ``(part, start, end)`` (a text scanned alone is part 0).
-Framed = tuple[int, int, int]
 
 
 def _merged(windows: Iterable[Window], size: int) -> list[Framed]:
@@ -192,7 +209,11 @@ class _Group:
         if self.native is not None:
             scanner = native_scanner()
             assert scanner is not None and self.slot is not None
-            windows = _merged(self.native(source, source.native_hits(scanner)[self.slot]), size)
+            ends = source.native_hits(scanner)[self.slot]
+            if isinstance(self.native, _AroundEnds):
+                windows = self.native.merged(ends, size)
+            else:
+                windows = _merged(self.native(source, ends), size)
         elif self.anchor is not None:
             windows = _merged(self.anchor(source), size)
         else:

@@ -1,0 +1,26 @@
+"""The windows around native hits, merged from their ends alone, are those ``_merged`` makes of
+the hits' windows."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codemode.privacy import fastscan
+from codemode.privacy.native import NativeAnchor
+from codemode.privacy.scantext import ScanText
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(st.integers(0, 400), max_size=40),
+    st.integers(0, 40),
+    st.integers(0, 40),
+    st.integers(1, 400),
+)
+def test_windows_merged_from_the_ends_are_those_of_the_hits(
+    ends: list[int], back: int, forward: int, size: int
+) -> None:
+    around = fastscan._AroundEnds(NativeAnchor("x", back, forward))
+    expected = fastscan._merged(around(ScanText(""), ends), size)
+    assert around.merged(ends, size) == expected
