@@ -95,6 +95,27 @@ class _AroundEnds:
         merged.append((0, low, min(size, high)))
         return merged
 
+    def merged_parts(self, ends: Sequence[int], parts: Sequence[Window]) -> list[Framed]:
+        """``_merged_parts`` of the windows around ``ends``, from the ends alone."""
+        back, reach = self.back, self.forward + _EDGE
+        merged: list[Framed] = []
+        part, current, low, high = 0, -1, 0, 0
+        for end in sorted(ends):
+            while parts[part][1] < end:  # as in ``_merged_parts``
+                part += 1
+            start = end - back
+            if part != current:
+                if current >= 0:
+                    merged.append((current, low, min(parts[current][1], high)))
+                current, low = part, max(parts[part][0], start)
+            elif start > high:
+                merged.append((current, low, high))
+                low = start
+            high = end + reach  # in order of their ends, so of their reaches too
+        if current >= 0:
+            merged.append((current, low, min(parts[current][1], high)))
+        return merged
+
 
 def _native_runs(offset: int, window: RunWindow) -> NativeWindows:
     def windows(source: ScanText, ends: Sequence[int]) -> list[Window]:
@@ -230,7 +251,10 @@ class _Group:
         """``find_into`` for each part of ``source.text`` alone (``parts``: their spans, in
         order; ``found``: a list for each), from the native hits of this group's anchor."""
         assert self.native is not None
-        windows = _merged_parts(self.native(source, ends), ends, parts)
+        if isinstance(self.native, _AroundEnds):
+            windows = self.native.merged_parts(ends, parts)
+        else:
+            windows = _merged_parts(self.native(source, ends), ends, parts)
         self._search(source.text, windows, parts, found)
 
     def _search(
