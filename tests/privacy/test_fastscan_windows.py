@@ -1,12 +1,14 @@
 """The windows around native hits, merged from their ends alone, are those ``_merged`` makes of
-the hits' windows."""
+the hits' windows; the run before an address's @ is cut with the bytes its class matches."""
 
 from __future__ import annotations
+
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemode.privacy import fastscan
+from codemode.privacy import anchors, fastscan
 from codemode.privacy.native import NativeAnchor
 from codemode.privacy.scantext import ScanText
 
@@ -47,3 +49,8 @@ def test_windows_merged_in_parts_from_the_ends_are_those_of_the_hits(
     around = fastscan._AroundEnds(NativeAnchor("x", back, forward))
     expected = fastscan._merged_parts(around(ScanText(""), ends), ends, parts)
     assert around.merged_parts(ends, parts) == expected
+
+
+def test_the_address_bytes_are_what_the_local_part_class_matches() -> None:
+    local = re.compile(rb"[\w.+%\-]")
+    assert sorted(anchors._ADDRESS_BYTES) == [b for b in range(256) if local.match(bytes([b]))]
