@@ -1,14 +1,17 @@
 """The windows around native hits, merged from their ends alone, are those ``_merged`` makes of
-the hits' windows; the run before an address's @ is cut with the bytes its class matches."""
+the hits' windows (but those whose every hit opens with a digit the card check turns down,
+which find nothing); the run before an address's @ is cut with the bytes its class matches."""
 
 from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codemode.privacy import anchors, fastscan
+from codemode.privacy import anchors, checks, fastscan, native
+from codemode.privacy.detectors import DetectorSet
 from codemode.privacy.native import NativeAnchor
 from codemode.privacy.scantext import ScanText
 
@@ -54,3 +57,56 @@ def test_windows_merged_in_parts_from_the_ends_are_those_of_the_hits(
 def test_the_address_bytes_are_what_the_local_part_class_matches() -> None:
     local = re.compile(rb"[\w.+%\-]")
     assert sorted(anchors._ADDRESS_BYTES) == [b for b in range(256) if local.match(bytes([b]))]
+
+
+def test_windows_whose_hits_all_open_with_a_dead_digit_are_left_out() -> None:
+    around = fastscan._AroundEnds(NativeAnchor("x", 17, 9, lead=16, dead=b"1789"))
+    gap = b" and" * 10  # windows this far apart stay apart
+    raw = b" 1999 2001 2002 2003" + gap + b" 4111 1111 1111 1111" + gap + b" 1999 2001 2002 2003"
+    years, card = raw.index(b"1999") + 16, raw.index(b"4111") + 16
+    later = raw.rindex(b"1999") + 16
+    assert around.merged([years, card, later], len(raw), raw) == [(0, card - 17, card + 17)]
+    assert around.merged_parts([years, card, later], [(0, len(raw))], raw) == [
+        (0, card - 17, card + 17)
+    ]
+    assert around.merged([years, later], len(raw), raw) == []
+    live = fastscan._AroundEnds(NativeAnchor("x", 17, 9, lead=16))
+    assert len(live.merged([years, card, later], len(raw), raw)) == 3
+
+
+def test_the_dead_digits_are_those_the_card_check_turns_down() -> None:
+    for key, anchor in native.ANCHORS.items():
+        if anchor.dead:
+            assert key[0] == "CARD"
+            assert set(anchor.dead.decode("ascii")) <= checks._NO_ISSUER
+
+
+# Runs of four-digit numbers (years) beside card numbers, the shapes whose windows are left out.
+NUMBERS = st.lists(
+    st.one_of(
+        st.integers(1000, 9999).map(str),
+        st.sampled_from(["4111 1111 1111 1111", "5500-0000-0000-0004", "4012888888881881",
+                         "3782 822463 10005", "1234567890123", "7", "٣"]),
+    ),
+    max_size=30,
+).flatmap(lambda items: st.lists(st.sampled_from([" ", "-", "\n", ", ", "."]),
+                                 min_size=len(items), max_size=len(items))
+          .map(lambda seps: "".join(a + b for a, b in zip(items, seps, strict=True))))  # fmt: skip
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=NUMBERS)
+def test_leaving_dead_windows_out_finds_what_searching_them_finds(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    detectors = DetectorSet()
+    detectors._fast_min = 0
+    found = detectors.plain(text)
+    with monkeypatch.context() as patch:
+        for kind in detectors._windowed:
+            for group in kind.groups:
+                if isinstance(group.native, fastscan._AroundEnds):
+                    patch.setattr(group.native, "dead", b"")
+        assert detectors.plain(text) == found

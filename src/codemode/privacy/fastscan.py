@@ -69,50 +69,66 @@ Framed = tuple[int, int, int]
 
 
 class _AroundEnds:
-    """The windows ``(end - back, end + forward)`` around an anchor's native hits."""
+    """The windows ``(end - back, end + forward)`` around an anchor's native hits. Merged, they
+    leave out those whose every hit opens with a ``dead`` character (``NativeAnchor``): every
+    match their search finds opens where one of their hits does, and its check turns it
+    down."""
 
     def __init__(self, anchor: NativeAnchor) -> None:
         self.back, self.forward = anchor.back, anchor.forward
+        self.lead, self.dead = anchor.lead, anchor.dead
 
     def __call__(self, _source: ScanText, ends: Sequence[int]) -> list[Window]:
         back, forward = self.back, self.forward
         return [(end - back, end + forward) for end in ends]
 
-    def merged(self, ends: Sequence[int], size: int) -> list[Framed]:
-        """``_merged`` of the windows around ``ends`` in a text ``size`` long, from the ends
-        alone (no tuple per hit to make and sort: thousands of hits in dense text)."""
+    def merged(self, ends: Sequence[int], size: int, raw: bytes = b"") -> list[Framed]:
+        """``_merged`` of the windows around ``ends`` in a text ``size`` long (``raw``: its
+        ASCII copy), from the ends alone (no tuple per hit to make and sort: thousands of
+        hits in dense text), but those that find nothing (``dead``)."""
         if not ends:
             return []
-        back, reach = self.back, self.forward + _EDGE
+        back, reach, lead, dead = self.back, self.forward + _EDGE, self.lead, self.dead
         ordered = sorted(ends)
         low, high = max(0, ordered[0] - back), ordered[0] + reach
+        live = not dead
         merged: list[Framed] = []
         for end in ordered:
             if end - back > high:
-                merged.append((0, low, high))
-                low = end - back
+                if live:
+                    merged.append((0, low, high))
+                low, live = end - back, not dead
             high = end + reach  # in order of their ends, so of their reaches too
-        merged.append((0, low, min(size, high)))
+            if not live:
+                live = raw[end - lead] not in dead
+        if live:
+            merged.append((0, low, min(size, high)))
         return merged
 
-    def merged_parts(self, ends: Sequence[int], parts: Sequence[Window]) -> list[Framed]:
-        """``_merged_parts`` of the windows around ``ends``, from the ends alone."""
-        back, reach = self.back, self.forward + _EDGE
+    def merged_parts(
+        self, ends: Sequence[int], parts: Sequence[Window], raw: bytes = b""
+    ) -> list[Framed]:
+        """``_merged_parts`` of the windows around ``ends``, from the ends alone, but those
+        that find nothing (``merged``)."""
+        back, reach, lead, dead = self.back, self.forward + _EDGE, self.lead, self.dead
         merged: list[Framed] = []
-        part, current, low, high = 0, -1, 0, 0
+        part, current, low, high, live = 0, -1, 0, 0, False
         for end in sorted(ends):
             while parts[part][1] < end:  # as in ``_merged_parts``
                 part += 1
             start = end - back
             if part != current:
-                if current >= 0:
+                if live:
                     merged.append((current, low, min(parts[current][1], high)))
-                current, low = part, max(parts[part][0], start)
+                current, low, live = part, max(parts[part][0], start), not dead
             elif start > high:
-                merged.append((current, low, high))
-                low = start
+                if live:
+                    merged.append((current, low, high))
+                low, live = start, not dead
             high = end + reach  # in order of their ends, so of their reaches too
-        if current >= 0:
+            if not live:
+                live = raw[end - lead] not in dead
+        if live:
             merged.append((current, low, min(parts[current][1], high)))
         return merged
 
@@ -232,7 +248,7 @@ class _Group:
             assert scanner is not None and self.slot is not None
             ends = source.native_hits(scanner)[self.slot]
             if isinstance(self.native, _AroundEnds):
-                windows = self.native.merged(ends, size)
+                windows = self.native.merged(ends, size, source.raw)
             else:
                 windows = _merged(self.native(source, ends), size)
         elif self.anchor is not None:
@@ -252,7 +268,7 @@ class _Group:
         order; ``found``: a list for each), from the native hits of this group's anchor."""
         assert self.native is not None
         if isinstance(self.native, _AroundEnds):
-            windows = self.native.merged_parts(ends, parts)
+            windows = self.native.merged_parts(ends, parts, source.raw)
         else:
             windows = _merged_parts(self.native(source, ends), ends, parts)
         self._search(source.text, windows, parts, found)
