@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codemode.privacy import anchors, checks, fastscan, native
-from codemode.privacy.detectors import DetectorSet
+from codemode.privacy import anchors, fastscan, native
+from codemode.privacy.detectors import _BUILTINS, DetectorSet
 from codemode.privacy.native import NativeAnchor
 from codemode.privacy.scantext import ScanText
 
@@ -28,7 +28,7 @@ def test_windows_merged_from_the_ends_are_those_of_the_hits(
 ) -> None:
     around = fastscan._AroundEnds(NativeAnchor("x", back, forward))
     expected = fastscan._merged(around(ScanText(""), ends), size)
-    assert around.merged(ends, size) == expected
+    assert around.merged(ends, size, b"") == expected
 
 
 @settings(max_examples=500)
@@ -51,7 +51,7 @@ def test_windows_merged_in_parts_from_the_ends_are_those_of_the_hits(
     )
     around = fastscan._AroundEnds(NativeAnchor("x", back, forward))
     expected = fastscan._merged_parts(around(ScanText(""), ends), ends, parts)
-    assert around.merged_parts(ends, parts) == expected
+    assert around.merged_parts(ends, parts, b"") == expected
 
 
 def test_the_address_bytes_are_what_the_local_part_class_matches() -> None:
@@ -74,19 +74,38 @@ def test_windows_whose_hits_all_open_with_a_dead_digit_are_left_out() -> None:
     assert len(live.merged([years, card, later], len(raw), raw)) == 3
 
 
-def test_the_dead_digits_are_those_the_card_check_turns_down() -> None:
-    for key, anchor in native.ANCHORS.items():
-        if anchor.dead:
-            assert key[0] == "CARD"
-            assert set(anchor.dead.decode("ascii")) <= checks._NO_ISSUER
+# A value of each pattern with dead characters, {} where its anchor's hit decides, and the
+# character there that passes the check.
+DECIDED = {
+    ("CARD", 0): ("{}111 1111 1111 1111", "4"),
+    ("CARD", 1): ("{}782 822463 10005", "3"),
+    ("CARD", 2): ("{}012888888881881", "4"),
+    ("PHONE", 1): ("415 {}55 0142", "5"),
+}
 
 
-# Runs of four-digit numbers (years) beside card numbers, the shapes whose windows are left out.
+def test_the_dead_characters_are_ones_the_check_turns_down() -> None:
+    assert {key for key, anchor in native.ANCHORS.items() if anchor.dead} == set(DECIDED)
+    for key, (shape, live) in DECIDED.items():
+        detector = _BUILTINS[key[0]][key[1]]
+        assert detector.validate is not None
+        for ch, passes in [(ch, False) for ch in native.ANCHORS[key].dead.decode()] + [
+            (live, True)
+        ]:
+            value = shape.format(ch)
+            match = detector.pattern.search(value)
+            assert match is not None and match.group() == value, value
+            assert detector.validate(match) is passes, value
+
+
+# Runs of three- and four-digit numbers (years) beside card and phone numbers, the shapes whose
+# windows are left out.
 NUMBERS = st.lists(
     st.one_of(
-        st.integers(1000, 9999).map(str),
+        st.integers(100, 9999).map(str),
         st.sampled_from(["4111 1111 1111 1111", "5500-0000-0000-0004", "4012888888881881",
-                         "3782 822463 10005", "1234567890123", "7", "٣"]),
+                         "3782 822463 10005", "1234567890123", "7", "٣", "415 555 0142",
+                         "(415) 155-0142", "1-800-155-0199", "212.155.0142", "٣١٥"]),
     ),
     max_size=30,
 ).flatmap(lambda items: st.lists(st.sampled_from([" ", "-", "\n", ", ", "."]),

@@ -70,9 +70,9 @@ Framed = tuple[int, int, int]
 
 class _AroundEnds:
     """The windows ``(end - back, end + forward)`` around an anchor's native hits. Merged, they
-    leave out those whose every hit opens with a ``dead`` character (``NativeAnchor``): every
-    match their search finds opens where one of their hits does, and its check turns it
-    down."""
+    leave out those whose every hit has a ``dead`` character ``lead`` before its end
+    (``NativeAnchor``): every match their search could find is placed so by one of their own
+    hits, and its check turns it down."""
 
     def __init__(self, anchor: NativeAnchor) -> None:
         self.back, self.forward = anchor.back, anchor.forward
@@ -82,7 +82,7 @@ class _AroundEnds:
         back, forward = self.back, self.forward
         return [(end - back, end + forward) for end in ends]
 
-    def merged(self, ends: Sequence[int], size: int, raw: bytes = b"") -> list[Framed]:
+    def merged(self, ends: Sequence[int], size: int, raw: bytes) -> list[Framed]:
         """``_merged`` of the windows around ``ends`` in a text ``size`` long (``raw``: its
         ASCII copy), from the ends alone (no tuple per hit to make and sort: thousands of
         hits in dense text), but those that find nothing (``dead``)."""
@@ -106,7 +106,7 @@ class _AroundEnds:
         return merged
 
     def merged_parts(
-        self, ends: Sequence[int], parts: Sequence[Window], raw: bytes = b""
+        self, ends: Sequence[int], parts: Sequence[Window], raw: bytes
     ) -> list[Framed]:
         """``_merged_parts`` of the windows around ``ends``, from the ends alone, but those
         that find nothing (``merged``)."""

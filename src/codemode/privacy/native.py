@@ -34,10 +34,10 @@ class NativeAnchor:
     offset ``expression`` reports. With ``at``: the window is the pattern's run of characters
     around the needle that starts ``at`` characters before the end (``fastscan._runs``).
 
-    ``dead``: for an expression of a fixed length, ``lead`` characters long after the one
-    before the match, whose every match of the pattern opens where a hit's ``lead`` characters
-    start: the first characters (of the ASCII copy) whose matches the pattern's check turns
-    down. Windows whose every hit opens with one of them find nothing (``fastscan``)."""
+    ``dead``: where every match of the pattern ends as a hit's expression does, or opens
+    where a hit's last ``lead`` characters do (an expression of a fixed length), the
+    characters (of the ASCII copy) that, ``lead`` before a hit's end, make the pattern's check
+    turn its match down. Windows whose every hit has one there find nothing (``fastscan``)."""
 
     expression: str
     back: int = 0
@@ -85,8 +85,14 @@ ANCHORS: dict[tuple[str, int], NativeAnchor] = {
     ("IP", 1): NativeAnchor(rf"::|(?:{_HEX}:){{6}}", 52, 52),
     ("PHONE", 0): NativeAnchor(r"(?:^|[^\w+])\+\d", at=2),
     # The area code opens the number or follows its "1": not the tail of a longer number.
+    # A match ends with the hit; ``nanp_valid`` turns down an exchange (8 before the end)
+    # that opens with 1 (or 0, which in the ASCII copy may be another digit).
     ("PHONE", 1): NativeAnchor(
-        r"(?:^|[^\w.\-+(/]|1[ .\-])(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}", 18, 2
+        r"(?:^|[^\w.\-+(/]|1[ .\-])(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}",
+        18,
+        2,
+        lead=8,
+        dead=b"1",
     ),
     # A trunk number's first group and two digits of the next; the rest follows (50 at most).
     ("PHONE", 2): NativeAnchor(r"(?:^|[^\w.\-+/])0\d{1,4}[ \-/]\d\d", 10, 48),
