@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -23,6 +24,12 @@ DIGITS_TEXT = st.text(alphabet="0123456789 +-().ab\u00b2\u0663\uff15\u2009", max
 def test_the_version_context_shortcut_agrees_with_its_regex(before: str) -> None:
     expected = checks._VERSION_CONTEXT.search(before) is not None
     assert checks._after_version_word(before) == expected
+
+
+def test_the_context_gap_is_what_its_class_matches() -> None:
+    gap = re.compile(r"[\s:=]")
+    every = "".join(ch for ch in map(chr, range(sys.maxunicode + 1)) if gap.match(ch))
+    assert sorted(checks.CONTEXT_GAP) == sorted(every)
 
 
 @settings(max_examples=500)

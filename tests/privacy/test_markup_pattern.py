@@ -73,3 +73,22 @@ def test_normalize_removes_what_a_search_of_the_pattern_finds(
         position = m.end()
     kept.append(text[position:end])
     assert markup.normalize(text, start, end)[0] == "".join(kept)
+
+
+@settings(max_examples=1500)
+@given(st.lists(TIGHT, max_size=30).map("".join), st.integers(0, 4))
+@example("7\n7", 0)
+@example("a**7\t7", 0)
+def test_a_copy_that_replaces_one_for_one_maps_back_by_its_offset(text: str, start: int) -> None:
+    clean, mapping = markup.normalize(text, start)
+    if mapping.offset is None:
+        return
+    for position in range(1, len(clean) + 1):
+        assert mapping.end(position) == mapping.offset + position, (text, position)
+        if position < len(clean):
+            assert mapping.start(position) == mapping.offset + position, (text, position)
+
+
+def test_whitespace_between_digits_maps_back_by_an_offset() -> None:
+    assert markup.normalize("x 7\n7 y", 2)[1].offset == 2
+    assert markup.normalize("x 7\n\n7 y", 2)[1].offset is None  # two characters become one

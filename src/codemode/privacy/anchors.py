@@ -5,6 +5,7 @@ places with Hyperscan, where it is installed)."""
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from codemode.privacy.scantext import ScanText, Window
@@ -107,24 +108,22 @@ RunWindow = Callable[[ScanText, Iterable[int]], list[Window]]
 
 
 def _run_window(
-    before: re.Pattern[bytes] | None, after: re.Pattern[str], back: int, forward: int, size: int
+    before: bytes | None, after: re.Pattern[str], back: int, forward: int, size: int
 ) -> RunWindow:
-    """The window over the run of ``before`` characters ending at each needle (at most
-    ``back`` long, matched in the reversed ASCII copy) and the run of ``after`` characters
-    following it (at most ``forward``)."""
+    """The window over the run of ``before`` characters (ASCII) ending at each needle (at most
+    ``back`` long, in the ASCII copy: what ``rstrip`` takes off the bytes before the needle;
+    a regex searching back for where it starts would try every position) and the run of
+    ``after`` characters following it (at most ``forward``)."""
 
     def windows(source: ScanText, places: Iterable[int]) -> list[Window]:
         text = source.text
-        backwards = source.reversed if before is not None else b""
-        total = len(backwards)
+        raw = source.raw if before is not None else b""
         found: list[Window] = []
         for at in places:
             start = at
             if before is not None:
-                origin = total - at
-                run = before.match(backwards, origin, origin + back)
-                if run is not None:
-                    start -= run.end() - origin
+                piece = raw[max(0, at - back) : at]
+                start -= len(piece) - len(piece.rstrip(before))
             forth = after.match(text, at + size, at + size + forward)
             end = forth.end() if forth is not None else at + size
             found.append((start - 1, end + 1))
@@ -148,9 +147,11 @@ def _runs(needle: str, window: RunWindow) -> Anchor:
     return windows
 
 
+# What ``rb"[\w.+%\-]"`` matches: the characters of an address before its @.
+_ADDRESS_BYTES = (string.ascii_letters + string.digits + "_.+%-").encode()
 # An address's local part and domain around its @ (the pattern's own limits, 64 and 253). In
 # the ASCII copy a letter beyond ASCII ends the run early: no address can start before it.
-_AT_RUN = _run_window(re.compile(rb"[\w.+%\-]*"), re.compile(r"[A-Za-z0-9.\-]*"), 72, 264, 1)
+_AT_RUN = _run_window(_ADDRESS_BYTES, re.compile(r"[A-Za-z0-9.\-]*"), 72, 264, 1)
 _AT = _runs("@", _AT_RUN)
 # An international number: the digits, separators and parentheses after its +.
 _PLUS_RUN = _run_window(None, re.compile(r"[\d .()\-]*"), 0, 112, 1)

@@ -131,16 +131,19 @@ def iban_valid(match: re.Match[str]) -> bool:
 
 
 _VERSION_CONTEXT = re.compile(r"(?i)(?:version|ver|release|build|v)[\s:=]*$")
-_VERSION_WORD_ENDS = frozenset("nredv")
+# The words' last letters in either case (no other character lower-cases to one of them).
+_VERSION_WORD_ENDS = frozenset("nredvNREDV")
+#: What ``[\s:=]`` matches: every character ``\s`` matches (``str.isspace``), ":" and "=".
+CONTEXT_GAP = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000:="
+)
 
 
 def _after_version_word(before: str) -> bool:
-    # Cheap first: the context needs one of the words' last letters once trailing whitespace,
-    # ":" and "=" are gone (``str.rstrip`` strips what ``\s`` matches).
-    tail = before.rstrip()
-    while tail.endswith((":", "=")):
-        tail = tail.rstrip(":=").rstrip()
-    if tail[-1:].lower() not in _VERSION_WORD_ENDS:
+    # Cheap first: the context needs one of the words' last letters once the trailing run of
+    # ``[\s:=]`` is gone (one ``rstrip``: an IPv4 address is checked thousands of times per MB).
+    if before.rstrip(CONTEXT_GAP)[-1:] not in _VERSION_WORD_ENDS:
         return False
     return _VERSION_CONTEXT.search(before) is not None
 

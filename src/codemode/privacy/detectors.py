@@ -58,7 +58,7 @@ from codemode.privacy.checks import (
     ssn_valid,
     trunk_phone_valid,
 )
-from codemode.privacy.detection import Detection, Detector, Found, Validator, detection
+from codemode.privacy.detection import Detection, Detector, Found, Validator, detections
 from codemode.privacy.fastscan import (
     FAST_MIN_CHARS,
     WindowedKind,
@@ -140,7 +140,9 @@ _BUILTIN_SPECS: dict[str, list[tuple[str, Validator | None]]] = {
          r"(?![\w:]|\.\d)", ipv6_valid),
     ],
     "PHONE": [
-        (r"(?<![\w+])\+\d{1,15}(?:[ .\-]?\(\d{1,4}\)\d{0,8})?(?:[ .\-]\d{1,8}){0,7}"
+        # ``(?<![\w+])\+`` with the + first: ``re`` then skips ahead to each + instead of trying
+        # the look-behind at every position.
+        (r"\+(?<![\w+]\+)\d{1,15}(?:[ .\-]?\(\d{1,4}\)\d{0,8})?(?:[ .\-]\d{1,8}){0,7}"
          + _TAIL, intl_phone_valid),
         (r"(?<![\w.\-+(/])(?:1[ .\-])?(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}" + _TAIL,
          nanp_valid),
@@ -393,7 +395,7 @@ class DetectorSet:
     def _fast_plain(self, text: str) -> tuple[tuple[Detection, ...], list[int] | None]:
         found, markup = self._fast_scan(self._windowed, text)
         merged = merge_overlaps(text, self._user_found(text) + found, self._rank)
-        return tuple(map(detection, merged)), markup
+        return detections(merged), markup
 
     def _user_found(self, text: str) -> list[Found]:
         return [(d.kind, d.start, d.end, d.value) for u in self.user for d in u.find(text)]

@@ -64,15 +64,73 @@ _EDGE = 8  # a match ending this close to a window's far edge was cut by it
 
 
 NativeWindows = Callable[[ScanText, Sequence[int]], list[Window]]
+#: A window in one part of a text: ``(part, start, end)`` (a text scanned alone is part 0).
+Framed = tuple[int, int, int]
 
 
-def _native_anchor(anchor: NativeAnchor) -> NativeWindows:
-    back, forward = anchor.back, anchor.forward
+class _AroundEnds:
+    """The windows ``(end - back, end + forward)`` around an anchor's native hits. Merged, they
+    leave out those whose every hit has a ``dead`` character ``lead`` before its end
+    (``NativeAnchor``): every match their search could find is placed so by one of their own
+    hits, and its check turns it down."""
 
-    def windows(_source: ScanText, ends: Sequence[int]) -> list[Window]:
+    def __init__(self, anchor: NativeAnchor) -> None:
+        self.back, self.forward = anchor.back, anchor.forward
+        self.lead, self.dead = anchor.lead, anchor.dead
+
+    def __call__(self, _source: ScanText, ends: Sequence[int]) -> list[Window]:
+        back, forward = self.back, self.forward
         return [(end - back, end + forward) for end in ends]
 
-    return windows
+    def merged(self, ends: Sequence[int], size: int, raw: bytes) -> list[Framed]:
+        """``_merged`` of the windows around ``ends`` in a text ``size`` long (``raw``: its
+        ASCII copy), from the ends alone (no tuple per hit to make and sort: thousands of
+        hits in dense text), but those that find nothing (``dead``)."""
+        if not ends:
+            return []
+        back, reach, lead, dead = self.back, self.forward + _EDGE, self.lead, self.dead
+        ordered = sorted(ends)
+        low, high = max(0, ordered[0] - back), ordered[0] + reach
+        live = not dead
+        merged: list[Framed] = []
+        for end in ordered:
+            if end - back > high:
+                if live:
+                    merged.append((0, low, high))
+                low, live = end - back, not dead
+            high = end + reach  # in order of their ends, so of their reaches too
+            if not live:
+                live = raw[end - lead] not in dead
+        if live:
+            merged.append((0, low, min(size, high)))
+        return merged
+
+    def merged_parts(
+        self, ends: Sequence[int], parts: Sequence[Window], raw: bytes
+    ) -> list[Framed]:
+        """``_merged_parts`` of the windows around ``ends``, from the ends alone, but those
+        that find nothing (``merged``)."""
+        back, reach, lead, dead = self.back, self.forward + _EDGE, self.lead, self.dead
+        merged: list[Framed] = []
+        part, current, low, high, live = 0, -1, 0, 0, False
+        for end in sorted(ends):
+            while parts[part][1] < end:  # as in ``_merged_parts``
+                part += 1
+            start = end - back
+            if part != current:
+                if live:
+                    merged.append((current, low, min(parts[current][1], high)))
+                current, low, live = part, max(parts[part][0], start), not dead
+            elif start > high:
+                if live:
+                    merged.append((current, low, high))
+                low, live = start, not dead
+            high = end + reach  # in order of their ends, so of their reaches too
+            if not live:
+                live = raw[end - lead] not in dead
+        if live:
+            merged.append((current, low, min(parts[current][1], high)))
+        return merged
 
 
 def _native_runs(offset: int, window: RunWindow) -> NativeWindows:
@@ -93,7 +151,7 @@ def _native_anchor_of(kind: str, index: int) -> tuple[NativeWindows, int] | None
     anchor = ANCHORS[kind, index]
     if anchor.at is not None:
         return _native_runs(anchor.at, NATIVE_RUNS[kind, index]), slot
-    return _native_anchor(anchor), slot
+    return _AroundEnds(anchor), slot
 
 
 def _anchor_of(
@@ -106,10 +164,6 @@ def _anchor_of(
         if found is not None:
             return found
     return python_anchor_of(kind, index), None
-
-
-#: A window in one part of a text: ``(part, start, end)`` (a text scanned alone is part 0).
-Framed = tuple[int, int, int]
 
 
 def _merged(windows: Iterable[Window], size: int) -> list[Framed]:
@@ -192,7 +246,11 @@ class _Group:
         if self.native is not None:
             scanner = native_scanner()
             assert scanner is not None and self.slot is not None
-            windows = _merged(self.native(source, source.native_hits(scanner)[self.slot]), size)
+            ends = source.native_hits(scanner)[self.slot]
+            if isinstance(self.native, _AroundEnds):
+                windows = self.native.merged(ends, size, source.raw)
+            else:
+                windows = _merged(self.native(source, ends), size)
         elif self.anchor is not None:
             windows = _merged(self.anchor(source), size)
         else:
@@ -209,7 +267,10 @@ class _Group:
         """``find_into`` for each part of ``source.text`` alone (``parts``: their spans, in
         order; ``found``: a list for each), from the native hits of this group's anchor."""
         assert self.native is not None
-        windows = _merged_parts(self.native(source, ends), ends, parts)
+        if isinstance(self.native, _AroundEnds):
+            windows = self.native.merged_parts(ends, parts, source.raw)
+        else:
+            windows = _merged_parts(self.native(source, ends), ends, parts)
         self._search(source.text, windows, parts, found)
 
     def _search(

@@ -74,8 +74,18 @@ class _Map:
     def __init__(self) -> None:
         self.norm_starts: list[int] = []
         self.pieces: list[tuple[int, int, int, bool]] = []  # norm start, orig start, end, kept
+        #: While the copy only replaces characters one for one (a newline between two digits
+        #: by a space: most markup in dense text), what each position adds to be one in the
+        #: original (``start`` and ``end`` of a position from 1 on); otherwise None.
+        self.offset: int | None = None
+        self._one_for_one = True
 
     def add(self, norm_start: int, orig_start: int, orig_end: int, kept: bool) -> None:
+        if self._one_for_one:
+            if not self.pieces:
+                self.offset = orig_start - norm_start
+            if orig_start - norm_start != self.offset or (not kept and orig_end - orig_start > 1):
+                self._one_for_one, self.offset = False, None
         self.norm_starts.append(norm_start)
         self.pieces.append((norm_start, orig_start, orig_end, kept))
 
@@ -101,13 +111,16 @@ _PAIRS = ("...", "**", "__", "  ")
 _OPENERS = frozenset("<*_[].\u2026" + _WHITESPACE)
 
 
-def _match_starts(text: str, start: int, end: int) -> list[int]:
+def _match_starts(text: str, start: int, end: int, pairs: Sequence[int] | None = None) -> list[int]:
     """Every place in ``text[start:end]`` a match of ``_MARKUP`` may start (and more), in
     order: its search tries each branch at each space of prose, which costs more than all the
     detectors on a window. A space opens a match only next to ``@`` (after it, or before it
     with spaces and tabs between), before other whitespace, or at ``start`` (whose look-behind
     sees the text before it). Places whose character opens no branch are left out: trying
-    the pattern there costs a try of every branch."""
+    the pattern there costs a try of every branch. ``pairs``: places in all of ``text``, in
+    order, among them every ``...``, ``**`` and ``__`` and every double space after a digit
+    (no other opens a match), found already (``native.MARKUP``); without them the window is
+    searched for them."""
     chunk = text[start:end]  # positions in it count from ``start``
     places = [0]
     for found in _STARTS.finditer(chunk):
@@ -121,24 +134,33 @@ def _match_starts(text: str, start: int, end: int) -> list[int]:
         else:
             places.append(at)
             places.append(at - 1)  # after whitespace: the space before it may open a match
-    for pair in _PAIRS:
-        if pair in chunk:  # mostly not: ``in`` costs less than a call of ``find``
-            at = chunk.find(pair)
-            while at >= 0:
-                places.append(at)
-                at = chunk.find(pair, at + 1)
+    if pairs is None:
+        for pair in _PAIRS:
+            if pair in chunk:  # mostly not: ``in`` costs less than a call of ``find``
+                at = chunk.find(pair)
+                while at >= 0:
+                    places.append(at)
+                    at = chunk.find(pair, at + 1)
+    else:
+        first = bisect.bisect_left(pairs, start)
+        last = bisect.bisect_left(pairs, end, first)
+        if last > first:
+            places.extend([at - start for at in pairs[first:last]])
     size = len(chunk)
     return sorted({start + at for at in places if 0 <= at < size and chunk[at] in _OPENERS})
 
 
-def normalize(text: str, start: int = 0, end: int | None = None) -> tuple[str, _Map]:
-    """``text[start:end]`` without markup, and the map back to positions in ``text``."""
+def normalize(
+    text: str, start: int = 0, end: int | None = None, pairs: Sequence[int] | None = None
+) -> tuple[str, _Map]:
+    """``text[start:end]`` without markup, and the map back to positions in ``text``
+    (``pairs``: see ``_match_starts``)."""
     end = len(text) if end is None else end
     out: list[str] = []
     mapping = _Map()
     size = 0
     position = start
-    for at in _match_starts(text, start, end):
+    for at in _match_starts(text, start, end, pairs):
         match = _MARKUP.match(text, at, end) if at >= position else None
         if match is None:
             continue
@@ -187,10 +209,14 @@ def _markup_positions(text: str, candidates: Sequence[int] | None = None) -> set
     for at in places:
         if text.startswith(_NEEDLES, at):
             positions.add(at)
-        elif text.startswith(_SPACE_NEEDLES, at):
-            end = _SPACES.match(text, at)
-            after = end.end() if end is not None else at + 1
-            if at > 0 and text[at - 1].isdigit() and text[after : after + 1].isdigit():
+        elif at > 0 and text[at - 1].isdigit() and text.startswith(_SPACE_NEEDLES, at):
+            # Whitespace between two digits. Mostly one character: no regex for its run's end
+            # (``str.isspace`` is what ``\s`` matches).
+            after = at + 1
+            if text[after : after + 1].isspace():
+                run = _SPACES.match(text, at)
+                after = run.end() if run is not None else after
+            if text[after : after + 1].isdigit():
                 positions.add(at)
     return positions
 
@@ -218,7 +244,10 @@ def markup_detections(
             windows[-1][1] = max(windows[-1][1], high)
         else:
             windows.append([low, high])
-    cleaned = [normalize(text, low, high) for low, high in windows]
+    # The native candidates hold every pair that may open markup: four searches of each
+    # window for them cost more than looking them up.
+    pairs = sorted(candidates) if candidates is not None else None
+    cleaned = [normalize(text, low, high, pairs) for low, high in windows]
     cleans = [clean for clean, _mapping in cleaned]
     detected = (
         detect_all(cleans)
@@ -227,9 +256,13 @@ def markup_detections(
     )
     found: list[Found] = []
     for (low, high), (clean, mapping), items in zip(windows, cleaned, detected, strict=True):
+        offset = mapping.offset
         for kind, start, end, value in items:
             # A value cut by the window's edge is found again from a window around it.
             if (start == 0 and low > 0) or (end == len(clean) and high < len(text)):
                 continue
-            found.append((kind, mapping.start(start), mapping.end(end), value))
+            if offset is not None:  # ``end`` is 1 at least: a value is never empty
+                found.append((kind, offset + start, offset + end, value))
+            else:
+                found.append((kind, mapping.start(start), mapping.end(end), value))
     return found

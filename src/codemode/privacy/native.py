@@ -32,12 +32,19 @@ _HEX = "[0-9A-Fa-f]{1,4}"
 class NativeAnchor:
     """Every match of a built-in pattern lies in ``[end - back, end + forward]`` around an end
     offset ``expression`` reports. With ``at``: the window is the pattern's run of characters
-    around the needle that starts ``at`` characters before the end (``fastscan._runs``)."""
+    around the needle that starts ``at`` characters before the end (``fastscan._runs``).
+
+    ``dead``: where every match of the pattern ends as a hit's expression does, or opens
+    where a hit's last ``lead`` characters do (an expression of a fixed length), the
+    characters (of the ASCII copy) that, ``lead`` before a hit's end, make the pattern's check
+    turn its match down. Windows whose every hit has one there find nothing (``fastscan``)."""
 
     expression: str
     back: int = 0
     forward: int = 0
     at: int | None = None
+    lead: int = 0
+    dead: bytes = b""
 
 
 #: (kind, pattern index) -> its anchor. Where the old pure-Python anchor was a literal, the
@@ -57,9 +64,16 @@ ANCHORS: dict[tuple[str, int], NativeAnchor] = {
     # No character before: the ASCII copy shows a non-ASCII digit as 0, which the pattern's
     # look-behind (ASCII letters and digits) lets through.
     ("IBAN", 0): NativeAnchor(r"[A-Z]{2}\d\d ?[A-Z0-9]{4} ?[A-Z0-9]{4}", 16, 34),
-    ("CARD", 0): NativeAnchor(r"(?:^|[^\w.\-])\d{4}[ \-]\d{4}[ \-]\d{4}[ \-]\d", 17, 9),
-    ("CARD", 1): NativeAnchor(r"(?:^|[^\w.\-])\d{4}[ \-]\d{6}[ \-]\d{4}", 17, 3),
-    ("CARD", 2): NativeAnchor(r"(?:^|[^\w.\-])\d{13}", 14, 8),
+    # ``card_valid`` turns down a number that opens with 1, 7, 8 or 9 (no issuer's numbers do;
+    # in the ASCII copy those are ASCII digits: any other digit is 0 there). Most runs of
+    # four-digit numbers in text are years.
+    ("CARD", 0): NativeAnchor(
+        r"(?:^|[^\w.\-])\d{4}[ \-]\d{4}[ \-]\d{4}[ \-]\d", 17, 9, lead=16, dead=b"1789"
+    ),
+    ("CARD", 1): NativeAnchor(
+        r"(?:^|[^\w.\-])\d{4}[ \-]\d{6}[ \-]\d{4}", 17, 3, lead=16, dead=b"1789"
+    ),
+    ("CARD", 2): NativeAnchor(r"(?:^|[^\w.\-])\d{13}", 14, 8, lead=13, dead=b"1789"),
     ("SSN", 0): NativeAnchor(r"(?:^|[^\w.\-])\d{3}[ \-]\d{2}[ \-]\d{4}", 12, 2),
     ("UK_NINO", 0): NativeAnchor(r"[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]", 14, 2),
     ("DE_TAX_ID", 0): NativeAnchor(r"(?:^|[^\w.,\-])[1-9]\d ?\d{3} ?\d{3} ?\d{3}", 15, 2),
@@ -71,8 +85,14 @@ ANCHORS: dict[tuple[str, int], NativeAnchor] = {
     ("IP", 1): NativeAnchor(rf"::|(?:{_HEX}:){{6}}", 52, 52),
     ("PHONE", 0): NativeAnchor(r"(?:^|[^\w+])\+\d", at=2),
     # The area code opens the number or follows its "1": not the tail of a longer number.
+    # A match ends with the hit; ``nanp_valid`` turns down an exchange (8 before the end)
+    # that opens with 1 (or 0, which in the ASCII copy may be another digit).
     ("PHONE", 1): NativeAnchor(
-        r"(?:^|[^\w.\-+(/]|1[ .\-])(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}", 18, 2
+        r"(?:^|[^\w.\-+(/]|1[ .\-])(?:\(\d{3}\) ?|\d{3}[ .\-])\d{3}[ .\-]\d{4}",
+        18,
+        2,
+        lead=8,
+        dead=b"1",
     ),
     # A trunk number's first group and two digits of the next; the rest follows (50 at most).
     ("PHONE", 2): NativeAnchor(r"(?:^|[^\w.\-+/])0\d{1,4}[ \-/]\d\d", 10, 48),

@@ -7,13 +7,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping
 from itertools import islice
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from codemode.privacy.detection import Detection, Found, detection
 
 __all__ = ["keep_found_apart", "merge_overlaps", "non_overlapping"]
 
 _START, _END = itemgetter(1), itemgetter(2)
+_START_OF = attrgetter("start")
 
 
 def merge_overlaps(text: str, found: list[Found], rank: Mapping[str, int]) -> list[Found]:
@@ -64,7 +65,7 @@ def non_overlapping(found: Iterable[Detection]) -> list[Detection]:
 def keep_found_apart(kept: list[Detection], found: Iterable[Found]) -> list[Detection]:
     """``non_overlapping`` of ``found`` after ``kept`` (sorted by position, none overlapping):
     a ``Detection`` is made only for each finding kept (most overlap one kept already)."""
-    starts = [item.start for item in kept]
+    starts = list(map(_START_OF, kept))  # thousands in dense text: no Python call per item
     for item in found:
         _kind, start, end, _value = item
         index = bisect.bisect_left(starts, start)

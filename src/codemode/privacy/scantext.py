@@ -52,7 +52,6 @@ class ScanText:
     _digits: bytes | None = None
     clusters: list[tuple[int, int, int]] | None = None
     _native: list[list[int]] | None = None
-    _reversed: bytes | None = None
 
     @property
     def raw(self) -> bytes:
@@ -71,14 +70,6 @@ class ScanText:
         if self._digits is None:
             self._digits = self.raw.translate(_DIGITS)
         return self._digits
-
-    @property
-    def reversed(self) -> bytes:
-        """``raw`` back to front: a run of characters that ends at a place is matched forward
-        from it (searching back for where it starts costs a try at every position)."""
-        if self._reversed is None:
-            self._reversed = self.raw[::-1]
-        return self._reversed
 
     def native_hits(self, scanner: NativeScanner) -> list[list[int]]:
         if self._native is None:
