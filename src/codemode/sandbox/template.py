@@ -79,13 +79,15 @@ def template_args(
     return args
 
 
-def _has_exited(pidfd: int) -> bool:
-    """The process has exited (or none is held: ``pidfd`` is -1)."""
+def _has_exited(pidfd: int, timeout: float | None = 0.0) -> bool:
+    """The process held by ``pidfd`` has exited, or does within ``timeout`` seconds (None:
+    wait for it); -1 holds none, so it counts as exited."""
     if pidfd < 0:
         return True
+    # poll(2), not select(2): a gateway with many sandboxes holds pidfds past 1,023.
     waiter = select.poll()
     waiter.register(pidfd, select.POLLIN)
-    return bool(waiter.poll(0))
+    return bool(waiter.poll(None if timeout is None else max(timeout, 0.0) * 1000))
 
 
 def _unreaped(pid: int) -> bool:
@@ -107,21 +109,15 @@ class ForkedGuest:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        if self.returncode is None and self._pidfd >= 0 and self._exited(0):
+        if self.returncode is None and self._pidfd >= 0 and _has_exited(self._pidfd):
             self.returncode = -1
         return self.returncode
-
-    def _exited(self, timeout: float | None) -> bool:
-        # poll(2), not select(2): a gateway with many sandboxes holds pidfds past 1,023.
-        waiter = select.poll()
-        waiter.register(self._pidfd, select.POLLIN)
-        return bool(waiter.poll(None if timeout is None else max(timeout, 0.0) * 1000))
 
     def wait(self, timeout: float | None = None) -> int:
         """Wait until it exited and the template reaped it (a moment later: nothing of the
         sandbox is left once this returns)."""
         if self.poll() is None:
-            if not self._exited(timeout):
+            if not _has_exited(self._pidfd, timeout):
                 raise subprocess.TimeoutExpired(f"sandbox {self.pid}", timeout or 0.0)
             self.returncode = -1
         deadline = time.monotonic() + _REAP_WAIT_S
