@@ -156,6 +156,12 @@ class SandboxPool:
                 ) from None
             return future.result()
 
+    def forget(self, sandbox: Sandbox) -> None:
+        """``sandbox`` has been stopped by its session: the pool need not stop it at close,
+        and keeps nothing of it (its buffers and last output went with the session)."""
+        with self._cond:
+            self._all.discard(sandbox)
+
     @property
     def closed(self) -> bool:
         return self._closed
@@ -246,6 +252,9 @@ class SandboxPool:
                 else:
                     self._ready.append(sandbox)
                 self._cond.notify_all()
+            # Not kept by this thread while it waits for the next start: a session that has
+            # stopped this sandbox must be the last to hold it.
+            del sandbox, request
 
     def _fail_requests(self, error: SandboxError) -> None:
         """Every waiting caller hears ``error`` (lock held)."""

@@ -86,8 +86,12 @@ class SandboxHolder:
         with self._lock:
             self._closed = True
             if self._sandbox is not None:
-                self._sandbox.kill()
+                self._stop(self._sandbox)
                 self._sandbox = None
+
+    def _stop(self, sandbox: Sandbox) -> None:
+        """Stop a sandbox this session is done with."""
+        sandbox.kill()
 
     def lost(self) -> bool:
         """The sandbox held ended without being stopped (killed from outside)."""
@@ -105,7 +109,7 @@ class SandboxHolder:
             if self._closed or sandbox is None or not still_idle():
                 return False
             self._sandbox = None
-            sandbox.kill()
+            self._stop(sandbox)
             self.released = True
             return True
         finally:
@@ -116,6 +120,12 @@ class SandboxSession(SandboxHolder):
     def __init__(self, pool: SandboxPool, session_id: str | None = None) -> None:
         super().__init__(session_id)
         self.pool = pool
+
+    def _stop(self, sandbox: Sandbox) -> None:
+        sandbox.kill()
+        # Stopped: the pool would otherwise keep it (and its last output) until its next
+        # start, and an idle gateway starts none.
+        self.pool.forget(sandbox)
 
     def execute(
         self,
@@ -133,13 +143,11 @@ class SandboxSession(SandboxHolder):
             self.released = False
             sandbox = self._sandbox
             carried: CopyReport | None = None
+            # Ended between executions, unasked (``lost``): its descriptors and cgroups are
+            # freed here, and this code runs in a new sandbox (the result says what is gone).
             lost = self.lost()
-            if lost:
-                # Ended between executions, unasked: its descriptors and cgroups are freed
-                # here, and this code runs in a new sandbox (the result says what is gone).
-                assert sandbox is not None
-                sandbox.kill()
-            if sandbox is not None and sandbox.dead:
+            if sandbox is not None and (lost or sandbox.dead):
+                self._stop(sandbox)
                 sandbox = None
             if sandbox is not None and fresh:
                 sandbox, carried = self._fresh_from(sandbox)
@@ -153,6 +161,7 @@ class SandboxSession(SandboxHolder):
                 code, tools=tools, timeout_s=timeout_s, on_output=on_output, cancel=cancel
             )
             if sandbox.dead:
+                self._stop(sandbox)
                 self._sandbox = None
             skipped = carried.skipped[:_SKIPPED_LISTED] if carried is not None else []
             # The result is this execution's own, built for it: set in place (a ``replace``
@@ -170,13 +179,13 @@ class SandboxSession(SandboxHolder):
         try:
             report = carry_workspace(old, new)
         except OSError as error:
-            new.kill()
+            self._stop(new)
             raise SandboxError(
                 f"could not carry the workspace into a fresh interpreter: {error}",
                 fix="run again without fresh=true, or start a new session",
             ) from error
         except BaseException:
-            new.kill()
+            self._stop(new)
             raise
-        old.kill()
+        self._stop(old)
         return new, report
