@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import select
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -228,3 +229,27 @@ def test_a_pool_of_forked_sandboxes_serves_sessions(backend: BwrapBackend) -> No
         finally:
             for session in sessions:
                 session.close()
+
+
+def test_a_template_rests_only_once_none_of_its_sandboxes_runs(backend: BwrapBackend) -> None:
+    """An idle gateway gives the template's memory back; a sandbox forked from it dies with
+    it, so it never rests while one runs."""
+    first = _started(backend)
+    template = backend.template
+    assert template is not None and template.pid is not None
+    old = template.pid
+    assert not template.rest(), "a sandbox it forked still runs"
+    assert template.pid == old and first.execute("print(1)").stdout == "1\n"
+    first.kill()
+    assert template.rest()
+    assert template.pid is None
+    with pytest.raises(ProcessLookupError):  # reaped: the template and its namespace are gone
+        for _ in range(500):
+            os.kill(old, 0)
+            time.sleep(0.01)
+    again = _started(backend)  # the next start launches a new template
+    try:
+        assert template.pid not in (None, old)
+        assert again.execute("print(6 * 7)").stdout.strip() == "42"
+    finally:
+        again.kill()

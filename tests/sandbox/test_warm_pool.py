@@ -262,3 +262,29 @@ def test_the_pool_stops_its_ready_sandboxes_once_idle(settings):
         sandbox = pool.acquire()  # an arrival: the floor is back
         wait_until(lambda: pool.ready_count == 1)
         sandbox.kill()
+
+
+def test_an_idle_pool_with_no_sandbox_left_lets_its_template_rest() -> None:
+    """Idle for ``idle_after_s`` with every session's sandbox stopped: the template stops too
+    (11 MiB of RSS); the next session starts a new one. Real bubblewrap."""
+    from codemode.sandbox import BwrapBackend
+
+    clock = ManualClock()
+    backend = BwrapBackend(SandboxSettings(limits=Limits(wall_time_s=10), pool_size=0))
+    warm = WarmTarget(1, idle_after_s=0.5, idle_floor=0, clock=clock)
+    with SandboxPool(backend, 1, target=warm).start() as pool:
+        taken = pool.acquire()
+        assert taken.execute("print(1)").stdout == "1\n"
+        template = backend.template
+        assert template is not None and template.pid is not None
+        clock.now += 1  # idle: the pool keeps none ready, but a session's sandbox runs
+        wait_until(lambda: pool.ready_count == 0)
+        time.sleep(1.5)  # three looks at the idle pool (recheck every 0.5 s)
+        assert template.pid is not None, "it rested while a sandbox it forked ran"
+        taken.kill()
+        pool.forget(taken)
+        wait_until(lambda: template.pid is None)
+        again = pool.acquire()  # a new template, and a sandbox from it
+        assert again.execute("print(2)").stdout == "2\n"
+        again.kill()
+    backend.close()

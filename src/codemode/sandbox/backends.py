@@ -78,6 +78,9 @@ class UnsafeHostBackend:
         (self._root / GUEST_PACKAGE).symlink_to(GUEST_DIR)
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._root), True)
 
+    def rest(self) -> None:
+        return None  # it keeps nothing ready
+
     def spawn(self) -> SandboxProcess:
         host_sock, guest_sock = bridge_socketpair()
         chosen = self.workspace

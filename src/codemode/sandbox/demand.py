@@ -87,11 +87,14 @@ class WarmTarget:
 
     def floor_now(self) -> int:
         """The floor, or ``idle_floor`` once nothing arrived for ``idle_after_s``."""
+        return self.idle_floor if self.idle() else self.floor
+
+    def idle(self) -> bool:
+        """Nothing arrived for ``idle_after_s`` (never, without one)."""
         if self.idle_after_s is None:
-            return self.floor
+            return False
         with self._lock:
-            idle = self._clock() - self._last_arrival >= self.idle_after_s
-        return self.idle_floor if idle else self.floor
+            return self._clock() - self._last_arrival >= self.idle_after_s
 
     def recent(self) -> int:
         """Sandboxes taken within the window."""

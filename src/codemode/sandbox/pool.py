@@ -195,12 +195,22 @@ class SandboxPool:
         return None
 
     def _trim(self) -> None:
-        """Stop ready sandboxes above the target (the burst is over), newest first."""
+        """Stop ready sandboxes above the target (the burst is over), newest first; once the
+        pool is idle with none left anywhere, let the backend rest (stop its template)."""
         with self._cond:
             extra = len(self._ready) - self.target.size()
             surplus = [self._ready.pop() for _ in range(max(extra, 0))]
         for sandbox in surplus:
             sandbox.kill()
+        with self._cond:
+            # Under the lock, where none of this pool's starts can begin meanwhile (the
+            # template itself refuses while any fork of it runs or is under way).
+            if not self.target.idle() or self.target.size() > 0:
+                return
+            self._all = {s for s in self._all if not s.dead}
+            if self._all or self._ready or self._starting or self._requests:
+                return
+            self.backend.rest()
 
     def _refill(self) -> None:
         failures = 0

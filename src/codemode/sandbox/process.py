@@ -205,3 +205,9 @@ class SandboxBackend(Protocol):
     limits: Limits
 
     def spawn(self) -> SandboxProcess: ...
+
+    def rest(self) -> None:
+        """None of its sandboxes runs and none is wanted for a while: give back what it
+        keeps ready for the next start (the template, which the next start launches again).
+        Called only while no start is under way."""
+        ...

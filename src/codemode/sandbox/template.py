@@ -125,6 +125,11 @@ class ForkedGuest:
             time.sleep(0.001)
         return -1
 
+    @property
+    def running(self) -> bool:
+        """Not known to have exited, and still held (a closed guest was killed first)."""
+        return self._pidfd >= 0 and self.poll() is None
+
     def kill(self) -> None:
         """SIGKILL the guest, pid 1 of its namespace: the kernel ends every process in it."""
         if self.poll() is None:
@@ -190,6 +195,10 @@ class SandboxTemplate:
         # None while the thread in communicate() holds the lock around waitpid, so a template
         # just killed could be taken for a live one.
         self._pidfd = -1
+        # Forks under way, and the guests forked (weakly: a guest dropped was stopped), so
+        # that ``rest`` never stops a template a sandbox still needs.
+        self._forking = 0
+        self._forks: weakref.WeakSet[ForkedGuest] = weakref.WeakSet()
 
     @property
     def pid(self) -> int | None:
@@ -197,11 +206,13 @@ class SandboxTemplate:
         return self._popen.pid if self._popen is not None else None
 
     def _running(self) -> socket.socket:
+        """The control socket of a running template, one more fork counted under way."""
         with self._lock:
             if self._control is None or _has_exited(self._pidfd):
                 if self._popen is not None:
                     log.warning("the sandbox template exited; starting a new one")
                 self._control = self._start()
+            self._forking += 1
             return self._control
 
     def _start(self) -> socket.socket:
@@ -259,9 +270,20 @@ class SandboxTemplate:
     def fork(self, cgroup_procs: list[str], timeout_s: float) -> Forked:
         """A new sandbox from the template; ``cgroup_procs`` are the ``cgroup.procs`` files
         of its cgroups (empty: none), joined before the guest starts."""
+        control = self._running()
+        forked: Forked | None = None
+        try:
+            forked = self._fork(control, cgroup_procs, timeout_s)
+            return forked
+        finally:
+            with self._lock:
+                self._forking -= 1
+                if forked is not None:
+                    self._forks.add(forked.guest)
+
+    def _fork(self, control: socket.socket, cgroup_procs: list[str], timeout_s: float) -> Forked:
         from codemode.sandbox.launch import bridge_socketpair
 
-        control = self._running()
         host_sock, guest_sock = bridge_socketpair()
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
@@ -333,13 +355,32 @@ class SandboxTemplate:
             raise SandboxError(f"the sandbox template said {data!r}", fix="report this")
         return pid
 
+    def rest(self) -> bool:
+        """Stop the template if no fork is under way and no sandbox it forked runs (an idle
+        gateway: 11 MiB of RSS back). True when it was stopped; a later ``fork`` starts a
+        new one."""
+        with self._lock:
+            if self._forking or any(guest.running for guest in self._forks):
+                return False
+            stopped = self._detach()
+        self._stop(*stopped)
+        return stopped[0] is not None
+
     def close(self) -> None:
         """Stop the template (its pid namespace ends with it, and every sandbox it forked).
         A later ``fork`` starts a new one."""
         with self._lock:
-            control, self._control = self._control, None
-            popen, self._popen = self._popen, None
-            self._close_pidfd()
+            stopped = self._detach()
+        self._stop(*stopped)
+
+    def _detach(self) -> tuple[socket.socket | None, subprocess.Popen[bytes] | None]:
+        """Take the running template out of use (lock held)."""
+        control, self._control = self._control, None
+        popen, self._popen = self._popen, None
+        self._close_pidfd()
+        return control, popen
+
+    def _stop(self, control: socket.socket | None, popen: subprocess.Popen[bytes] | None) -> None:
         if control is not None:
             control.close()  # the template exits when its control socket closes
         if popen is not None:
