@@ -166,3 +166,27 @@ def test_the_host_tells_a_guest_on_its_own_cpu_from_one_elsewhere(bridge: Pair) 
         for process in (near, far):
             process.kill()
             process.wait()
+
+
+def test_the_wait_asks_once_whether_the_guest_waits_for_this_cpu(
+    bridge: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait for the guest's read hands its pacer the placement question, about this
+    guest, asked at most once however long the wait."""
+    from codemode.sandbox import settle
+
+    asked: list[int] = []
+
+    def last_ran_here(pid: int, read: object) -> bool:
+        asked.append(pid)
+        return False
+
+    monkeypatch.setattr(settle, "_last_ran_here", last_ran_here)
+    _, guest = bridge
+    process = start(SLEEPER)
+    try:
+        assert not waits_for_frames(process.pid, guest.fileno())
+        assert asked == [process.pid]
+    finally:
+        process.kill()
+        process.wait()
