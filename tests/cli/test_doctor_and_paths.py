@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from codemode.cli.doctor_checks import check_node
+from codemode.cli.doctor_checks import check_node, check_privacy_scan
 from codemode.cli.exit_codes import ExitCode
 from codemode.cli.main import main
 from codemode.config import CodemodeConfig, ServerConfig
@@ -29,6 +29,7 @@ def test_doctor_proves_isolation_and_reports_every_check(tmp_path, monkeypatch, 
         "isolation",
         "node",
         "semantic search",
+        "privacy scan",
         "state",
         "private storage",
     }
@@ -90,3 +91,13 @@ def test_paths_without_config_says_the_demo_is_used(tmp_path, monkeypatch, capsy
     captured = capsys.readouterr()
     assert captured.out.startswith("config       -\n")
     assert "built-in demo servers" in captured.err
+
+
+def test_privacy_scan_check_says_whether_anchors_are_native(monkeypatch):
+    # Hyperscan is a default dependency on this machine's platform: the native pass is used.
+    assert check_privacy_scan().level == "ok"
+    monkeypatch.setattr("codemode.privacy.fastscan.native_available", lambda: False)
+    slow = check_privacy_scan()
+    assert slow.level == "warn"
+    assert "pure-Python" in slow.detail
+    assert "pip install hyperscan" in slow.fix

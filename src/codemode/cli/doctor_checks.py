@@ -211,6 +211,20 @@ def check_semantic() -> Check:
     )
 
 
+def check_privacy_scan() -> Check:
+    from codemode.privacy.fastscan import native_available
+
+    if native_available():
+        return Check("privacy scan", "ok", "native anchors (Hyperscan)")
+    return Check(
+        "privacy scan",
+        "warn",
+        "pure-Python anchors: long text is scanned several times slower (about 100 ms for 1 MB "
+        "of contact-dense text through a tool, against 38 ms)",
+        "pip install hyperscan (or 'codemode[fast]')",
+    )
+
+
 def check_state(config: CodemodeConfig) -> Check:
     state = config.gateway.state_dir.expanduser()
     existing = state
@@ -348,7 +362,7 @@ def run_checks(config: CodemodeConfig) -> list[Check]:
         checks.append(check_isolation(config))
     else:
         checks.append(Check("isolation", "fail", "not tried: see the failures above"))
-    checks += [check_node(config), check_semantic(), check_state(config)]
+    checks += [check_node(config), check_semantic(), check_privacy_scan(), check_state(config)]
     checks.append(check_private_storage(config))
     if config.gateway.shared_store:
         checks.append(check_shared_store(config.gateway.shared_store))
