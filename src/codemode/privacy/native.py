@@ -120,7 +120,7 @@ class NativeScanner:
 
     def __init__(self) -> None:
         if _hs is None:
-            raise RuntimeError("hyperscan is not installed: pip install 'codemode[fast]' (or pip install hyperscan)")
+            raise RuntimeError("hyperscan is not installed: pip install hyperscan")
         self.keys = tuple(ANCHORS)
         expressions = [ANCHORS[key].expression for key in self.keys]
         expressions += [expression for expression, _length in MARKUP]
