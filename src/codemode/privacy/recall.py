@@ -62,6 +62,8 @@ _ALNUM = re.compile(r"[0-9a-z]")
 # The text is looked up at every position, 8 characters (the shortest fragment) at a time.
 _GRAM = 8
 _STRIDE = 1
+# Long texts whose places are kept (``Recall.find`` with a digest): the few a call reads.
+_LONG_HITS_KEPT = 4
 
 
 def skeleton(text: str) -> str:
@@ -130,13 +132,20 @@ class Recall:
         self._short_by: dict[frozenset[str], list[_Known]] = {}
         # The values matched exactly in long text, per ``detected``, and their index.
         self._long_by: dict[frozenset[str], tuple[list[_Known], ExactIndex]] = {}
+        # Long text read again unchanged (an argument a tool echoes, a record written and read
+        # back): its places, by content hash, while the vault stays as it was.
+        self._long_hits: dict[tuple[bytes, frozenset[str]], list[RecallHit]] = {}
+
+    def forget_texts(self) -> None:
+        """Let go of the places kept for long texts (they say where values are in them)."""
+        self._long_hits = {}
 
     def refresh(self) -> None:
         version = self.vault.version
         if version == self._version:
             return
         self._version = version
-        self._short_by, self._long_by = {}, {}
+        self._short_by, self._long_by, self._long_hits = {}, {}, {}
         entries = list(self.vault.entries())
         if len(entries) < len(self._known):  # wiped
             self._known, self._short, self._grams = [], [], {}
@@ -156,7 +165,12 @@ class Recall:
                 self._grams.setdefault(gram, []).append((index, offset))
 
     def find(
-        self, text: str, *, detected: frozenset[str] = frozenset(), decode: bool = True
+        self,
+        text: str,
+        *,
+        detected: frozenset[str] = frozenset(),
+        decode: bool = True,
+        digest: bytes | None = None,
     ) -> list[RecallHit]:
         """Every place in ``text`` holding a known value or a fragment of one (may overlap).
 
@@ -165,16 +179,35 @@ class Recall:
         every value is matched exactly, those of the ``detected`` kinds only while the vault
         holds at most ``LONG_TEXT_ALL_VALUES`` values (each costs a pass over the text).
         ``decode``: look into runs of hex and base64 too (the tokenizer decodes them itself).
+        ``digest``: the text's ``content_digest``; with it, long text read before while the
+        vault is unchanged is answered from what that reading found.
         """
-        return self._find(text, detected, decode, each_place=True)
+        return self._find(text, detected, decode, each_place=True, digest=digest)
 
     def _find(
-        self, text: str, detected: frozenset[str], decode: bool, *, each_place: bool
+        self,
+        text: str,
+        detected: frozenset[str],
+        decode: bool,
+        *,
+        each_place: bool,
+        digest: bytes | None = None,
     ) -> list[RecallHit]:
-        """``find``; without ``each_place``, a value matched exactly is one hit."""
+        """``find``; without ``each_place``, a value matched exactly is one hit (where the
+        text's places are kept by ``digest``, every place is: the callers take each value's
+        entry, and finding every place costs about as much)."""
         if not self._known or len(text) < _MIN_EXACT:
             return []
-        hits = self._find_plain(text, detected, each_place=each_place)
+        if digest is not None and len(text) > FRAGMENT_SCAN_MAX:
+            kept = self._long_hits.get((digest, detected))
+            if kept is None:
+                kept = self._find_plain(text, detected)
+                self._long_hits[digest, detected] = kept
+                while len(self._long_hits) > _LONG_HITS_KEPT:
+                    del self._long_hits[next(iter(self._long_hits))]
+            hits = list(kept)
+        else:
+            hits = self._find_plain(text, detected, each_place=each_place)
         if not decode:
             return hits
         for start, end, decoded in encoded_runs(text, shortest=_MIN_EXACT):
@@ -221,11 +254,18 @@ class Recall:
             found = self._long_by[detected] = (values, ExactIndex([k.exact for k in values]))
         return found
 
-    def entries_in(self, text: str, *, detected: frozenset[str] = frozenset()) -> list[VaultEntry]:
-        """The entries whose value (or a fragment) ``text`` holds, each once."""
+    def entries_in(
+        self,
+        text: str,
+        *,
+        detected: frozenset[str] = frozenset(),
+        digest: bytes | None = None,
+    ) -> list[VaultEntry]:
+        """The entries whose value (or a fragment) ``text`` holds, each once (``digest``: as
+        for ``find``)."""
         seen: dict[str, VaultEntry] = {}
         # Which values, not where: a value in a MB of text is not listed at each place.
-        for hit in self._find(text, detected, decode=True, each_place=False):
+        for hit in self._find(text, detected, decode=True, each_place=False, digest=digest):
             seen.setdefault(hit.entry.token, hit.entry)
         return list(seen.values())
 

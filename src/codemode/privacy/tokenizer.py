@@ -100,6 +100,8 @@ class Tokenizer:
         self.detectors.clear_cache()
         self._key_info.clear()
         self._cleared.clear()
+        if self._recall is not None:
+            self._recall.forget_texts()
 
     def tokenize(self, value: Any, vault: Vault, *, server: str, tool: str) -> Any:
         """A copy of ``value`` with sensitive values replaced by tokens (``value`` is untouched)."""
@@ -245,7 +247,8 @@ class _Walk:
         if encoded:
             detections = _merge(encoded, detections)
         if self.recall is not None:
-            detections = _merge(_recalled(self.recall, text, self.kinds, detections), detections)
+            recalled = _recalled(self.recall, text, self.kinds, detections, digest)
+            detections = _merge(recalled, detections)
         if "<" in text and ">" in text:
             detections = _merge(self._token_literals(text), detections)
         if not detections:
@@ -303,14 +306,18 @@ def _replace(text: str, detections: Sequence[Detection], vault: Vault, source: T
 
 
 def _recalled(
-    recall: Recall, text: str, detected: frozenset[str], detections: Sequence[Detection]
+    recall: Recall,
+    text: str,
+    detected: frozenset[str],
+    detections: Sequence[Detection],
+    digest: bytes | None = None,
 ) -> list[Detection]:
     """Spans holding a value the vault knows (or a fragment), kind "" and the token: longest
     first (a whole value before a fragment of another as long), so that a whole value wins
     over a fragment of it. A value the detectors find whole is its own value, not a fragment
     of another that it shares letters with (``olivia@olivia-trading.com`` is not a cut of
     ``popescu.olivia@oliviatrading.com``), unless it is written as a piece of it."""
-    hits = recall.find(text, detected=detected, decode=False)
+    hits = recall.find(text, detected=detected, decode=False, digest=digest)
     if not hits:
         return []
     spans = {(item.start, item.end): item.value for item in detections}

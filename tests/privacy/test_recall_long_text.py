@@ -1,0 +1,94 @@
+"""Long text a tool hands back unchanged is read for known values once: the flow check's
+reading of the argument answers the tokenizer's reading of the echoed result (by content
+hash, while the vault is unchanged), and what it answers is what a new reading finds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from codemode.privacy import PrivacyInvoker, PrivacySettings, Vault
+from codemode.privacy.detectors import content_digest
+from codemode.privacy.recall import FRAGMENT_SCAN_MAX, Recall
+from codemode.privacy.vault import TokenSource
+from codemode.tools import ToolCall
+
+LINE = "Order 4417 shipped on 2024-05-02, total 1,240.50 EUR. Questions to ops@example.com.\n"
+CRM = TokenSource("crm", "list_contacts", "contacts[].email")
+LONG = LINE * (2 * FRAGMENT_SCAN_MAX // len(LINE))
+
+
+class Echo:
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        return call.arguments["text"]
+
+
+def reads_of_long_text(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every reading of a long text by the recall, as the text's length."""
+    reads: list[int] = []
+    plain = Recall._find_plain
+
+    def counted(self: Recall, text: str, *args: Any, **kwargs: Any) -> Any:
+        if len(text) > FRAGMENT_SCAN_MAX:
+            reads.append(len(text))
+        return plain(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Recall, "_find_plain", counted)
+    return reads
+
+
+def test_an_echoed_long_text_is_read_once_and_comes_back_tokenized(monkeypatch) -> None:
+    vault = Vault()
+    invoker = PrivacyInvoker(Echo(), vault, PrivacySettings())
+    token = vault.tokens_for([("EMAIL", "ops@example.com")], CRM)[0]
+    reads = reads_of_long_text(monkeypatch)
+    for round_ in range(2):  # a new text each round: nothing kept from the last one answers
+        text = f"round {round_}: {LONG}"
+        call = ToolCall("crm", "echo", {"text": text})
+        assert invoker.check_flows(call) is None
+        echoed = invoker.invoke(call, timeout_s=5)
+        assert reads == [len(text)] * (round_ + 1)
+        assert "ops@example.com" not in echoed
+        assert echoed.count(token) == LONG.count("ops@example.com")
+
+
+def test_places_kept_by_hash_are_the_places_a_new_reading_finds() -> None:
+    vault = Vault()
+    vault.tokens_for([("EMAIL", "ops@example.com"), ("PHONE", "+49 30 1234567")], CRM)
+    text = LONG.replace("Questions", "Call +49 30 1234567 with questions", 7)
+    recall = Recall(vault)
+    recall.refresh()
+    digest = content_digest(text)
+    fresh = recall.find(text, decode=False)
+    assert len(fresh) == LONG.count("@") + 7
+    assert recall.find(text, decode=False, digest=digest) == fresh  # read, and kept
+    assert recall.find(text, decode=False, digest=digest) == fresh  # answered from the kept
+    entries = recall.entries_in(text, digest=digest)
+    assert {entry.value for entry in entries} == {"ops@example.com", "+49 30 1234567"}
+
+
+def test_a_value_added_to_the_vault_is_found_in_text_kept_before() -> None:
+    vault = Vault()
+    vault.tokens_for([("EMAIL", "ops@example.com")], CRM)
+    text = LONG + "Escalations to boss@example.com.\n"
+    recall = Recall(vault)
+    recall.refresh()
+    digest = content_digest(text)
+    assert {hit.entry.value for hit in recall.find(text, digest=digest)} == {"ops@example.com"}
+    vault.tokens_for([("EMAIL", "boss@example.com")], CRM)
+    recall.refresh()
+    found = {hit.entry.value for hit in recall.find(text, digest=digest)}
+    assert found == {"ops@example.com", "boss@example.com"}
+
+
+def test_the_kept_places_are_let_go_with_the_caches(monkeypatch) -> None:
+    vault = Vault()
+    invoker = PrivacyInvoker(Echo(), vault, PrivacySettings())
+    vault.tokens_for([("EMAIL", "ops@example.com")], CRM)
+    reads = reads_of_long_text(monkeypatch)
+    call = ToolCall("crm", "echo", {"text": LONG})
+    invoker.check_flows(call)
+    invoker.drop_caches()
+    invoker.invoke(call, timeout_s=5)
+    assert len(reads) == 2  # the kept reading went with the caches: the result is read anew
