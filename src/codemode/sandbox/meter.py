@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from codemode.sandbox.cgroups import CgroupSet
 from codemode.sandbox.heldfiles import HeldFiles
 from codemode.sandbox.layout import TMPFS_MOUNTS, WORKSPACE
+from codemode.sandbox.pidsignal import send_signal
 from codemode.sandbox.proctree import (
     Proc,
     continue_each,
@@ -244,7 +245,7 @@ class SandboxMeter:
         leaves the rest to the walk, the guest already stopped."""
         assert self._guest_fd is not None
         try:
-            signal.pidfd_send_signal(self._guest_fd, signal.SIGSTOP)
+            send_signal(self._guest_fd, signal.SIGSTOP)
         except OSError:
             return False  # it has ended: the walk finds nothing to stop
         self._guest_stopped = True
@@ -260,7 +261,7 @@ class SandboxMeter:
             held, self._stopped = self._stopped, {}
             if self._guest_stopped and self._guest_fd is not None:
                 with contextlib.suppress(OSError):  # it has ended meanwhile (killed)
-                    signal.pidfd_send_signal(self._guest_fd, signal.SIGCONT)
+                    send_signal(self._guest_fd, signal.SIGCONT)
             self._guest_stopped = False
         continue_each(held)
 

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from codemode.sandbox.pidsignal import send_signal
+
 __all__ = [
     "Proc",
     "children_of",
@@ -155,7 +157,7 @@ def stop_each(pids: list[int], pidns: str) -> dict[int, int]:
             continue
         try:
             if pidns_of(pid) == pidns:
-                signal.pidfd_send_signal(fd, signal.SIGSTOP)
+                send_signal(fd, signal.SIGSTOP)
                 held[pid], fd = fd, -1
         except OSError:
             pass
@@ -169,7 +171,7 @@ def continue_each(held: dict[int, int]) -> None:
     """SIGCONT the processes ``stop_each`` stopped, through its pidfds, and close them."""
     for fd in held.values():
         try:
-            signal.pidfd_send_signal(fd, signal.SIGCONT)
+            send_signal(fd, signal.SIGCONT)
         except OSError:
             pass  # it has ended meanwhile (killed)
         finally:
@@ -186,7 +188,7 @@ def signal_each(pids: list[int], pidns: str, signum: signal.Signals) -> list[int
             continue
         try:
             if pidns_of(pid) == pidns:
-                signal.pidfd_send_signal(fd, signum)
+                send_signal(fd, signum)
                 reached.append(pid)
         except OSError:
             pass

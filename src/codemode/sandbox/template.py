@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from codemode.errors import SandboxError, TemplateUnavailableError
 from codemode.sandbox.bwrap_parts import MASKED_PROC, SIGNALS_PENDING
+from codemode.sandbox.pidsignal import send_signal
 from codemode.settings.sandbox import Limits
 
 __all__ = [
@@ -134,7 +135,7 @@ class ForkedGuest:
         """SIGKILL the guest, pid 1 of its namespace: the kernel ends every process in it."""
         if self.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                send_signal(self._pidfd, signal.SIGKILL)
 
     def close(self) -> None:
         if self._pidfd >= 0:
