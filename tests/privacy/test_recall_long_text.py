@@ -92,3 +92,14 @@ def test_the_kept_places_are_let_go_with_the_caches(monkeypatch) -> None:
     invoker.drop_caches()
     invoker.invoke(call, timeout_s=5)
     assert len(reads) == 2  # the kept reading went with the caches: the result is read anew
+
+
+def test_the_places_of_a_few_long_texts_are_kept_not_of_every_one() -> None:
+    vault = Vault()
+    vault.tokens_for([("EMAIL", "ops@example.com")], CRM)
+    recall = Recall(vault)
+    recall.refresh()
+    for number in range(20):
+        text = f"report {number}\n{LONG}"
+        recall.find(text, digest=content_digest(text))
+    assert 1 <= len(recall._long_hits) <= 4

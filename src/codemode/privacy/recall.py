@@ -35,6 +35,7 @@ too (``encoded.py``): a value so written is replaced, run and all.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Iterable
@@ -199,12 +200,14 @@ class Recall:
         if not self._known or len(text) < _MIN_EXACT:
             return []
         if digest is not None and len(text) > FRAGMENT_SCAN_MAX:
-            kept = self._long_hits.get((digest, detected))
+            held = self._long_hits
+            kept = held.get((digest, detected))
             if kept is None:
-                kept = self._find_plain(text, detected)
-                self._long_hits[digest, detected] = kept
-                while len(self._long_hits) > _LONG_HITS_KEPT:
-                    del self._long_hits[next(iter(self._long_hits))]
+                kept = held[digest, detected] = self._find_plain(text, detected)
+                if len(held) > _LONG_HITS_KEPT:
+                    # Parallel tool calls of one session share this: another may trim first.
+                    with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                        del held[next(iter(held))]
             hits = list(kept)
         else:
             hits = self._find_plain(text, detected, each_place=each_place)
