@@ -15,7 +15,10 @@ Rows: detect (the detectors with markup, as a tool result is scanned: the old wh
 the fast path with pure-Python anchors, the fast path with native anchors when Hyperscan is
 installed (the `fast` extra); ratios against the old scan), tokenize (a 1 MiB string through
 the tokenizer, as a tool result: old and new), rescan (the same text again: the second scan is
-answered from the content-hash cache). Medians of ``--repeat`` runs; ms per MiB, wall time and
+answered from the content-hash cache), echo (the orders text, new each call, through a
+session's wrappers around a tool that returns its argument, as in benchmarks/peers.py's P6: the
+flow check of the argument, the call, the oracle guard and the result's tokens; the vault
+already holds the text's contacts). Medians of ``--repeat`` runs; ms per MiB, wall time and
 this thread's CPU time (on a loaded machine the CPU time is the steadier one).
 """
 
@@ -29,9 +32,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from codemode.config import CodemodeConfig
+from codemode.engine.chain import build_invoker_chain
 from codemode.privacy import PrivacySettings, Vault
 from codemode.privacy.detectors import DetectorSet
 from codemode.privacy.fastscan import native_available
+from codemode.tools import ToolCall
 
 SIZE = 1 << 20
 WORDS = [
@@ -188,7 +194,30 @@ def run(repeat: int, size: int = SIZE) -> dict[str, dict[str, float]]:
         lambda: tokenizer.tokenize(text, vault, server="docs", tool="read"), repeat
     )
     rows["rescan prose (cached)"] = {"old_ms": old, "new_ms": again, "new/old": again / old}
+    rows["echo orders (wrappers)"] = echo_row(texts["orders"], repeat)
     return rows
+
+
+class _Echo:
+    """A tool that returns its argument (the upstream of P6)."""
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        return call.arguments["text"]
+
+
+def echo_row(text: str, repeat: int) -> dict[str, float]:
+    chain = build_invoker_chain(
+        CodemodeConfig(), _Echo(), session="bench", specs=lambda _s, _t: None, approver=None
+    )
+    calls = iter(range(1_000_000))
+
+    def once() -> Any:
+        argument = f"call {next(calls)}: {text}"  # a new text each call: nothing cached answers
+        return chain.invoker.invoke(ToolCall("up", "echo", {"text": argument}), timeout_s=60)
+
+    once()  # the vault learns the contacts, as after a first result
+    wall, cpu = median_ms(once, max(repeat, 5))
+    return {"new_ms": wall, "new_cpu_ms": cpu}
 
 
 def main() -> None:
@@ -213,10 +242,12 @@ def main() -> None:
                 f"   {row['old_cpu_ms']:.1f} / {row['pure_cpu_ms']:.1f} / "
                 f"{row.get('native_cpu_ms', float('nan')):.1f}"
             )
-        else:
+        elif "old_ms" in row:
             print(
                 f"{name:22} {row['old_ms']:8.1f} {'':8} {row['new_ms']:10.1f} {row['new/old']:10.3f}"
             )
+        else:
+            print(f"{name:22} {'':8} {'':8} {row['new_ms']:10.1f}   CPU {row['new_cpu_ms']:.1f}")
 
 
 if __name__ == "__main__":
