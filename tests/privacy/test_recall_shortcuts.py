@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from codemode.privacy import recall as recall_module
 from codemode.privacy.recall import (
     _ALNUM,
@@ -13,7 +15,7 @@ from codemode.privacy.recall import (
     _SPELLED,
     _SPELLED_HINT,
     Recall,
-    _alnum_positions,
+    _Offsets,
     _skeleton_of,
 )
 from codemode.privacy.vault import TokenSource, Vault
@@ -46,9 +48,19 @@ def test_every_spelled_out_address_holds_the_hint() -> None:
 
 
 def test_the_offsets_of_skeleton_characters_are_the_plain_ones() -> None:
-    for text in random_texts(3000):
+    rng = random.Random(5)
+    texts = random_texts(3000)
+    # Long ones too: offsets found a block of 1 KiB at a time, blocks without one included.
+    ascii_parts = [part for part in PARTS if part.isascii()] + [" " * 1500]
+    texts += ["".join(rng.choices(ascii_parts, k=rng.randint(100, 900))) for _ in range(60)]
+    for text in texts:
         lowered = text.lower()
-        assert _alnum_positions(lowered) == [m.start() for m in _ALNUM.finditer(lowered)]
+        plain = [m.start() for m in _ALNUM.finditer(lowered)]
+        offsets = _Offsets(lowered)
+        assert [offsets[k] for k in range(len(plain))] == plain
+        for beyond in (len(plain), -1):
+            with pytest.raises(IndexError):
+                offsets[beyond]
 
 
 VALUES = [
