@@ -1,4 +1,4 @@
-"""Long text a tool hands back unchanged is read for known values once: the flow check's
+"""Text of a few KiB or more that a tool hands back unchanged is read for known values once: the flow check's
 reading of the argument answers the tokenizer's reading of the echoed result (by content
 hash, while the vault is unchanged), and what it answers is what a new reading finds."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from codemode.privacy import PrivacyInvoker, PrivacySettings, Vault
 from codemode.privacy.detectors import content_digest
-from codemode.privacy.recall import FRAGMENT_SCAN_MAX, Recall
+from codemode.privacy.recall import FRAGMENT_SCAN_MAX, KEPT_MIN_CHARS, Recall
 from codemode.privacy.vault import TokenSource
 from codemode.tools import ToolCall
 
@@ -25,12 +25,12 @@ class Echo:
 
 
 def reads_of_long_text(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Every reading of a long text by the recall, as the text's length."""
+    """Every reading of a text of KEPT_MIN_CHARS or more by the recall, as its length."""
     reads: list[int] = []
     plain = Recall._find_plain
 
     def counted(self: Recall, text: str, *args: Any, **kwargs: Any) -> Any:
-        if len(text) > FRAGMENT_SCAN_MAX:
+        if len(text) >= KEPT_MIN_CHARS:
             reads.append(len(text))
         return plain(self, text, *args, **kwargs)
 
@@ -38,19 +38,21 @@ def reads_of_long_text(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return reads
 
 
-def test_an_echoed_long_text_is_read_once_and_comes_back_tokenized(monkeypatch) -> None:
+@pytest.mark.parametrize("size", [KEPT_MIN_CHARS, 16_384, len(LONG)])
+def test_an_echoed_long_text_is_read_once_and_comes_back_tokenized(monkeypatch, size) -> None:
     vault = Vault()
     invoker = PrivacyInvoker(Echo(), vault, PrivacySettings())
     token = vault.tokens_for([("EMAIL", "ops@example.com")], CRM)[0]
     reads = reads_of_long_text(monkeypatch)
     for round_ in range(2):  # a new text each round: nothing kept from the last one answers
-        text = f"round {round_}: {LONG}"
+        text = f"round {round_}: {LONG}"[:size]
         call = ToolCall("crm", "echo", {"text": text})
         assert invoker.check_flows(call) is None
         echoed = invoker.invoke(call, timeout_s=5)
         assert reads == [len(text)] * (round_ + 1)
-        assert "ops@example.com" not in echoed
-        assert echoed.count(token) == LONG.count("ops@example.com")
+        # Every place, and a cut of the address where the text ends inside one.
+        assert "ops@example" not in echoed
+        assert echoed.count(token) >= text.count("ops@example.com") > 0
 
 
 def test_places_kept_by_hash_are_the_places_a_new_reading_finds() -> None:

@@ -19,7 +19,7 @@ from codemode.policy.engine import SpecLookup
 from codemode.policy.flowgate import FlowAsk, approved_tokens
 from codemode.privacy.detectors import content_digest
 from codemode.privacy.flows import FlowRefusal, allowing_line, decide_flows, flow_action
-from codemode.privacy.recall import FRAGMENT_SCAN_MAX
+from codemode.privacy.recall import FRAGMENT_SCAN_MAX, KEPT_MIN_CHARS
 from codemode.privacy.settings import PrivacySettings
 from codemode.privacy.tokenizer import OUTPUT_SOURCE, detokenize
 from codemode.privacy.vault import TokenSource, Vault, VaultEntry
@@ -119,13 +119,13 @@ class PrivacyInvoker:
         tokens = {entry.token for entry in passed}
         more: list[VaultEntry] = []
         for text in _strings(arguments):
-            # Long text is hashed once: the scan and the recall keep what they find by it,
-            # for a result that brings the same text back (an echo, a record read again).
-            long = len(text) > FRAGMENT_SCAN_MAX
-            digest = content_digest(text) if long else None
+            # Longer text is hashed once: the recall (and the scan of long text) keep what
+            # they find by it, for a result that brings the same text back (an echo).
+            digest = content_digest(text) if len(text) >= KEPT_MIN_CHARS else None
             found = recall.entries_in(text, detected=kinds, digest=digest)
             # Values the detectors find are looked up directly (cheap in long text too), each
             # value once (a MB can hold one address a thousand times).
+            long = len(text) > FRAGMENT_SCAN_MAX
             values = detectors.detect(text, digest) if long else ()
             for value in dict.fromkeys(item.value for item in values):
                 entry = self.vault.lookup(self.vault.token_of(value) or "")

@@ -49,6 +49,7 @@ from codemode.privacy.vault import Vault, VaultEntry
 
 __all__ = [
     "FRAGMENT_SCAN_MAX",
+    "KEPT_MIN_CHARS",
     "LONG_TEXT_ALL_VALUES",
     "Recall",
     "RecallHit",
@@ -65,7 +66,9 @@ _ALNUM = re.compile(r"[0-9a-z]")
 # The text is looked up at every position, 8 characters (the shortest fragment) at a time.
 _GRAM = 8
 _STRIDE = 1
-# Long texts whose places are kept (``Recall.find`` with a digest): the few a call reads.
+# Texts from this long on have their places kept (``Recall.find`` with a digest), the few a
+# call reads: an echoed argument's reading answers the result's.
+KEPT_MIN_CHARS = 4096
 _LONG_HITS_KEPT = 4
 
 
@@ -135,8 +138,8 @@ class Recall:
         self._short_by: dict[frozenset[str], list[_Known]] = {}
         # The values matched exactly in long text, per ``detected``, and their index.
         self._long_by: dict[frozenset[str], tuple[list[_Known], ExactIndex]] = {}
-        # Long text read again unchanged (an argument a tool echoes, a record written and read
-        # back): its places, by content hash, while the vault stays as it was.
+        # Text read again unchanged (an argument a tool echoes, a record written and read back):
+        # its places, by content hash, while the vault stays as it was.
         self._long_hits: dict[tuple[bytes, frozenset[str]], list[RecallHit]] = {}
 
     def forget_texts(self) -> None:
@@ -201,7 +204,7 @@ class Recall:
         entry, and finding every place costs about as much)."""
         if not self._known or len(text) < _MIN_EXACT:
             return []
-        if digest is not None and len(text) > FRAGMENT_SCAN_MAX:
+        if digest is not None and len(text) >= KEPT_MIN_CHARS:
             held = self._long_hits
             kept = held.get((digest, detected))
             if kept is None:
