@@ -150,17 +150,27 @@ class Knowledge:
     def saw(self, result: Any) -> None:
         """The code received ``result`` (tokenized): its words are not hidden from it."""
         with self._lock:
+            room = _MAX_PUBLIC - len(self._public)
+            if room <= 0:
+                return
             budget = _MAX_SEEN_CHARS
+            texts: list[str] = []
             for text in _texts(result, keys=True, items=None):
-                if len(self._public) >= _MAX_PUBLIC or budget <= 0:
-                    return
+                if budget <= 0:
+                    break
                 budget -= len(text)
-                new = words_of(fold(text[:_MAX_SEEN_CHARS])) - self._public
-                if new:
-                    self._public.update(new)
-                    # Two sorted runs: the sort merges them in one pass (no insort per word).
-                    self._public_sorted.extend(sorted(new))
-                    self._public_sorted.sort()
+                texts.append(text[:_MAX_SEEN_CHARS])
+            # Read as one text, a string a line (a line break ends a word, and folding keeps
+            # to each character): a result of many small strings (5,000 records) was read a
+            # string at a time, each with new words sorting every word seen so far again.
+            new = words_of(fold("\n".join(texts))) - self._public
+            if not new:
+                return
+            fresh = sorted(new)[:room]
+            self._public.update(fresh)
+            # Two sorted runs: the sort merges them in one pass (no insort per word).
+            self._public_sorted.extend(fresh)
+            self._public_sorted.sort()
 
     def pieces(self, arguments: Any) -> dict[int, list[Piece]]:
         """Per hidden value (its index in ``values``), the pieces the arguments carry."""
