@@ -13,10 +13,10 @@ holds its rare character's first occurrence at one place of the text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["ExactIndex"]
+__all__ = ["ExactIndex", "places_of"]
 
 # Rarest first, in prose and in tool results alike.
 _RARE = "@#$%&*+=~^|\\<>[]{}_;!?/()'\""
@@ -126,3 +126,16 @@ class ExactIndex:
         for index, start in hits:  # places in order: each value's starts in order
             found[index].append(start)
         return True
+
+
+def places_of(text: str, needles: Iterable[str]) -> list[int]:
+    """Every place in ``text`` where one of ``needles`` starts (overlapping ones too), in
+    order: each needle found with ``str.find``, at memory speed (for a few needles, faster
+    than looking at every position of the text)."""
+    found: set[int] = set()
+    for needle in needles:
+        at = text.find(needle)
+        while at >= 0:
+            found.add(at)
+            at = text.find(needle, at + 1)
+    return sorted(found)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from itertools import compress, count
 from typing import Any
 
+from codemode.privacy.exact import places_of
 from codemode.privacy.patterns import patterns_in
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
 from codemode.privacy.vault import TOKEN_PATTERN, Vault
@@ -320,13 +321,7 @@ def _seeds(
         # (the shifted copies are shorter: the last grams end the text).
         grams = zip(*(chars[at:] for at in range(_GRAM)), strict=False)
         return list(compress(count(), map(rare_chars.__contains__, grams)))
-    found: set[int] = set()
-    for gram in rare:
-        at = chars.find(gram)
-        while at >= 0:
-            found.add(at)
-            at = chars.find(gram, at + 1)
-    return sorted(found)
+    return places_of(chars, rare)
 
 
 def _stretches(positions: list[int]) -> Iterator[Piece]:

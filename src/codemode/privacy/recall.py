@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from itertools import compress
 
 from codemode.privacy.encoded import encoded_runs
-from codemode.privacy.exact import ExactIndex
+from codemode.privacy.exact import ExactIndex, places_of
 from codemode.privacy.vault import Vault, VaultEntry
 
 __all__ = [
@@ -331,14 +331,8 @@ _NOT_ALNUM_BYTES = bytes(c for c in range(256) if not (48 <= c <= 57 or 97 <= c 
 
 
 def _gram_places(skel: str, grams: Iterable[str]) -> list[int]:
-    """Every place in ``skel`` where one of ``grams`` starts (overlapping ones too), in order."""
-    found: set[int] = set()
-    for gram in grams:
-        at = skel.find(gram)
-        while at >= 0:
-            found.add(at)
-            at = skel.find(gram, at + 1)
-    return [at for at in sorted(found) if at % _STRIDE == 0]
+    """Every place in ``skel`` where one of ``grams`` starts, in order, on the stride."""
+    return [at for at in places_of(skel, grams) if at % _STRIDE == 0]
 
 
 # Bytes of lower-case ASCII letters and digits become 1, all others 0.
