@@ -18,7 +18,9 @@ the tokenizer, as a tool result: old and new), rescan (the same text again: the 
 answered from the content-hash cache), echo (the orders text, new each call, through a
 session's wrappers around a tool that returns its argument, as in benchmarks/peers.py's P6: the
 flow check of the argument, the call, the oracle guard and the result's tokens; the vault
-already holds the text's contacts). Medians of ``--repeat`` runs; ms per MiB, wall time and
+already holds the text's contacts), records (5,000 contact records, about 900 KiB as JSON,
+returned by a tool through the same wrappers: the first read in a session, which puts every
+contact in the vault, and the same records read again). Medians of ``--repeat`` runs; ms per MiB, wall time and
 this thread's CPU time (on a loaded machine the CPU time is the steadier one).
 """
 
@@ -195,7 +197,56 @@ def run(repeat: int, size: int = SIZE) -> dict[str, dict[str, float]]:
     )
     rows["rescan prose (cached)"] = {"old_ms": old, "new_ms": again, "new/old": again / old}
     rows["echo orders (wrappers)"] = echo_row(texts["orders"], repeat)
+    rows |= records_rows(5000 if size == SIZE else 50, repeat)
     return rows
+
+
+def contact_records(count: int) -> list[dict[str, Any]]:
+    rng = random.Random(4)
+    first = ["Maria", "Kofi", "Aiko", "Lars", "Priya", "Tom", "Ana", "Ivan"]
+    last = ["Lopez", "Okafor", "Tanaka", "Berg", "Shah", "Reed", "Silva", "Petrov"]
+    return [
+        {
+            "id": f"c{number}",
+            "name": f"{rng.choice(first)} {rng.choice(last)}",
+            "email": f"user{number}@example{number % 50}.com",
+            "phone": f"+49 30 {rng.randint(1_000_000, 9_999_999)}",
+            "city": rng.choice(["Berlin", "Paris", "Oslo"]),
+            "orders": rng.randint(0, 50),
+            "note": "Prefers e-mail; ordered 3 items on 2024-05-02.",
+        }
+        for number in range(count)
+    ]
+
+
+class _Records:
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        return self.rows
+
+
+def records_rows(count: int, repeat: int) -> dict[str, dict[str, float]]:
+    records = _Records(contact_records(count))
+    call = ToolCall("crm", "list_contacts", {})
+
+    def chain() -> Any:
+        return build_invoker_chain(
+            CodemodeConfig(), records, session="bench", specs=lambda _s, _t: None, approver=None
+        ).invoker
+
+    def first_read() -> Any:
+        return chain().invoke(call, timeout_s=60)  # a new session: every contact is new
+
+    first, first_cpu = median_ms(first_read, repeat)
+    invoker = chain()
+    invoker.invoke(call, timeout_s=60)
+    again, again_cpu = median_ms(lambda: invoker.invoke(call, timeout_s=60), repeat)
+    return {
+        "records, first read": {"new_ms": first, "new_cpu_ms": first_cpu},
+        "records, read again": {"new_ms": again, "new_cpu_ms": again_cpu},
+    }
 
 
 class _Echo:
