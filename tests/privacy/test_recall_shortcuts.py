@@ -10,14 +10,11 @@ import pytest
 
 from codemode.privacy import recall as recall_module
 from codemode.privacy.recall import (
-    _ALNUM,
-    _NOT_ALNUM,
     _SPELLED,
     _SPELLED_HINT,
     Recall,
-    _Offsets,
-    _skeleton_of,
 )
+from codemode.privacy.skeletons import ALNUM, NOT_ALNUM, Offsets, skeleton_of
 from codemode.privacy.vault import TokenSource, Vault
 
 PARTS = [" at ", "at", " dot ", "(at)", "[dot]", "{at}", "\tat\n", "a", "Z", "9", ".", "@", " "]
@@ -34,7 +31,7 @@ def test_the_skeleton_of_ascii_text_is_the_plain_one() -> None:
     assert sum(text.isascii() for text in texts) > 100  # both ways are taken
     assert sum(not text.isascii() for text in texts) > 100
     for text in texts:
-        assert _skeleton_of(text) == _NOT_ALNUM.sub("", text)
+        assert skeleton_of(text) == NOT_ALNUM.sub("", text)
 
 
 def test_every_spelled_out_address_holds_the_hint() -> None:
@@ -55,8 +52,8 @@ def test_the_offsets_of_skeleton_characters_are_the_plain_ones() -> None:
     texts += ["".join(rng.choices(ascii_parts, k=rng.randint(100, 900))) for _ in range(60)]
     for text in texts:
         lowered = text.lower()
-        plain = [m.start() for m in _ALNUM.finditer(lowered)]
-        offsets = _Offsets(lowered)
+        plain = [m.start() for m in ALNUM.finditer(lowered)]
+        offsets = Offsets(lowered)
         assert [offsets[k] for k in range(len(plain))] == plain
         for beyond in (len(plain), -1):
             with pytest.raises(IndexError):

@@ -5,9 +5,11 @@ detectors   what counts as sensitive (EMAIL, PHONE, CARD, IBAN, IP, national ids
 checks      the checksums and ranges behind them
 markup      values split or wrapped by markup (search snippets, highlights, Markdown)
 fastscan    the fast path for long text: detectors only in windows around cheap anchors
-native      those anchors found in one Hyperscan pass (the optional ``fast`` extra)
+native      those anchors found in one Hyperscan pass (a dependency on Linux x86_64/aarch64)
 overlaps    findings that overlap: merged (the fast path) or the first kept
 recall      the vault's values and their fragments, found again in later text
+skeletons   a text's letters and digits, and the way back to the text's offsets
+exact       where values occur as written, a rare character at a time
 fields      glob paths naming fields of a tool result (``contacts[].email``)
 vault       value <-> token, per session, host side only
 tokenizer   walk results (tokenize) and call arguments (detokenize)

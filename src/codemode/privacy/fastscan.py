@@ -365,7 +365,8 @@ def _shortest(pattern: re.Pattern[str]) -> int:
 
 
 def native_available() -> bool:
-    """Whether Hyperscan is installed (the ``fast`` extra) to find anchors natively."""
+    """Whether Hyperscan is installed (a dependency on Linux x86_64 and aarch64; elsewhere
+    the ``fast`` extra) to find anchors natively."""
     return native_scanner() is not None
 
 

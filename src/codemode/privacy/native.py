@@ -1,7 +1,8 @@
 """Native anchors for the fast path: one Hyperscan pass finds every place a value may be.
 
-Optional (the ``fast`` extra installs ``hyperscan``); without it ``fastscan`` finds the same
-places in pure Python, several times more slowly. Each built-in pattern listed here gets
+A dependency on Linux x86_64 and aarch64 (elsewhere the ``fast`` extra installs
+``hyperscan``); without it ``fastscan`` finds the same places in pure Python, several times
+more slowly. Each built-in pattern listed here gets
 an expression that every match of the pattern contains (the look-behind becomes the character
 before the match, look-aheads are left out, repeats are cut to their minimum), with how far a
 match may reach ``back`` before and ``forward`` after the end offset Hyperscan reports. The

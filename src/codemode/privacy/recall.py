@@ -35,16 +35,15 @@ too (``encoded.py``): a value so written is replaced, run and all.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import compress
 
 from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.exact import ExactIndex, places_of
+from codemode.privacy.skeletons import NOT_ALNUM, Offsets, skeleton_of
 from codemode.privacy.vault import Vault, VaultEntry
 
 __all__ = [
@@ -61,8 +60,6 @@ FRAGMENT_SCAN_MAX = 65_536
 LONG_TEXT_ALL_VALUES = 256
 _MIN_EXACT = 4
 _MIN_SKELETON = 8
-_NOT_ALNUM = re.compile(r"[^0-9a-z]+")
-_ALNUM = re.compile(r"[0-9a-z]")
 # The text is looked up at every position, 8 characters (the shortest fragment) at a time.
 _GRAM = 8
 _STRIDE = 1
@@ -74,7 +71,7 @@ _LONG_HITS_KEPT = 4
 
 def skeleton(text: str) -> str:
     """Lower-case ASCII letters and digits of ``text``, in order."""
-    return _NOT_ALNUM.sub("", text.lower())
+    return NOT_ALNUM.sub("", text.lower())
 
 
 def fragment_chars(skeleton_length: int) -> int:
@@ -279,11 +276,11 @@ class Recall:
 
     def _fragments(self, text: str) -> Iterable[RecallHit]:
         lowered = text.lower()
-        yield from self._runs(text, _skeleton_of(lowered), lowered, None)
+        yield from self._runs(text, skeleton_of(lowered), lowered, None)
         # "maria lopez at globex dot com" (the hint, searched faster, is part of any match)
         if _SPELLED_HINT.search(lowered) is not None and _SPELLED.search(lowered) is not None:
             spelled = _SPELLED.sub(_blank, lowered)
-            yield from self._runs(text, _skeleton_of(spelled), spelled, spelled)
+            yield from self._runs(text, skeleton_of(spelled), spelled, spelled)
 
     def _runs(self, text: str, skel: str, lowered: str, spelled: str | None) -> Iterable[RecallHit]:
         if len(skel) < _MIN_SKELETON:
@@ -298,7 +295,7 @@ class Recall:
             starts = _gram_places(skel, grams)
             if not starts:
                 return
-        positions: _Offsets | None = None
+        positions: Offsets | None = None
         # Per value: the text's skeleton up to here is covered by a fragment found already.
         reach: dict[int, int] = {}
         for at in starts:
@@ -313,7 +310,7 @@ class Recall:
                 if span is None:
                     continue
                 if positions is None:
-                    positions = _Offsets(lowered)
+                    positions = Offsets(lowered)
                 found = _judge(known, span, text, positions, spelled is not None)
                 if found is None:
                     continue
@@ -326,63 +323,11 @@ class Recall:
 # "at" and "dot" written as words between the parts of an address.
 _SPELLED = re.compile(r"(?<=[0-9a-z])[\s(\[{]+(?:at|dot)[\s)\]}]+(?=[0-9a-z])")
 _SPELLED_HINT = re.compile(r"[\s(\[{](?:at|dot)[\s)\]}]")
-# Bytes that are not lower-case ASCII letters or digits (deleted to make a skeleton).
-_NOT_ALNUM_BYTES = bytes(c for c in range(256) if not (48 <= c <= 57 or 97 <= c <= 122))
 
 
 def _gram_places(skel: str, grams: Iterable[str]) -> list[int]:
     """Every place in ``skel`` where one of ``grams`` starts, in order, on the stride."""
     return [at for at in places_of(skel, grams) if at % _STRIDE == 0]
-
-
-# Bytes of lower-case ASCII letters and digits become 1, all others 0.
-_ALNUM_FLAGS = bytes(1 if 48 <= c <= 57 or 97 <= c <= 122 else 0 for c in range(256))
-_BLOCK = 1024
-
-
-class _Offsets:
-    """The offset in ``lowered`` of each character its skeleton keeps (``offsets[k]``: of the
-    skeleton's ``k``-th). A hit needs a few of them: in ASCII text they are found a block of
-    1 KiB at a time, as asked, not all listed (a list of every offset cost 0.9 ms per 48 KiB,
-    two thirds of the recall's time there)."""
-
-    __slots__ = ("_blocks", "_counts", "_flags", "_plain")
-
-    def __init__(self, lowered: str) -> None:
-        self._plain: list[int] | None = None
-        if not lowered.isascii():
-            self._plain = [match.start() for match in _ALNUM.finditer(lowered)]
-            return
-        self._flags = flags = lowered.encode("ascii").translate(_ALNUM_FLAGS)
-        # Skeleton characters before each block.
-        counts = [0]
-        for start in range(0, len(flags), _BLOCK):
-            counts.append(counts[-1] + flags.count(1, start, start + _BLOCK))
-        self._counts = counts
-        self._blocks: dict[int, list[int]] = {}
-
-    def __getitem__(self, index: int) -> int:
-        if index < 0:  # from the start only: a cut's arithmetic gone wrong must not wrap
-            raise IndexError(f"skeleton index {index} out of range")
-        if self._plain is not None:
-            return self._plain[index]
-        counts = self._counts
-        if index >= counts[-1]:
-            raise IndexError(f"skeleton index {index} out of range")
-        block = bisect.bisect_right(counts, index) - 1
-        offsets = self._blocks.get(block)
-        if offsets is None:
-            start = block * _BLOCK
-            window = self._flags[start : start + _BLOCK]
-            offsets = self._blocks[block] = list(compress(range(start, start + _BLOCK), window))
-        return offsets[index - counts[block]]
-
-
-def _skeleton_of(lowered: str) -> str:
-    """``_NOT_ALNUM.sub("", lowered)``; for ASCII text in a fifth of the time."""
-    if lowered.isascii():
-        return lowered.encode("ascii").translate(None, _NOT_ALNUM_BYTES).decode("ascii")
-    return _NOT_ALNUM.sub("", lowered)
 
 
 def _blank(match: re.Match[str]) -> str:
@@ -447,7 +392,7 @@ def _extend(
 
 
 def _judge(
-    known: _Known, span: tuple[int, int, int, int], text: str, at: _Offsets, spelled: bool
+    known: _Known, span: tuple[int, int, int, int], text: str, at: Offsets, spelled: bool
 ) -> tuple[int, int] | None:
     """The part of a common run (``span``: in the text's skeleton, then in the value's) that
     is the value or a cut of it only the value would show, as a span of the text's skeleton;
@@ -475,7 +420,7 @@ def _whole_words(words: tuple[tuple[int, int], ...], start: int, end: int) -> bo
 
 
 def _email_cut(
-    known: _Known, span: tuple[int, int, int, int], text: str, at: _Offsets
+    known: _Known, span: tuple[int, int, int, int], text: str, at: Offsets
 ) -> tuple[int, int] | None:
     text_start, text_end, start, end = span
     local, domain = known.local, len(known.skeleton) - known.local
