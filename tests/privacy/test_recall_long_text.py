@@ -104,4 +104,4 @@ def test_the_places_of_a_few_long_texts_are_kept_not_of_every_one() -> None:
     for number in range(20):
         text = f"report {number}\n{LONG}"
         recall.find(text, digest=content_digest(text))
-    assert 1 <= len(recall._long_hits) <= 4
+    assert 1 <= len(recall._kept) <= 4

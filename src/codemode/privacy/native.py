@@ -2,10 +2,10 @@
 
 A dependency on Linux x86_64 and aarch64 (elsewhere the ``fast`` extra installs
 ``hyperscan``); without it ``fastscan`` finds the same places in pure Python, several times
-more slowly. Each built-in pattern listed here gets
-an expression that every match of the pattern contains (the look-behind becomes the character
-before the match, look-aheads are left out, repeats are cut to their minimum), with how far a
-match may reach ``back`` before and ``forward`` after the end offset Hyperscan reports. The
+more slowly. Each built-in pattern listed here gets an expression that every match of the
+pattern contains (the look-behind becomes the character before the match, look-aheads are
+left out, repeats are cut to their minimum), with how far a match may reach ``back`` before
+and ``forward`` after the end offset Hyperscan reports. The
 expressions run over the text's same-width ASCII copy (``fastscan._Text.raw``: one byte per
 character, so offsets are the text's own). ``tests/privacy/test_fastscan.py`` checks, over
 generated text, that the fast path with these anchors hides everything the whole-text scan

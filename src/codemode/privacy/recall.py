@@ -66,7 +66,7 @@ _STRIDE = 1
 # Texts from this long on have their places kept (``Recall.find`` with a digest), the few a
 # call reads: an echoed argument's reading answers the result's.
 KEPT_MIN_CHARS = 4096
-_LONG_HITS_KEPT = 4
+_KEPT_TEXTS = 4
 
 
 def skeleton(text: str) -> str:
@@ -137,18 +137,18 @@ class Recall:
         self._long_by: dict[frozenset[str], tuple[list[_Known], ExactIndex]] = {}
         # Text read again unchanged (an argument a tool echoes, a record written and read back):
         # its places, by content hash, while the vault stays as it was.
-        self._long_hits: dict[tuple[bytes, frozenset[str]], list[RecallHit]] = {}
+        self._kept: dict[tuple[bytes, frozenset[str]], list[RecallHit]] = {}
 
     def forget_texts(self) -> None:
-        """Let go of the places kept for long texts (they say where values are in them)."""
-        self._long_hits = {}
+        """Let go of the places kept by digest (they say where values are in those texts)."""
+        self._kept = {}
 
     def refresh(self) -> None:
         version = self.vault.version
         if version == self._version:
             return
         self._version = version
-        self._short_by, self._long_by, self._long_hits = {}, {}, {}
+        self._short_by, self._long_by, self._kept = {}, {}, {}
         entries = list(self.vault.entries())
         if len(entries) < len(self._known):  # wiped
             self._known, self._short, self._grams = [], [], {}
@@ -182,8 +182,8 @@ class Recall:
         every value is matched exactly, those of the ``detected`` kinds only while the vault
         holds at most ``LONG_TEXT_ALL_VALUES`` values (each costs a pass over the text).
         ``decode``: look into runs of hex and base64 too (the tokenizer decodes them itself).
-        ``digest``: the text's ``content_digest``; with it, long text read before while the
-        vault is unchanged is answered from what that reading found.
+        ``digest``: the text's ``content_digest``; with it, text of ``KEPT_MIN_CHARS`` or more
+        read before while the vault is unchanged is answered from what that reading found.
         """
         return self._find(text, detected, decode, each_place=True, digest=digest)
 
@@ -202,11 +202,11 @@ class Recall:
         if not self._known or len(text) < _MIN_EXACT:
             return []
         if digest is not None and len(text) >= KEPT_MIN_CHARS:
-            held = self._long_hits
+            held = self._kept
             kept = held.get((digest, detected))
             if kept is None:
                 kept = held[digest, detected] = self._find_plain(text, detected)
-                if len(held) > _LONG_HITS_KEPT:
+                if len(held) > _KEPT_TEXTS:
                     # Parallel tool calls of one session share this: another may trim first.
                     with contextlib.suppress(KeyError, RuntimeError, StopIteration):
                         del held[next(iter(held))]

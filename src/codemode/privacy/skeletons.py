@@ -14,8 +14,6 @@ ALNUM = re.compile(r"[0-9a-z]")
 
 # Bytes that are not lower-case ASCII letters or digits (deleted to make a skeleton).
 _NOT_ALNUM_BYTES = bytes(c for c in range(256) if not (48 <= c <= 57 or 97 <= c <= 122))
-
-
 # Bytes of lower-case ASCII letters and digits become 1, all others 0.
 _ALNUM_FLAGS = bytes(1 if 48 <= c <= 57 or 97 <= c <= 122 else 0 for c in range(256))
 _BLOCK = 1024
