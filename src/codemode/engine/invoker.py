@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from codemode.bridge.waiting import now_waiting
 from codemode.catalog.catalog import Catalog
 from codemode.errors import CodemodeError, ToolError
 from codemode.tools import ToolCall, ToolResult
@@ -60,6 +61,7 @@ class CatalogInvoker:
         future = asyncio.run_coroutine_threadsafe(
             self.catalog.call(call.server, call.tool, call.arguments), self.loop
         )
+        now_waiting()  # the call is out: what the wrappers deferred until now starts
         try:
             result = _wait(future, timeout_s, _cancel.get())
         except concurrent.futures.TimeoutError:
