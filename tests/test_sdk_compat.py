@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -157,5 +158,24 @@ async def test_an_anyio_process_still_holds_the_event_loops_transport_where_it_i
         await process.wait()
         sdk_compat.close_subprocess_transport(process)
         assert transport.is_closing()  # type: ignore[union-attr]
+    finally:
+        await process.aclose()
+
+
+async def test_an_anyio_process_still_shows_its_pipes_ends_where_they_are_grown():
+    import stat
+
+    import anyio
+
+    process = await anyio.open_process([sys.executable, "-c", "import sys; sys.stdin.read()"])
+    try:
+        ends = [sdk_compat.subprocess_pipe_fd(process, fd) for fd in (0, 1)]
+        assert None not in ends, (
+            "anyio's Process no longer shows its pipes through _process._transport: "
+            "adapt subprocess_pipe_fd in src/codemode/sdk_compat.py"
+        )
+        assert ends[0] != ends[1]
+        assert all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in ends if fd is not None)
+        assert sdk_compat.subprocess_pipe_fd(object(), 0) is None
     finally:
         await process.aclose()

@@ -17,7 +17,8 @@ What is touched, and why:
   session on it (``connection_key``).
 - anyio's ``Process._process._transport``: the event loop's subprocess transport stays open (and
   warns when collected) while a grandchild of an MCP server holds its pipes; the stdio transport
-  closes it after stopping the server (``close_subprocess_transport``).
+  closes it after stopping the server (``close_subprocess_transport``), and finds its ends of
+  the child's pipes there (``subprocess_pipe_fd``), to grow them for large messages.
 - ``uvicorn.Server.capture_signals``: uvicorn installs its own SIGINT/SIGTERM handlers and
   re-raises the signal after shutdown, killing the process before the engine cleans up
   (``uvicorn_server`` returns a server that leaves signals to its caller).
@@ -53,6 +54,7 @@ __all__ = [
     "close_subprocess_transport",
     "connection_key",
     "mcp_http_client",
+    "subprocess_pipe_fd",
     "tolerate_invalid_structured_content",
     "uvicorn_server",
 ]
@@ -153,6 +155,20 @@ def _signal_free_server_class() -> type[uvicorn.Server]:
             yield
 
     return SignalFreeServer
+
+
+def subprocess_pipe_fd(process: object, child_fd: int) -> int | None:
+    """This process's end of the pipe to an anyio ``Process``'s ``child_fd`` (0: its stdin,
+    1: its stdout), or None where it is not known."""
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    get_pipe = getattr(transport, "get_pipe_transport", None)
+    if not callable(get_pipe):
+        return None
+    pipe = getattr(get_pipe(child_fd), "get_extra_info", lambda _name: None)("pipe")
+    try:
+        return int(pipe.fileno()) if pipe is not None else None
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def close_subprocess_transport(process: object) -> None:

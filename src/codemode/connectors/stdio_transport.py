@@ -27,7 +27,8 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from codemode.sdk_compat import close_subprocess_transport
+from codemode.connectors.pipe_room import PipeRoom
+from codemode.sdk_compat import close_subprocess_transport, subprocess_pipe_fd
 
 __all__ = ["LineSplitter", "parse_message", "stdio_transport"]
 
@@ -105,6 +106,8 @@ async def stdio_transport(
         start_new_session=True,  # its own process group: stopped as a whole
     )
     # No await between the spawn and the task group below: a cancel there would leak the child.
+    stdin_room = PipeRoom(subprocess_pipe_fd(process, 0))
+    stdout_room = PipeRoom(subprocess_pipe_fd(process, 1))
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     writer_done = anyio.Event()
@@ -120,6 +123,7 @@ async def stdio_transport(
                         chunk = await process.stdout.receive(READ_BYTES)
                     except anyio.EndOfStream:
                         return
+                    stdout_room.passing(splitter.pending + len(chunk))
                     lines = splitter.feed(chunk)
                     # The loop's variables would keep the last (megabytes) message alive
                     # until the next one, for as long as the server runs.
@@ -149,8 +153,11 @@ async def stdio_transport(
                 async for message in from_session:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     del message  # nothing of a sent message is kept until the next one
-                    await process.stdin.send(data.encode() + b"\n")
+                    line = data.encode() + b"\n"
                     del data
+                    stdin_room.passing(len(line))
+                    await process.stdin.send(line)
+                    del line
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The child may live on with its stdin gone: end the session's reads so that no
             # request waits forever.
@@ -178,6 +185,8 @@ async def stdio_transport(
             # Bounded, and finished even when the caller is cancelled: else the child leaks.
             with anyio.CancelScope(shield=True):
                 await shutdown()
+            stdin_room.release()
+            stdout_room.release()
             group.cancel_scope.cancel()
 
 
