@@ -105,3 +105,43 @@ def test_the_places_of_a_few_long_texts_are_kept_not_of_every_one() -> None:
         text = f"report {number}\n{LONG}"
         recall.find(text, digest=content_digest(text))
     assert 1 <= len(recall._kept) <= 4
+
+
+def test_an_echoed_long_text_is_hashed_once_per_call_and_each_new_text_again(monkeypatch) -> None:
+    from codemode.privacy import detectors
+
+    hashed: list[int] = []
+    digest_of = detectors.content_digest
+
+    def counted(text: str) -> bytes:
+        hashed.append(len(text))
+        return digest_of(text)
+
+    monkeypatch.setattr(detectors, "content_digest", counted)
+    vault = Vault()
+    invoker = PrivacyInvoker(Echo(), vault, PrivacySettings())
+    token = vault.tokens_for([("EMAIL", "ops@example.com")], CRM)[0]
+    for round_ in range(2):
+        text = f"round {round_}: {LONG}"
+        call = ToolCall("crm", "echo", {"text": text})
+        assert invoker.check_flows(call) is None
+        echoed = invoker.invoke(call, timeout_s=5)
+        assert hashed == [len(text)] * (round_ + 1)  # the argument; its echo is not hashed again
+        assert "ops@example" not in echoed and token in echoed
+
+
+class Changes:
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        return call.arguments["text"].replace("shipped", "delivered")
+
+
+def test_a_result_that_differs_from_the_argument_by_a_word_is_read_as_new_text() -> None:
+    vault = Vault()
+    invoker = PrivacyInvoker(Changes(), vault, PrivacySettings())
+    token = vault.tokens_for([("EMAIL", "ops@example.com")], CRM)[0]
+    text = LONG + "Escalations to boss@example.com.\n"
+    call = ToolCall("crm", "echo", {"text": text})
+    invoker.check_flows(call)
+    changed = invoker.invoke(call, timeout_s=5)
+    assert "delivered" in changed and "ops@example" not in changed and token in changed
+    assert "boss@example.com" not in changed  # found in the changed text: its own reading

@@ -17,7 +17,7 @@ from codemode.bridge.host import ToolInvoker
 from codemode.errors import DataFlowDeniedError, ToolError
 from codemode.policy.engine import SpecLookup
 from codemode.policy.flowgate import FlowAsk, approved_tokens
-from codemode.privacy.detectors import content_digest
+from codemode.privacy.detectors import TextDigests
 from codemode.privacy.flows import FlowRefusal, allowing_line, decide_flows, flow_action
 from codemode.privacy.recall import FRAGMENT_SCAN_MAX, KEPT_MIN_CHARS
 from codemode.privacy.settings import PrivacySettings
@@ -27,9 +27,9 @@ from codemode.tools import ToolCall
 
 __all__ = ["DataFlowDeniedError", "PrivacyInvoker", "scan_output"]
 
-# A call's arguments with vault values put back, the entries passed as tokens, and every entry
-# they carry (``PrivacyInvoker._detokenized``).
-_Detokenized = tuple[Any, list[VaultEntry], list[VaultEntry]]
+# A call's arguments with vault values put back, the entries passed as tokens, every entry
+# they carry, and the digests of their long texts (``PrivacyInvoker._detokenized``).
+_Detokenized = tuple[Any, list[VaultEntry], list[VaultEntry], TextDigests]
 
 
 class PrivacyInvoker:
@@ -81,9 +81,9 @@ class PrivacyInvoker:
             return self.inner.invoke(call, timeout_s=timeout_s)
         checked, self._checked = self._checked, None
         if checked is not None and checked[0] is call and checked[1] == self.vault.version:
-            arguments, passed, carried = checked[2]
+            arguments, passed, carried, digests = checked[2]
         else:
-            arguments, passed, carried = self._detokenized(call)
+            arguments, passed, carried, digests = self._detokenized(call)
         asked = self._decide(call, carried)
         if asked is not None and not asked.tokens <= approved_tokens():
             raise self._unapproved(call, asked)
@@ -94,20 +94,26 @@ class PrivacyInvoker:
             result = self.inner.invoke(real_call, timeout_s=timeout_s)
         except ToolError as error:
             raise self._tokenized_error(call, error) from None
-        return self._tokenizer.tokenize(result, self.vault, server=call.server, tool=call.tool)
+        return self._tokenizer.tokenize(
+            result, self.vault, server=call.server, tool=call.tool, digests=digests
+        )
 
     def _detokenized(self, call: ToolCall) -> _Detokenized:
         """The arguments with values put back, and every vault entry they carry: the tokens
-        passed, then known values (or fragments of them) passed in clear."""
+        passed, then known values (or fragments of them) passed in clear; and the digests of
+        their long texts, for a result that brings one back."""
         passed: list[VaultEntry] = []
 
         def collect(_destination: str, entry: VaultEntry) -> None:
             passed.append(entry)
 
         arguments = detokenize(call.arguments, self.vault, destination=call.server, check=collect)
-        return arguments, passed, passed + self._plain_values(arguments, passed)
+        digests = TextDigests()
+        return arguments, passed, passed + self._plain_values(arguments, passed, digests), digests
 
-    def _plain_values(self, arguments: Any, passed: list[VaultEntry]) -> list[VaultEntry]:
+    def _plain_values(
+        self, arguments: Any, passed: list[VaultEntry], digests: TextDigests
+    ) -> list[VaultEntry]:
         """Values the code passes in clear (rebuilt, or printed and copied): a known value,
         or a fragment of one, counts as if its token had been passed."""
         if len(self.vault) == 0:
@@ -121,7 +127,7 @@ class PrivacyInvoker:
         for text in _strings(arguments):
             # Longer text is hashed once: the recall (and the scan of long text) keep what
             # they find by it, for a result that brings the same text back (an echo).
-            digest = content_digest(text) if len(text) >= KEPT_MIN_CHARS else None
+            digest = digests.of(text) if len(text) >= KEPT_MIN_CHARS else None
             found = recall.entries_in(text, detected=kinds, digest=digest)
             # Values the detectors find are looked up directly (cheap in long text too), each
             # value once (a MB can hold one address a thousand times).

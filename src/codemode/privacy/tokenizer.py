@@ -21,7 +21,7 @@ from codemode.privacy.detection import detection
 from codemode.privacy.detectors import (
     Detection,
     DetectorSet,
-    content_digest,
+    TextDigests,
     looks_secret,
     non_overlapping,
 )
@@ -103,12 +103,22 @@ class Tokenizer:
         if self._recall is not None:
             self._recall.forget_texts()
 
-    def tokenize(self, value: Any, vault: Vault, *, server: str, tool: str) -> Any:
-        """A copy of ``value`` with sensitive values replaced by tokens (``value`` is untouched)."""
+    def tokenize(
+        self,
+        value: Any,
+        vault: Vault,
+        *,
+        server: str,
+        tool: str,
+        digests: TextDigests | None = None,
+    ) -> Any:
+        """A copy of ``value`` with sensitive values replaced by tokens (``value`` is untouched).
+        ``digests``: the texts the call's arguments held, hashed already (``PrivacyInvoker``)."""
         if value is None or isinstance(value, bool | int | float | bytes):
             return value
         matcher = self._fields.get(server)
         walk = _Walk(self.detectors, vault, server, tool, matcher, self._key_info)
+        walk.digests = digests if digests is not None else TextDigests()
         walk.recall = self.recall(vault)
         walk.recall.refresh()
         walk.cleared = self._cleared
@@ -157,6 +167,7 @@ class _Walk:
         self.key_info = key_info
         self.recall: Recall | None = None
         self.cleared: dict[tuple[bytes, str], tuple[int, str]] | None = None
+        self.digests = TextDigests()
         self.start: State = matcher.start if matcher is not None else frozenset()
 
     def source(self, path: Sequence[PathItem]) -> TokenSource:
@@ -224,7 +235,7 @@ class _Walk:
             return self._text(text, path)
         # A long string this server returned before, unchanged, while the vault has not
         # changed since: the same result, without a second scan.
-        digest = content_digest(text)
+        digest = self.digests.of(text)
         key = (digest, self.server)
         seen = self.cleared.get(key)
         if seen is not None and seen[0] == self.vault.version:
