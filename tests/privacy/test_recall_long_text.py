@@ -145,3 +145,15 @@ def test_a_result_that_differs_from_the_argument_by_a_word_is_read_as_new_text()
     changed = invoker.invoke(call, timeout_s=5)
     assert "delivered" in changed and "ops@example" not in changed and token in changed
     assert "boss@example.com" not in changed  # found in the changed text: its own reading
+
+
+def test_a_call_keeps_a_few_of_its_texts_to_compare_and_hashes_the_rest() -> None:
+    from codemode.privacy.detectors import TextDigests, content_digest
+
+    digests = TextDigests()
+    texts = [f"{n:05d}" + "x" * 5000 for n in range(3 * TextDigests.KEPT)]  # one length
+    assert [digests.of(text) for text in texts] == [content_digest(text) for text in texts]
+    # Only the first few are kept to compare with: a result's text is compared with those.
+    assert sum(len(kept) for kept in digests._by_length.values()) == TextDigests.KEPT
+    assert digests.of("".join(texts[0]), keep=False) == content_digest(texts[0])
+    assert digests.of(texts[-1], keep=False) == content_digest(texts[-1])

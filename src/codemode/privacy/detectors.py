@@ -451,21 +451,28 @@ def content_digest(text: str) -> bytes:
 
 
 class TextDigests:
-    """The ``content_digest`` of each text one tool call hashed, for the call's result to
-    reuse where it brings a text back unchanged (an echo, a document passed through): telling
-    an equal text costs a comparison of its characters, hashing a MB 0.6 ms. It lives as long
-    as the call and holds only the call's own texts."""
+    """The ``content_digest`` of the texts one tool call's arguments hold, for the call's result
+    to reuse where it brings a text back unchanged (an echo, a document passed through):
+    telling an equal text costs a comparison of its characters, hashing a MB 0.6 ms. It lives as
+    long as the call and keeps at most ``KEPT`` texts (all the call's own), so that a result of
+    many texts of one length costs a few comparisons each, not one per text before it."""
+
+    KEPT = 8
 
     def __init__(self) -> None:
         self._by_length: dict[int, list[tuple[str, bytes]]] = {}
+        self._kept = 0
 
-    def of(self, text: str) -> bytes:
-        same_length = self._by_length.setdefault(len(text), [])
+    def of(self, text: str, *, keep: bool = True) -> bytes:
+        """``text``'s digest; ``keep``: remember it for the texts asked for later."""
+        same_length = self._by_length.get(len(text), ())
         for seen, digest in same_length:
             if seen is text or seen == text:
                 return digest
         digest = content_digest(text)
-        same_length.append((text, digest))
+        if keep and self._kept < self.KEPT:
+            self._by_length.setdefault(len(text), []).append((text, digest))
+            self._kept += 1
         return digest
 
 
