@@ -154,6 +154,9 @@ def build_server(
     gateways), where ``policy.approvals = "url"`` sends the user; ``ledger``: where the tokens
     of each answer are counted for the operator console."""
     tools = mcp_tools()
+    # The SDK checks a call's ``Mcp-Param-*`` headers against its tool's input schema; without
+    # this lookup it runs the whole ``tools/list`` handler on every call to find that schema.
+    schemas = {tool.name: tool.input_schema for tool in tools}
     handlers = GatewayHandlers(engine, links=links, ledger=ledger)
 
     async def list_tools(
@@ -194,4 +197,5 @@ def build_server(
         on_call_tool=call_tool,
         on_list_resources=list_resources,
         on_read_resource=read_resource,
+        get_tool_input_schema=schemas.get,
     )
