@@ -4,12 +4,13 @@ The MCP SDK's ``stdio_client`` joins its text buffer with every 64 KiB read and 
 whole of it again (``(buffer + chunk).split("\\n")``), so one 10 MB result costs about 160
 reads that each copy and scan up to 10 MB: quadratic in the message size. Here each byte is
 appended once and scanned for a newline once (``LineSplitter``), reads take up to 1 MiB, and a
-line is parsed straight from its bytes. Everything else follows the SDK's transport and the MCP
+line is parsed straight from its bytes. The pipes to a server grow to 1 MiB once a message too
+large for them passes (``pipe_room``). Everything else follows the SDK's transport and the MCP
 lifecycle: the child runs in its own session (its process group is killed as a whole), shutdown
 closes stdin, waits, then sends SIGTERM and SIGKILL to the group, all shielded and bounded.
 
-Only public SDK names are used (``SessionMessage``, the JSON-RPC type adapter), so this module
-follows ``sdk_compat``'s rule without entries there.
+Only public SDK names are used (``SessionMessage``, the JSON-RPC type adapter); the ends of the
+child's pipes come from anyio's internals through ``sdk_compat.subprocess_pipe_fd``.
 """
 
 from __future__ import annotations
