@@ -72,7 +72,8 @@ test-fresh-clock: setup
 	fi
 
 # The sandbox's limit and hostile suites again, as an ordinary user: no cgroups there, so the
-# host's watch and RLIMIT_NPROC hold the limits. Run as root (CI), it creates the user
+# host's watch and RLIMIT_NPROC hold the limits; and what meets a per-user kernel limit (the
+# stdio servers' pipe sizes). Run as root (CI), it creates the user
 # codemode-test and drops to it; run by anyone else, the suite above already ran unprivileged.
 test-unprivileged: setup
 	@if [ "$$(id -u)" -ne 0 ]; then \
@@ -80,7 +81,7 @@ test-unprivileged: setup
 	else \
 	  $(BIN)/python scripts/run_unprivileged.py --user codemode-test \
 	    --need "$(CURDIR)" --need "$$($(BIN)/python -c 'import sys; print(sys.base_prefix)')" \
-	    -- $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider -m "hostile or limits" tests/sandbox tests/egress; \
+	    -- $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider -m "hostile or limits or per_user" tests/sandbox tests/egress tests/connectors/test_pipe_room.py; \
 	fi
 
 # The search-facing suites again in a second virtualenv without the optional [semantic] extra

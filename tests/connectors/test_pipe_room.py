@@ -29,6 +29,9 @@ def echo(text: str) -> str:
 server.run()
 """
 
+# Pipe sizes count against a per-user limit: ``make test`` runs these again as an ordinary user.
+pytestmark = pytest.mark.per_user
+
 linux_only = pytest.mark.skipif(
     not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are a Linux fcntl"
 )
