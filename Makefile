@@ -125,6 +125,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/packages.py
 	$(BIN)/python benchmarks/egress.py
 	$(BIN)/python benchmarks/privacy.py
+	$(BIN)/python benchmarks/side_by_side.py
 	$(BIN)/python benchmarks/skills.py
 	$(BIN)/python benchmarks/search.py
 	$(BIN)/python benchmarks/search_int8.py
