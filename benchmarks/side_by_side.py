@@ -19,7 +19,7 @@ Kinds (the code of ``benchmarks/peers.py``, through the official MCP client over
 
 Per kind: the median of the pairs' ratios (this tree / base: below 1 is faster) in each batch,
 their median and spread, and each side's median and fastest call. ``make bench`` compares
-with the previous commit (``HEAD~1``). Not part of the test suite; ``--smoke`` is (this tree
+with the previous commit (``HEAD~1``; the tree itself where there is none). Not part of the test suite; ``--smoke`` is (this tree
 against itself, a few pairs).
 """
 
@@ -48,11 +48,25 @@ import peers  # the benchmark's helpers, next to this file
 
 ROOT = peers.ROOT
 WORKTREE = "WORKTREE"
+DEFAULT_BASE = "HEAD~1"
 KINDS: dict[str, Callable[[str], str]] = {
     "trivial": peers.trivial,
     "call": peers.one_call,
     "echo": peers.echo,
 }
+
+
+def has_revision(revision: str) -> bool:
+    """Whether this repository has ``revision`` (a shallow clone has no parent commit)."""
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"],
+            check=False,
+            capture_output=True,
+        )
+    except OSError:
+        return False
+    return found.returncode == 0
 
 
 @contextlib.contextmanager
@@ -167,7 +181,7 @@ def line(row: dict[str, Any]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", default="HEAD~1", help=f"a git revision, or {WORKTREE}")
+    parser.add_argument("--base", help=f"a git revision, or {WORKTREE} (default: {DEFAULT_BASE})")
     parser.add_argument("--kinds", default="trivial,call,echo")
     parser.add_argument("--pairs", type=int, default=60, help="interleaved pairs per batch")
     parser.add_argument("--batches", type=int, default=3)
@@ -176,6 +190,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.smoke:
         args.base, args.kinds, args.pairs, args.batches = WORKTREE, "trivial,call", 2, 1
+    elif args.base is None:
+        args.base = DEFAULT_BASE if has_revision(DEFAULT_BASE) else WORKTREE
+        if args.base == WORKTREE:
+            print(f"no {DEFAULT_BASE} here (a shallow clone?): this tree against itself")
     kinds = [kind.strip() for kind in args.kinds.split(",") if kind.strip()]
     unknown = [kind for kind in kinds if kind not in KINDS]
     if unknown or not kinds or args.pairs < 1 or args.batches < 1:
