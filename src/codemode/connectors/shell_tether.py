@@ -39,12 +39,13 @@ case $1 in
   */*) [ -x "$1" ] && [ ! -d "$1" ] ;;
   *) command -v "$1" >/dev/null 2>&1 ;;
 esac || {{ echo "codemode: cannot start '$1': not found or not executable" >&2; exit 127; }}
-server=
+server= pending=
 stop() {{
   trap '' TERM INT HUP
   if [ -n "$server" ]; then
-    kill -s TERM -- "-$server" 2>/dev/null
-    (sleep {_GRACE_S}; kill -s KILL -- "-$server" 2>/dev/null) &
+    # Its pid too: until it has called setsid it has no process group of its own.
+    kill -s TERM -- "-$server" "$server" 2>/dev/null
+    (sleep {_GRACE_S}; kill -s KILL -- "-$server" "$server" 2>/dev/null) &
     killer=$!
     wait "$server"
     kill "$killer" 2>/dev/null
@@ -52,13 +53,19 @@ stop() {{
   fi
   exit $((128 + $1))
 }}
-trap 'stop 15' TERM
-trap 'stop 2' INT
-trap 'stop 1' HUP
+# A signal that comes while the server starts waits until its pid is known: stopping without
+# it would leave a server whose death signal was not set yet (setpriv had not run) running.
+trap 'pending=15' TERM
+trap 'pending=2' INT
+trap 'pending=1' HUP
 exec 3<&0
 "$setsid" "$env" --default-signal=INT,QUIT "$setpriv" --pdeathsig KILL -- "$@" <&3 3<&- &
 server=$!
 exec 3<&-
+trap 'stop 15' TERM
+trap 'stop 2' INT
+trap 'stop 1' HUP
+[ -z "$pending" ] || stop "$pending"
 wait "$server"
 """
 
