@@ -1,5 +1,6 @@
 """Short texts scanned together (``fastscan.scan_parts``, for the windows markup is removed
-from) find exactly what each scanned alone finds."""
+from) find exactly what each scanned alone finds; told where the texts changed, everything
+that lies near a change."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codemode.privacy import fastscan
-from codemode.privacy.markup import _markup_positions, markup_detections
+from codemode.privacy.markup import _markup_positions, markup_detections, near_change
 from codemode.privacy.native import native_scanner
 from tests.privacy.test_fastscan import MARKUP, SEPARATORS, detector_set, piece
 
@@ -26,6 +27,26 @@ def test_texts_scanned_together_find_what_each_finds_alone(texts: list[str]) -> 
     assert all(kind.all_native for kind in kinds)
     alone = [fastscan.scan(kinds, text)[0] for text in texts]
     assert fastscan.scan_parts(kinds, texts) == alone
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts=st.lists(parts_of, min_size=1, max_size=8),
+    places=st.lists(st.lists(st.integers(0, 400), max_size=4), min_size=8, max_size=8),
+)
+def test_texts_scanned_near_their_changes_find_all_that_lies_near_them(
+    texts: list[str], places: list[list[int]]
+) -> None:
+    kinds = detector_set(native=True)._windowed
+    changes = [sorted(at % (len(text) + 1) for at in ats) for text, ats in zip(texts, places)]
+    everything = fastscan.scan_parts(kinds, texts)
+    near = fastscan.scan_parts(kinds, texts, changes)
+    for found, nearby, ats in zip(everything, near, changes):
+        wanted = [item for item in found if near_change(ats, item[1], item[2])]
+        assert [item for item in nearby if near_change(ats, item[1], item[2])] == wanted
+        assert set(nearby) <= set(found)
+    # No change anywhere: nothing is searched for.
+    assert fastscan.scan_parts(kinds, texts, [[] for _ in texts]) == [[] for _ in texts]
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

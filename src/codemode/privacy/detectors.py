@@ -407,13 +407,22 @@ class DetectorSet:
             return self._fast_plain(text)[0]
         return self.reference_plain(text)
 
-    def _windows_plain(self, texts: list[str]) -> list[list[Found]]:
+    def _windows_plain(
+        self, texts: list[str], changes: list[list[int]] | None = None
+    ) -> list[list[Found]]:
         """``_window_plain`` of each of ``texts`` (as ``Found`` tuples: markup drops most);
-        with native anchors, those the fast path takes share one pass (``scan_parts``)."""
+        with native anchors, those the fast path takes share one pass (``scan_parts``), which
+        searches only near ``changes`` (where each text differs from the one it was copied
+        from: see ``markup_detections``) when they are given."""
         if not self._batched:
             return [_founds(self._window_plain(text)) for text in texts]
         long = [text for text in texts if len(text) >= self._window_min]
-        scanned = iter(scan_parts(self._windowed, long))
+        near = None
+        if changes is not None:
+            near = [
+                at for text, at in zip(texts, changes, strict=True) if len(text) >= self._window_min
+            ]
+        scanned = iter(scan_parts(self._windowed, long, near))
         out: list[list[Found]] = []
         for text in texts:
             if len(text) < self._window_min:

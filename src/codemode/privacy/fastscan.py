@@ -36,6 +36,7 @@ then scanned together, joined into one text for one more native pass (``scan_par
 
 from __future__ import annotations
 
+import bisect
 import functools
 import importlib
 import re
@@ -44,6 +45,7 @@ from typing import Any, cast
 
 from codemode.privacy.anchors import NATIVE_RUNS, Anchor, RunWindow, python_anchor_of
 from codemode.privacy.detection import Detector, Found
+from codemode.privacy.markup import CHANGE_AFTER, CHANGE_REACH
 from codemode.privacy.native import ANCHORS, NativeAnchor, native_scanner
 from codemode.privacy.scantext import ScanText, Window
 
@@ -263,14 +265,18 @@ class _Group:
         ends: Sequence[int],
         parts: Sequence[Window],
         found: Sequence[list[Found]],
+        changes: Sequence[int] | None = None,
     ) -> None:
         """``find_into`` for each part of ``source.text`` alone (``parts``: their spans, in
-        order; ``found``: a list for each), from the native hits of this group's anchor."""
+        order; ``found``: a list for each), from the native hits of this group's anchor;
+        with ``changes`` (places in ``source.text``, in order) only in the windows near one."""
         assert self.native is not None
         if isinstance(self.native, _AroundEnds):
             windows = self.native.merged_parts(ends, parts, source.raw)
         else:
             windows = _merged_parts(self.native(source, ends), ends, parts)
+        if changes is not None:
+            windows = _near_changes(windows, changes)
         self._search(source.text, windows, parts, found)
 
     def _search(
@@ -301,6 +307,18 @@ class _Group:
             if match.end() <= limit:
                 start, end = match.start() - offset, match.end() - offset
                 found.append((detector.kind, start, end, match.group()))
+
+
+def _near_changes(windows: Sequence[Framed], changes: Sequence[int]) -> list[Framed]:
+    """The windows that may hold a value near a change (``changes``, in order; see
+    ``markup.near_change``): every match a window holds lies within it."""
+    near: list[Framed] = []
+    count = len(changes)
+    for window in windows:
+        at = bisect.bisect_left(changes, window[1] - CHANGE_REACH)
+        if at < count and changes[at] <= window[2] + CHANGE_AFTER:
+            near.append(window)
+    return near
 
 
 class WindowedKind:
@@ -406,10 +424,19 @@ def scan(kinds: Sequence[WindowedKind], text: str) -> tuple[list[Found], list[in
 _SEPARATOR = "\x00"
 
 
-def scan_parts(kinds: Sequence[WindowedKind], texts: Sequence[str]) -> list[list[Found]]:
+def scan_parts(
+    kinds: Sequence[WindowedKind],
+    texts: Sequence[str],
+    changes: Sequence[Sequence[int]] | None = None,
+) -> list[list[Found]]:
     """What ``scan`` finds in each of ``texts`` (positions in that text), from one native pass
     over them all joined: the many short windows markup is removed from pay for one pass and
-    for each group once. Needs every group's anchor native (``WindowedKind.all_native``)."""
+    for each group once. Needs every group's anchor native (``WindowedKind.all_native``).
+
+    ``changes``: for each text, where it differs from the text it was copied from (in order):
+    then only what lies near one is searched for (``_near_changes``); the rest, the copied
+    text shows as well. In digit-dense text most of a markup window is far from its one
+    changed character (a line break between two numbers)."""
     scanner = native_scanner()
     assert scanner is not None and all(kind.all_native for kind in kinds)
     parts: list[Window] = []
@@ -417,6 +444,13 @@ def scan_parts(kinds: Sequence[WindowedKind], texts: Sequence[str]) -> list[list
     for text in texts:
         parts.append((at, at + len(text)))
         at += len(text) + len(_SEPARATOR)
+    joined: list[int] | None = None
+    if changes is not None:
+        joined = [
+            start + place
+            for (start, _end), ats in zip(parts, changes, strict=True)
+            for place in ats
+        ]
     source = ScanText(_SEPARATOR.join(texts))
     hits = source.native_hits(scanner)
     found: list[list[Found]] = [[] for _ in texts]
@@ -424,5 +458,5 @@ def scan_parts(kinds: Sequence[WindowedKind], texts: Sequence[str]) -> list[list
         for group in kind.groups:
             assert group.slot is not None
             if hits[group.slot]:
-                group.find_in_parts(source, hits[group.slot], parts, found)
+                group.find_in_parts(source, hits[group.slot], parts, found, joined)
     return found

@@ -21,7 +21,14 @@ from collections.abc import Callable, Sequence
 
 from codemode.privacy.detection import Detection, Found
 
-__all__ = ["has_markup", "markup_detections", "normalize"]
+__all__ = [
+    "CHANGE_AFTER",
+    "CHANGE_REACH",
+    "has_markup",
+    "markup_detections",
+    "near_change",
+    "normalize",
+]
 
 # What ``\s`` matches (``str.isspace``).
 _WHITESPACE = (
@@ -61,6 +68,18 @@ _SPACES = re.compile(r"\s+")
 _HINTS = ("[", "]", "**", "__", "<", "...", "…", " @", "@ ", "\n", "\t", "  ")
 #: Text around each piece of markup that is searched again (a value is at most this long).
 _WINDOW = 160
+#: How far before a value a changed character may change whether it is found (the detectors'
+#: look-behinds read a character or two, ``checks.ipv4_valid`` 16 for a version word), and
+#: after it (the look-aheads read one or two).
+CHANGE_REACH = 32
+CHANGE_AFTER = 8
+
+
+def near_change(changes: Sequence[int], start: int, end: int) -> bool:
+    """Whether a change (``changes``, in order) lies in ``start:end`` or within reach of it:
+    else what is found there is found in the text as written too, and decided there."""
+    at = bisect.bisect_left(changes, start - CHANGE_REACH)
+    return at < len(changes) and changes[at] <= end + CHANGE_AFTER
 
 
 def has_markup(text: str) -> bool:
@@ -79,6 +98,9 @@ class _Map:
         #: original (``start`` and ``end`` of a position from 1 on); otherwise None.
         self.offset: int | None = None
         self._one_for_one = True
+        #: Where the copy differs from the original, in order: the position of each space that
+        #: replaced markup, and of each place markup was taken out from between two positions.
+        self.changes: list[int] = []
 
     def add(self, norm_start: int, orig_start: int, orig_end: int, kept: bool) -> None:
         if self._one_for_one:
@@ -168,6 +190,7 @@ def normalize(
             out.append(text[position : match.start()])
             mapping.add(size, position, match.start(), kept=True)
             size += match.start() - position
+        mapping.changes.append(size)
         replacement = " " if match.lastindex else ""
         if replacement:
             out.append(replacement)
@@ -226,7 +249,7 @@ def markup_detections(
     detect: Callable[[str], Sequence[Detection]],
     candidates: Sequence[int] | None = None,
     *,
-    detect_all: Callable[[list[str]], Sequence[Sequence[Found]]] | None = None,
+    detect_all: Callable[[list[str], list[list[int]]], Sequence[Sequence[Found]]] | None = None,
 ) -> list[Found]:
     """Values that only show once markup is removed, with their spans in ``text``.
 
@@ -235,7 +258,9 @@ def markup_detections(
     places markup may start, found natively (each is checked here); without them the text is
     searched.
     ``detect_all``: ``detect`` of each of many windows at once, as ``Found`` tuples (cheaper
-    than one by one).
+    than one by one), told where each window's copy differs from the text (``_Map.changes``):
+    it may leave out what is found away from those places, which the text as written shows
+    as well (and which would be dropped as found already).
     """
     windows: list[list[int]] = []
     for at in sorted(_markup_positions(text, candidates)):
@@ -250,16 +275,21 @@ def markup_detections(
     cleaned = [normalize(text, low, high, pairs) for low, high in windows]
     cleans = [clean for clean, _mapping in cleaned]
     detected = (
-        detect_all(cleans)
+        detect_all(cleans, [mapping.changes for _clean, mapping in cleaned])
         if detect_all is not None
         else [[(d.kind, d.start, d.end, d.value) for d in detect(clean)] for clean in cleans]
     )
     found: list[Found] = []
     for (low, high), (clean, mapping), items in zip(windows, cleaned, detected, strict=True):
-        offset = mapping.offset
+        offset, changes = mapping.offset, mapping.changes
         for kind, start, end, value in items:
             # A value cut by the window's edge is found again from a window around it.
             if (start == 0 and low > 0) or (end == len(clean) and high < len(text)):
+                continue
+            # Away from the markup the copy reads as the text does, but for the window's
+            # edges: there the text as written decides (a window that opens between
+            # "build" and "10.1.2.3" would read an address where the text has a version).
+            if not near_change(changes, start, end):
                 continue
             if offset is not None:  # ``end`` is 1 at least: a value is never empty
                 found.append((kind, offset + start, offset + end, value))
