@@ -15,7 +15,6 @@ import logging
 import os
 import selectors
 import socket
-import termios
 import threading
 import time
 from collections.abc import Callable
@@ -50,7 +49,6 @@ _F_SETPIPE_SZ = 1031
 _WAKE_INTERVAL_S = 0.05
 _PIPE_BYTES = 1 << 20  # each output pipe's depth
 _RECV_CHUNK = 1 << 16
-_NOTHING = bytes(4)
 _PIN_AFTER_CALLS = 4
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
 
@@ -170,7 +168,10 @@ class Sandbox:
             if not count:
                 self.dead = True
                 return frames
-            frames += decoder.filled(count) if pending is not None else decoder.feed(into[:count])
+            if pending is not None:
+                frames += decoder.filled(count)
+            else:  # decoded before the next receive reuses the buffer
+                frames += decoder.feed(memoryview(into)[:count])
             if count < len(into) and not to_the_end:
                 # The socket is empty: asking again would only fail. The selector is
                 # level-triggered, so whatever arrives later (its end too) wakes the loop.
@@ -191,15 +192,6 @@ class Sandbox:
         (self._stdout if which == "stdout" else self._stderr).write(data)
         if self._on_output is not None:
             self._emit(which, data)
-
-    def _stdout_waiting(self) -> bool:
-        """Whether the stdout pipe holds anything: asked before every call is answered, and
-        cheaper than a read that fails (FIONREAD)."""
-        try:
-            fcntl.ioctl(self.process.stdout_fd, termios.FIONREAD, self._pipe_count)
-        except OSError:  # closed or not a pipe: let the read say what it is
-            return True
-        return self._pipe_count != _NOTHING
 
     def _emit(self, which: str, data: bytes) -> None:
         """Pass output on as it arrives; a failing callback is dropped, never the execution."""
@@ -348,7 +340,13 @@ class Sandbox:
             if now >= deadline:
                 outcome.status, outcome.limit = "timeout", "wall_time"
                 break
-            for key, _ in self.selector.select(min(deadline - now, _WAKE_INTERVAL_S)):
+            ready = self.selector.select(min(deadline - now, _WAKE_INTERVAL_S))
+            if len(ready) > 1:
+                # The guest flushes its output before it sends a call, so the output is
+                # ready by the time the call is: read it first, so that a call that waits (an
+                # approval) shows what was printed before it.
+                ready.sort(key=_bridge_last)
+            for key, _ in ready:
                 if key.data == "wake":
                     self._answer(calls, host, outcome)
                     continue
@@ -356,10 +354,6 @@ class Sandbox:
                     self._drain(key.data)
                     continue
                 frames = self._read_frames()
-                if frames and self._stdout_waiting():
-                    # The guest flushes its output before a call: read it first, so a call
-                    # that waits (an approval) can show what was printed before it.
-                    self._drain("stdout")
                 for incoming in frames:
                     if outcome.cancelled_at is not None and not _is_done(incoming):
                         outcome.refused_after_cancel += 1  # dropped: no call starts now
@@ -485,6 +479,10 @@ class Sandbox:
 
 def _is_awaitable_call(frame: dict[str, Any] | MalformedFrame) -> bool:
     return isinstance(frame, dict) and frame.get("op") == "call" and frame.get("async") is True
+
+
+def _bridge_last(item: tuple[selectors.SelectorKey, int]) -> bool:
+    return bool(item[0].data == "sock")
 
 
 def _is_done(frame: dict[str, Any] | MalformedFrame) -> bool:
