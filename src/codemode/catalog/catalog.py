@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from codemode.catalog.cache import DefinitionCache
-from codemode.connectors.base import Connector
+from codemode.connectors.base import BlockingCall, Connector
 from codemode.errors import CodemodeError, ToolNotFoundError, UpstreamUnavailableError
 from codemode.tools import ToolResult, ToolSpec
 
@@ -205,6 +205,18 @@ class Catalog:
             return await self._connectors[server].call_tool(tool, arguments)
         async with slots:
             return await self._connectors[server].call_tool(tool, arguments)
+
+    def blocking_call(self, server: str, tool: str) -> BlockingCall | None:
+        """``call`` as a blocking function of the arguments, where the server's connector has
+        one (``Connector.blocking_call``) and nothing on the loop stands before it (a bound
+        on concurrent calls, a server to load again); None: ``call`` on the loop."""
+        if server in self.failures or server in self._slots:
+            return None
+        connector = self._connectors.get(server)
+        if connector is None:
+            return None
+        self.get(server, tool)
+        return connector.blocking_call(tool)
 
     async def start(self, servers: Iterable[str] | None = None) -> None:
         """Start connectors that have something to start (MCP) ahead of the first call."""

@@ -25,10 +25,13 @@ from typing import Any
 
 from codemode.tools import ToolResult, ToolSpec
 
-__all__ = ["BaseConnector", "Connector", "ToolsChangedCallback"]
+__all__ = ["BaseConnector", "BlockingCall", "Connector", "ToolsChangedCallback"]
 
 # Called with the connector's name after its tools changed; may be a coroutine function.
 ToolsChangedCallback = Callable[[str], Awaitable[None] | None]
+#: A tool's call as a blocking function of its arguments (``BaseConnector.blocking_call``):
+#: its result, or what is left to await on the loop (a function that returned a coroutine).
+BlockingCall = Callable[[dict[str, Any]], ToolResult | Awaitable[ToolResult]]
 
 
 class BaseConnector(abc.ABC):
@@ -54,6 +57,13 @@ class BaseConnector(abc.ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional ability, a no-op by default
         """Release connections and child processes (a no-op for sources that hold none)."""
+
+    def blocking_call(self, tool: str) -> BlockingCall | None:
+        """``call_tool`` of ``tool`` as a plain blocking function, for a source that needs no
+        event loop for it (a sync Python function): a tool call from a sandbox's thread then
+        runs it on a worker thread without two hops through the loop. None (the default):
+        call it through ``call_tool`` on the loop."""
+        return None
 
     def on_tools_changed(self, callback: ToolsChangedCallback) -> None:  # noqa: B027
         """Call ``callback(self.name)`` whenever the source's tools change.

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
-from codemode.connectors.base import BaseConnector
+from codemode.connectors.base import BaseConnector, BlockingCall
 from codemode.errors import SchemaError, ToolNotFoundError
 from codemode.tools import ToolResult, ToolSpec
 
@@ -72,24 +72,10 @@ class PythonConnector(BaseConnector):
         return [tool.spec for tool in self._tools.values()]
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        from pydantic import ValidationError
-        from pydantic_core import to_jsonable_python
-
-        entry = self._tools.get(tool)
-        if entry is None:
-            raise ToolNotFoundError(
-                f"python server {self.name!r} has no tool {tool!r}",
-                fix=f"use one of: {', '.join(sorted(self._tools))}",
-            )
-        try:
-            model = entry.arguments.model_validate(arguments)
-        except ValidationError as error:
-            return ToolResult(
-                value=None,
-                is_error=True,
-                error_message=f"invalid arguments for {self.name}.{tool}: {error}",
-            )
-        kwargs = {field: getattr(model, field) for field in entry.arguments.model_fields}
+        entry = self._entry(tool)
+        kwargs = self._kwargs(entry, tool, arguments)
+        if isinstance(kwargs, ToolResult):
+            return kwargs
         try:
             if inspect.iscoroutinefunction(entry.function):
                 value = await entry.function(**kwargs)
@@ -98,10 +84,71 @@ class PythonConnector(BaseConnector):
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as error:  # noqa: BLE001 - a failing function is a tool error
-            return ToolResult(
-                value=None, is_error=True, error_message=f"{type(error).__name__}: {error}"
+            return _failed(error)
+        return _result(value)
+
+    def blocking_call(self, tool: str) -> BlockingCall | None:
+        """A sync function's call, run where it is called (its caller is a worker thread)."""
+        entry = self._entry(tool)
+        function = entry.function
+        if inspect.iscoroutinefunction(function):
+            return None
+
+        def call(arguments: dict[str, Any]) -> ToolResult | Awaitable[ToolResult]:
+            kwargs = self._kwargs(entry, tool, arguments)
+            if isinstance(kwargs, ToolResult):
+                return kwargs
+            try:
+                value = function(**kwargs)
+            except Exception as error:  # noqa: BLE001 - a failing function is a tool error
+                return _failed(error)
+            if inspect.isawaitable(value):  # a coroutine: awaited on the loop, as before
+                return _awaited(value)
+            return _result(value)
+
+        return call
+
+    def _entry(self, tool: str) -> _Tool:
+        entry = self._tools.get(tool)
+        if entry is None:
+            raise ToolNotFoundError(
+                f"python server {self.name!r} has no tool {tool!r}",
+                fix=f"use one of: {', '.join(sorted(self._tools))}",
             )
-        return ToolResult(value=to_jsonable_python(value, fallback=repr))
+        return entry
+
+    def _kwargs(
+        self, entry: _Tool, tool: str, arguments: dict[str, Any]
+    ) -> dict[str, Any] | ToolResult:
+        """The function's keyword arguments, validated (and coerced); an error result else."""
+        from pydantic import ValidationError
+
+        try:
+            model = entry.arguments.model_validate(arguments)
+        except ValidationError as error:
+            return ToolResult(
+                value=None,
+                is_error=True,
+                error_message=f"invalid arguments for {self.name}.{tool}: {error}",
+            )
+        return {field: getattr(model, field) for field in entry.arguments.model_fields}
+
+
+async def _awaited(value: Awaitable[Any]) -> ToolResult:
+    try:
+        return _result(await value)
+    except Exception as error:  # noqa: BLE001 - a failing function is a tool error
+        return _failed(error)
+
+
+def _failed(error: Exception) -> ToolResult:
+    return ToolResult(value=None, is_error=True, error_message=f"{type(error).__name__}: {error}")
+
+
+def _result(value: Any) -> ToolResult:
+    from pydantic_core import to_jsonable_python
+
+    return ToolResult(value=to_jsonable_python(value, fallback=repr))
 
 
 def _callable_name(function: Callable[..., Any]) -> str:

@@ -6,9 +6,12 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import functools
+import inspect
+import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from typing import Any
 
 from codemode.bridge.waiting import now_waiting
@@ -58,12 +61,23 @@ class CatalogInvoker:
         self.loop = loop
 
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
-        future = asyncio.run_coroutine_threadsafe(
-            self.catalog.call(call.server, call.tool, call.arguments), self.loop
-        )
+        deadline = time.monotonic() + timeout_s
+        future: concurrent.futures.Future[Any]
+        blocking = self.catalog.blocking_call(call.server, call.tool)
+        if blocking is not None:
+            # A sync Python function: straight to a tool thread, not through the loop and
+            # from there to a thread (four thread hops per call became two).
+            future = _blocking_pool().submit(blocking, call.arguments)
+        else:
+            future = asyncio.run_coroutine_threadsafe(
+                self.catalog.call(call.server, call.tool, call.arguments), self.loop
+            )
         now_waiting()  # the call is out: what the wrappers deferred until now starts
         try:
             result = _wait(future, timeout_s, _cancel.get())
+            if inspect.isawaitable(result):  # a sync function returned a coroutine: the loop's
+                future = _on_loop(result, self.loop)
+                result = _wait(future, deadline - time.monotonic(), _cancel.get())
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise ToolError(
@@ -78,9 +92,25 @@ class CatalogInvoker:
         return result_value(call, result)
 
 
+def _on_loop(
+    awaitable: Awaitable[ToolResult], loop: asyncio.AbstractEventLoop
+) -> concurrent.futures.Future[ToolResult]:
+    async def awaited() -> ToolResult:
+        return await awaitable
+
+    return asyncio.run_coroutine_threadsafe(awaited(), loop)
+
+
+@functools.cache
+def _blocking_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """Where blocking tool functions run: as many at once as ``asyncio.to_thread`` allows."""
+    workers = min(32, (os.cpu_count() or 1) + 4)
+    return concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="codemode-tool")
+
+
 def _wait(
-    future: concurrent.futures.Future[ToolResult], timeout_s: float, cancel: threading.Event | None
-) -> ToolResult:
+    future: concurrent.futures.Future[Any], timeout_s: float, cancel: threading.Event | None
+) -> Any:
     if cancel is None:
         return future.result(timeout=timeout_s)
     deadline = time.monotonic() + timeout_s
