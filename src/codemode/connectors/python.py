@@ -1,8 +1,9 @@
 """Plain Python callables as tools: the schema comes from the signature, hints and docstring.
 
-Sync functions run in a worker thread so a slow one cannot stall the event loop. Arguments are
-validated (and coerced) by pydantic before the call; a function that raises gives an error
-result, not an exception, as a failing MCP tool would.
+Sync functions run in a worker thread so a slow one cannot stall the event loop; a call from a
+sandbox's code goes to that thread straight from the sandbox's own (``blocking_call``), not
+through the loop. Arguments are validated (and coerced) by pydantic before the call; a function
+that raises gives an error result, not an exception, as a failing MCP tool would.
 """
 
 from __future__ import annotations
