@@ -8,6 +8,9 @@ E2  the same code on the sandbox session directly (no engine), as the baseline
 E3  one tool call through the chain (audit -> policy -> privacy -> catalog) from a warm session
 E4  the engine around a twin sandbox that answers at once (session, check, thread hop, result
     finishing): the engine's own cost, which E1 adds to E2
+E5  a loop of tool calls from code (a sync Python function): each call's round trip through
+    the bridge and the chain, timed inside the sandbox (p50 over the loop); the bridge alone
+    is W2 in ``sandbox.py``
 
 Medians of ``--rounds`` rounds of 200 executions each, isolation on (bubblewrap). Beside the
 wall time, the host CPU per execution (this process, all threads): on a loaded machine wall
@@ -97,6 +100,21 @@ def lookup(customer_id: str) -> dict[str, str]:
     return {"id": customer_id, "name": "Ada"}
 
 
+def get_customer(customer_id: str) -> dict[str, str]:
+    """Get a customer (not named like a search: no oracle budget to spend in the loop)."""
+    return {"id": customer_id, "name": "Ada"}
+
+
+LOOP_CALLS = 200
+LOOP = (
+    "import time\nlat = []\n"
+    f"for i in range({LOOP_CALLS}):\n"
+    "    t = time.perf_counter(); crm.get_customer(customer_id='c1')\n"
+    "    lat.append(time.perf_counter() - t)\n"
+    "lat.sort(); print(lat[len(lat) // 2] * 1e6)\n"
+)
+
+
 async def per_call_ms(run: Any, n: int, cpu: list[float] | None = None) -> float:
     started, cpu_started = time.perf_counter(), time.process_time()
     for _ in range(n):
@@ -114,7 +132,7 @@ async def measure(rounds: int, per_round: int = PER_ROUND) -> dict[str, Any]:
         gateway=GatewaySettings(state_dir=state),
     )
     assert config.privacy.enabled, "the benchmark measures the chain with privacy on"
-    catalog = Catalog([PythonConnector("crm", [lookup])])
+    catalog = Catalog([PythonConnector("crm", [lookup, get_customer])])
     async with Codemode(config, catalog=catalog, semantic=False) as engine:
         first = await engine.execute("from servers import crm\nprint(1+1)")
         handle = first.session
@@ -135,7 +153,12 @@ async def measure(rounds: int, per_round: int = PER_ROUND) -> dict[str, Any]:
         async def engine_call() -> None:
             await engine.execute("crm.lookup(customer_id='c1')", session=handle)
 
-        samples: dict[str, list[float]] = {"engine": [], "sandbox": [], "engine_tool_call": []}
+        samples: dict[str, list[float]] = {
+            "engine": [],
+            "sandbox": [],
+            "engine_tool_call": [],
+            "call_in_loop_us": [],
+        }
         cpu: dict[str, list[float]] = {"engine_cpu": [], "sandbox_cpu": []}
         for _ in range(rounds):  # interleaved, so drift hits all three alike
             samples["engine"].append(await per_call_ms(engine_print, per_round, cpu["engine_cpu"]))
@@ -145,6 +168,9 @@ async def measure(rounds: int, per_round: int = PER_ROUND) -> dict[str, Any]:
             samples["engine_tool_call"].append(
                 await per_call_ms(engine_call, max(per_round // 4, 1))
             )
+            loop = await engine.execute(LOOP, session=handle)
+            assert loop.status == "ok", loop.render_text()
+            samples["call_in_loop_us"].append(float(loop.stdout))
     medians = {
         name: round(statistics.median(values), 3) for name, values in (samples | cpu).items()
     }
@@ -178,6 +204,10 @@ def main() -> int:
         f"{numbers['sandbox_cpu']:.3f} ms ({numbers['engine_cpu_over_sandbox']:.2f}x)"
     )
     print(f"E3 engine warm execute with one tool call       {numbers['engine_tool_call']:.3f} ms")
+    print(
+        f"E5 a tool call from a loop in code, p50           {numbers['call_in_loop_us']:.1f} us"
+        f"  ({LOOP_CALLS} calls of a sync Python tool through the chain)"
+    )
     print(
         f"E4 the engine's own cost (instant twin sandbox)   p50 {numbers['engine_overhead_us']:.1f} "
         f"us, CPU {numbers['engine_overhead_cpu_us']:.1f} us"
