@@ -45,6 +45,14 @@ class Tools:
             """Fail."""
             raise ValueError("boom")
 
+        def leave() -> None:
+            """Call sys.exit (a tool's own failure, not the gateway's exit)."""
+            raise SystemExit(3)
+
+        async def leave_later() -> None:
+            """The same from an async tool."""
+            raise SystemExit(4)
+
         def hang() -> str:
             """Wait until the test lets go."""
             self.release.wait(30)
@@ -68,6 +76,8 @@ class Tools:
             "lookup": lookup,
             "double": double,
             "explode": explode,
+            "leave": leave,
+            "leave_later": leave_later,
             "hang": hang,
             "later": later,
             "counter": counter,
@@ -119,7 +129,8 @@ async def test_a_sync_tool_runs_on_a_tool_thread_and_not_through_the_loop(
 async def test_failures_and_bad_arguments_are_tool_errors(engine: Codemode) -> None:
     code = (
         "from servers import crm\n"
-        "for call in (lambda: crm.explode(), lambda: crm.double(n='many')):\n"
+        "calls = (crm.explode, lambda: crm.double(n='many'), crm.leave, crm.leave_later)\n"
+        "for call in calls:\n"
         "    try:\n"
         "        call()\n"
         "    except ToolError as error:\n"
@@ -130,6 +141,13 @@ async def test_failures_and_bad_arguments_are_tool_errors(engine: Codemode) -> N
     lines = result.stdout.splitlines()
     assert lines[0] == "ToolError crm.explode: ValueError: boom"
     assert lines[1].startswith("ToolError crm.double: invalid arguments for crm.double")
+    assert lines[2:] == [
+        "ToolError crm.leave: SystemExit: 3",
+        "ToolError crm.leave_later: SystemExit: 4",
+    ]
+    # The engine goes on.
+    after = await engine.execute("from servers import crm\nprint(crm.double(n=4))")
+    assert after.stdout.strip() == "8", after.render_text()
 
 
 async def test_a_hanging_sync_tool_is_left_behind_at_the_deadline(

@@ -28,6 +28,9 @@ _SECTION_RE = re.compile(
 # "name (type): text" (Google) or "name : type" (NumPy); group 2 is the colon with what precedes it.
 _PARAM_RE = re.compile(r"^\s*\*{0,2}(\w+)(?:\s*\([^)]*\))?(\s*:)?\s*(.*)$")
 _PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args"}
+#: What a tool function may raise and the call survive: its ``sys.exit()`` is its own failure,
+#: not the gateway's exit (it would end the event loop or the sandbox's thread).
+_FAILURES = (Exception, SystemExit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,7 @@ class PythonConnector(BaseConnector):
                 value = await asyncio.to_thread(entry.function, **kwargs)
                 if inspect.isawaitable(value):
                     value = await value
-        except Exception as error:  # noqa: BLE001 - a failing function is a tool error
+        except _FAILURES as error:  # a failing function is a tool error
             return _failed(error)
         return _result(value)
 
@@ -101,7 +104,7 @@ class PythonConnector(BaseConnector):
                 return kwargs
             try:
                 value = function(**kwargs)
-            except Exception as error:  # noqa: BLE001 - a failing function is a tool error
+            except _FAILURES as error:  # a failing function is a tool error
                 return _failed(error)
             if inspect.isawaitable(value):  # a coroutine: awaited on the loop, as before
                 return _awaited(value)
@@ -138,11 +141,11 @@ class PythonConnector(BaseConnector):
 async def _awaited(value: Awaitable[Any]) -> ToolResult:
     try:
         return _result(await value)
-    except Exception as error:  # noqa: BLE001 - a failing function is a tool error
+    except _FAILURES as error:  # a failing function is a tool error
         return _failed(error)
 
 
-def _failed(error: Exception) -> ToolResult:
+def _failed(error: BaseException) -> ToolResult:
     return ToolResult(value=None, is_error=True, error_message=f"{type(error).__name__}: {error}")
 
 
