@@ -165,9 +165,21 @@ async def test_a_hanging_sync_tool_is_left_behind_at_the_deadline(
     assert after.stdout.strip() == "4", after.render_text()
 
 
-async def test_an_unknown_tool_is_not_found_before_any_thread_is_asked() -> None:
-    catalog = Catalog([PythonConnector("crm", {"double": lambda n: n})])
+async def test_only_known_sync_tools_have_a_blocking_call(engine: Codemode) -> None:
+    catalog = Catalog([PythonConnector("crm", {"double": lambda n: n, "later": _later})])
     await catalog.load()
-    with pytest.raises(ToolNotFoundError):
-        catalog.blocking_call("crm", "nope")
+    assert catalog.blocking_call("crm", "double") is not None
+    assert catalog.blocking_call("crm", "later") is None  # async: on the loop
+    assert catalog.blocking_call("crm", "nope") is None  # the loop's call says it is unknown
     assert catalog.blocking_call("elsewhere", "double") is None
+    with pytest.raises(ToolNotFoundError):
+        await catalog.call("crm", "nope", {})
+    # From code, an unknown tool is the same error as before.
+    result = await engine.execute(
+        "from servers._runtime import call_tool\ncall_tool('crm', 'nope', {})\n"
+    )
+    assert result.status == "error" and "nope" in result.render_text()
+
+
+async def _later(n: int) -> int:
+    return n

@@ -210,13 +210,13 @@ class Catalog:
         """``call`` as a blocking function of the arguments, where the server's connector has
         one (``Connector.blocking_call``) and nothing on the loop stands before it (a bound
         on concurrent calls, a server to load again); None: ``call`` on the loop."""
-        if server in self.failures or server in self._slots:
-            return None
         connector = self._connectors.get(server)
-        if connector is None:
+        if connector is None or server in self.failures or server in self._slots:
             return None
-        self.get(server, tool)
-        return connector.blocking_call(tool)
+        blocking = connector.blocking_call(tool)
+        if blocking is not None:
+            self.get(server, tool)  # what ``call`` checks first
+        return blocking
 
     async def start(self, servers: Iterable[str] | None = None) -> None:
         """Start connectors that have something to start (MCP) ahead of the first call."""

@@ -92,11 +92,12 @@ class PythonConnector(BaseConnector):
         return _result(value)
 
     def blocking_call(self, tool: str) -> BlockingCall | None:
-        """A sync function's call, run where it is called (its caller is a worker thread)."""
-        entry = self._entry(tool)
-        function = entry.function
-        if inspect.iscoroutinefunction(function):
+        """A sync function's call, run where it is called (its caller is a worker thread);
+        None for an async function or a tool it does not have (``call_tool`` says so)."""
+        entry = self._tools.get(tool)
+        if entry is None or inspect.iscoroutinefunction(entry.function):
             return None
+        function = entry.function
 
         def call(arguments: dict[str, Any]) -> ToolResult | Awaitable[ToolResult]:
             kwargs = self._kwargs(entry, tool, arguments)
