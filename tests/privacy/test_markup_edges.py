@@ -23,7 +23,10 @@ def version_then_markup(fillers: int, markup: str = "**bold**") -> str:
     character before it: right after the word that makes it a version."""
     head = FILLER * fillers + "build "
     text = head + "10.1.2.3 was deployed to every host without trouble" + " and then" * 30
-    at = len(head) + _WINDOW - 1  # the window opens at ``at - _WINDOW``: the space
+    # The window opens ``_WINDOW`` before the markup's place (a line break between digits is
+    # at its break): here, on the space after "build".
+    place = markup.find("\n") if "\n" in markup else 0
+    at = len(head) + _WINDOW - 1 - place
     return text[:at] + markup + text[at:]
 
 
