@@ -45,7 +45,9 @@ stop() {{
   if [ -n "$server" ]; then
     # Its pid too: until it has called setsid it has no process group of its own.
     kill -s TERM -- "-$server" "$server" 2>/dev/null
-    (sleep {_GRACE_S}; kill -s KILL -- "-$server" "$server" 2>/dev/null) &
+    # The fallback's subshell must not keep the TERM ignored above: once the server stopped
+    # in time, the kill below ends it, or it would wake later and SIGKILL a reused pid.
+    (trap - TERM INT HUP; sleep {_GRACE_S}; kill -s KILL -- "-$server" "$server" 2>/dev/null) &
     killer=$!
     wait "$server"
     kill "$killer" 2>/dev/null
