@@ -36,7 +36,6 @@ then scanned together, joined into one text for one more native pass (``scan_par
 
 from __future__ import annotations
 
-import bisect
 import functools
 import importlib
 import re
@@ -45,7 +44,7 @@ from typing import Any, cast
 
 from codemode.privacy.anchors import NATIVE_RUNS, Anchor, RunWindow, python_anchor_of
 from codemode.privacy.detection import Detector, Found
-from codemode.privacy.markup import CHANGE_AFTER, CHANGE_REACH
+from codemode.privacy.markup import near_change
 from codemode.privacy.native import ANCHORS, NativeAnchor, native_scanner
 from codemode.privacy.scantext import ScanText, Window
 
@@ -310,15 +309,9 @@ class _Group:
 
 
 def _near_changes(windows: Sequence[Framed], changes: Sequence[int]) -> list[Framed]:
-    """The windows that may hold a value near a change (``changes``, in order; see
-    ``markup.near_change``): every match a window holds lies within it."""
-    near: list[Framed] = []
-    count = len(changes)
-    for window in windows:
-        at = bisect.bisect_left(changes, window[1] - CHANGE_REACH)
-        if at < count and changes[at] <= window[2] + CHANGE_AFTER:
-            near.append(window)
-    return near
+    """The windows that may hold a value near a change (``changes``, in order): every match
+    a window holds lies within it."""
+    return [window for window in windows if near_change(changes, window[1], window[2])]
 
 
 class WindowedKind:
