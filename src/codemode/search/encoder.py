@@ -38,7 +38,7 @@ from codemode.search.blas import blas_threads as _blas_threads
 from codemode.search.blas import import_numpy_single_threaded
 from codemode.search.numpy_ops import erf, layer_norm, padded, pool, unit_rows
 from codemode.search.weights import LAYERS as _LAYERS
-from codemode.search.weights import MODEL_ID, model_variant, prepared_weights, wordpiece
+from codemode.search.weights import MODEL_ID, ModelWeights, model_variant, wordpiece
 
 if TYPE_CHECKING:
     from codemode.search.arrays import FloatArray
@@ -169,12 +169,8 @@ class MiniLMEncoder:
         self._loaded_tokenizer: Any = None
         self._cache_dir, self._wordpiece_read = cache_dir, False
         self._wordpiece: WordPiece | None = None
-        w, prepared = prepared_weights(path, cache_dir)
-        self._word = w["word"]
-        self._position = w["position"]
-        self._emb_norm = (w["emb_ln_w"], w["emb_ln_b"])
-        self._layers = [{name: w[f"{i}.{name}"] for name in _LAYER_KEYS} for i in range(_LAYERS)]
-        self._prepared = prepared
+        self._weights = ModelWeights(path, cache_dir)  # numpy's matrices, mapped when used
+        self._prepared = self._weights.prepared
         self._query_precision = query_precision
         self._document_precision = document_precision
         self._documents_failed = False
@@ -473,11 +469,13 @@ class MiniLMEncoder:
         dim, head_dim = self.dimension, self.dimension // _HEADS
         # Activations stay 2-D (tokens x features): numpy sends 2-D matmuls to BLAS and runs
         # stacked 3-D ones in a loop about eight times slower.
-        x = (self._word[token_ids] + self._position[:width]).reshape(batch * width, dim)
-        x = layer_norm(x, *self._emb_norm)
+        w = self._weights.matrices()
+        x = (w["word"][token_ids] + w["position"][:width]).reshape(batch * width, dim)
+        x = layer_norm(x, w["emb_ln_w"], w["emb_ln_b"])
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         scale = np.float32(1.0 / math.sqrt(head_dim))
-        for layer in self._layers[:layers]:
+        for index in range(min(layers, _LAYERS)):
+            layer = {name: w[f"{index}.{name}"] for name in _LAYER_KEYS}
             qkv = x @ layer["qkv_w"] + layer["qkv_b"]
             qkv = qkv.reshape(batch, width, 3, _HEADS, head_dim).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]

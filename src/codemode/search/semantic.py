@@ -32,6 +32,7 @@ from codemode.search.encoder import (
 from codemode.search.fts import FtsIndex
 from codemode.search.keys import model_key, stored_model_key, vectors_key
 from codemode.search.store import IndexStore, catalog_fingerprint, default_cache_dir
+from codemode.search.stored_vectors import StoredVectors
 from codemode.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -92,12 +93,10 @@ class HybridIndex:
         alpha: float = DEFAULT_ALPHA,
         candidates: int = DEFAULT_CANDIDATES,
         group_weight: float = DEFAULT_GROUP_WEIGHT,
-        vectors: FloatArray | None = None,
+        vectors: FloatArray | StoredVectors | None = None,
         query_session: QuerySession = "now",
         views: Sequence[int] = DEFAULT_VIEWS,
     ) -> None:
-        import numpy as np
-
         if not views:
             raise UsageError(
                 "a semantic index needs at least one embedded view",
@@ -114,11 +113,8 @@ class HybridIndex:
         self.group_weight = group_weight
         self.views = tuple(views)
         self._cache = EmbeddingCache(cache_dir, model_key(self.encoder))
-        self._vectors: Any = (
-            vectors
-            if vectors is not None
-            else np.zeros((0, self.encoder.dimension), dtype=np.float32)
-        )
+        # An array; stored vectors, mapped on the first search; or None: none yet.
+        self._vectors: FloatArray | StoredVectors | None = vectors
         self._queries: OrderedDict[str, Any] = OrderedDict()
 
     def __len__(self) -> int:
@@ -134,7 +130,14 @@ class HybridIndex:
 
     @property
     def vectors(self) -> FloatArray:
-        return self._vectors  # type: ignore[no-any-return]
+        vectors = self._vectors
+        if isinstance(vectors, StoredVectors):
+            vectors = self._vectors = vectors.load()
+        elif vectors is None:
+            import numpy as np
+
+            vectors = self._vectors = np.zeros((0, self.encoder.dimension), dtype=np.float32)
+        return vectors
 
     def add(self, specs: Iterable[ToolSpec], progress: Progress | None = None) -> None:
         self.add_documents(tool_documents(specs), progress)
@@ -169,7 +172,7 @@ class HybridIndex:
         import numpy as np
 
         # Keyed by what the encoder embeds in now: a failed 8-bit graph turns it to float32.
-        key, before = model_key(self.encoder), self._vectors
+        key, before = model_key(self.encoder), self.vectors
         self._cache.model_key = key
         # One cache entry per server and view, so adding a source does not re-embed the others.
         by_server: dict[str, list[ToolDocument]] = {}
@@ -204,7 +207,7 @@ class HybridIndex:
             vectors = np.mean(per_view, axis=0).astype(np.float32)
             vectors = self._with_groups(group, vectors)
             self._vectors = np.ascontiguousarray(
-                np.vstack([self._vectors, vectors]), dtype=np.float32
+                np.vstack([self.vectors, vectors]), dtype=np.float32
             )
         if progress is not None:
             progress(stage, 100.0)
@@ -255,7 +258,7 @@ class HybridIndex:
         lexical = self.lexical.ranked(query, self.candidates)
         vector = self.query_vector(query)
         with self.encoder.blas_threads():
-            cosine = self._vectors @ vector
+            cosine = self.vectors @ vector
         count = min(self.candidates, len(cosine))
         top = np.argpartition(-cosine, count - 1)[:count]
         best = lexical[0][1] if lexical else 1.0
@@ -429,8 +432,9 @@ def build_index(
     With ``persist`` the index is read from (or written to) the store under ``cache_dir``,
     keyed by the tools' fingerprint; a hybrid index is built in stages (``build_stages``; a
     first stage stored by an earlier run is completed), each handed to ``on_stage`` as it is
-    ready. Its 8-bit query session starts on the first search (a gateway nobody searches never
-    holds it, nor ONNX Runtime)."""
+    ready. Its 8-bit query session starts on the first search, which also maps the stored
+    vectors and the model's matrices (a gateway nobody searches never holds ONNX Runtime, nor
+    numpy: about 12 MiB)."""
     specs = list(specs)
     semantic = resolve_semantic(semantic)
     fingerprint = catalog_fingerprint(specs) if persist and specs else None

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from codemode.search.hit import Hit
+from codemode.search.stored_vectors import StoredVectors, stored_vectors
 from codemode.storage.private import private_dir, private_open, private_write
 
 if TYPE_CHECKING:
@@ -196,19 +197,10 @@ class IndexStore:
 
     # --- vectors --------------------------------------------------------------------------
 
-    def load_vectors(self, fingerprint: str, model_key: str, rows: int) -> FloatArray | None:
-        path = self.vectors_path(fingerprint, model_key)
-        if not path.is_file():
-            return None
-        import numpy as np
-
-        try:
-            mapped = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError):
-            return None
-        # A plain array over the mapped pages: numpy's memmap subclass makes each product slower.
-        vectors: FloatArray = np.asarray(mapped)
-        return vectors if vectors.ndim == 2 and vectors.shape[0] == rows else None
+    def load_vectors(self, fingerprint: str, model_key: str, rows: int) -> StoredVectors | None:
+        """The stored vectors of ``rows`` tools, checked from the file's header; mapped (and
+        numpy imported) on their first ``load``, when a search needs them."""
+        return stored_vectors(self.vectors_path(fingerprint, model_key), rows)
 
     def save_vectors(self, fingerprint: str, model_key: str, vectors: FloatArray) -> bool:
         """Store ``vectors``; False (and a warning) when they could not be."""

@@ -29,10 +29,12 @@ if TYPE_CHECKING:
 __all__ = [
     "LAYERS",
     "MODEL_ID",
+    "ModelWeights",
     "content_stamp",
     "file_digest",
     "model_variant",
     "prepared_weights",
+    "ready_copy",
     "wordpiece",
 ]
 
@@ -67,23 +69,49 @@ def prepared_weights(
     prepared copy is there (one flat file and its layout: a new process maps it in a
     millisecond), else read and stored; and the directory of the prepared copy (None when there
     is none: the ONNX graph points at the flat file, so it needs one)."""
-
-    source = path / "model.safetensors"
-    prepared = (
-        cache_dir / "models" / f"{MODEL_ID}-weights-{content_stamp(source, cache_dir)}"
-        if cache_dir
-        else None
-    )
-    if prepared is not None and (prepared / "done").is_file():
+    prepared = ready_copy(path, cache_dir)
+    if prepared is not None:
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             return mapped(prepared), prepared
+    source = path / "model.safetensors"
     weights = _read_weights(source)
-    if prepared is None:
+    if cache_dir is None:
         return weights, None
+    prepared = _prepared_dir(source, cache_dir)
     with contextlib.suppress(OSError):
         _store_flat(weights, prepared)
     _remove_old_layouts(prepared.parent)
     return weights, prepared if (prepared / "done").is_file() else None
+
+
+def _prepared_dir(source: Path, cache_dir: Path) -> Path:
+    return cache_dir / "models" / f"{MODEL_ID}-weights-{content_stamp(source, cache_dir)}"
+
+
+def ready_copy(path: Path, cache_dir: Path | None) -> Path | None:
+    """The directory of the model's prepared copy if one is complete in ``cache_dir``."""
+    if cache_dir is None:
+        return None
+    prepared = _prepared_dir(path / "model.safetensors", cache_dir)
+    return prepared if (prepared / "done").is_file() else None
+
+
+class ModelWeights:
+    """The forward pass's matrices (``prepared_weights``), mapped on their first use when a
+    prepared copy is there already: a process that embeds with ONNX Runtime, or only opens a
+    stored index, then never imports numpy for them."""
+
+    def __init__(self, path: Path, cache_dir: Path | None) -> None:
+        self._path, self._cache_dir = path, cache_dir
+        self.prepared = ready_copy(path, cache_dir)
+        self._matrices: dict[str, FloatArray] | None = None
+        if self.prepared is None:  # made now: the ONNX graphs point into the prepared copy
+            self._matrices, self.prepared = prepared_weights(path, cache_dir)
+
+    def matrices(self) -> dict[str, FloatArray]:
+        if self._matrices is None:
+            self._matrices, _prepared = prepared_weights(self._path, self._cache_dir)
+        return self._matrices
 
 
 def content_stamp(source: Path, cache_dir: Path | None) -> str:
