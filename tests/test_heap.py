@@ -23,3 +23,24 @@ def test_objects_alive_after_start_up_are_kept_out_of_later_collections() -> Non
 def test_the_malloc_arenas_can_be_capped() -> None:
     # glibc (every Linux this runs on in CI) takes the cap; elsewhere the call says it could not.
     assert limit_arenas(8) is True
+
+
+def test_a_collection_before_the_trim_frees_what_only_cycles_held() -> None:
+    import weakref
+
+    from codemode.heap import collect_and_trim
+
+    class Node:
+        other: object = None
+
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    watched = weakref.ref(first)
+    del first, second
+    gc.disable()
+    try:
+        assert watched() is not None  # only a collection finds the cycle
+        assert collect_and_trim() is True
+        assert watched() is None
+    finally:
+        gc.enable()

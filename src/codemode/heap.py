@@ -14,7 +14,7 @@ import functools
 import gc
 from collections.abc import Callable
 
-__all__ = ["freeze_startup_objects", "limit_arenas", "trim_heap"]
+__all__ = ["collect_and_trim", "freeze_startup_objects", "limit_arenas", "trim_heap"]
 
 _M_ARENA_MAX = -8
 # The gateway's threads (event loop, sandbox starters, workers) share this many arenas.
@@ -37,6 +37,15 @@ def trim_heap() -> bool:
         return False
     trim(0)
     return True
+
+
+def collect_and_trim() -> bool:
+    """``trim_heap`` after a collection: what idle sessions left in reference cycles (a
+    closed client's protocol objects, a buffer some cycle still reaches) is freed first.
+    With start-up objects frozen (``freeze_startup_objects``) a collection walks only what
+    serving made: 1 to 2 ms in a gateway after its sessions were released."""
+    gc.collect()
+    return trim_heap()
 
 
 def freeze_startup_objects() -> int:

@@ -113,3 +113,32 @@ def test_arguments_that_are_not_a_table_are_digested_as_before() -> None:
     assert digest_during_call(["x" * EARLY_CHARS], key=KEY)() == argument_digest(
         ["x" * EARLY_CHARS], key=KEY
     )
+
+
+class _Blob:
+    """Something the arguments hold that a weak reference can follow."""
+
+
+@pytest.mark.parametrize("went_out", [True, False])
+def test_the_digest_lets_go_of_the_arguments_once_asked_without_a_collection(
+    went_out: bool,
+) -> None:
+    import gc
+    import weakref
+
+    blob = _Blob()
+    watched = weakref.ref(blob)
+    arguments: dict[str, Any] | None = {"text": "x" * EARLY_CHARS, "blob": blob}
+    expected = argument_digest(arguments, key=KEY)
+    del blob
+    gc.disable()  # a reference cycle would keep the arguments until a collection
+    try:
+        digest = digest_during_call(arguments, key=KEY)
+        if went_out:
+            now_waiting()
+        arguments = None
+        assert digest() == expected
+        del digest
+        assert watched() is None, "the arguments outlived the digest (a reference cycle)"
+    finally:
+        gc.enable()

@@ -337,3 +337,17 @@ async def test_a_restore_that_fails_after_a_release_is_said_plainly(engine: Code
     assert after.stdout == "False\n", after.render_text()
     assert after.restored.error.startswith("the checkpoint could not be restored")
     assert "its files and variables start empty" in after.hint
+
+
+async def test_after_releasing_the_upkeep_frees_what_cycles_held_and_trims_the_heap(
+    make_engine: Callable[..., Codemode], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codemode.engine import idle
+
+    calls: list[str] = []
+    monkeypatch.setattr(idle, "collect_and_trim", lambda: calls.append("collect") or True)
+    async with make_engine(release_s=0.2) as engine:
+        handle = (await engine.execute("print(1)")).session
+        assert calls == []  # nothing released yet: nothing to give back
+        await wait_until(lambda: engine.session_states(None).get(handle) == "released")
+        await wait_until(lambda: calls == ["collect"], timeout_s=10)

@@ -46,12 +46,22 @@ class _Digest:
                 self._future = _DIGESTS.submit(argument_digest, self._arguments, key=self._key)
 
     def result(self) -> str:
+        """The digest; asked once, when the call is over."""
         self._withdraw()
         with self._lock:
             future = self._future
-        if future is None:
-            return argument_digest(self._arguments, key=self._key)
-        return future.result()
+        try:
+            if future is None:
+                return argument_digest(self._arguments, key=self._key)
+            return future.result()
+        finally:
+            # ``_withdraw`` holds ``start``, so ``self``: a cycle that kept the arguments (a
+            # megabyte each) until a collection found it, after the session let them go.
+            self._arguments, self._withdraw = None, _nothing
+
+
+def _nothing() -> None:
+    return None
 
 
 def digest_during_call(arguments: Any, *, key: bytes | None) -> Callable[[], str]:

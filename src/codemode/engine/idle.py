@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
-from codemode.heap import trim_heap
+from codemode.heap import collect_and_trim
 
 __all__ = ["IdleReleaser", "sweep_interval", "upkeep"]
 
@@ -69,7 +69,7 @@ async def upkeep(registry: SessionRegistry, release_after_s: float) -> None:
                 if released:
                     log.debug("released the sandboxes of %d idle session(s)", len(released))
                     # What those sessions held (results, buffers) stays in malloc otherwise.
-                    await anyio.to_thread.run_sync(trim_heap)
+                    await anyio.to_thread.run_sync(collect_and_trim)
             if time.monotonic() >= next_expiry:
                 next_expiry = time.monotonic() + expire_every
                 await anyio.to_thread.run_sync(registry.expire_idle)
