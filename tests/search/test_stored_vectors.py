@@ -44,7 +44,8 @@ def test_a_stored_index_opens_without_numpy_and_its_first_search_answers_as_befo
     assert isinstance(built, HybridIndex)
     expected = {query: [h.tool for h in built.search(query, 5)] for query in QUERIES}
     src = str(Path(__file__).resolve().parents[2] / "src")
-    environment = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    path = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
+    environment = {**os.environ, "PYTHONPATH": path}
     done = subprocess.run(
         [sys.executable, "-c", _OPEN_AND_SEARCH, str(tiny_spec_file), json.dumps(QUERIES)],
         capture_output=True,

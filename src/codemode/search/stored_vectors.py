@@ -84,7 +84,7 @@ class StoredVectors:
                 return vectors
             problem = f"holds an array of shape {vectors.shape}, not ({self.rows}, {self.columns})"
         except (OSError, ValueError) as error:
-            problem = f"could not be read ({error})"
+            problem = f"could not be read as an array ({type(error).__name__})"
         log.warning(
             "the stored search vectors %s %s since the index opened: searches rank by words "
             "alone until the gateway restarts (it then builds them again)",
