@@ -455,7 +455,18 @@ async def measure(
         if wanted("P7") or wanted("P7B"):
             pids = {"codemode": our_pid, "fastmcp": their_pid}
             measured(metrics, *await arrivals(urls, pids, min(rounds, 5)))
+    notes["codemode search"] = search_mode()
     return {"metrics": [m.summary() for m in metrics], "notes": notes, "cpus": os.cpu_count()}
+
+
+def search_mode() -> str:
+    """How codemode's gateways here search (they run in this environment): with the model,
+    an idle gateway holds none of it, but its memory differs from a words-only one's."""
+    from codemode.search.encoder import INSTALL_HINT, semantic_available
+
+    if semantic_available():
+        return "semantic (the embedding model is installed)"
+    return f"by words only: the embedding model is not installed ({INSTALL_HINT})"
 
 
 def measured(metrics: list[Metric], *new: Metric) -> None:
