@@ -474,8 +474,7 @@ class MiniLMEncoder:
         x = layer_norm(x, w["emb_ln_w"], w["emb_ln_b"])
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         scale = np.float32(1.0 / math.sqrt(head_dim))
-        for index in range(min(layers, _LAYERS)):
-            layer = {name: w[f"{index}.{name}"] for name in _LAYER_KEYS}
+        for layer in self._weights.layers(_LAYER_KEYS)[:layers]:
             qkv = x @ layer["qkv_w"] + layer["qkv_b"]
             qkv = qkv.reshape(batch, width, 3, _HEADS, head_dim).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]

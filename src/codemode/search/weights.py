@@ -19,6 +19,7 @@ import contextlib
 import math
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,6 +106,7 @@ class ModelWeights:
         self._path, self._cache_dir = path, cache_dir
         self.prepared = ready_copy(path, cache_dir)
         self._matrices: dict[str, FloatArray] | None = None
+        self._layers: list[dict[str, FloatArray]] | None = None
         if self.prepared is None:  # made now: the ONNX graphs point into the prepared copy
             self._matrices, self.prepared = prepared_weights(path, cache_dir)
 
@@ -112,6 +114,13 @@ class ModelWeights:
         if self._matrices is None:
             self._matrices, _prepared = prepared_weights(self._path, self._cache_dir)
         return self._matrices
+
+    def layers(self, keys: Sequence[str]) -> list[dict[str, FloatArray]]:
+        """Each layer's matrices by name (``keys``), gathered once: every pass reads them."""
+        if self._layers is None:
+            w = self.matrices()
+            self._layers = [{name: w[f"{i}.{name}"] for name in keys} for i in range(LAYERS)]
+        return self._layers
 
 
 def content_stamp(source: Path, cache_dir: Path | None) -> str:
