@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from codemode.bridge.host import ToolAccess
 from codemode.sandbox import SandboxSession
+from codemode.tools import ToolCall
 
 pytestmark = pytest.mark.limits
 
@@ -272,3 +274,83 @@ def test_an_emptied_workspace_lists_what_was_deleted(
     again = isolated_session.execute("open('a.txt', 'w').write('2')", timeout_s=5)
     assert again.files == {"created": ["a.txt"], "modified": [], "deleted": []}
     host.next_execution_works(isolated_session)
+
+
+def guest_status(session: SandboxSession) -> dict[str, str]:
+    """The guest's /proc/<pid>/status, read here, independently of the sandbox's meter."""
+    assert session.sandbox is not None and session.sandbox.guest_pid is not None
+    text = Path(f"/proc/{session.sandbox.guest_pid}/status").read_text()
+    return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+
+
+def test_an_honest_guest_rests_between_executions_and_wakes_once_for_each(
+    isolated_session: SandboxSession,
+) -> None:
+    """An honest guest, alone in its sandbox, waits for its next frame with every signal
+    blocked: it cannot run, so it is left asleep rather than stopped, and each warm execution
+    wakes it once (no stop and resume signals, and no wake-up when the host reads its answer).
+    It used to be woken three or four times an execution."""
+    assert isolated_session.execute("pass").status == "ok"
+    before = guest_status(isolated_session)
+    for _ in range(40):
+        result = isolated_session.execute("x = 1")
+        assert result.status == "ok", result.to_dict()
+    after = guest_status(isolated_session)
+    assert after["State"].startswith("S"), after["State"]  # asleep, not stopped ("T")
+    caught, blocked = int(after["SigCgt"], 16), int(after["SigBlk"], 16)
+    assert caught & ~blocked == 0, (after["SigCgt"], after["SigBlk"])
+    woken = int(after["voluntary_ctxt_switches"]) - int(before["voluntary_ctxt_switches"])
+    assert woken <= 44, f"{woken} wake-ups for 40 executions"
+
+
+def test_tool_calls_wake_the_guest_once_each(isolated_session: SandboxSession) -> None:
+    """The guest waits for a reply in a poll, which the host's reading of the call does not
+    end (a read on the socket was woken by it, for nothing, on most calls)."""
+    isolated_session.execute("from servers._runtime import call_tool")
+    before = guest_status(isolated_session)
+    result = isolated_session.execute(
+        "for i in range(200):\n    call_tool('t', 'echo', {'i': i})",
+        tools=ToolAccess(_Echo()),
+    )
+    assert result.status == "ok", result.to_dict()
+    after = guest_status(isolated_session)
+    woken = int(after["voluntary_ctxt_switches"]) - int(before["voluntary_ctxt_switches"])
+    assert woken <= 200 + 10, f"{woken} wake-ups for 200 calls and one execution"
+
+
+def test_the_codes_signal_mask_is_its_own_in_every_execution(
+    isolated_session: SandboxSession,
+) -> None:
+    """Every signal is blocked only while the guest waits: the code finds its own mask."""
+    first = isolated_session.execute(
+        "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})"
+    )
+    assert first.status == "ok", first.to_dict()
+    later = isolated_session.execute(
+        "print(sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])))"
+    )
+    assert later.stdout == "[10]\n", later.to_dict()
+
+
+def test_a_guest_with_a_thread_of_the_code_is_stopped(
+    isolated_session: SandboxSession, host
+) -> None:
+    """A second thread could run while the main one waits: the sandbox is stopped instead,
+    and the thread runs nothing until the next execution."""
+    result = isolated_session.execute(
+        "import threading, time\nticks = []\n"
+        "def tick():\n    while True:\n        ticks.append(time.monotonic()); time.sleep(0.01)\n"
+        "threading.Thread(target=tick, daemon=True).start()\ntime.sleep(0.05)"
+    )
+    assert result.status == "ok" and not result.sandbox_reset, result.to_dict()
+    assert guest_status(isolated_session)["State"].startswith("T")
+    ended = time.monotonic()
+    host.pause(0.3)
+    resumed = time.monotonic()
+    later = isolated_session.execute(f"print(sum({ended + 0.03} < t < {resumed} for t in ticks))")
+    assert later.stdout == "0\n", later.to_dict()
+
+
+class _Echo:
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> object:
+        return call.arguments

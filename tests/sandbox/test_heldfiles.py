@@ -92,3 +92,38 @@ def test_a_seq_file_longer_than_a_page_is_read_whole() -> None:
         child.kill()
         child.wait()
         held.close()
+
+
+def test_a_process_memory_is_read_at_an_address_through_one_held_descriptor() -> None:
+    """What the guest polls is read from its memory (/proc/<pid>/mem, at the address its
+    poll was given): the bytes there now, through a descriptor opened once."""
+    code = (
+        "import ctypes, sys, time\n"
+        "buffer = ctypes.create_string_buffer(b'bridge-7', 8)\n"
+        "print(ctypes.addressof(buffer), flush=True)\n"
+        "sys.stdin.readline()\n"
+        "buffer.value = b'bridge-8'\n"
+        "print('changed', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdin is not None and child.stdout is not None
+    held = HeldFiles()
+    try:
+        address = int(child.stdout.readline())
+        path = f"/proc/{child.pid}/mem"
+        assert held.read_at(path, address, 8) == b"bridge-7"
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "changed\n"
+        assert held.read_at(path, address, 8) == b"bridge-8"
+        assert held.read_at(path, address + 2, 4) == b"idge"
+        assert len(held) == 1
+        held.close()
+        assert held.read_at(path, address, 6) == b"bridge"  # closed: opened afresh
+    finally:
+        child.kill()
+        child.wait()
+        held.close()

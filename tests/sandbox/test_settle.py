@@ -66,6 +66,35 @@ def test_a_guest_in_its_read_is_between_executions(bridge: Pair) -> None:
         process.wait()
 
 
+POLLER = """
+import select, sys
+fd = int(sys.argv[1])
+poller = select.poll()
+poller.register(fd, select.POLLIN)
+print("ready", flush=True)
+poller.poll()
+"""
+
+
+def test_a_guest_polling_its_bridge_is_between_executions(bridge: Pair) -> None:
+    """The guest waits in a poll of the bridge alone (then reads): the host reads which
+    descriptor it polls from its memory."""
+    _, guest = bridge
+    other, other_guest = socket.socketpair()
+    process = start(POLLER, str(guest.fileno()), pass_fds=(guest.fileno(),))
+    elsewhere = start(POLLER, str(other_guest.fileno()), pass_fds=(other_guest.fileno(),))
+    try:
+        assert waits_for_frames(process.pid, guest.fileno())
+        # Polling another socket: not the bridge.
+        assert not waits_for_frames(elsewhere.pid, guest.fileno())
+    finally:
+        for started in (process, elsewhere):
+            started.kill()
+            started.wait()
+        other.close()
+        other_guest.close()
+
+
 def test_a_guest_kept_off_the_cpu_past_the_wall_bound_is_still_waited_for(bridge: Pair) -> None:
     """Finding: on a loaded machine an honest guest waited more than 50 ms for a CPU before
     it reached its read, and the host killed its sandbox as code that kept running. A stopped

@@ -257,7 +257,8 @@ class RemoteMeter(SandboxMeter):
             self._last = dataclasses.replace(self._last, cpu_seconds=float(value))
         return self._last.cpu_seconds
 
-    def stop(self) -> bool:
+    def stop(self, *, bridge_fd: int | None = None) -> bool:
+        # Stopped over there: a guest that rests is left resting by the worker's own park.
         return self.link.ask("stop") is True
 
     def resume(self) -> None:

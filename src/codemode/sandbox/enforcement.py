@@ -3,11 +3,14 @@
 Three situations:
 
 - **cgroups** (the host's root, or a delegated cgroup v2 subtree): the kernel caps memory (every
-  process and its tmpfs pages) and tasks, accounts CPU, and freezes the sandbox.
+  process and its tmpfs pages) and tasks and accounts CPU.
 - **no cgroups, an ordinary user** (also uid 0 in a user namespace, a rootless container): the
   host watches the sandbox (memory of every process plus its tmpfs mounts, CPU of every process
   that ever ran), ``RLIMIT_NPROC`` caps tasks inside the sandbox's own user namespace (so the
-  user's other processes do not count), and SIGSTOP stops it between executions.
+  user's other processes do not count).
+
+In all three, SIGSTOP stops every process of the sandbox between executions, except a guest
+alone that provably cannot run until its next frame (``resting``), which is left asleep.
 - **no cgroups, and RLIMIT_NPROC does not apply** (the host's root without writable cgroups):
   nothing in the kernel caps the number of tasks. Codemode refuses to start sandboxes unless
   the config accepts that by name: ``sandbox.accept_unenforced_limits = ["processes"]``.
@@ -25,6 +28,11 @@ from codemode.errors import IsolationUnavailableError
 from codemode.sandbox.cgroups import CgroupPlace, find_cgroup_place
 
 __all__ = ["Enforcement", "detect_enforcement", "rlimit_nproc_applies"]
+
+_BETWEEN = (
+    "SIGSTOP of every process of the sandbox, or none for a guest alone that provably cannot "
+    "run until its next frame (one thread, no child, waiting with every caught signal blocked)"
+)
 
 _NPROC_PROBE = """
 import os, resource
@@ -80,7 +88,7 @@ class Enforcement:
                 "memory": f"kernel: cgroup memory controller in {where}",
                 "cpu_time": "host: cgroup CPU accounting, checked every 25 ms",
                 "processes": "kernel: cgroup pids controller",
-                "between executions": "cgroup freezer (SIGSTOP where there is no freezer)",
+                "between executions": _BETWEEN,
             }
         watched = "host: checked every 25 ms, the sandbox is killed past the limit"
         return {
@@ -93,7 +101,7 @@ class Enforcement:
                 else "NOT ENFORCED: no cgroups here and RLIMIT_NPROC does not apply to this "
                 "user (the host's root); the host only counts tasks every 25 ms"
             ),
-            "between executions": "SIGSTOP of every process of the sandbox",
+            "between executions": _BETWEEN,
         }
 
     def describe(self) -> list[str]:

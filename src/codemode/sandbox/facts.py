@@ -104,8 +104,11 @@ class ProcFacts:
     def park(self) -> Parked:
         # Read before the stop: a task on its way to stopping shows no syscall.
         meter = self.process.meter
-        idle = waits_for_frames(self.process.guest_pid, self.process.bridge_fd, meter.held.read)
-        if not meter.stop():
+        bridge_fd = self.process.bridge_fd
+        idle = waits_for_frames(
+            self.process.guest_pid, bridge_fd, meter.held.read, meter.guest_memory
+        )
+        if not meter.stop(bridge_fd=bridge_fd if idle else None):
             return Parked(idle, False, None)
         return Parked(idle, True, self.list_workspace() if idle else None)
 

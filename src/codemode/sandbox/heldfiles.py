@@ -53,6 +53,21 @@ class HeldFiles:
                 data = b"".join(parts)
         return data.decode("utf-8", "replace")
 
+    def read_at(self, path: str, offset: int, size: int) -> bytes:
+        """``size`` bytes (fewer at the end) at ``offset`` of the file at ``path``, through a
+        descriptor kept open: a process's memory, /proc/<pid>/mem, is read at an address."""
+        with self._lock:
+            if self._closed:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    return os.pread(fd, size, offset)
+                finally:
+                    os.close(fd)
+            held = self._fds.get(path)
+            if held is None:
+                held = self._fds[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            return os.pread(held, size, offset)
+
     def statvfs(self, path: str) -> os.statvfs_result:
         """The filesystem at ``path`` now, through a descriptor kept open (``O_PATH``: no
         read access needed, and no path walked again)."""

@@ -12,7 +12,8 @@ Both stop the sandbox between executions with SIGSTOP to every process of its pi
 (a cgroup freezer costs a millisecond or two per execution on cgroup v1), and resume it with
 SIGCONT. The walk looks for children again once the processes it signalled have stopped: a fork
 under way when the signal came still completes. A guest alone in its sandbox (one thread, no
-child, waiting for its next frame) is stopped with one signal and two reads of held files.
+child), asleep in its read of the bridge with every signal it catches blocked, is not stopped at
+all: it provably cannot run until its next frame (``resting``), read from five held files.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from codemode.sandbox.proctree import (
     wait_stopped,
     walk,
 )
+from codemode.sandbox.resting import rests_alone
 from codemode.settings.sandbox import Limits
 
 __all__ = ["CgroupMeter", "ProcMeter", "SandboxMeter", "Usage"]
@@ -77,7 +79,7 @@ class SandboxMeter:
 
     kernel_enforced = False
     # The guest's /proc files held from ``bind``: the ones read after every execution.
-    guest_files: tuple[str, ...] = ("stat", "children")
+    guest_files: tuple[str, ...] = ("stat", "children", "status", "schedstat", "syscall")
 
     def __init__(self, limits: Limits, mounts: tuple[str, ...] = TMPFS_MOUNTS) -> None:
         self.limits = limits
@@ -108,6 +110,7 @@ class SandboxMeter:
         try:
             for name in self.guest_files:
                 self.held.read(self._guest_path(name))
+            self.guest_memory(0, 0)  # opens it
             same = self.pidns is not None and pidns_of(guest_pid) == self.pidns
         except OSError:
             same = False
@@ -116,6 +119,11 @@ class SandboxMeter:
         else:
             os.close(fd)
             self.held.close()
+
+    def guest_memory(self, address: int, size: int) -> bytes:
+        """``size`` bytes of the guest's memory at ``address``, through its held
+        /proc/<pid>/mem (OSError when it cannot be read)."""
+        return self.held.read_at(self._guest_path("mem"), address, size)
 
     def _guest_path(self, name: str) -> str:
         pid = self.guest_pid
@@ -127,10 +135,12 @@ class SandboxMeter:
     def cpu_seconds(self) -> float:
         return self.usage().cpu_seconds
 
-    def stop(self) -> bool:
+    def stop(self, *, bridge_fd: int | None = None) -> bool:
         """Stop every task of the sandbox (nothing of its code runs until ``resume``).
-        False when it could not be done (the sandbox must then be killed)."""
-        return self._signal_stop()
+        False when it could not be done (the sandbox must then be killed). A guest that waits
+        in its read of ``bridge_fd`` (the caller saw it there) and provably cannot run until
+        its next frame is left asleep instead, no signal sent: see ``resting``."""
+        return self._signal_stop(bridge_fd)
 
     def resume(self) -> None:
         self._signal_resume()
@@ -169,7 +179,7 @@ class SandboxMeter:
     def _guest_alone(self) -> Proc | None:
         """The guest, read from its held files, when it is the sandbox's only task (one
         thread, no child: the common case); None when the tree must be walked."""
-        if self._guest_fd is None or "status" not in self.guest_files:
+        if self._guest_fd is None:
             return None
         assert self.guest_pid is not None
         try:
@@ -216,12 +226,17 @@ class SandboxMeter:
                 total += (st.f_files - st.f_ffree) * _INODE_BYTES
         return total
 
-    def _signal_stop(self) -> bool:
+    def _signal_stop(self, bridge_fd: int | None = None) -> bool:
         if self.guest_pid is None or self.pidns is None:
             return True
         with self._stopped_lock:
-            if self._guest_fd is not None and not self._guest_stopped and self._stop_alone():
-                return True
+            if self._guest_fd is not None and not self._guest_stopped:
+                if bridge_fd is not None and rests_alone(
+                    self.held.read, self.guest_memory, self.guest_pid, bridge_fd
+                ):
+                    return True
+                if self._stop_alone():
+                    return True
             stopped = set(self._stopped)
             if self._guest_stopped:
                 stopped.add(self.guest_pid)
@@ -269,7 +284,7 @@ class SandboxMeter:
 class ProcMeter(SandboxMeter):
     """No cgroups: the host measures the process tree and its tmpfs mounts."""
 
-    guest_files = ("stat", "children", "status", "net/unix")
+    guest_files = (*SandboxMeter.guest_files, "net/unix")
 
     def cpu_seconds(self) -> float:
         return self._procs_cpu()[0]

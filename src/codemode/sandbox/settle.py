@@ -1,10 +1,11 @@
 """Is a guest between executions? Asked by the host once the guest says "done".
 
-An honest guest, once it has sent "done", blocks in its read of the bridge until the next
-frame. Code that sent its own "done" is elsewhere, or keeps the CPU: the sandbox is then killed
-rather than stopped and kept. The host reads /proc/<pid>/syscall (before the stop: a task on
-its way to stopping shows no syscall). On a loaded machine an honest guest may wait long for a
-CPU: past the first 50 ms it is judged by the CPU it used, not by the time that passed.
+An honest guest, once it has sent "done", blocks in its wait for the bridge (a poll of it
+alone, then its read) until the next frame. Code that sent its own "done" is elsewhere, or
+keeps the CPU: the sandbox is then killed rather than stopped and kept. The host reads
+/proc/<pid>/syscall (before the stop: a task on its way to stopping shows no syscall). On a
+loaded machine an honest guest may wait long for a CPU: past the first 50 ms it is judged by
+the CPU it used, not by the time that passed.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import struct
 import time
 from collections.abc import Callable
 
 from codemode.sandbox.proctree import read_small
 
-__all__ = ["SETTLE_S", "waits_for_frames"]
+__all__ = ["SETTLE_S", "Memory", "read_memory", "waits_for_frames", "waits_on"]
 
 #: How long an honest guest may take to reach its read of the bridge, on an idle machine.
 SETTLE_S = 0.05
@@ -33,13 +35,30 @@ SETTLE_MAX_S = 2.0
 _READ_SYSCALLS = {"x86_64": frozenset({"0", "45"}), "aarch64": frozenset({"63", "207"})}.get(
     os.uname().machine, frozenset()
 )
+# ... and of a poll of it (aarch64 has ppoll alone).
+_POLL_SYSCALLS = {
+    "x86_64": {"7": "poll", "271": "ppoll"},
+    "aarch64": {"73": "ppoll"},
+}.get(os.uname().machine, {})
+# struct pollfd: the descriptor, the events asked for, the events returned.
+_POLLFD = struct.Struct("=ihh")
+# Input events only (POLLIN, POLLPRI, POLLRDNORM, POLLRDBAND): a poll for output would end
+# as soon as the socket can be written to, with nothing sent by the host.
+_INPUT_EVENTS = 0x1 | 0x2 | 0x40 | 0x80
+
+#: Reads ``size`` bytes of a process's memory at an address (OSError when it cannot).
+Memory = Callable[[int, int], bytes]
 
 
 def waits_for_frames(
-    pid: int | None, bridge_fd: int | None, read: Callable[[str], str] = read_small
+    pid: int | None,
+    bridge_fd: int | None,
+    read: Callable[[str], str] = read_small,
+    memory: Memory | None = None,
 ) -> bool:
-    """Is the guest's main thread blocked in its read of the bridge? Waits (``SETTLE_S`` at
-    most) for it to get there. ``read`` reads a /proc file (the meter's held files)."""
+    """Is the guest's main thread blocked in its wait for the bridge (``waits_on``)? Waits
+    (``SETTLE_S`` at most) for it to get there. ``read`` reads a /proc file (the meter's held
+    files), ``memory`` the guest's memory (by default through /proc/<pid>/mem)."""
     if pid is None:
         return False
     if bridge_fd is None or not _READ_SYSCALLS:
@@ -49,15 +68,53 @@ def waits_for_frames(
     budget = _CpuBudget(pid)
     while True:
         try:
-            # "running", or the syscall the thread is blocked in and its arguments.
-            fields = read(path).split()
+            syscall = read(path)
         except OSError:
             return _settles(pid)  # not readable here (a strict ptrace policy)
-        if len(fields) > 1 and fields[0] in _READ_SYSCALLS and int(fields[1], 16) == bridge_fd:
+        if waits_on(syscall, bridge_fd, memory or functools.partial(read_memory, pid)):
             return True
         if time.monotonic() - pacer.begun >= SETTLE_S and budget.spent():
             return False
         pacer.pause()
+
+
+def waits_on(syscall: str, fd: int, memory: Memory) -> bool:
+    """Does ``syscall`` (the text of /proc/<pid>/syscall: "running", or the system call the
+    thread is blocked in, its arguments in hexadecimal) show the thread waiting for input on
+    descriptor ``fd`` alone? A read of it, or a poll of it (the guest's way: a poll is not
+    woken when the host reads what the guest sent, a read is) with no timeout; ``memory``
+    reads the polled descriptor from the thread's memory (``size`` bytes at an address)."""
+    fields = syscall.split()
+    if len(fields) < 4:
+        return False
+    try:
+        number, args = fields[0], [int(field, 16) for field in fields[1:4]]
+    except ValueError:
+        return False
+    if number in _READ_SYSCALLS:
+        return args[0] == fd
+    kind = _POLL_SYSCALLS.get(number)
+    if kind is None or args[1] & 0xFFFFFFFF != 1:  # exactly one descriptor polled
+        return False
+    # poll's timeout is an int: negative waits for ever. ppoll's is a pointer: NULL does.
+    forever = args[2] & 0x80000000 if kind == "poll" else args[2] == 0
+    if not forever:
+        return False
+    try:
+        polled = memory(args[0], _POLLFD.size)
+        polled_fd, events, _ = _POLLFD.unpack(polled)
+    except (OSError, struct.error, OverflowError):
+        return False
+    return bool(polled_fd == fd and events & ~_INPUT_EVENTS == 0)
+
+
+def read_memory(pid: int, address: int, size: int) -> bytes:
+    """``size`` bytes of process ``pid``'s memory at ``address`` (OSError when it cannot)."""
+    fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.pread(fd, size, address)
+    finally:
+        os.close(fd)
 
 
 def _settles(pid: int) -> bool:

@@ -18,6 +18,8 @@ from . import runtime, wire
 CODE_FILENAME = "<code>"
 # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, without importing ast (it costs milliseconds at start-up).
 _TOP_LEVEL_AWAIT = 0x2000
+# Blocked while the guest waits for its next frame (SIGKILL and SIGSTOP cannot be).
+_EVERY_SIGNAL = _signal.valid_signals()
 
 
 def _parse_args(argv):
@@ -77,9 +79,10 @@ def _describe(error, code_lines):
     return described
 
 
-def _reap_strays():
-    """End every process the code started; they must not outlive the execution."""
-    if os.getpid() == 1:
+def _reap_strays(init):
+    """End every process the code started; they must not outlive the execution. ``init``:
+    the guest is pid 1 of its namespace."""
+    if init:
         # Pid 1 of the namespace is every orphan's parent: no child means no other process.
         # (kill(-1) walks every process of the machine, the costliest step of a warm run.)
         try:
@@ -108,6 +111,7 @@ class Guest:
         self.sock = sock
         self.workspace = workspace
         self.isolated = isolated
+        self.init = os.getpid() == 1  # asked once: getpid is a system call
         # ToolError is predefined: the execute tool's description promises it. A fresh
         # namespace (fresh=True) is a new guest process: the host starts one.
         self.namespace = {
@@ -158,7 +162,7 @@ class Guest:
             except Exception:
                 pass
         if self.isolated:
-            _reap_strays()
+            _reap_strays(self.init)
         return {"op": "done", "exec": frame["exec"], "exit_code": exit_code, "error": error}
 
 
@@ -228,10 +232,10 @@ def serve(fd, workspace, isolated):
     runtime.install(sock)
     guest = Guest(sock, workspace, isolated)
     _warm_up(guest)
-    sock.sendall(wire.encode_frame({"op": "ready", "pid": os.getpid()}))
+    reply = {"op": "ready", "pid": os.getpid()}
     while True:
         try:
-            frame = runtime.bridge.read_frame()
+            frame = _answer_and_wait(sock, reply)
         except EOFError:
             return
         op = frame.get("op")
@@ -242,6 +246,20 @@ def serve(fd, workspace, isolated):
         elif op == "exit":
             return
         else:
-            continue
-        with runtime.bridge.lock:  # a thread of the code may be sending a call
+            reply = None  # not ours to answer: wait for the next frame
+
+
+def _answer_and_wait(sock, reply):
+    """Send ``reply`` (None: nothing) and wait for the next frame, every signal blocked for
+    the wait and the code's own mask back once the frame came. A guest alone that waits so
+    provably cannot run, and the host need not stop it (``codemode.sandbox.resting``). A
+    signal that comes meanwhile (a timer of the code) is handled as the next execution
+    begins, as in a sandbox stopped and then resumed."""
+    with runtime.bridge.lock:  # a thread of the code may be sending a call
+        mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _EVERY_SIGNAL)
+        if reply is not None:
             sock.sendall(wire.encode_frame(reply))
+    try:
+        return runtime.bridge.read_frame()
+    finally:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)

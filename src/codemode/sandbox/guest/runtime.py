@@ -10,6 +10,7 @@ import _socket
 import _thread
 import contextvars
 import importlib.machinery
+import select
 import sys
 import types
 
@@ -41,6 +42,7 @@ class _Bridge:
         self.buffer = bytearray()
         self.pending = {}  # request id -> asyncio future of an awaitable call
         self.loop = None  # the event loop watching the socket while awaitable calls are out
+        self.poller = None  # waits for the socket to be readable (``install``)
 
     def reset(self, execution):
         """A new execution: replies to the last one's unawaited calls are dropped when read."""
@@ -97,6 +99,10 @@ class _Bridge:
                 (n,) = wire._unpack_len(self.buffer, 0)
                 if n > _DIRECT_READ_BYTES:
                     return self._read_large(n)
+            # Wait in a poll, not in the read: a read would be woken each time the host
+            # reads what this guest sent (the socket's room to write is freed, and a reader
+            # waits on the same queue), a wake-up for nothing per call and per execution.
+            self.poller.poll()
             data = self.sock.recv(1 << 16)
             if not data:
                 raise EOFError("bridge closed")
@@ -397,6 +403,8 @@ class _ToolModule(types.ModuleType):
 
 def install(sock):
     bridge.sock = sock
+    bridge.poller = select.poll()
+    bridge.poller.register(sock.fileno(), select.POLLIN)
     runtime = sys.modules[__name__]
     sys.modules["servers._runtime"] = runtime
     sys.meta_path.insert(0, ServersFinder())
