@@ -354,3 +354,63 @@ def test_a_guest_with_a_thread_of_the_code_is_stopped(
 class _Echo:
     def invoke(self, call: ToolCall, *, timeout_s: float) -> object:
         return call.arguments
+
+
+UNBLOCKED_WAIT = """
+import signal, sys, time
+import _codemode_guest.main as guest_main
+ticks = []
+signal.signal(signal.SIGALRM, lambda *_: ticks.append(time.monotonic()))
+signal.setitimer(signal.ITIMER_REAL, 0.02, 0.02)
+guest_main._EVERY_SIGNAL = set()  # the guest's wait would leave the timer's signal unblocked
+"""
+
+
+def test_a_guest_made_to_wait_with_its_signals_unblocked_is_stopped(
+    isolated_session: SandboxSession, host
+) -> None:
+    """Code that keeps the guest's wait from blocking signals (its timer's handler would run
+    there) only makes the host stop the sandbox, as before: no tick between executions."""
+    first = isolated_session.execute(UNBLOCKED_WAIT, timeout_s=5)
+    assert first.status == "ok" and not first.sandbox_reset, first.to_dict()
+    assert guest_status(isolated_session)["State"].startswith("T")
+    ended = time.monotonic()
+    host.pause(0.3)
+    resumed = time.monotonic()
+    later = isolated_session.execute(
+        "signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        f"print(sum({ended + 0.03} < t < {resumed} for t in ticks), len(ticks) > 0)",
+        timeout_s=5,
+    )
+    assert later.stdout == "0 True\n", later.to_dict()
+
+
+POLLING_ON_ITS_OWN = """
+import sys, time
+rt = sys.modules["servers._runtime"]
+ticks = []
+
+class Impatient:
+    def __init__(self, real):
+        self.real = real
+
+    def poll(self, *_):
+        while not self.real.poll(20):  # a timeout: it runs again every 20 ms
+            ticks.append(time.monotonic())
+        return []
+
+rt.bridge.poller = Impatient(rt.bridge.poller)
+"""
+
+
+def test_a_guest_whose_wait_ends_by_itself_is_ended(
+    isolated_session: SandboxSession, host
+) -> None:
+    """A wait swapped for a poll with a timeout is not the guest's wait: the code would run
+    each time it ends. The host does not leave it resting; it ends the sandbox."""
+    assert isolated_session.sandbox is not None
+    bwrap = isolated_session.sandbox.process.pid
+    result = isolated_session.execute(POLLING_ON_ITS_OWN, timeout_s=10)
+    assert result.left_running and result.sandbox_reset, result.to_dict()
+    assert not alive(bwrap)
+    host.next_execution_works(isolated_session)
