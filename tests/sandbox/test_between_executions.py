@@ -403,9 +403,7 @@ rt.bridge.poller = Impatient(rt.bridge.poller)
 """
 
 
-def test_a_guest_whose_wait_ends_by_itself_is_ended(
-    isolated_session: SandboxSession, host
-) -> None:
+def test_a_guest_whose_wait_ends_by_itself_is_ended(isolated_session: SandboxSession, host) -> None:
     """A wait swapped for a poll with a timeout is not the guest's wait: the code would run
     each time it ends. The host does not leave it resting; it ends the sandbox."""
     assert isolated_session.sandbox is not None
