@@ -102,9 +102,12 @@ class ProcFacts:
         self.process = process
 
     def park(self) -> Parked:
-        # Read before the stop: a task on its way to stopping shows no syscall.
         meter = self.process.meter
         bridge_fd = self.process.bridge_fd
+        # The usual case, an honest guest already in its wait, proven at the first look.
+        if bridge_fd is not None and meter.rests(bridge_fd):
+            return Parked(True, True, self.list_workspace())
+        # Read before the stop: a task on its way to stopping shows no syscall.
         idle = waits_for_frames(
             self.process.guest_pid, bridge_fd, meter.held.read, meter.guest_memory
         )

@@ -231,9 +231,7 @@ class SandboxMeter:
             return True
         with self._stopped_lock:
             if self._guest_fd is not None and not self._guest_stopped:
-                if bridge_fd is not None and rests_alone(
-                    self.held.read, self.guest_memory, self.guest_pid, bridge_fd
-                ):
+                if bridge_fd is not None and self._rests(bridge_fd):
                     return True
                 if self._stop_alone():
                     return True
@@ -253,6 +251,18 @@ class SandboxMeter:
                 # way when the signal came completes, and shows its child only then.
                 wait_stopped(list(reached), _STOP_WAIT_S)
         return False
+
+    def rests(self, bridge_fd: int) -> bool:
+        """Is the guest alone, asleep in its wait for ``bridge_fd``, unable to run until its
+        next frame (``resting``)? Then the sandbox needs no stop: nothing of it can run."""
+        if self.guest_pid is None:
+            return False
+        with self._stopped_lock:
+            return self._guest_fd is not None and not self._guest_stopped and self._rests(bridge_fd)
+
+    def _rests(self, bridge_fd: int) -> bool:
+        assert self.guest_pid is not None
+        return rests_alone(self.held.read, self.guest_memory, self.guest_pid, bridge_fd)
 
     def _stop_alone(self) -> bool:
         """Stop the guest through its held pidfd. True when that stopped the whole sandbox:
