@@ -283,6 +283,16 @@ def guest_status(session: SandboxSession) -> dict[str, str]:
     return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
 
 
+def stopped(session: SandboxSession) -> bool:
+    """Is the guest stopped? A SIGSTOP sent while it ran takes effect a moment later."""
+    deadline = time.monotonic() + 2.0
+    while not guest_status(session)["State"].startswith("T"):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
 def test_an_honest_guest_rests_between_executions_and_wakes_once_for_each(
     isolated_session: SandboxSession,
 ) -> None:
@@ -343,7 +353,7 @@ def test_a_guest_with_a_thread_of_the_code_is_stopped(
         "threading.Thread(target=tick, daemon=True).start()\ntime.sleep(0.05)"
     )
     assert result.status == "ok" and not result.sandbox_reset, result.to_dict()
-    assert guest_status(isolated_session)["State"].startswith("T")
+    assert stopped(isolated_session)
     ended = time.monotonic()
     host.pause(0.3)
     resumed = time.monotonic()
@@ -373,7 +383,7 @@ def test_a_guest_made_to_wait_with_its_signals_unblocked_is_stopped(
     there) only makes the host stop the sandbox, as before: no tick between executions."""
     first = isolated_session.execute(UNBLOCKED_WAIT, timeout_s=5)
     assert first.status == "ok" and not first.sandbox_reset, first.to_dict()
-    assert guest_status(isolated_session)["State"].startswith("T")
+    assert stopped(isolated_session)
     ended = time.monotonic()
     host.pause(0.3)
     resumed = time.monotonic()
