@@ -8,12 +8,12 @@ Three situations:
   host watches the sandbox (memory of every process plus its tmpfs mounts, CPU of every process
   that ever ran), ``RLIMIT_NPROC`` caps tasks inside the sandbox's own user namespace (so the
   user's other processes do not count).
-
-In all three, SIGSTOP stops every process of the sandbox between executions, except a guest
-alone that provably cannot run until its next frame (``resting``), which is left asleep.
 - **no cgroups, and RLIMIT_NPROC does not apply** (the host's root without writable cgroups):
   nothing in the kernel caps the number of tasks. Codemode refuses to start sandboxes unless
   the config accepts that by name: ``sandbox.accept_unenforced_limits = ["processes"]``.
+
+In all three, SIGSTOP stops every process of the sandbox between executions, except a guest
+alone that provably cannot run until its next frame (``resting``), which is left asleep.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ Both stop the sandbox between executions with SIGSTOP to every process of its pi
 (a cgroup freezer costs a millisecond or two per execution on cgroup v1), and resume it with
 SIGCONT. The walk looks for children again once the processes it signalled have stopped: a fork
 under way when the signal came still completes. A guest alone in its sandbox (one thread, no
-child), asleep in its read of the bridge with every signal it catches blocked, is not stopped at
-all: it provably cannot run until its next frame (``resting``), read from five held files.
+child), asleep in its wait for the bridge with every signal it catches blocked, is not stopped
+at all: it provably cannot run until its next frame (``resting``), read from six held files.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ class SandboxMeter:
     def stop(self, *, bridge_fd: int | None = None) -> bool:
         """Stop every task of the sandbox (nothing of its code runs until ``resume``).
         False when it could not be done (the sandbox must then be killed). A guest that waits
-        in its read of ``bridge_fd`` (the caller saw it there) and provably cannot run until
+        for ``bridge_fd`` (the caller saw it there) and provably cannot run until
         its next frame is left asleep instead, no signal sent: see ``resting``."""
         return self._signal_stop(bridge_fd)
 

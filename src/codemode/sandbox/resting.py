@@ -3,17 +3,17 @@
 Between executions nothing of the code may run until the host sends the next frame. Stopping
 every task does it, at a price paid on every warm execution: a SIGSTOP that wakes the guest
 from its read only to stop it (and to notify its parent), a SIGCONT that wakes it again, two
-system calls of the host. About half of a warm execution's CPU, guest and host together.
+system calls of the host; three or four wake-ups of the guest an execution where one does.
 
 A guest that is its sandbox's only task, asleep in its wait for the bridge (a poll of it alone
 for input, with no timeout, or its read), with every signal it catches blocked, cannot run
-either. A sleeping task is woken by what it waits for (data on
-the bridge, which only the host writes) or by a signal; a blocked signal stays pending until
-it is unblocked, and one the task does not catch is the kernel's to handle (it is ignored, or
-it stops or ends the task): no instruction of the code runs. So such a guest is left asleep,
-and its next frame is its one wake-up. The honest guest blocks every signal for its wait (and
-restores the code's mask when the next frame came): a timer the code set is handled at the
-start of the next execution, as a stopped sandbox handles it when resumed.
+either. A sleeping task is woken by what it waits for (data on the bridge, which only the host
+writes) or by a signal; a blocked signal stays pending until it is unblocked, and one the task
+does not catch is the kernel's to handle (it is ignored, or it stops or ends the task): no
+instruction of the code runs. So such a guest is left asleep, and its next frame is its one
+wake-up. The honest guest blocks every signal for its wait (and restores the code's mask when
+the next frame came): a timer the code set is handled at the start of the next execution, as a
+stopped sandbox handles it when resumed.
 
 The readings are bracketed by the guest's scheduler counters (``/proc/<pid>/schedstat``: its
 time on a CPU and the times it was scheduled). A task that ran at all between the first and
