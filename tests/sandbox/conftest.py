@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -280,3 +281,13 @@ class HostChecks:
 @pytest.fixture
 def host() -> type[HostChecks]:
     return HostChecks
+
+
+@pytest.fixture
+def bridge() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """Two ends of a bridge-like socket pair (host, guest), for helper processes that wait
+    on it the way the guest waits."""
+    host, guest = socket.socketpair()
+    yield host, guest
+    host.close()
+    guest.close()

@@ -14,7 +14,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -170,14 +170,6 @@ poller.register(fd, select.POLLIN)
 print("ready", flush=True)
 poller.poll(60_000 if how == "timeout" else None)
 """
-
-
-@pytest.fixture
-def bridge() -> Iterator[tuple[socket.socket, socket.socket]]:
-    host, guest = socket.socketpair()
-    yield host, guest
-    host.close()
-    guest.close()
 
 
 def wait_until(check: Callable[[], bool], seconds: float = 5.0) -> bool:

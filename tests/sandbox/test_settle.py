@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -45,14 +44,6 @@ def start(code: str, *args: str, pass_fds: tuple[int, ...] = ()) -> subprocess.P
     assert process.stdout is not None
     assert process.stdout.readline() == "ready\n"
     return process
-
-
-@pytest.fixture
-def bridge() -> Iterator[Pair]:
-    host, guest = socket.socketpair()
-    yield host, guest
-    host.close()
-    guest.close()
 
 
 def test_a_guest_in_its_read_is_between_executions(bridge: Pair) -> None:
