@@ -42,7 +42,7 @@ class Parked:
     """A guest between executions: was it idle, is every task stopped, and its files."""
 
     idle: bool  # its main thread waited in its read of the bridge, as an honest guest does
-    stopped: bool  # every task is stopped (False: they kept starting new ones)
+    stopped: bool  # no task can run: stopped, or resting (False: they kept starting new ones)
     files: WorkspaceScan | None  # listed while stopped (None: not stopped, or not listable)
 
 

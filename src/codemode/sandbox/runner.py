@@ -4,7 +4,8 @@ The execution loop is one thread multiplexing the bridge socket and the two outp
 output written before the guest says "done" is always drained before the result is built.
 The watchdog holds the sandbox to its limits meanwhile, and the loop to its wall time; both
 kill the whole sandbox. Once an execution ends, every task of the sandbox is stopped until the
-next one (nothing of the code runs in between), and the host lists the workspace itself.
+next one, or proven unable to run (``resting``): nothing of the code runs in between. The host
+lists the workspace itself.
 """
 
 from __future__ import annotations
@@ -317,7 +318,7 @@ class Sandbox:
         outcome = Outcome()
         stream = self._on_output is not None
         frame = {"op": "exec", "exec": host.execution, "code": code, "stream": stream}
-        spin = SPARE_CPU()  # asked while the guest is stopped: it counts the runner, not it
+        spin = SPARE_CPU()  # asked while the guest cannot run: it counts the runner, not it
         # Sent while the guest is still stopped, so that its SIGCONT finds the frame waiting:
         # one wake-up of the guest instead of two. (Code larger than the socket's buffer
         # resumes it first, or the send would wait for a reader that cannot run.)
