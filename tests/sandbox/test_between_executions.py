@@ -368,11 +368,11 @@ class _Echo:
 
 UNBLOCKED_WAIT = """
 import signal, sys, time
-import _codemode_guest.main as guest_main
+import _codemode_guest.quiet as guest_quiet
 ticks = []
 signal.signal(signal.SIGALRM, lambda *_: ticks.append(time.monotonic()))
 signal.setitimer(signal.ITIMER_REAL, 0.02, 0.02)
-guest_main._EVERY_SIGNAL = set()  # the guest's wait would leave the timer's signal unblocked
+guest_quiet._EVERY_SIGNAL = set()  # the guest's wait would leave the timer's signal unblocked
 """
 
 
@@ -422,3 +422,30 @@ def test_a_guest_whose_wait_ends_by_itself_is_ended(isolated_session: SandboxSes
     assert result.left_running and result.sandbox_reset, result.to_dict()
     assert not alive(bwrap)
     host.next_execution_works(isolated_session)
+
+
+def test_a_guest_whose_code_started_threads_still_rests_once_they_ended(
+    isolated_session: SandboxSession,
+) -> None:
+    """Once a thread was started, the C library handles its own two signals (32 and 33),
+    which its ``pthread_sigmask`` will not block: the guest's wait blocks them with the
+    system call itself, so a session that used a thread pool still rests, not stopped."""
+    result = isolated_session.execute(
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "with ThreadPoolExecutor(2) as pool:\n    print(sum(pool.map(abs, [1, -2])))"
+    )
+    assert result.stdout == "3\n", result.to_dict()
+    status = guest_status(isolated_session)
+    assert int(status["SigCgt"], 16) & (1 << 32), status["SigCgt"]  # the C library's own
+    before = int(status["voluntary_ctxt_switches"])
+    for _ in range(20):
+        assert isolated_session.execute("x = 1").status == "ok"
+    after = guest_status(isolated_session)
+    assert after["State"].startswith("S"), after["State"]
+    assert int(after["SigCgt"], 16) & ~int(after["SigBlk"], 16) == 0
+    assert int(after["voluntary_ctxt_switches"]) - before <= 22
+    # The code's own mask, as it left it, in every execution.
+    mask = isolated_session.execute(
+        "import signal\nprint(sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])))"
+    )
+    assert mask.stdout == "[]\n", mask.to_dict()

@@ -13,13 +13,11 @@ import _socket
 import os
 import sys
 
-from . import runtime, wire
+from . import quiet, runtime, wire
 
 CODE_FILENAME = "<code>"
 # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, without importing ast (it costs milliseconds at start-up).
 _TOP_LEVEL_AWAIT = 0x2000
-# Blocked while the guest waits for its next frame (SIGKILL and SIGSTOP cannot be).
-_EVERY_SIGNAL = _signal.valid_signals()
 
 
 def _parse_args(argv):
@@ -230,6 +228,7 @@ def serve(fd, workspace, isolated):
     os.closerange(fd + 1, 4096)
     sock = _socket.socket(fileno=fd)
     runtime.install(sock)
+    quiet.watch_threads()
     guest = Guest(sock, workspace, isolated)
     _warm_up(guest)
     reply = {"op": "ready", "pid": os.getpid()}
@@ -256,10 +255,10 @@ def _answer_and_wait(sock, reply):
     signal that comes meanwhile (a timer of the code) is handled as the next execution
     begins, as in a sandbox stopped and then resumed."""
     with runtime.bridge.lock:  # a thread of the code may be sending a call
-        mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _EVERY_SIGNAL)
+        mask = quiet.block()
         if reply is not None:
             sock.sendall(wire.encode_frame(reply))
     try:
         return runtime.bridge.read_frame()
     finally:
-        _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
+        quiet.restore(mask)
