@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 
+from codemode.sandbox.meter import ProcMeter
 from codemode.sandbox.proctree import wait_stopped
+from codemode.settings.sandbox import Limits
 
 THREADED = (
     "import threading, time\n"
@@ -51,3 +53,28 @@ def test_an_ended_process_counts_as_stopped() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     assert wait_stopped([child.pid], timeout_s=30)
+
+
+BUSY = "print('ready', flush=True)\nwhile True:\n    pass\n"
+
+
+def test_a_guest_stopped_alone_is_stopped_when_the_stop_returns() -> None:
+    """The meter's stop of a guest alone (one signal through its pidfd) returns once the
+    guest has stopped: a SIGSTOP is only pending until its target next leaves the kernel, and
+    a fork it is in the middle of completes first, its child seen only then. Reading the
+    children before that could call a sandbox stopped with a child just born still running.
+    A busy process (its own helper, ordinary code) is stopped and resumed again and again."""
+    child = subprocess.Popen([sys.executable, "-c", BUSY], stdout=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+    meter = ProcMeter(Limits(), mounts=())
+    try:
+        meter.bind(child.pid)
+        for _ in range(30):
+            assert meter.stop()
+            state = open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            assert state == "T", state
+            meter.resume()
+    finally:
+        meter.release()
+        child.kill()
+        child.wait()

@@ -266,14 +266,17 @@ class SandboxMeter:
 
     def _stop_alone(self) -> bool:
         """Stop the guest through its held pidfd. True when that stopped the whole sandbox:
-        the guest has one thread and no child (read after the stop, as the walk does). False
-        leaves the rest to the walk, the guest already stopped."""
-        assert self._guest_fd is not None
+        the guest has one thread and no child (read once it has stopped, as the walk does: a
+        fork under way when the signal came completes first, its child seen only then). False
+        leaves the rest to the walk, the guest already signalled."""
+        assert self._guest_fd is not None and self.guest_pid is not None
         try:
             send_signal(self._guest_fd, signal.SIGSTOP)
         except OSError:
             return False  # it has ended: the walk finds nothing to stop
         self._guest_stopped = True
+        if not wait_stopped([self.guest_pid], _STOP_WAIT_S):
+            return False
         try:
             threads = int(self.held.read(self._guest_path("stat")).rsplit(")", 1)[1].split()[17])
             children = self.held.read(self._guest_path("children")).split()
