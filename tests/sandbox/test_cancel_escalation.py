@@ -84,8 +84,9 @@ class Cancelled:
         self.event = threading.Event()
         self.event.set()
 
-    def at(self, now: float) -> bool:
-        """Is the sandbox ended, checked at ``now`` seconds after the cancel?"""
+    def at(self, now: float, *, sent: bool = False) -> bool:
+        """Is the sandbox ended, checked at ``now`` seconds after the cancel? ``sent``: the
+        guest sent something the runner has not read yet."""
         return check_cancel(
             self.sandbox.process.facts,  # type: ignore[arg-type]
             self.sandbox.resume,
@@ -94,6 +95,7 @@ class Cancelled:
             now,
             pid=self.sandbox.process.guest_pid,
             probe=self.guest,
+            sent=lambda: sent,
         )
 
 
@@ -158,6 +160,32 @@ def test_code_that_ignores_sigint_is_ended_after_the_grace_period() -> None:
     cancel = Cancelled(Guest(sigint=False))
     cancel.at(0.0)
     assert cancel.at(CANCEL_GRACE_S)
+
+
+def test_a_guest_that_ended_on_the_interrupt_is_read_before_it_is_judged() -> None:
+    """Finding: a guest that ended on the KeyboardInterrupt blocks every signal for its wait
+    for the next frame as it sends its "done"; seen then (SIGINT blocked, off the CPU) it was
+    taken for code deaf to the interrupt and its sandbox ended, variables lost, with its
+    "done" unread in the bridge."""
+    guest = Guest()
+    cancel = Cancelled(guest)
+    cancel.at(0.0)
+    cancel.at(0.2)
+    guest.cpu = (guest.cpu or 0) + 1 * MS  # it ran: took the interrupt, ended, sent "done"
+    guest.sigint = False  # blocked for its wait
+    assert not cancel.at(CANCEL_GRACE_S, sent=True)  # its "done" is read first
+    guest.running = True  # blocked, on its way to send
+    assert not cancel.at(CANCEL_GRACE_S + 0.1)
+    guest.running = False  # blocked, asleep, nothing sent: deaf indeed
+    assert cancel.at(CANCEL_GRACE_S + 0.2)
+
+
+def test_code_that_keeps_the_cpu_is_ended_whatever_it_sends() -> None:
+    guest = Guest(sigint=False, running=True)
+    cancel = Cancelled(guest)
+    cancel.at(0.0)
+    guest.cpu = (guest.cpu or 0) + int(CANCEL_CPU_S * 1e9)
+    assert cancel.at(CANCEL_GRACE_S, sent=True)
 
 
 def test_without_a_reading_the_grace_period_decides_as_before() -> None:

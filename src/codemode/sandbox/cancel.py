@@ -9,8 +9,9 @@ The code's acknowledgement is its end (the guest's "done"). The sandbox is ended
 the next result says it was restarted) only once the code had its chance to stop and did not:
 after ``CANCEL_GRACE_S``, if its main thread used ``CANCEL_CPU_S`` of CPU since the cancel (it
 keeps running), or ran and went back to sleep for good (it swallowed the interrupt: asleep, and
-no CPU used between two looks), or cannot take
-SIGINT (ignored or blocked). A guest that has not been on a CPU since the cancel, as on a
+no CPU used between two looks), or cannot take SIGINT (ignored or blocked) and is off the CPU
+with nothing sent that the runner has not read (a guest that ended on the interrupt blocks
+every signal as it sends its "done"). A guest that has not been on a CPU since the cancel, as on a
 loaded machine, can still be interrupted: it is waited for, up to ``CANCEL_MAX_S``. Wall time
 alone restarted sandboxes whose guests never got the CPU to stop, and lost their variables.
 """
@@ -104,11 +105,13 @@ def check_cancel(
     *,
     pid: int | None,
     probe: GuestProbe = _PROC,
+    sent: Callable[[], bool] = lambda: False,
 ) -> bool:
     """True, to end the execution (and the sandbox), once cancelled code had its chance to
     stop and did not. ``guest`` is read and interrupted; ``resume`` lets a stopped sandbox run
     (to see the signal); ``pid``: the guest's main thread on this machine (None: elsewhere,
-    judged by the grace period alone), whose CPU ``probe`` reads."""
+    judged by the grace period alone), whose CPU ``probe`` reads; ``sent``: the guest sent
+    something not read yet (its end may be in it: read before judging a guest asleep)."""
     if not cancel.is_set():
         return False
     if outcome.cancelled_at is None:
@@ -122,13 +125,15 @@ def check_cancel(
         guest.interrupt()
     if waited < CANCEL_GRACE_S:
         return False
-    if waited < CANCEL_MAX_S and not _had_its_chance(probe, pid, outcome):
+    if waited < CANCEL_MAX_S and not _had_its_chance(probe, pid, outcome, sent):
         return False
     outcome.status = "cancelled"
     return True
 
 
-def _had_its_chance(probe: GuestProbe, pid: int | None, outcome: Outcome) -> bool:
+def _had_its_chance(
+    probe: GuestProbe, pid: int | None, outcome: Outcome, sent: Callable[[], bool]
+) -> bool:
     at_cancel = outcome.cancel_cpu_ns
     if pid is None or at_cancel is None:
         return True  # nothing to judge by: the grace period alone
@@ -137,7 +142,14 @@ def _had_its_chance(probe: GuestProbe, pid: int | None, outcome: Outcome) -> boo
         return True
     last, outcome.cancel_cpu_seen = outcome.cancel_cpu_seen, cpu
     used = cpu - at_cancel
-    if used >= CANCEL_CPU_S * 1e9 or not probe.takes_sigint(pid):
+    if used >= CANCEL_CPU_S * 1e9:
+        return True
+    # A guest that ended on the interrupt blocks every signal for its wait for the next frame
+    # (see ``resting``) as it sends its "done": read what it sent before calling it deaf or
+    # asleep, and give one still on its way there (on a CPU) its turn.
+    if sent():
+        return False
+    if not probe.takes_sigint(pid) and not probe.runnable(pid):
         return True
     # It ran since the cancel and sleeps now instead of ending, and has not run since the
     # previous look (meanwhile the runner read whatever it sent, its "done" included). On

@@ -420,7 +420,12 @@ class Sandbox:
             outcome,
             now,
             pid=self.process.guest_pid,
+            sent=self._sent_unread,
         )
+
+    def _sent_unread(self) -> bool:
+        """Has the guest sent something this side has not read yet (its "done", perhaps)?"""
+        return any(key.data == "sock" for key, _ in self.selector.select(0))
 
     def _unread_by_guest(self) -> int:
         return self.process.facts.unread_bytes()
