@@ -15,7 +15,7 @@ import contextlib
 import os
 import threading
 
-from codemode.sandbox.proctree import read_small
+from codemode.sandbox.proctree import read_at, read_small
 
 __all__ = ["HeldFiles"]
 
@@ -58,11 +58,7 @@ class HeldFiles:
         descriptor kept open: a process's memory, /proc/<pid>/mem, is read at an address."""
         with self._lock:
             if self._closed:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-                try:
-                    return os.pread(fd, size, offset)
-                finally:
-                    os.close(fd)
+                return read_at(path, offset, size)
             held = self._fds.get(path)
             if held is None:
                 held = self._fds[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)

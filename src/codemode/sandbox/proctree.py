@@ -24,6 +24,7 @@ __all__ = [
     "parse_proc",
     "pidns_of",
     "pss_bytes",
+    "read_at",
     "read_small",
     "signal_each",
     "stop_each",
@@ -49,6 +50,16 @@ def read_small(path: str | Path) -> str:
     finally:
         os.close(fd)
     return b"".join(chunks).decode("utf-8", "replace")
+
+
+def read_at(path: str, offset: int, size: int) -> bytes:
+    """``size`` bytes (fewer at the end) at ``offset`` of a file: a process's memory,
+    /proc/<pid>/mem, read at an address. Raises OSError like ``read_small``."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.pread(fd, size, offset)
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ import struct
 import time
 from collections.abc import Callable
 
-from codemode.sandbox.proctree import read_small
+from codemode.sandbox.proctree import read_at, read_small
 
 __all__ = ["SETTLE_S", "Memory", "read_memory", "waits_for_frames", "waits_on"]
 
@@ -110,11 +110,7 @@ def waits_on(syscall: str, fd: int, memory: Memory) -> bool:
 
 def read_memory(pid: int, address: int, size: int) -> bytes:
     """``size`` bytes of process ``pid``'s memory at ``address`` (OSError when it cannot)."""
-    fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        return os.pread(fd, size, address)
-    finally:
-        os.close(fd)
+    return read_at(f"/proc/{pid}/mem", address, size)
 
 
 def _settles(pid: int) -> bool:
