@@ -311,3 +311,34 @@ def test_dropping_the_caches_keeps_the_vault_and_forgets_the_results() -> None:
     assert not invoker._tokenizer._cleared
     assert len(vault) == tokens
     assert call(invoker, "docs", "read", text=report) == first  # the same token again
+
+
+def test_scan_value_scans_every_string_and_passes_other_leaves_untouched() -> None:
+    """A result's reports go through ``scan_value``: strings anywhere (dict keys too, but the
+    caller's own words) are scanned; counts, flags and None are passed on as they are."""
+    privacy = PrivacyInvoker(FakeUpstream(), Vault(), PrivacySettings())
+    marker = object()
+    value = {
+        "created": ["notes for ana.silva@example.com.txt"],
+        "ana.silva@example.com": (1, 2.5, True, None, marker),
+        "count": {"nested": [{"deep": "call +44 20 7946 0958"}]},
+        "by_tool": {},
+    }
+    scanned = privacy.scan_value(value, plain_keys={"created", "count", "by_tool"})
+    assert "ana.silva@example.com" not in json.dumps(scanned, default=repr)
+    assert "7946 0958" not in json.dumps(scanned, default=repr)
+    [email_key] = [key for key in scanned if key not in {"created", "count", "by_tool"}]
+    assert email_key.startswith("<EMAIL_")
+    assert scanned[email_key] == [1, 2.5, True, None, marker]
+    assert scanned[email_key][4] is marker
+    assert scanned["created"][0].startswith("notes for <EMAIL_")
+    assert scanned["count"]["nested"][0]["deep"].startswith("call <PHONE_")
+    assert scanned["by_tool"] == {}
+    assert scanned is not value and scanned["by_tool"] is not value["by_tool"]  # a copy
+    assert value["created"] == ["notes for ana.silva@example.com.txt"]  # the original kept
+
+
+def test_scan_value_with_privacy_off_returns_the_value_itself() -> None:
+    value = {"email": "ana.silva@example.com"}
+    off = PrivacyInvoker(FakeUpstream(), Vault(), PrivacySettings(enabled=False))
+    assert off.scan_value(value) is value

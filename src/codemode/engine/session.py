@@ -225,9 +225,8 @@ class Session:
         ``fresh_dir``: first make the next ``tasks/NNN`` folder and work there; from then on
         (project mode) every result shows the workspace's tree.
         """
-        tools = replace(views.access(self.chain.invoker), on_refused=self.chain.on_refused)
-        if self.chain.packages is not None:
-            tools = replace(tools, packages=self.chain.packages)
+        chain = self.chain
+        tools = views.access(chain.invoker, chain.on_refused, chain.packages)
         self.code = code
         restored: Restore | None = None  # the fresh_dir step's restore, if it made one
         if fresh_dir:
@@ -342,7 +341,8 @@ class Session:
             files=scan_value(result.files, plain_keys=ours),
             tool_calls=scan_value(result.tool_calls, plain_keys=ours),
             truncated=scan_value(result.truncated, plain_keys=ours),
-            **{name: scan_value(value) for name, value in reports.items()},
+            # A report not made stays None (most are, in most results): nothing to scan.
+            **{name: scan_value(value) for name, value in reports.items() if value is not None},
             restored=result.restored.scanned(scan_value) if result.restored else None,
         )
 

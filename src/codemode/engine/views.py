@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from codemode.bridge.host import ModuleSource, ToolAccess, ToolInvoker
+from codemode.bridge.host import (
+    ModuleSource,
+    PackageProvider,
+    RefusalHook,
+    ToolAccess,
+    ToolInvoker,
+)
 from codemode.catalog.catalog import Catalog
 from codemode.errors import CodemodeError
 from codemode.tools import ToolSpec
@@ -99,9 +105,15 @@ class CatalogViews:
     def granted(self, server: str, tool: str) -> bool:
         return (server, tool) in self.tools or server in BUILTIN_SERVERS
 
-    def access(self, invoker: ToolInvoker) -> ToolAccess:
-        """What one execution may reach: these modules, these tools, through ``invoker``."""
-        return ToolAccess(invoker, self.modules, self.granted)
+    def access(
+        self,
+        invoker: ToolInvoker,
+        on_refused: RefusalHook | None = None,
+        packages: PackageProvider | None = None,
+    ) -> ToolAccess:
+        """What one execution may reach: these modules, these tools, through ``invoker``
+        (``on_refused``, ``packages``: as ``ToolAccess`` has them)."""
+        return ToolAccess(invoker, self.modules, self.granted, on_refused, packages)
 
 
 def spec_lookup(catalog: Catalog) -> Callable[[str, str], ToolSpec | None]:

@@ -9,7 +9,7 @@ A ``ToolError`` from inside is tokenized too, since upstream messages often echo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -200,18 +200,7 @@ class PrivacyInvoker:
         in ``plain_keys`` (the caller's own words: a result's ``"created"``, ``"count"``)."""
         if not self.settings.enabled:
             return value
-        if isinstance(value, str):
-            return self.scan_output(value)
-        if isinstance(value, dict):
-            return {
-                (
-                    self.scan_output(key) if isinstance(key, str) and key not in plain_keys else key
-                ): self.scan_value(item, plain_keys=plain_keys)
-                for key, item in value.items()
-            }
-        if isinstance(value, list | tuple):
-            return [self.scan_value(item, plain_keys=plain_keys) for item in value]
-        return value
+        return _scanned(value, self.scan_output, plain_keys)
 
     def _tokenized_error(self, call: ToolCall, error: ToolError) -> ToolError:
         source = TokenSource(call.server, call.tool, "error")
@@ -222,6 +211,29 @@ class PrivacyInvoker:
             return type(error)(message, fix=fix)
         except TypeError:  # a subclass with another signature
             return ToolError(message, fix=fix)
+
+
+#: Leaves no text hides in: passed on untouched, with no test of their own (every result
+#: finished carries a dozen such counts and flags; each test costs more than the rest).
+_PLAIN_LEAVES = frozenset({type(None), bool, int, float})
+
+
+def _scanned(value: Any, scan: Callable[[str], str], plain_keys: AbstractSet[str]) -> Any:
+    """``scan_value`` once the scan is on: a copy of the containers, their strings scanned."""
+    if type(value) in _PLAIN_LEAVES:
+        return value
+    if isinstance(value, str):
+        return scan(value)
+    if isinstance(value, dict):
+        return {
+            (scan(key) if isinstance(key, str) and key not in plain_keys else key): _scanned(
+                item, scan, plain_keys
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_scanned(item, scan, plain_keys) for item in value]
+    return value
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -242,7 +242,8 @@ class KeepingSandbox:
             if lost:  # and no checkpoint to resume from: said plainly all the same
                 hint = f"{LOST_BEFORE_HINT} {result.hint}".strip()
                 return replace(result, checkpoint=unsaved, sandbox_reset=True, hint=hint)
-            return replace(result, checkpoint=unsaved)
+            # Mostly nothing to note: a copy of the thirty fields costs more than the rest here.
+            return result if unsaved == result.checkpoint else replace(result, checkpoint=unsaved)
         hint = f"{describe_restore(restored)} {result.hint}".strip()
         return replace(result, checkpoint=unsaved, restored=restored, hint=hint)
 
