@@ -134,3 +134,13 @@ def test_grams_many_values_share_are_not_pieces() -> None:
 
 def test_values_the_code_printed_itself_are_not_hidden() -> None:
     assert knowledge(("EMAIL", SECRET), server=OUTPUT_SOURCE).pieces({"q": "blake"}) == {}
+
+
+@given(st.text(alphabet=st.sampled_from("abz09 _-.,\n\tAZé٣ßİ"), max_size=80))
+@example("kofi11@example.com, +44 20")
+@example("café ٣٣ Straße")
+def test_alnum_runs_are_the_runs_the_pattern_finds(text: str) -> None:
+    from codemode.privacy.pieces import _ALNUM_RUN, _alnum_runs
+
+    folded = fold(text)
+    assert _alnum_runs(folded) == _ALNUM_RUN.findall(folded)

@@ -157,3 +157,61 @@ def test_a_call_keeps_a_few_of_its_texts_to_compare_and_hashes_the_rest() -> Non
     assert sum(len(kept) for kept in digests._by_length.values()) == TextDigests.KEPT
     assert digests.of("".join(texts[0]), keep=False) == content_digest(texts[0])
     assert digests.of(texts[-1], keep=False) == content_digest(texts[-1])
+
+
+def decodings_of_long_text(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every search of a text of KEPT_MIN_CHARS or more for hex and base64 runs, by length
+    (by the recall or by the tokenizer)."""
+    import codemode.privacy.recall as recall_module
+    import codemode.privacy.tokenizer as tokenizer_module
+
+    searched: list[int] = []
+    plain = recall_module.encoded_runs
+
+    def counted(text: str, *, shortest: int) -> Any:
+        if len(text) >= KEPT_MIN_CHARS:
+            searched.append(len(text))
+        return plain(text, shortest=shortest)
+
+    monkeypatch.setattr(recall_module, "encoded_runs", counted)
+    monkeypatch.setattr(tokenizer_module, "encoded_runs", counted)
+    return searched
+
+
+def test_an_echoed_long_text_is_searched_for_encoded_values_once(monkeypatch) -> None:
+    """The argument's check and the echoed result's tokenizing both look into the runs of hex
+    and base64: one search serves both, and what it found is what a new search finds (the
+    address in base64 is replaced in the result by its token)."""
+    import base64
+
+    vault = Vault()
+    invoker = PrivacyInvoker(Echo(), vault, PrivacySettings())
+    token = vault.tokens_for([("EMAIL", "ops@example.com")], CRM)[0]
+    hidden = base64.b64encode(b"write to ops@example.com").decode()
+    searched = decodings_of_long_text(monkeypatch)
+    for round_ in range(2):
+        text = f"round {round_}: {LONG[:8192]} blob {hidden} end"
+        call = ToolCall("crm", "echo", {"text": text})
+        invoker.check_flows(call)
+        echoed = invoker.invoke(call, timeout_s=5)
+        assert searched == [len(text)] * (round_ + 1)
+        assert hidden not in echoed and token in echoed.split(" blob ")[1]
+    invoker.drop_caches()  # the decoded runs go with the caches: the next call searches anew
+    invoker.invoke(ToolCall("crm", "echo", {"text": text}), timeout_s=5)
+    assert len(searched) == 3
+
+
+def test_runs_decoded_once_are_the_runs_a_new_search_finds() -> None:
+    import base64
+
+    from codemode.privacy.encoded import encoded_runs
+
+    recall = Recall(Vault())
+    text = LONG[:8192] + " ".join(
+        [base64.b64encode(b"mail ops@example.com now").decode(), "6f70734065782e636f6d", "Zm9v"]
+    )
+    digest = content_digest(text)
+    for shortest in (4, 6, 20):
+        expected = list(encoded_runs(text, shortest=shortest))
+        assert recall.encoded(text, shortest=shortest, digest=digest) == expected
+    assert recall.encoded(text, shortest=1, digest=digest) == list(encoded_runs(text, shortest=1))

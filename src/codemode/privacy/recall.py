@@ -138,10 +138,33 @@ class Recall:
         # Text read again unchanged (an argument a tool echoes, a record written and read back):
         # its places, by content hash, while the vault stays as it was.
         self._kept: dict[tuple[bytes, frozenset[str]], list[RecallHit]] = {}
+        # The same texts' runs of hex and base64, decoded (``encoded``), by content hash.
+        self._decoded: dict[bytes, list[tuple[int, int, str]]] = {}
 
     def forget_texts(self) -> None:
-        """Let go of the places kept by digest (they say where values are in those texts)."""
-        self._kept = {}
+        """Let go of the places kept by digest (they say where values are in those texts),
+        and of the runs decoded from them."""
+        self._kept, self._decoded = {}, {}
+
+    def encoded(
+        self, text: str, *, shortest: int, digest: bytes | None = None
+    ) -> list[tuple[int, int, str]]:
+        """``encoded_runs(text, shortest=shortest)``; with ``digest``, text of
+        ``KEPT_MIN_CHARS`` or more is decoded once: a tool call's check of its argument and
+        the tokenizing of a result that brings it back (an echo) both look into its runs, and
+        finding them costs a millisecond per MB whether or not there are any."""
+        if digest is None or len(text) < KEPT_MIN_CHARS or shortest < _MIN_EXACT:
+            return list(encoded_runs(text, shortest=shortest))
+        held = self._decoded
+        runs = held.get(digest)
+        if runs is None:
+            # Kept as the recall reads them: the tokenizer asks for longer ones only.
+            runs = held[digest] = list(encoded_runs(text, shortest=_MIN_EXACT))
+            if len(held) > _KEPT_TEXTS:
+                # Parallel tool calls of one session share this: another may trim first.
+                with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                    del held[next(iter(held))]
+        return [run for run in runs if len(run[2]) >= shortest]
 
     def refresh(self) -> None:
         version = self.vault.version
@@ -215,7 +238,7 @@ class Recall:
             hits = self._find_plain(text, detected, each_place=each_place)
         if not decode:
             return hits
-        for start, end, decoded in encoded_runs(text, shortest=_MIN_EXACT):
+        for start, end, decoded in self.encoded(text, shortest=_MIN_EXACT, digest=digest):
             # A value in hex or base64 (``hex(email)`` from a SQL tool): the whole run goes.
             within = self._find_plain(decoded, frozenset())
             if within:

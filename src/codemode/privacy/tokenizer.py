@@ -254,7 +254,7 @@ class _Walk:
         if known is not None:  # a value seen before (e.g. in a named field) stays hidden
             return known
         detections: Sequence[Detection] = self.detectors.detect(text, digest)
-        encoded = self._encoded(text)
+        encoded = self._encoded(text, digest)
         if encoded:
             detections = _merge(encoded, detections)
         if self.recall is not None:
@@ -267,12 +267,18 @@ class _Walk:
         source = self.source(path)
         return _replace(text, detections, self.vault, source)
 
-    def _encoded(self, text: str) -> list[Detection]:
+    def _encoded(self, text: str, digest: bytes | None = None) -> list[Detection]:
         """Runs of hex or base64 that decode to text holding personal data or a value the
         vault holds (``hex(email)`` from a SQL tool): the whole run is replaced by the token
-        of the value inside. Each run is decoded once, here (the recall is asked not to)."""
+        of the value inside. Each run is decoded once, here (the recall is asked not to);
+        with ``digest``, a text the call's argument held was decoded by its check already."""
         found: list[Detection] = []
-        for start, end, decoded in encoded_runs(text, shortest=_ENCODED_MIN_LEN):
+        runs = (
+            self.recall.encoded(text, shortest=_ENCODED_MIN_LEN, digest=digest)
+            if self.recall is not None
+            else encoded_runs(text, shortest=_ENCODED_MIN_LEN)
+        )
+        for start, end, decoded in runs:
             inner = self.detectors.detect(decoded)
             if inner:
                 found.append(Detection(inner[0].kind, start, end, inner[0].value))
