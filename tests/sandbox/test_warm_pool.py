@@ -288,3 +288,43 @@ def test_an_idle_pool_with_no_sandbox_left_lets_its_template_rest() -> None:
         assert again.execute("print(2)").stdout == "2\n"
         again.kill()
     backend.close()
+
+
+def test_the_memory_is_read_only_when_the_target_would_grow():
+    clock = ManualClock()
+    reads: list[int] = []
+
+    def available() -> int:
+        reads.append(1)
+        return 8 << 30
+
+    warm = target(clock, available=available)
+    assert warm.size() == 2 and reads == []  # at the floor: nothing to cap
+    for _ in range(5):
+        warm.arrived()
+    assert warm.size() == 5 and len(reads) == 1
+
+
+def test_available_memory_is_what_meminfo_says(tmp_path, monkeypatch):
+    import codemode.sandbox.demand as demand
+
+    meminfo = tmp_path / "meminfo"
+    monkeypatch.setattr(demand, "_MEMINFO", str(meminfo))
+    meminfo.write_text("MemTotal:       16384 kB\nMemFree:   1 kB\nMemAvailable:    4096 kB\n")
+    assert demand.available_memory_bytes() == 4096 * 1024
+    meminfo.write_text("MemTotal:       16384 kB\nMemFree:   1 kB\n")  # a kernel before 3.14
+    assert demand.available_memory_bytes() is None
+    meminfo.write_text("MemAvailable:\n")
+    assert demand.available_memory_bytes() is None
+    meminfo.unlink()
+    assert demand.available_memory_bytes() is None
+
+
+def test_available_memory_of_this_machine_is_read():
+    from codemode.sandbox.demand import available_memory_bytes
+
+    with open("/proc/meminfo") as meminfo:
+        line = next(line for line in meminfo if line.startswith("MemAvailable:"))
+    expected = int(line.split()[1]) * 1024
+    # MemAvailable moves between two reads: within 64 MiB of each other.
+    assert abs((available_memory_bytes() or 0) - expected) < 64 * MiB
