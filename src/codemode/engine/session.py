@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from codemode.bridge.host import ToolAccess
 from codemode.engine.approvals import PendingApproval
 from codemode.engine.chain import InvokerChain
 from codemode.engine.invoker import cancellable
@@ -87,6 +88,10 @@ class Session:
     # The last cancelled execution's finished result, until the next execution reports it.
     _cancelled: ExecutionResult | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    # The tools made for the last catalog views an execution ran with (``_access``).
+    _tools: tuple[CatalogViews, InvokerChain, ToolAccess] | None = field(
+        default=None, init=False, repr=False
+    )
 
     # --- the life cycle ---------------------------------------------------------------------
 
@@ -225,8 +230,7 @@ class Session:
         ``fresh_dir``: first make the next ``tasks/NNN`` folder and work there; from then on
         (project mode) every result shows the workspace's tree.
         """
-        chain = self.chain
-        tools = views.access(chain.invoker, chain.on_refused, chain.packages)
+        tools = self._access(views)
         self.code = code
         restored: Restore | None = None  # the fresh_dir step's restore, if it made one
         if fresh_dir:
@@ -265,6 +269,17 @@ class Session:
         if self.task_dir is not None:
             result = self._show_project(result, views)
         return result
+
+    def _access(self, views: CatalogViews) -> ToolAccess:
+        """What this session's executions reach through ``views``: made once per version of
+        the catalog (the same object each time lets the sandbox's wrapping be kept too)."""
+        chain = self.chain
+        made = self._tools
+        if made is not None and made[0] is views and made[1] is chain:
+            return made[2]
+        tools = views.access(chain.invoker, chain.on_refused, chain.packages)
+        self._tools = (views, chain, tools)
+        return tools
 
     def live_counts(self) -> tuple[int, int]:
         """(tool calls, bytes printed) of the running execution, read from any thread."""

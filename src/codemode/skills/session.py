@@ -177,6 +177,11 @@ class KeepingSandbox:
         self._live = False
         # Its checkpoint could not be saved since the last execution: it keeps its sandbox.
         self._unsaved = False
+        # The skills the running execution imported (``_access`` notes them).
+        self._imported: dict[str, Skill] = {}
+        # The last tools ``_access`` wrapped, and what it made of them: a session's executions
+        # mostly reach the same tools, and the wrapping costs more than the rest of its work.
+        self._wrapped: tuple[ToolAccess, ToolAccess] | None = None
 
     def execute(
         self,
@@ -216,10 +221,10 @@ class KeepingSandbox:
         restored = self._restore(timeout_s) if self._restore_pending else None
         if fresh:
             self._loaded.clear()
-        imported: dict[str, Skill] = {}
+        imported = self._imported = {}
         result = self.inner.execute(
             code,
-            tools=self._access(tools, imported),
+            tools=self._access(tools),
             fresh=fresh,
             timeout_s=timeout_s,
             on_output=on_output,
@@ -286,29 +291,35 @@ class KeepingSandbox:
     def live_stdout(self) -> str:
         return self.inner.live_stdout()
 
-    def _access(self, tools: ToolAccess, imported: dict[str, Skill]) -> ToolAccess:
+    def _access(self, tools: ToolAccess) -> ToolAccess:
+        """``tools`` with the skills' modules and codemode's own servers (the same object as
+        the last time for the same ``tools``)."""
+        wrapped = self._wrapped
+        if wrapped is not None and wrapped[0] is tools:
+            return wrapped[1]
         builtins: dict[str, ToolInvoker] = {}
         modules = tools.modules
         if self.library is not None and self.skill_tools is not None:
             builtins[SKILLS_SERVER] = self.skill_tools
 
             def note(skill: Skill) -> None:
-                imported[skill.name] = skill
+                self._imported[skill.name] = skill
 
             modules = SkillModules(self.library, self.owner, tools.modules, on_import=note)
         if self.checkpoints is not None:
             builtins[CHECKPOINT_SERVER] = self.checkpoints
-        if not builtins:
-            return tools
-        grant = tools.grant
-        router = BuiltinRouter(tools.invoker, builtins)
-        return ToolAccess(
-            router,
-            modules,
-            lambda s, t: s in builtins or grant(s, t),
-            tools.on_refused,
-            packages=tools.packages,
-        )
+        access = tools
+        if builtins:
+            grant = tools.grant
+            access = ToolAccess(
+                BuiltinRouter(tools.invoker, builtins),
+                modules,
+                lambda s, t: s in builtins or grant(s, t),
+                tools.on_refused,
+                packages=tools.packages,
+            )
+        self._wrapped = (tools, access)
+        return access
 
     def _count(self, code: str, imported: dict[str, Skill], result: ExecutionResult) -> None:
         if self.library is None:
