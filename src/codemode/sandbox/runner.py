@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from codemode.bridge.frames import FrameDecoder, MalformedFrame
-from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
+from codemode.bridge.host import NO_TOOLS, BridgeHost, ModuleProvider, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
 from codemode.sandbox.cancel import CANCEL_GRACE_S, check_cancel, interrupted_by_us
@@ -89,6 +89,8 @@ class Sandbox:
         self._pinning = CpuPinning()
         self._live: tuple[BridgeHost, HeadTail] | None = None
         self._on_output: OutputCallback | None = None
+        # The modules the last execution could import (the guest keeps what it imported).
+        self._modules: ModuleProvider | None = None
 
     @property
     def guest_pid(self) -> int | None:
@@ -280,12 +282,16 @@ class Sandbox:
         self._stderr = HeadTail(limits.output_kept_bytes)
         host = BridgeHost(self.executions, tools, deadline=started + wall)
         self._live = (host, self._stdout)
+        # Other modules than the last execution's (the catalog changed): the guest lets go of
+        # those it imported, or the code would keep calling the tools as they were.
+        modules_changed = self._modules is not None and tools.modules is not self._modules
+        self._modules = tools.modules
         # Resumed in ``_serve``, once watched and once its code is on the way.
         watched = Watched(self.process.meter, limits)
         calls = ParallelCalls(host, self._wake, workers=limits.parallel_calls)
         WATCHDOG.watch(watched)
         try:
-            outcome = self._serve(code, host, watched, calls, cancel)
+            outcome = self._serve(code, host, watched, calls, cancel, modules_changed)
         finally:
             WATCHDOG.unwatch(watched)
             host.close()
@@ -312,12 +318,20 @@ class Sandbox:
         watched: Watched,
         calls: ParallelCalls,
         cancel: threading.Event | None = None,
+        modules_changed: bool = False,
     ) -> Outcome:
         """Send the code, answer the guest's requests, until "done", death, a breach, the
         wall time or the caller's cancel."""
         outcome = Outcome()
         stream = self._on_output is not None
-        frame = {"op": "exec", "exec": host.execution, "code": code, "stream": stream}
+        frame: dict[str, object] = {
+            "op": "exec",
+            "exec": host.execution,
+            "code": code,
+            "stream": stream,
+        }
+        if modules_changed:
+            frame["modules_changed"] = True
         spin = SPARE_CPU()  # asked while the guest cannot run: it counts the runner, not it
         # Sent while the guest is still stopped, so that its SIGCONT finds the frame waiting:
         # one wake-up of the guest instead of two. (Code larger than the socket's buffer

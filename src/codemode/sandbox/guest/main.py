@@ -122,6 +122,8 @@ class Guest:
     def run(self, frame):
         code = frame.get("code", "")
         runtime.bridge.reset(frame["exec"])
+        if frame.get("modules_changed"):
+            runtime.forget_host_modules()
         # A host that streams output gets each line as it is printed, as on a terminal;
         # otherwise an 8 KiB buffer saves a write per line (5x faster for print loops).
         try:

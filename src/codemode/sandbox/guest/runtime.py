@@ -410,6 +410,17 @@ class ServersFinder:
             module.__class__ = _ToolModule
 
 
+def forget_host_modules():
+    """The host's modules changed (a server's tools did): the generated modules imported so
+    far, and the skills built on them, are dropped; the next import gets them as they are
+    now. A module object the code still holds calls the tools by name, and the host answers
+    each call as the catalog is now (a tool gone is refused)."""
+    for name in list(sys.modules):
+        root = name.partition(".")[0]
+        if root in ("servers", "skills") and name != "servers._runtime":
+            del sys.modules[name]
+
+
 class _ToolModule(types.ModuleType):
     def __call__(self, *args, **kwargs):
         return getattr(self, self.__name__.rpartition(".")[2])(*args, **kwargs)
