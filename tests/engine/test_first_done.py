@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from codemode.engine.progress import _first_done, wait_reporting
+from codemode.engine.progress import first_done, wait_reporting
 
 pytestmark = pytest.mark.anyio
 
@@ -20,17 +20,17 @@ async def test_it_returns_once_one_is_done_and_leaves_no_callback_behind() -> No
     loop = asyncio.get_running_loop()
     job, attention = _future(), _future()
     loop.call_soon(job.set_result, "done")
-    assert await _first_done([job, attention], None)
+    assert await first_done([job, attention], None)
     # Nothing of the wait stays on the future still pending (an approval may come much later).
     assert len(attention._callbacks) == 0  # type: ignore[attr-defined]
 
 
 async def test_a_timeout_says_nothing_is_done_yet() -> None:
     job = _future()
-    assert not await _first_done([job], 0.01)
+    assert not await first_done([job], 0.01)
     assert len(job._callbacks) == 0  # type: ignore[attr-defined]
     job.set_result(1)
-    assert await _first_done([job], 0.01), "already done: no wait"
+    assert await first_done([job], 0.01), "already done: no wait"
 
 
 async def test_progress_is_reported_while_the_job_runs() -> None:

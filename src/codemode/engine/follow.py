@@ -12,7 +12,7 @@ from typing import Any
 
 from codemode.config.model import GatewaySettings
 from codemode.engine.approvals import ApprovalBroker, PendingApproval
-from codemode.engine.progress import Progress, cancel_report, wait_reporting
+from codemode.engine.progress import Progress, cancel_report, first_done, wait_reporting
 from codemode.engine.registry import SessionRegistry
 from codemode.engine.session import Session
 from codemode.errors import SessionError
@@ -73,8 +73,10 @@ class Follower:
 
         try:
             waiting: list[asyncio.Future[Any]] = [job, attention]
-            interval = self.gateway.progress_interval_s
-            await wait_reporting(waiting, progress, interval, describe)
+            if progress is None:  # nothing to report: the first to finish is all
+                await first_done(waiting, None)
+            else:
+                await wait_reporting(waiting, progress, self.gateway.progress_interval_s, describe)
         except asyncio.CancelledError:
             # The caller cancelled or went away: stop the code (no tool call starts after
             # this), release the session when it has stopped, and keep its result for the

@@ -16,7 +16,7 @@ from typing import Any
 from codemode.sandbox.reports import CancelReport
 from codemode.sandbox.result import ExecutionResult
 
-__all__ = ["Progress", "wait_reporting"]
+__all__ = ["Progress", "first_done", "wait_reporting"]
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ async def wait_reporting(
     started = time.monotonic()
     while True:
         timeout = interval if progress is not None else None
-        if await _first_done(waiting, timeout) or progress is None:
+        if await first_done(waiting, timeout) or progress is None:
             return
         value, total, message = describe(time.monotonic() - started)
         try:
@@ -46,7 +46,7 @@ async def wait_reporting(
             progress = None
 
 
-async def _first_done(waiting: Collection[asyncio.Future[Any]], timeout: float | None) -> bool:
+async def first_done(waiting: Collection[asyncio.Future[Any]], timeout: float | None) -> bool:
     """Whether one of ``waiting`` is done, within ``timeout`` s (None: no limit). Leaner than
     ``asyncio.wait`` (no sets, no task), which was a tenth of a warm execution's engine cost."""
     if any(future.done() for future in waiting):
