@@ -238,7 +238,12 @@ class Recall:
             hits = self._find_plain(text, detected, each_place=each_place)
         if not decode:
             return hits
-        for start, end, decoded in self.encoded(text, shortest=_MIN_EXACT, digest=digest):
+        runs = (
+            self.encoded(text, shortest=_MIN_EXACT, digest=digest)
+            if digest is not None
+            else encoded_runs(text, shortest=_MIN_EXACT)  # most strings: short ones
+        )
+        for start, end, decoded in runs:
             # A value in hex or base64 (``hex(email)`` from a SQL tool): the whole run goes.
             within = self._find_plain(decoded, frozenset())
             if within:
