@@ -33,7 +33,9 @@ async def test_a_session_reaches_the_catalog_as_it_is_at_each_execution(engine: 
     first = await engine.execute("from servers import shop\nprint(shop.list_items())")
     assert first.status == "ok", first.render_text()
     # Unchanged, the modules the code imported stay imported.
-    kept = "import sys\nprint('servers.shop' in sys.modules, len(shop.list_items()))"
+    kept = (
+        "import sys\nold_shop = shop\nprint('servers.shop' in sys.modules, len(shop.list_items()))"
+    )
     again = await engine.execute(kept, session=first.session)
     assert (again.status, again.stdout) == ("ok", "True 2\n"), again.render_text()
 
@@ -57,3 +59,7 @@ async def test_a_session_reaches_the_catalog_as_it_is_at_each_execution(engine: 
     )
     assert gone.status == "error", gone.render_text()
     assert "list_items" in gone.render_text()
+    # The module object kept from before calls the tool by name: the host refuses it now.
+    held = await engine.execute("old_shop.list_items()", session=first.session, check=False)
+    assert held.status == "error", held.render_text()
+    assert "shop.list_items is not available" in held.render_text(), held.render_text()
