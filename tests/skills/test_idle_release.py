@@ -351,3 +351,21 @@ async def test_after_releasing_the_upkeep_frees_what_cycles_held_and_trims_the_h
         assert calls == []  # nothing released yet: nothing to give back
         await wait_until(lambda: engine.session_states(None).get(handle) == "released")
         await wait_until(lambda: calls == ["collect"], timeout_s=10)
+
+
+async def test_a_checkpoint_taken_after_an_execution_keeps_the_modules_the_code_imported(
+    engine: Codemode,
+) -> None:
+    """The checkpoint's own program runs with no modules to import: that is not a catalog
+    change, and the guest keeps what the code imported (no second import next time)."""
+    wrote = await engine.execute(
+        "from servers import shop\nopen('notes.txt', 'w').write(str(shop.list_items()))"
+    )
+    assert wrote.status == "ok", wrote.render_text()
+    assert wrote.checkpoint is None or not wrote.checkpoint.startswith("not saved")
+    assert engine.skills is not None and engine.skills.checkpoints is not None
+    assert engine.skills.checkpoints.get(wrote.session or "") is not None  # one was taken
+    again = await engine.execute(
+        "import sys\nprint('servers.shop' in sys.modules)", session=wrote.session
+    )
+    assert (again.status, again.stdout) == ("ok", "True\n"), again.render_text()

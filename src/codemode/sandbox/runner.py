@@ -283,9 +283,13 @@ class Sandbox:
         host = BridgeHost(self.executions, tools, deadline=started + wall)
         self._live = (host, self._stdout)
         # Other modules than the last execution's (the catalog changed): the guest lets go of
-        # those it imported, or the code would keep calling the tools as they were.
-        modules_changed = self._modules is not None and tools.modules is not self._modules
-        self._modules = tools.modules
+        # those it imported, or the code would keep calling the tools as they were. An
+        # execution with none to import (a checkpoint's own program) changes nothing.
+        modules = tools.modules
+        last = self._modules
+        modules_changed = modules is not None and last is not None and modules is not last
+        if modules is not None:
+            self._modules = modules
         # Resumed in ``_serve``, once watched and once its code is on the way.
         watched = Watched(self.process.meter, limits)
         calls = ParallelCalls(host, self._wake, workers=limits.parallel_calls)
