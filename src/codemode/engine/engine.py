@@ -260,15 +260,10 @@ class Codemode:
 
     async def views(self) -> CatalogViews:
         """The generated modules and granted tools for the catalog as it is now."""
-        views = self._views_now()
-        if views is not None:
+        views = self._views
+        if views is not None and views.version == self.catalog.version:
             return views
         return await anyio.to_thread.run_sync(self._current_views)
-
-    def _views_now(self) -> CatalogViews | None:
-        """The views made already, if the catalog has not changed since (no await needed)."""
-        views = self._views
-        return views if views is not None and views.version == self.catalog.version else None
 
     # --- search (``searcher``) and workspace files, answered by the parts that own them -----
 
@@ -358,9 +353,7 @@ class Codemode:
         next result in the session reports what it did."""
         if self.registry is None:
             raise SandboxError("the engine is not started", fix="call `await engine.start()`")
-        views = self._views_now()  # as the catalog is now, with no await (mostly)
-        if views is None:
-            views = await self.views()
+        views = await self.views()
         record = await self._checkout(session, owner, client)
         if opened is not None:
             opened(record.handle)

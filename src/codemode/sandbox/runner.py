@@ -22,12 +22,13 @@ from collections.abc import Callable
 from typing import Any
 
 from codemode.bridge.frames import FrameDecoder, MalformedFrame
-from codemode.bridge.host import NO_TOOLS, BridgeHost, ModuleProvider, ToolAccess
+from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
 from codemode.sandbox.cancel import CANCEL_GRACE_S, check_cancel, interrupted_by_us
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.facts import Parked
+from codemode.sandbox.module_watch import ModuleWatch
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.outgoing import send_frame
 from codemode.sandbox.parallel import ParallelCalls
@@ -89,8 +90,7 @@ class Sandbox:
         self._pinning = CpuPinning()
         self._live: tuple[BridgeHost, HeadTail] | None = None
         self._on_output: OutputCallback | None = None
-        # The modules the last execution could import (the guest keeps what it imported).
-        self._modules: ModuleProvider | None = None
+        self._modules = ModuleWatch()  # the guest keeps the modules its code imported
 
     @property
     def guest_pid(self) -> int | None:
@@ -282,20 +282,12 @@ class Sandbox:
         self._stderr = HeadTail(limits.output_kept_bytes)
         host = BridgeHost(self.executions, tools, deadline=started + wall)
         self._live = (host, self._stdout)
-        # Other modules than the last execution's (the catalog changed): the guest lets go of
-        # those it imported, or the code would keep calling the tools as they were. An
-        # execution with none to import (a checkpoint's own program) changes nothing.
-        modules = tools.modules
-        last = self._modules
-        modules_changed = modules is not None and last is not None and modules is not last
-        if modules is not None:
-            self._modules = modules
         # Resumed in ``_serve``, once watched and once its code is on the way.
         watched = Watched(self.process.meter, limits)
         calls = ParallelCalls(host, self._wake, workers=limits.parallel_calls)
         WATCHDOG.watch(watched)
         try:
-            outcome = self._serve(code, host, watched, calls, cancel, modules_changed)
+            outcome = self._serve(code, host, watched, calls, cancel)
         finally:
             WATCHDOG.unwatch(watched)
             host.close()
@@ -322,19 +314,13 @@ class Sandbox:
         watched: Watched,
         calls: ParallelCalls,
         cancel: threading.Event | None = None,
-        modules_changed: bool = False,
     ) -> Outcome:
         """Send the code, answer the guest's requests, until "done", death, a breach, the
         wall time or the caller's cancel."""
         outcome = Outcome()
         stream = self._on_output is not None
-        frame: dict[str, object] = {
-            "op": "exec",
-            "exec": host.execution,
-            "code": code,
-            "stream": stream,
-        }
-        if modules_changed:
+        frame = {"op": "exec", "exec": host.execution, "code": code, "stream": stream}
+        if self._modules.changed(host.modules):  # the catalog changed since the last one
             frame["modules_changed"] = True
         spin = SPARE_CPU()  # asked while the guest cannot run: it counts the runner, not it
         # Sent while the guest is still stopped, so that its SIGCONT finds the frame waiting:
