@@ -148,13 +148,13 @@ class Recall:
 
     def encoded(
         self, text: str, *, shortest: int, digest: bytes | None = None
-    ) -> list[tuple[int, int, str]]:
+    ) -> Iterable[tuple[int, int, str]]:
         """``encoded_runs(text, shortest=shortest)``; with ``digest``, text of
         ``KEPT_MIN_CHARS`` or more is decoded once: a tool call's check of its argument and
         the tokenizing of a result that brings it back (an echo) both look into its runs, and
         finding them costs a millisecond per MB whether or not there are any."""
         if digest is None or len(text) < KEPT_MIN_CHARS or shortest < _MIN_EXACT:
-            return list(encoded_runs(text, shortest=shortest))
+            return encoded_runs(text, shortest=shortest)  # most strings: short ones
         held = self._decoded
         runs = held.get(digest)
         if runs is None:
@@ -238,12 +238,7 @@ class Recall:
             hits = self._find_plain(text, detected, each_place=each_place)
         if not decode:
             return hits
-        runs = (
-            self.encoded(text, shortest=_MIN_EXACT, digest=digest)
-            if digest is not None
-            else encoded_runs(text, shortest=_MIN_EXACT)  # most strings: short ones
-        )
-        for start, end, decoded in runs:
+        for start, end, decoded in self.encoded(text, shortest=_MIN_EXACT, digest=digest):
             # A value in hex or base64 (``hex(email)`` from a SQL tool): the whole run goes.
             within = self._find_plain(decoded, frozenset())
             if within:

@@ -275,8 +275,8 @@ class _Walk:
         found: list[Detection] = []
         runs = (
             self.recall.encoded(text, shortest=_ENCODED_MIN_LEN, digest=digest)
-            if self.recall is not None and digest is not None
-            else encoded_runs(text, shortest=_ENCODED_MIN_LEN)  # most strings: short ones
+            if self.recall is not None
+            else encoded_runs(text, shortest=_ENCODED_MIN_LEN)
         )
         for start, end, decoded in runs:
             inner = self.detectors.detect(decoded)
