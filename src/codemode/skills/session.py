@@ -221,6 +221,11 @@ class KeepingSandbox:
         restored = self._restore(timeout_s) if self._restore_pending else None
         if fresh:
             self._loaded.clear()
+        elif self._loaded and self._skills_changed():
+            # The guest keeps what it imported: a new wrapping is a change of modules for the
+            # runner, which has the guest let go of them (``ModuleWatch``).
+            self._loaded.clear()
+            self._wrapped = None
         imported = self._imported = {}
         result = self.inner.execute(
             code,
@@ -320,6 +325,20 @@ class KeepingSandbox:
             )
         self._wrapped = (tools, access)
         return access
+
+    def _skills_changed(self) -> bool:
+        """Whether a skill the sandbox imported was saved again, deleted, or is now shadowed
+        by the owner's own of the same name, since it was imported."""
+        if self.library is None:
+            return False
+        store = self.library.store
+        for name, skill in self._loaded.items():
+            current = store.get(self.owner, name)
+            if current is None and skill.owner != self.owner:
+                current = store.get(skill.owner, name)
+            if current is None or current.source != skill.source:
+                return True
+        return False
 
     def _count(self, code: str, imported: dict[str, Skill], result: ExecutionResult) -> None:
         if self.library is None:
