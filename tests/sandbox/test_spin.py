@@ -73,3 +73,30 @@ def test_the_spin_gives_up_after_its_time(pair: tuple[socket.socket, socket.sock
         selector.register(pair[0], selectors.EVENT_READ)
         assert not spin_until_ready(selector, seconds=0.0)
         assert selector.looks == 1
+
+
+def test_output_ready_first_is_taken_and_the_spin_goes_on_for_the_bridge(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    output_read, output_write = socket.socketpair()
+    taken: list[bytes] = []
+
+    def take(data: object) -> bool:
+        if data != "stdout":
+            return False
+        chunk = output_read.recv(100)
+        taken.append(chunk)
+        if len(taken) == 2:  # the guest answers just after flushing its output
+            pair[1].send(b"done")
+        return True
+
+    with output_read, output_write, CountingSelector() as selector:
+        selector.register(pair[0], selectors.EVENT_READ, "sock")
+        selector.register(output_read, selectors.EVENT_READ, "stdout")
+        output_write.send(b"2\n")
+        assert not spin_until_ready(selector, seconds=0.0, take=take), "output alone: no answer"
+        assert taken == [b"2\n"]
+        output_write.send(b"3\n")
+        assert spin_until_ready(selector, seconds=3600, take=take)
+        assert taken == [b"2\n", b"3\n"] and selector.looks == 3
+        assert pair[0].recv(10) == b"done", "the answer is left to the caller"

@@ -24,6 +24,8 @@ __all__ = [
     "MalformedFrame",
     "encode_frame",
     "encode_frame_parts",
+    "is_awaitable_call",
+    "is_done",
 ]
 
 _LEN = struct.Struct(">I")
@@ -229,3 +231,13 @@ def _frame_buffer(size: int) -> mmap.mmap:
 
 def _refuse_ext(code: int, data: bytes) -> Any:
     raise ValueError(f"extension type {code} is not allowed")
+
+
+def is_awaitable_call(frame: dict[str, Any] | MalformedFrame) -> bool:
+    """A tool call the guest's code awaits (answered on a worker, not in turn)."""
+    return isinstance(frame, dict) and frame.get("op") == "call" and frame.get("async") is True
+
+
+def is_done(frame: dict[str, Any] | MalformedFrame) -> bool:
+    """The guest's end of an execution."""
+    return isinstance(frame, dict) and frame.get("op") == "done"

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from codemode.bridge.frames import FrameDecoder, MalformedFrame
+from codemode.bridge.frames import FrameDecoder, MalformedFrame, is_awaitable_call, is_done
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
@@ -180,6 +180,13 @@ class Sandbox:
                 # level-triggered, so whatever arrives later (its end too) wakes the loop.
                 return frames
 
+    def _took_output(self, which: object) -> bool:
+        """Read the output pipe ``which`` if it is one (True), else leave it to the loop."""
+        if which not in ("stdout", "stderr"):
+            return False
+        self._drain(str(which))
+        return True
+
     def _drain(self, which: str, *, ready: bool = True) -> None:
         """Read what the pipe holds (``ready``: the selector said so; else maybe nothing)."""
         fd = self.process.stdout_fd if which == "stdout" else self.process.stderr_fd
@@ -334,7 +341,8 @@ class Sandbox:
                 outcome.status, outcome.limit = "limit", "sandbox_gone"
         self.resume()
         if spin:
-            spin_until_ready(self.selector)  # a warm execution answers within the spin
+            # A warm execution answers within the spin; its output is read on the way.
+            spin_until_ready(self.selector, take=self._took_output)
         while outcome.done is None and outcome.status == "ok":
             if watched.breach is not None:
                 break
@@ -360,10 +368,10 @@ class Sandbox:
                     continue
                 frames = self._read_frames()
                 for incoming in frames:
-                    if outcome.cancelled_at is not None and not _is_done(incoming):
+                    if outcome.cancelled_at is not None and not is_done(incoming):
                         outcome.refused_after_cancel += 1  # dropped: no call starts now
                         continue
-                    awaitable = _is_awaitable_call(incoming) and outcome.done is None
+                    awaitable = is_awaitable_call(incoming) and outcome.done is None
                     if awaitable and calls.submit(incoming):  # type: ignore[arg-type]
                         continue  # answered by a worker (else in turn: too many wait)
                     self._dispatch(incoming, host, outcome)
@@ -487,13 +495,5 @@ class Sandbox:
     close = kill
 
 
-def _is_awaitable_call(frame: dict[str, Any] | MalformedFrame) -> bool:
-    return isinstance(frame, dict) and frame.get("op") == "call" and frame.get("async") is True
-
-
 def _bridge_last(item: tuple[selectors.SelectorKey, int]) -> bool:
     return bool(item[0].data == "sock")
-
-
-def _is_done(frame: dict[str, Any] | MalformedFrame) -> bool:
-    return isinstance(frame, dict) and frame.get("op") == "done"

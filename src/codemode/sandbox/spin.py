@@ -67,12 +67,24 @@ class SpareCpu:
 SPARE_CPU = SpareCpu()
 
 
-def spin_until_ready(selector: selectors.BaseSelector, seconds: float = SPIN_S) -> bool:
+def spin_until_ready(
+    selector: selectors.BaseSelector,
+    seconds: float = SPIN_S,
+    *,
+    take: Callable[[object], bool] | None = None,
+) -> bool:
     """Look at ``selector`` without sleeping until something is ready or ``seconds`` passed;
-    True when something is ready."""
+    True when something is ready. With ``take``, each ready key's data goes to it first, and
+    the spin goes on while it says the key was not the awaited one (it took output in: a guest
+    flushes its output just before it answers, and stopping there sleeps through the answer)."""
     until = time.monotonic() + seconds
     while True:
-        if selector.select(0):
-            return True
+        ready = selector.select(0)
+        if ready:
+            if take is None:
+                return True
+            taken = [take(key.data) for key, _events in ready]  # each one handed over
+            if not all(taken):
+                return True
         if time.monotonic() >= until:
             return False
