@@ -59,6 +59,19 @@ REPORTS: list[tuple[str, Any, dict[str, Any]]] = [
     ),
     (
         "restored",
+        Restore(["a.py"], [], "idle", taken_at=1.5, packages=["tinylib", "rich"]),
+        {
+            "restored": {
+                "files": ["a.py"],
+                "variables": [],
+                "packages": ["tinylib", "rich"],
+                "taken_at": 1.5,
+                "reason": "idle",
+            }
+        },
+    ),
+    (
+        "restored",
         Restore([], [], "lost", error="its checkpoint could not be read: bad"),
         {
             "restored": {

@@ -154,16 +154,41 @@ def test_the_guests_archive_is_validated_and_bounded() -> None:
     assert small.store.get("s_1") is None
 
 
+def test_installs_are_kept_with_the_checkpoint_and_the_guests_word_is_checked() -> None:
+    tools = _tools()
+    for names in (["tinylib"], ["tinylib"], ["a", "b==1"], []):
+        tools.note_installed(names)
+    assert tools.packages == [("tinylib",), ("a", "b==1")] and tools.packages_changed
+    _put(tools, b"", {})
+    assert not tools.packages_changed, "saved with the checkpoint"
+    resumed = CheckpointTools(
+        tools.store, handle="s_1", owner="alice", max_bytes=100, max_files=1, ttl_s=1
+    )
+    fetched = resumed.invoke(ToolCall("_checkpoint", "fetch", {}), timeout_s=1)
+    assert fetched["packages"] == [["tinylib"], ["a", "b==1"]]
+    assert resumed.packages == [("tinylib",), ("a", "b==1")], "the next checkpoint keeps them"
+    # The guest says which installs it made again: only indexes of the fetched ones count.
+    claim = {"variables": [], "packages": [1, 7, "0", -1]}
+    resumed.invoke(ToolCall("_checkpoint", "restored", claim), timeout_s=1)
+    assert resumed.restored_packages == ["a", "b==1"]
+
+
 def test_another_owner_fetches_nothing() -> None:
     tools = _tools()
+    tools.note_installed(["tinylib"])
     _put(tools, _tar(("a.txt", b"hi")), {})
+    assert tools.invoke(ToolCall("_checkpoint", "fetch", {}), timeout_s=1)["packages"] == [
+        ["tinylib"]
+    ]
     thief = CheckpointTools(
         tools.store, handle="s_1", owner="mallory", max_bytes=1, max_files=1, ttl_s=1
     )
     assert thief.invoke(ToolCall("_checkpoint", "fetch", {}), timeout_s=1) == {
         "archive": b"",
         "variables": {},
+        "packages": [],
     }
+    assert thief.packages == []
 
 
 def test_counting_survives_a_redis_that_went_away(redis_server: Any) -> None:

@@ -21,6 +21,8 @@ class Checkpoint:
     archive: bytes = b""
     files: tuple[str, ...] = ()
     variables: dict[str, bytes] = field(default_factory=dict)
+    # The installs the session made (each the requirements of one ``packages.install``).
+    packages: tuple[tuple[str, ...], ...] = ()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -53,6 +55,7 @@ class KVCheckpoints:
                 "archive": checkpoint.archive,
                 "files": list(checkpoint.files),
                 "variables": checkpoint.variables,
+                "packages": [list(names) for names in checkpoint.packages],
             },
             use_bin_type=True,
         )
@@ -69,7 +72,19 @@ class KVCheckpoints:
             archive=raw["archive"],
             files=tuple(raw["files"]),
             variables=dict(raw["variables"]),
+            packages=_installs(raw.get("packages")),
         )
 
     def delete(self, handle: str) -> None:
         self.store.delete(f"ckpt:{handle}")
+
+
+def _installs(raw: object) -> tuple[tuple[str, ...], ...]:
+    """The stored installs; a checkpoint from before they were kept has none."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple(
+        tuple(names)
+        for names in raw
+        if isinstance(names, list) and names and all(isinstance(n, str) for n in names)
+    )

@@ -14,6 +14,7 @@ import io
 import keyword
 import tarfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from codemode.checkpoints.store import Checkpoint, CheckpointStore
@@ -30,6 +31,7 @@ __all__ = [
 ]
 
 CHECKPOINT_SERVER = "_checkpoint"
+_MAX_INSTALLS = 50  # recorded per session
 
 
 class CheckpointTools:
@@ -59,11 +61,24 @@ class CheckpointTools:
         # sealed value that failed its check), for the result.
         self.unreadable: str | None = None
         self.restored_variables: list[str] = []
+        # The installs the session made (``note_installed``), in order: a new sandbox (after
+        # an idle release, a lost one) installs them again when it restores the checkpoint.
+        self.packages: list[tuple[str, ...]] = []
+        self.packages_changed = False  # since the last checkpoint saved
+        self.restored_packages: list[str] = []
 
     def reset_restore(self) -> None:
         self.fetched = None
         self.unreadable = None
         self.restored_variables = []
+        self.restored_packages = []
+
+    def note_installed(self, requirements: Sequence[str]) -> None:
+        """The session's code installed ``requirements`` (the host did, and said so)."""
+        names = tuple(requirements)
+        if names and names not in self.packages and len(self.packages) < _MAX_INSTALLS:
+            self.packages.append(names)
+            self.packages_changed = True
 
     def refresh(self) -> bool:
         """Keep the stored checkpoint for ``ttl_s`` from now (on the host, no sandbox);
@@ -94,13 +109,26 @@ class CheckpointTools:
                 self.unreadable = error.message
                 raise ToolError("checkpoint: the stored checkpoint could not be read") from None
             if found is None or found.owner != self.owner:
-                return {"archive": b"", "variables": {}}
+                return {"archive": b"", "variables": {}, "packages": []}
             self.fetched = found
-            return {"archive": found.archive, "variables": found.variables}
+            self.packages = list(found.packages)
+            return {
+                "archive": found.archive,
+                "variables": found.variables,
+                "packages": [list(names) for names in found.packages],
+            }
         if call.tool == "restored":
             names = args.get("variables")
             if isinstance(names, list):
                 self.restored_variables = [n for n in names if _identifier(n)][:100]
+            installed = args.get("packages")
+            if isinstance(installed, list):  # which of the fetched installs were made again
+                self.restored_packages = [
+                    name
+                    for at, names in enumerate(self.packages)
+                    if at in installed
+                    for name in names
+                ]
             return None
         raise ToolError(f"_checkpoint has no operation {call.tool!r}")
 
@@ -120,8 +148,12 @@ class CheckpointTools:
             if not _identifier(name) or name not in self.kept or not isinstance(value, bytes):
                 raise ToolError("checkpoint: variables must be the kept names, pickled")
         files = _members(archive, self.max_files, self.max_bytes)
-        checkpoint = Checkpoint(self.owner, time.time(), archive, files, dict(variables))
+        installs = tuple(self.packages)
+        checkpoint = Checkpoint(
+            self.owner, time.time(), archive, files, dict(variables), packages=installs
+        )
         self.store.put(self.handle, checkpoint, expires_at=time.time() + self.ttl_s)
+        self.packages_changed = False
         self.note = f"saved {len(files)} file(s), {len(variables)} variable(s)"
 
 
@@ -253,7 +285,16 @@ def __codemode_restore(root):
             restored.append(name)
         except Exception:
             pass
-    call_tool("_checkpoint", "restored", {{"variables": restored}})
+    # The session's packages (installed by the host, so through the same checks as before).
+    packages = __import__("sys").modules["servers._runtime"].packages
+    reinstalled = []
+    for at, names in enumerate(got.get("packages") or []):
+        try:
+            packages.install(names, quiet=True)
+            reinstalled.append(at)
+        except Exception:
+            pass
+    call_tool("_checkpoint", "restored", {{"variables": restored, "packages": reinstalled}})
 __codemode_restore({root!r})
 del __codemode_restore
 """

@@ -7,7 +7,7 @@ Each is set by the layer that knows it and shown to the client as the JSON of ``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 __all__ = ["CancelReport", "Restore", "SessionLoss"]
@@ -26,9 +26,13 @@ class Restore:
     taken_at: float | None = None
     # Why nothing was restored (the session starts empty).
     error: str | None = None
+    # The packages the session had installed, installed again in the new sandbox.
+    packages: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"files": list(self.files), "variables": list(self.variables)}
+        if self.packages:
+            data["packages"] = list(self.packages)
         if self.taken_at is not None:
             data["taken_at"] = self.taken_at
         data["reason"] = self.reason
@@ -44,6 +48,7 @@ class Restore:
             "idle" if data.get("reason") == "idle" else "lost",
             data.get("taken_at"),
             data.get("error"),
+            [str(name) for name in data.get("packages", [])],
         )
 
     def scanned(self, scan_value: Scan) -> Restore:
@@ -53,6 +58,7 @@ class Restore:
             files=scan_value(self.files),
             variables=scan_value(self.variables),
             error=None if self.error is None else scan_value(self.error),
+            packages=scan_value(self.packages),
         )
 
 

@@ -24,6 +24,7 @@ from codemode.checkpoints import (
     TAKE_PROGRAM,
     CheckpointTools,
 )
+from codemode.checkpoints.installs import RecordedInstalls
 from codemode.errors import SkillRefusedError, ToolError
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.sandbox.reports import Restore
@@ -218,7 +219,7 @@ class KeepingSandbox:
             # Ended unasked since the last execution (killed from outside): its checkpoint
             # goes into the new sandbox first, as after a release.
             self._restore_pending = True
-        restored = self._restore(timeout_s) if self._restore_pending else None
+        restored = self._restore(timeout_s, tools) if self._restore_pending else None
         if fresh:
             self._loaded.clear()
         elif self._loaded and self._skills_changed():
@@ -316,12 +317,15 @@ class KeepingSandbox:
         access = tools
         if builtins:
             grant = tools.grant
+            packages = tools.packages
+            if packages is not None and self.checkpoints is not None:
+                packages = RecordedInstalls(packages, self.checkpoints)
             access = ToolAccess(
                 BuiltinRouter(tools.invoker, builtins),
                 modules,
                 lambda s, t: s in builtins or grant(s, t),
                 tools.on_refused,
-                packages=tools.packages,
+                packages=packages,
             )
         self._wrapped = (tools, access)
         return access
@@ -358,7 +362,7 @@ class KeepingSandbox:
     def _worth_keeping(self, result: ExecutionResult) -> bool:
         assert self.checkpoints is not None
         changed = any(result.files.get(kind) for kind in ("created", "modified", "deleted"))
-        return changed or bool(self.checkpoints.kept)
+        return changed or bool(self.checkpoints.kept) or self.checkpoints.packages_changed
 
     def _take(self) -> str | None:
         """Checkpoint the workspace and kept variables; what happened, in a few words."""
@@ -379,12 +383,16 @@ class KeepingSandbox:
         self._dirty = note is None or not note.startswith("saved")
         return note
 
-    def _restore(self, timeout_s: float | None) -> Restore | None:
+    def _restore(self, timeout_s: float | None, access: ToolAccess) -> Restore | None:
+        """Restore the checkpoint into the new sandbox; the session's packages are installed
+        again through ``access``'s installer (its checks, its audit)."""
         tools = self.checkpoints
         assert tools is not None
         self._restore_pending = False
         tools.reset_restore()
-        only = ToolAccess(tools, None, lambda s, t: s == CHECKPOINT_SERVER)
+        only = ToolAccess(
+            tools, None, lambda s, t: s == CHECKPOINT_SERVER, packages=access.packages
+        )
         result = self.inner.execute(
             RESTORE_PROGRAM.format(root=self.workspace), tools=only, timeout_s=timeout_s
         )
@@ -410,6 +418,7 @@ class KeepingSandbox:
             sorted(tools.restored_variables),
             reason,
             taken_at=fetched.taken_at if fetched is not None else None,
+            packages=tools.restored_packages,
         )
 
     def close(self) -> None:
@@ -428,11 +437,17 @@ def describe_restore(restored: Restore) -> str:
             else "This session continues in a new sandbox"
         )
         return f"{why}, and {restored.error}: its files and variables start empty."
+    packages = ""
+    if restored.packages:
+        packages = " Packages it had installed were installed again: " + ", ".join(
+            restored.packages
+        )
+        packages += "."
     if restored.reason == "idle":
         return (
             f"This session was idle, so its sandbox was released; it resumed from its "
             f"checkpoint ({what} restored; other variables start empty: name the ones to "
-            f"keep with `from state import keep`)."
+            f"keep with `from state import keep`).{packages}"
         )
     lost = "The sandbox was lost earlier; this session resumed from its checkpoint"
-    return f"{lost} ({what} restored)."
+    return f"{lost} ({what} restored).{packages}"
