@@ -171,6 +171,10 @@ def test_installs_are_kept_with_the_checkpoint_and_the_guests_word_is_checked() 
     claim = {"variables": [], "packages": [1, 7, "0", -1]}
     resumed.invoke(ToolCall("_checkpoint", "restored", claim), timeout_s=1)
     assert resumed.restored_packages == ["a", "b==1"]
+    # An install made after the last checkpoint saved (the next one failed) is not lost.
+    tools.note_installed(["late"])
+    again = tools.invoke(ToolCall("_checkpoint", "fetch", {}), timeout_s=1)
+    assert again["packages"] == [["tinylib"], ["a", "b==1"], ["late"]]
 
 
 def test_another_owner_fetches_nothing() -> None:

@@ -111,11 +111,15 @@ class CheckpointTools:
             if found is None or found.owner != self.owner:
                 return {"archive": b"", "variables": {}, "packages": []}
             self.fetched = found
-            self.packages = list(found.packages)
+            # This session's own installs since (a checkpoint that could not be saved) too.
+            self.packages = [
+                *found.packages,
+                *(n for n in self.packages if n not in found.packages),
+            ]
             return {
                 "archive": found.archive,
                 "variables": found.variables,
-                "packages": [list(names) for names in found.packages],
+                "packages": [list(names) for names in self.packages],
             }
         if call.tool == "restored":
             names = args.get("variables")
