@@ -1,11 +1,13 @@
 """Packages a session installed are there again after its sandbox was released while idle, or
 killed from outside: the new sandbox installs them again (through the host's installer, its
-checks and its audit) as it restores the checkpoint. Real bubblewrap sandboxes, a local index."""
+checks and its audit) as it restores the checkpoint; and a new interpreter of the session
+(``fresh=True``) imports them. Real bubblewrap sandboxes, a local index."""
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -112,6 +114,24 @@ async def test_a_session_without_installs_says_nothing_of_packages(engine: Codem
     assert "packages" not in again.restored.to_dict() and "Packages" not in again.hint
 
 
+async def test_a_fresh_interpreter_imports_what_the_session_installed(
+    index: Index, engine: Codemode
+) -> None:
+    build_wheel(index.files, "otherlib", "1.0", "VALUE = 7\n")
+    index.add(index.files, "otherlib")
+    done = await engine.execute("packages.install(['tinylib'])\nx = 1")
+    assert done.status == "ok", done.render_text()
+    fresh = await engine.execute(
+        f"print('x' in globals())\n{USE}", session=done.session, fresh=True
+    )
+    assert fresh.status == "ok", fresh.render_text()
+    assert fresh.stdout.split() == ["False", "42"], "variables cleared, the package still there"
+    # Only what this session installed: another package is not installed by an import.
+    other = await engine.execute("import otherlib", session=done.session)
+    assert other.status == "error" and other.error is not None
+    assert other.error["type"] == "ModuleNotFoundError", other.render_text()
+
+
 def test_a_checkpoint_stored_before_installs_were_kept_reads_with_none() -> None:
     store = MemoryStore()
     old = msgpack.packb(
@@ -123,5 +143,5 @@ def test_a_checkpoint_stored_before_installs_were_kept_reads_with_none() -> None
     found = checkpoints.get("s_old")
     assert found is not None and found.packages == ()
     kept = Checkpoint("o", 2.0, packages=(("tinylib",), ("a", "b==1")))
-    checkpoints.put("s_new", kept, expires_at=None)
+    checkpoints.put("s_new", kept, expires_at=time.time() + 60)
     assert checkpoints.get("s_new") == kept

@@ -24,7 +24,6 @@ from codemode.checkpoints import (
     TAKE_PROGRAM,
     CheckpointTools,
 )
-from codemode.checkpoints.installs import RecordedInstalls
 from codemode.errors import SkillRefusedError, ToolError
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.sandbox.reports import Restore
@@ -32,6 +31,7 @@ from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback
 from codemode.sandbox.session import LOST_BEFORE_HINT
 from codemode.skills.guest_code import test_program
+from codemode.skills.installs import RecordedInstalls
 from codemode.skills.library import SkillLibrary
 from codemode.skills.model import Skill
 from codemode.tools import ToolCall
