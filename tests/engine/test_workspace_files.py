@@ -107,6 +107,19 @@ async def test_project_mode_fresh_folders_tree_and_pytest(engine: Codemode) -> N
     assert "  002/" in second.workspace_tree
 
 
+async def test_a_fresh_interpreter_goes_on_in_the_tasks_folder(engine: Codemode) -> None:
+    first = await engine.execute(TESTED_CODE + "\nx = 1", fresh_dir=True)
+    assert first.status == "ok" and first.task_dir == "tasks/001", first.render_text()
+    fresh = await engine.execute(
+        "import os\nfrom slug import slug\nprint(os.getcwd(), 'x' in globals(), slug(' A b '))",
+        session=first.session,
+        fresh=True,
+    )
+    assert fresh.status == "ok", fresh.render_text()
+    assert fresh.stdout.split() == ["/workspace/tasks/001", "False", "a-b"]
+    assert fresh.task_dir == "tasks/001"
+
+
 async def test_output_beyond_the_tail_is_written_whole_to_a_file(engine: Codemode) -> None:
     lines = [f"row {i}: {'x' * 40}" for i in range(400)]
     printed = await engine.execute("for i in range(400):\n    print(f\"row {i}: {'x' * 40}\")")

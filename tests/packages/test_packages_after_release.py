@@ -141,7 +141,7 @@ def test_a_checkpoint_stored_before_installs_were_kept_reads_with_none() -> None
     store.set("ckpt:s_old", old, expires_at=None)
     checkpoints = KVCheckpoints(store)
     found = checkpoints.get("s_old")
-    assert found is not None and found.packages == ()
-    kept = Checkpoint("o", 2.0, packages=(("tinylib",), ("a", "b==1")))
+    assert found is not None and found.packages == () and found.cwd == ""
+    kept = Checkpoint("o", 2.0, packages=(("tinylib",), ("a", "b==1")), cwd="tasks/001")
     checkpoints.put("s_new", kept, expires_at=time.time() + 60)
     assert checkpoints.get("s_new") == kept

@@ -323,6 +323,36 @@ async def test_a_task_started_in_a_fresh_folder_after_a_release_says_what_came_b
     assert task.hint.startswith("This session was idle, so its sandbox was released")
 
 
+async def test_a_project_task_goes_on_in_its_folder_after_a_release(engine: Codemode) -> None:
+    task = await engine.execute("import os\nprint(os.getcwd())", fresh_dir=True)
+    assert task.stdout.strip() == "/workspace/tasks/001", task.render_text()
+    releaser = IdleReleaser(engine.registry, 0)  # type: ignore[arg-type]
+    assert await anyio.to_thread.run_sync(releaser.sweep) == [task.session]
+    later = await engine.execute(
+        "import os\nprint(os.getcwd())\nopen('out.txt', 'w').write('x')", session=task.session
+    )
+    helper = await engine.execute(
+        "open('helper.py', 'w').write('ANSWER = 42')", session=task.session
+    )
+    assert helper.status == "ok", helper.render_text()
+    assert await anyio.to_thread.run_sync(releaser.sweep) == [task.session]
+    imported = await engine.execute("import helper\nprint(helper.ANSWER)", session=task.session)
+    assert imported.stdout.strip() == "42", "the task's modules import, as before the release"
+    assert later.restored is not None, later.render_text()
+    assert later.stdout.strip() == "/workspace/tasks/001", "the task's folder, as before"
+    assert later.files["created"] == ["tasks/001/out.txt"] and later.task_dir == "tasks/001"
+    # A folder the code moved to itself comes back too (a checkpoint taken after the move).
+    moved = await engine.execute(
+        "import os\nos.makedirs('/workspace/data/raw', exist_ok=True)\n"
+        "os.chdir('/workspace/data/raw')",
+        session=task.session,
+    )
+    assert moved.status == "ok", moved.render_text()
+    assert await anyio.to_thread.run_sync(releaser.sweep) == [task.session]
+    back = await engine.execute("import os\nprint(os.getcwd())", session=task.session)
+    assert back.stdout.strip() == "/workspace/data/raw", back.render_text()
+
+
 async def test_a_restore_that_fails_after_a_release_is_said_plainly(engine: Codemode) -> None:
     wrote = await engine.execute(WRITE)
     handle = wrote.session or ""

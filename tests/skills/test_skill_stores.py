@@ -177,6 +177,26 @@ def test_installs_are_kept_with_the_checkpoint_and_the_guests_word_is_checked() 
     assert again["packages"] == [["tinylib"], ["a", "b==1"], ["late"]]
 
 
+def test_the_working_directory_is_kept_only_as_a_folder_inside_the_workspace() -> None:
+    for given, kept in (
+        ("tasks/001", "tasks/001"),
+        ("", ""),
+        ("../etc", ""),
+        ("tasks/../../x", ""),
+        ("/etc", ""),
+        ("a\0b", ""),
+        ("x" * 2000, ""),
+        (7, ""),
+    ):
+        tools = _tools()
+        call = ToolCall("_checkpoint", "put", {"archive": b"", "variables": {}, "cwd": given})
+        tools.invoke(call, timeout_s=1)
+        stored = tools.store.get("s_1")
+        assert stored is not None and stored.cwd == kept, given
+        fetched = tools.invoke(ToolCall("_checkpoint", "fetch", {}), timeout_s=1)
+        assert fetched["cwd"] == kept
+
+
 def test_another_owner_fetches_nothing() -> None:
     tools = _tools()
     tools.note_installed(["tinylib"])
@@ -191,6 +211,7 @@ def test_another_owner_fetches_nothing() -> None:
         "archive": b"",
         "variables": {},
         "packages": [],
+        "cwd": "",
     }
     assert thief.packages == []
 

@@ -23,6 +23,8 @@ class Checkpoint:
     variables: dict[str, bytes] = field(default_factory=dict)
     # The installs the session made (each the requirements of one ``packages.install``).
     packages: tuple[tuple[str, ...], ...] = ()
+    # The code's working directory, relative to the workspace ("": the workspace itself).
+    cwd: str = ""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -56,6 +58,7 @@ class KVCheckpoints:
                 "files": list(checkpoint.files),
                 "variables": checkpoint.variables,
                 "packages": [list(names) for names in checkpoint.packages],
+                "cwd": checkpoint.cwd,
             },
             use_bin_type=True,
         )
@@ -73,6 +76,7 @@ class KVCheckpoints:
             files=tuple(raw["files"]),
             variables=dict(raw["variables"]),
             packages=_installs(raw.get("packages")),
+            cwd=raw.get("cwd") if isinstance(raw.get("cwd"), str) else "",
         )
 
     def delete(self, handle: str) -> None:

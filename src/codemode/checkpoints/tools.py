@@ -15,7 +15,7 @@ import keyword
 import tarfile
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from codemode.checkpoints.store import Checkpoint, CheckpointStore
 from codemode.errors import StateStoreError, ToolError
@@ -32,6 +32,7 @@ __all__ = [
 
 CHECKPOINT_SERVER = "_checkpoint"
 _MAX_INSTALLS = 50  # recorded per session
+_MAX_CWD_CHARS = 1024
 
 
 class CheckpointTools:
@@ -109,7 +110,7 @@ class CheckpointTools:
                 self.unreadable = error.message
                 raise ToolError("checkpoint: the stored checkpoint could not be read") from None
             if found is None or found.owner != self.owner:
-                return {"archive": b"", "variables": {}, "packages": []}
+                return {"archive": b"", "variables": {}, "packages": [], "cwd": ""}
             self.fetched = found
             # This session's own installs since (a checkpoint that could not be saved) too.
             self.packages = [
@@ -120,6 +121,7 @@ class CheckpointTools:
                 "archive": found.archive,
                 "variables": found.variables,
                 "packages": [list(names) for names in self.packages],
+                "cwd": found.cwd,
             }
         if call.tool == "restored":
             names = args.get("variables")
@@ -153,8 +155,15 @@ class CheckpointTools:
                 raise ToolError("checkpoint: variables must be the kept names, pickled")
         files = _members(archive, self.max_files, self.max_bytes)
         installs = tuple(self.packages)
+        cwd = args.get("cwd")
         checkpoint = Checkpoint(
-            self.owner, time.time(), archive, files, dict(variables), packages=installs
+            self.owner,
+            time.time(),
+            archive,
+            files,
+            dict(variables),
+            packages=installs,
+            cwd=cwd if _relative_folder(cwd) else "",
         )
         self.store.put(self.handle, checkpoint, expires_at=time.time() + self.ttl_s)
         self.packages_changed = False
@@ -188,6 +197,13 @@ def archive_file(archive: bytes, path: str, limit: int) -> tuple[bytes, int] | N
                 data = tar.extractfile(member)
                 return (data.read(limit) if data is not None else b""), member.size
     return None
+
+
+def _relative_folder(path: object) -> TypeGuard[str]:
+    """A folder inside the workspace, as the sandbox names it: relative, no ``..``."""
+    if not isinstance(path, str) or not 0 < len(path) <= _MAX_CWD_CHARS or "\0" in path:
+        return False
+    return not path.startswith("/") and ".." not in path.split("/")
 
 
 def _identifier(name: object) -> bool:
@@ -258,7 +274,10 @@ def __codemode_checkpoint(root, names, limit, max_files):
                 variables[name] = pickle.dumps(globals()[name])
             except Exception:
                 pass
-    call_tool("_checkpoint", "put", {{"archive": buffer.getvalue(), "variables": variables}})
+    cwd = os.path.relpath(os.getcwd(), root)
+    cwd = "" if cwd == "." or cwd.startswith("..") else cwd
+    call_tool("_checkpoint", "put", {{"archive": buffer.getvalue(), "variables": variables,
+                                     "cwd": cwd}})
 __codemode_checkpoint({root!r}, {names!r}, {limit}, {max_files})
 del __codemode_checkpoint
 """
@@ -289,6 +308,19 @@ def __codemode_restore(root):
             restored.append(name)
         except Exception:
             pass
+    # The working directory the code had (project mode's task folder, a chdir of its own),
+    # made again when it held no file (the archive keeps only files).
+    if got.get("cwd"):
+        folder = os.path.join(root, got["cwd"])
+        try:
+            os.makedirs(folder, exist_ok=True)
+            os.chdir(folder)
+        except OSError:
+            pass
+        else:  # its modules import, as a task's do
+            sys_path = __import__("sys").path
+            if folder not in sys_path:
+                sys_path.insert(1, folder)
     # The session's packages (installed by the host, so through the same checks as before).
     packages = __import__("sys").modules["servers._runtime"].packages
     reinstalled = []

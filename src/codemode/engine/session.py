@@ -23,7 +23,7 @@ from codemode.engine.output import OutputCallback, ScannedOutput
 from codemode.engine.views import CatalogViews
 from codemode.errors import SessionError, SessionStateError, WorkspaceFileError
 from codemode.files import WorkspaceFile, list_workspace, render_tree
-from codemode.files.access import enter_fresh_dir, write_output_file
+from codemode.files.access import enter_dir, enter_fresh_dir, write_output_file
 from codemode.memory.learning import FixLearner
 from codemode.policy.approval import ApprovalDecision, ApprovalRequest
 from codemode.sandbox.provider import SessionSandbox
@@ -242,6 +242,10 @@ class Session:
             self.task_dir, restored = enter_fresh_dir(
                 self.sandbox, modules=views.modules, fresh=fresh
             )
+            fresh = False
+        elif fresh and self.task_dir is not None:
+            # A new interpreter starts in the workspace: the task goes on in its folder.
+            restored = enter_dir(self.sandbox, self.task_dir, modules=views.modules, fresh=True)
             fresh = False
         scanned = None
         if on_output is not None and self.chain.privacy is not None:

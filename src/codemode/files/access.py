@@ -9,6 +9,7 @@ from typing import Any, Literal
 from codemode.bridge.host import ModuleProvider, ToolAccess
 from codemode.errors import ToolError, WorkspaceFileError
 from codemode.files.programs import (
+    enter_dir_program,
     fresh_dir_program,
     list_program,
     read_program,
@@ -25,6 +26,7 @@ __all__ = [
     "WorkspaceFile",
     "WorkspaceListing",
     "check_path",
+    "enter_dir",
     "enter_fresh_dir",
     "list_workspace",
     "mime_type",
@@ -227,6 +229,22 @@ def enter_fresh_dir(
     if collector.folder is None:
         raise WorkspaceFileError("the sandbox did not make a fresh folder", fix="try again")
     return collector.folder, done.restored
+
+
+def enter_dir(
+    sandbox: SessionSandbox,
+    folder: str,
+    *,
+    modules: ModuleProvider | None = None,
+    fresh: bool = False,
+) -> Restore | None:
+    """Make ``folder`` (a task's, relative to the workspace) the code's working directory
+    again (``fresh``: in a fresh interpreter): the checkpoint restored first, if one was."""
+    collector = _Collector()
+    done = _run(sandbox, enter_dir_program(folder), collector, modules, fresh=fresh)
+    if collector.folder is None:
+        raise WorkspaceFileError("the sandbox did not enter the task's folder", fix="try again")
+    return done.restored
 
 
 def write_output_file(

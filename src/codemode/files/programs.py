@@ -8,7 +8,13 @@ is untrusted all the same (the code may have replaced ``os``): the host bounds a
 
 from __future__ import annotations
 
-__all__ = ["fresh_dir_program", "list_program", "read_program", "spill_program"]
+__all__ = [
+    "enter_dir_program",
+    "fresh_dir_program",
+    "list_program",
+    "read_program",
+    "spill_program",
+]
 
 _PRELUDE = """\
 def __codemode_workspace(*args):
@@ -112,6 +118,20 @@ _FRESH = """\
 """
 
 
+# The task's folder again in a new interpreter of the session (``fresh=True``).
+_ENTER = """\
+    (folder,) = args
+    folder = os.path.join(root, folder)
+    os.makedirs(folder, exist_ok=True)
+    os.chdir(folder)
+    import sys
+
+    if folder not in sys.path:
+        sys.path.insert(1, folder)
+    call_tool("_workspace", "moved", {"folder": os.path.relpath(folder, root)})
+"""
+
+
 _SPILL = """\
     (folder,) = args
     os.makedirs(os.path.join(root, folder), exist_ok=True)
@@ -155,6 +175,11 @@ def read_program(parts: list[str], limit: int, chunk: int) -> str:
 def fresh_dir_program(prefix: str) -> str:
     """Make ``<prefix>/NNN`` (the next free number) and work there from now on."""
     return _program(_FRESH, str(prefix))
+
+
+def enter_dir_program(folder: str) -> str:
+    """Work in ``folder`` (relative to the workspace; made if it is missing) from now on."""
+    return _program(_ENTER, str(folder))
 
 
 def spill_program(folder: str) -> str:

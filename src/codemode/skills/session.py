@@ -247,8 +247,10 @@ class KeepingSandbox:
             note = self._take()
             if note is not None and note.startswith("not saved"):
                 unsaved = note
-        elif result.status not in ("ok", "error"):
-            self._dirty = True  # stopped part way: the host's file list may be short
+        else:
+            # No file changed as far as the host saw (stopped part way, its list may be short),
+            # but the code may have moved to another folder: a release checkpoints again.
+            self._dirty = True
         if restored is None:
             if lost:  # and no checkpoint to resume from: said plainly all the same
                 hint = f"{LOST_BEFORE_HINT} {result.hint}".strip()
