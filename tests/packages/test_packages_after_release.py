@@ -106,6 +106,14 @@ async def test_a_sandbox_killed_from_outside_comes_back_with_its_packages(
     assert again.restored is not None and again.restored.packages == ["tinylib"]
 
 
+async def test_a_new_task_folder_after_a_release_has_the_packages_too(engine: Codemode) -> None:
+    done = await engine.execute("packages.install(['tinylib'])")
+    await release(engine, done.session)
+    task = await engine.execute(USE, session=done.session, fresh_dir=True)
+    assert task.stdout.strip() == "42" and task.task_dir == "tasks/001", task.render_text()
+    assert task.restored is not None and task.restored.packages == ["tinylib"]
+
+
 async def test_a_session_without_installs_says_nothing_of_packages(engine: Codemode) -> None:
     done = await engine.execute("x = 1")
     await release(engine, done.session)

@@ -240,12 +240,18 @@ class Session:
                     fix="run codemode with its isolated sandbox (the default backend)",
                 )
             self.task_dir, restored = enter_fresh_dir(
-                self.sandbox, modules=views.modules, fresh=fresh
+                self.sandbox, modules=views.modules, fresh=fresh, packages=tools.packages
             )
             fresh = False
         elif fresh and self.task_dir is not None:
             # A new interpreter starts in the workspace: the task goes on in its folder.
-            restored = enter_dir(self.sandbox, self.task_dir, modules=views.modules, fresh=True)
+            restored = enter_dir(
+                self.sandbox,
+                self.task_dir,
+                modules=views.modules,
+                fresh=True,
+                packages=tools.packages,
+            )
             fresh = False
         scanned = None
         if on_output is not None and self.chain.privacy is not None:

@@ -6,7 +6,7 @@ import mimetypes
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from codemode.bridge.host import ModuleProvider, ToolAccess
+from codemode.bridge.host import ModuleProvider, PackageProvider, ToolAccess
 from codemode.errors import ToolError, WorkspaceFileError
 from codemode.files.programs import (
     enter_dir_program,
@@ -167,8 +167,12 @@ def _run(
     modules: ModuleProvider | None,
     *,
     fresh: bool = False,
+    packages: PackageProvider | None = None,
 ) -> ExecutionResult:
-    access = ToolAccess(collector, modules, lambda server, _tool: server == WORKSPACE_SERVER)
+    # ``packages``: the session's installer, for a restore this execution makes first.
+    access = ToolAccess(
+        collector, modules, lambda server, _tool: server == WORKSPACE_SERVER, packages=packages
+    )
     result = sandbox.execute(program, tools=access, fresh=fresh, timeout_s=TIMEOUT_S)
     if result.status != "ok":
         message = (result.error or {}).get("message") or result.status
@@ -220,12 +224,14 @@ def enter_fresh_dir(
     *,
     modules: ModuleProvider | None = None,
     fresh: bool = False,
+    packages: PackageProvider | None = None,
 ) -> tuple[str, Restore | None]:
     """Make the next ``<prefix>/NNN`` folder and make it the code's working directory
     (``fresh``: in a fresh interpreter, as the execution that follows asked): the folder, and
     the checkpoint the sandbox restored first, if it did."""
     collector = _Collector()
-    done = _run(sandbox, fresh_dir_program(prefix), collector, modules, fresh=fresh)
+    program = fresh_dir_program(prefix)
+    done = _run(sandbox, program, collector, modules, fresh=fresh, packages=packages)
     if collector.folder is None:
         raise WorkspaceFileError("the sandbox did not make a fresh folder", fix="try again")
     return collector.folder, done.restored
@@ -237,11 +243,13 @@ def enter_dir(
     *,
     modules: ModuleProvider | None = None,
     fresh: bool = False,
+    packages: PackageProvider | None = None,
 ) -> Restore | None:
     """Make ``folder`` (a task's, relative to the workspace) the code's working directory
     again (``fresh``: in a fresh interpreter): the checkpoint restored first, if one was."""
     collector = _Collector()
-    done = _run(sandbox, enter_dir_program(folder), collector, modules, fresh=fresh)
+    program = enter_dir_program(folder)
+    done = _run(sandbox, program, collector, modules, fresh=fresh, packages=packages)
     if collector.folder is None:
         raise WorkspaceFileError("the sandbox did not enter the task's folder", fix="try again")
     return done.restored
