@@ -101,7 +101,18 @@ _READ = """\
         os.close(handle)
 """
 
-_FRESH = """\
+# Work in ``folder`` from now on: the working directory, importable, and told to the host.
+_WORK_THERE = """\
+    os.chdir(folder)
+    import sys
+
+    if folder not in sys.path:
+        sys.path.insert(1, folder)
+    call_tool("_workspace", "moved", {"folder": os.path.relpath(folder, root)})
+"""
+
+_FRESH = (
+    """\
     (prefix,) = args
     os.makedirs(os.path.join(root, prefix), exist_ok=True)
     number = 1
@@ -109,27 +120,19 @@ _FRESH = """\
         number += 1
     folder = os.path.join(root, prefix, f"{number:03d}")
     os.mkdir(folder)
-    os.chdir(folder)
-    import sys
-
-    if folder not in sys.path:
-        sys.path.insert(1, folder)
-    call_tool("_workspace", "moved", {"folder": os.path.relpath(folder, root)})
 """
-
+    + _WORK_THERE
+)
 
 # The task's folder again in a new interpreter of the session (``fresh=True``).
-_ENTER = """\
+_ENTER = (
+    """\
     (folder,) = args
     folder = os.path.join(root, folder)
     os.makedirs(folder, exist_ok=True)
-    os.chdir(folder)
-    import sys
-
-    if folder not in sys.path:
-        sys.path.insert(1, folder)
-    call_tool("_workspace", "moved", {"folder": os.path.relpath(folder, root)})
 """
+    + _WORK_THERE
+)
 
 
 _SPILL = """\
