@@ -353,6 +353,34 @@ async def test_a_project_task_goes_on_in_its_folder_after_a_release(engine: Code
     assert back.stdout.strip() == "/workspace/data/raw", back.render_text()
 
 
+async def test_a_release_after_no_file_changed_keeps_the_stored_archive(
+    engine: Codemode,
+) -> None:
+    wrote = await engine.execute(WRITE)  # a checkpoint with the files is taken
+    handle = wrote.session or ""
+    keeping = record_of(engine, handle).sandbox
+    programs: list[str] = []
+    execute = keeping.inner.execute  # type: ignore[attr-defined]
+
+    def spy(code: str, **kwargs: Any) -> Any:
+        programs.append(code)
+        return execute(code, **kwargs)
+
+    keeping.inner.execute = spy  # type: ignore[attr-defined]
+    moved = await engine.execute("import os\nos.chdir('notes')", session=handle)
+    assert moved.status == "ok" and moved.files["created"] == []
+    releaser = IdleReleaser(engine.registry, 0)  # type: ignore[arg-type]
+    assert await anyio.to_thread.run_sync(releaser.sweep) == [handle]
+    taken = [code for code in programs if "__codemode_checkpoint(" in code]
+    assert len(taken) == 1 and taken[0].rstrip().endswith("del __codemode_checkpoint")
+    assert ", False)\n" in taken[0], "the files did not change: they are not archived again"
+    back = await engine.execute(
+        "import os\nprint(os.getcwd(), open('todo.txt').read())", session=handle
+    )
+    assert back.stdout.split() == ["/workspace/notes", "buy", "pears"], back.render_text()
+    assert back.restored is not None and back.restored.files == ["notes/todo.txt"]
+
+
 async def test_a_restore_that_fails_after_a_release_is_said_plainly(engine: Codemode) -> None:
     wrote = await engine.execute(WRITE)
     handle = wrote.session or ""

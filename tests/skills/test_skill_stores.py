@@ -197,6 +197,21 @@ def test_the_working_directory_is_kept_only_as_a_folder_inside_the_workspace() -
         assert fetched["cwd"] == kept
 
 
+def test_a_put_without_an_archive_keeps_the_stored_files() -> None:
+    tools = _tools()
+    archive = _tar(("a.txt", b"hi"))
+    _put(tools, archive, {})
+    unchanged = {"archive": None, "variables": {}, "cwd": "sub"}
+    tools.invoke(ToolCall("_checkpoint", "put", unchanged), timeout_s=1)
+    stored = tools.store.get("s_1")
+    assert stored is not None and tools.note == "saved 1 file(s), 0 variable(s)"
+    assert (stored.archive, stored.files, stored.cwd) == (archive, ("a.txt",), "sub")
+    nothing_stored = _tools()
+    nothing_stored.invoke(ToolCall("_checkpoint", "put", unchanged), timeout_s=1)
+    assert nothing_stored.note is not None and nothing_stored.note.startswith("not saved")
+    assert nothing_stored.store.get("s_1") is None
+
+
 def test_another_owner_fetches_nothing() -> None:
     tools = _tools()
     tools.note_installed(["tinylib"])

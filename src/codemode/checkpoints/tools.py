@@ -144,6 +144,13 @@ class CheckpointTools:
             self.note = "not saved: " + problem[:200]
             return
         archive, variables = args.get("archive"), args.get("variables")
+        files: tuple[str, ...] | None = None
+        if archive is None:  # the files are unchanged: the stored archive stays
+            stored = self.store.get(self.handle)
+            if stored is None or stored.owner != self.owner:
+                self.note = "not saved: the checkpoint to keep the files of is gone"
+                return
+            archive, files = stored.archive, stored.files
         if not isinstance(archive, bytes) or not isinstance(variables, dict):
             raise ToolError("checkpoint: malformed put")
         total = len(archive) + sum(len(v) for v in variables.values() if isinstance(v, bytes))
@@ -153,7 +160,8 @@ class CheckpointTools:
         for name, value in variables.items():
             if not _identifier(name) or name not in self.kept or not isinstance(value, bytes):
                 raise ToolError("checkpoint: variables must be the kept names, pickled")
-        files = _members(archive, self.max_files, self.max_bytes)
+        if files is None:
+            files = _members(archive, self.max_files, self.max_bytes)
         installs = tuple(self.packages)
         cwd = args.get("cwd")
         checkpoint = Checkpoint(
@@ -239,12 +247,12 @@ def _members(archive: bytes, max_files: int, max_bytes: int) -> tuple[str, ...]:
 # Run inside the sandbox after an execution. ``{root}``, ``{names}``, ``{limit}`` and
 # ``{max_files}`` are filled in by the host (a path constant, identifiers and integers).
 TAKE_PROGRAM = """\
-def __codemode_checkpoint(root, names, limit, max_files):
+def __codemode_checkpoint(root, names, limit, max_files, archive):
     import io, os, pickle, tarfile
     call_tool = __import__("sys").modules["servers._runtime"].call_tool
     buffer, count, total = io.BytesIO(), 0, 0
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        stack = [""]
+        stack = [""] if archive else []
         while stack:
             rel = stack.pop()
             for entry in sorted(os.scandir(os.path.join(root, rel)), key=lambda e: e.name):
@@ -276,9 +284,9 @@ def __codemode_checkpoint(root, names, limit, max_files):
                 pass
     cwd = os.path.relpath(os.getcwd(), root)
     cwd = "" if cwd == "." or cwd.startswith("..") else cwd
-    call_tool("_checkpoint", "put", {{"archive": buffer.getvalue(), "variables": variables,
-                                     "cwd": cwd}})
-__codemode_checkpoint({root!r}, {names!r}, {limit}, {max_files})
+    call_tool("_checkpoint", "put", {{"archive": buffer.getvalue() if archive else None,
+                                     "variables": variables, "cwd": cwd}})
+__codemode_checkpoint({root!r}, {names!r}, {limit}, {max_files}, {archive!r})
 del __codemode_checkpoint
 """
 

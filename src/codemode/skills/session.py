@@ -173,6 +173,9 @@ class KeepingSandbox:
         self._lock = threading.Lock()
         # Changed since the last checkpoint (or not known to match it).
         self._dirty = False
+        # Its files changed since the last checkpoint (or may have): the next one archives
+        # them; otherwise it keeps the stored archive and takes the variables and folder.
+        self._files_changed = True
         self._released = False
         # A sandbox may be running for this session (it ran something and was not lost).
         self._live = False
@@ -239,6 +242,9 @@ class KeepingSandbox:
         self._count(code, imported, result)
         self._live, self._unsaved = not result.sandbox_reset, False
         unsaved: str | None = None
+        changed = any(result.files.get(kind) for kind in ("created", "modified", "deleted"))
+        if changed or result.status not in ("ok", "error"):  # stopped: its list may be short
+            self._files_changed = True
         if result.sandbox_reset:
             self._loaded.clear()
             self._restore_pending = self.checkpoints is not None
@@ -248,8 +254,8 @@ class KeepingSandbox:
             if note is not None and note.startswith("not saved"):
                 unsaved = note
         else:
-            # No file changed as far as the host saw (stopped part way, its list may be short),
-            # but the code may have moved to another folder: a release checkpoints again.
+            # The code may have moved to another folder: a release checkpoints again (its
+            # files archived again only if they changed).
             self._dirty = True
         if restored is None:
             if lost:  # and no checkpoint to resume from: said plainly all the same
@@ -371,11 +377,14 @@ class KeepingSandbox:
         tools = self.checkpoints
         assert tools is not None
         tools.note = None
+        # Files unchanged since a checkpoint that is still stored: it keeps their archive.
+        archive = self._files_changed or not tools.refresh()
         program = TAKE_PROGRAM.format(
             root=self.workspace,
             names=sorted(tools.kept),
             limit=tools.max_bytes,
             max_files=tools.max_files,
+            archive=archive,
         )
         only = ToolAccess(tools, None, lambda s, t: s == CHECKPOINT_SERVER)
         taken = self.inner.execute(program, tools=only, timeout_s=30.0)
@@ -383,6 +392,7 @@ class KeepingSandbox:
             self._restore_pending, self._live = True, False
         note = tools.note if taken.status == "ok" else f"not saved: {taken.status}"
         self._dirty = note is None or not note.startswith("saved")
+        self._files_changed = self._files_changed and self._dirty
         return note
 
     def _restore(self, timeout_s: float | None, access: ToolAccess) -> Restore | None:
@@ -415,6 +425,7 @@ class KeepingSandbox:
         # Restored variables stay kept: the next checkpoint (maybe on another replica) has them.
         tools.kept |= set(tools.restored_variables)
         self._dirty = False
+        self._files_changed = fetched is None  # else they are the stored archive's
         return Restore(
             list(fetched.files) if fetched is not None else [],
             sorted(tools.restored_variables),
