@@ -25,6 +25,7 @@ from codemode.engine import Codemode
 from codemode.sandbox import SandboxSettings
 from codemode.sandbox.runner import Sandbox
 from codemode.settings.sandbox import PackageSettings
+from codemode.skills.installs import imported_installs
 from codemode.state.store import MemoryStore
 
 pytestmark = pytest.mark.anyio
@@ -140,6 +141,38 @@ async def test_a_fresh_interpreter_imports_what_the_session_installed(
     assert other.error["type"] == "ModuleNotFoundError", other.render_text()
 
 
+SAVE_ANSWER = (
+    "from skills import save\n"
+    "def answer() -> int:\n"
+    "    '''The answer, from the installed package.'''\n"
+    "    import tinylib\n"
+    "    return tinylib.VALUE\n"
+    "print(save(answer, tests='assert answer() == 42'))\n"
+)
+
+
+async def test_a_skill_names_the_packages_it_imports_and_brings_them_along(
+    index: Index, engine: Codemode
+) -> None:
+    build_wheel(index.files, "otherlib", "1.0", "VALUE = 7\n")
+    index.add(index.files, "otherlib")
+    done = await engine.execute("packages.install(['tinylib'])\npackages.install(['otherlib'])")
+    assert done.status == "ok", done.render_text()
+    saved = await engine.execute(SAVE_ANSWER, session=done.session)
+    assert "saved skill answer" in saved.stdout, saved.render_text()  # its tests found it
+    assert engine.skills is not None and engine.skills.library is not None
+    stored = engine.skills.library.store.get("-", "answer")
+    assert stored is not None and stored.packages == ("tinylib",), "only what it imports"
+    # Another session, which installed nothing: importing the skill brings its package.
+    used = await engine.execute("from skills import answer\nprint(answer())")
+    assert used.session != done.session
+    assert used.status == "ok" and used.stdout.strip() == "42", used.render_text()
+    # What no skill of that session names is still refused.
+    other = await engine.execute("import otherlib", session=used.session)
+    assert other.status == "error" and other.error is not None
+    assert other.error["type"] == "ModuleNotFoundError", other.render_text()
+
+
 def test_a_checkpoint_stored_before_installs_were_kept_reads_with_none() -> None:
     store = MemoryStore()
     old = msgpack.packb(
@@ -153,3 +186,13 @@ def test_a_checkpoint_stored_before_installs_were_kept_reads_with_none() -> None
     kept = Checkpoint("o", 2.0, packages=(("tinylib",), ("a", "b==1")), cwd="tasks/001")
     checkpoints.put("s_new", kept, expires_at=time.time() + 60)
     assert checkpoints.get("s_new") == kept
+
+
+def test_a_skill_names_only_the_installs_its_code_imports() -> None:
+    installs = [("tinylib==1.0",), ("Rich[jupyter]>=13", "numpy"), ("--bad",)]
+    code = (
+        "def f():\n    import rich.console\n    from tinylib import VALUE\n    from . import x\n",
+        "import json\nassert f()",
+    )
+    assert imported_installs(code, installs) == ("tinylib==1.0", "Rich[jupyter]>=13")
+    assert imported_installs(("def broken(:",), installs) == ()

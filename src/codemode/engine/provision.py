@@ -81,4 +81,5 @@ def open_skills(
         checkpoints=parts.shared.checkpoints if parts.shared is not None else None,
         specs=catalog.specs,
         version=lambda: catalog.version,
+        test_packages=tests_chain.packages,
     )

@@ -5,52 +5,100 @@ the packages its code installed (``checkpoints.tools``' restore program installs
 not with a ``sys.path`` where ``import`` fails. A new interpreter of the same session
 (``fresh=True``) finds them too: its import of a package the session installed before is
 answered with that install (from the package store), where an import otherwise installs
-only packages the config allows by name.
+only packages the config allows by name. A skill saved from such a session names the ones
+its code imports (``imported_installs``), and an import of them by its tests or by a session
+that imports the skill is answered the same way.
 """
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from codemode.bridge.host import PackageProvider
 from codemode.checkpoints.tools import CheckpointTools
 from codemode.errors import PackageNotAllowedError
-from codemode.sandbox.packages import parse_requirement
+from codemode.sandbox.packages import normalize, parse_requirement
 
-__all__ = ["RecordedInstalls"]
+__all__ = ["RecordedInstalls", "imported_installs"]
+
+Installs = Callable[[], Iterable[tuple[str, ...]]]
 
 
 class RecordedInstalls:
-    """A ``PackageProvider`` that tells the session's checkpoint tools of each install that
-    succeeded (what the host installed, not what the code claims), and answers an import of
-    one of them with the same install."""
+    """A ``PackageProvider`` that tells the session's checkpoint tools (``record``) of each
+    install that succeeded (what the host installed, not what the code claims), and answers
+    an import of one of them, or of a package a skill it imported names (``declared``), with
+    the same install."""
 
-    def __init__(self, inner: PackageProvider, checkpoints: CheckpointTools) -> None:
+    def __init__(
+        self,
+        inner: PackageProvider,
+        record: CheckpointTools | None,
+        declared: Installs = lambda: (),
+    ) -> None:
         self.inner = inner
-        self.checkpoints = checkpoints
+        self.record = record
+        self.declared = declared
 
     def install(self, requirements: list[str], *, automatic: bool) -> dict[str, Any]:
         if automatic:
-            earlier = self._installed_before(requirements)
-            if earlier is not None:  # not a guess: the code asked for it in this session
+            earlier = self._known(requirements)
+            if earlier is not None:  # not a guess: the code or a skill of it asked for it
                 return self.inner.install(list(earlier), automatic=False)
         value = self.inner.install(requirements, automatic=automatic)
-        self.checkpoints.note_installed(requirements)
+        if self.record is not None:
+            self.record.note_installed(requirements)
         return value
 
-    def _installed_before(self, requirements: list[str]) -> tuple[str, ...] | None:
-        """The earlier install that named the package an import asks for, if one did."""
+    def _known(self, requirements: list[str]) -> tuple[str, ...] | None:
+        """The install that named the package an import asks for, if one did."""
         if len(requirements) != 1:
             return None
         try:
             wanted, _ = parse_requirement(requirements[0])
         except PackageNotAllowedError:
             return None
-        for names in self.checkpoints.packages:
-            for requirement in names:
-                try:
-                    if parse_requirement(requirement)[0] == wanted:
-                        return names
-                except PackageNotAllowedError:
-                    continue
+        known: list[tuple[str, ...]] = list(self.record.packages) if self.record else []
+        known.extend(self.declared())
+        for names in known:
+            if wanted in _names(names):
+                return names
         return None
+
+
+def imported_installs(code: Iterable[str], installs: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
+    """The requirements of ``installs`` whose package ``code`` imports (at any depth, by its
+    top-level name), in order, each once: what a skill saved from the session needs."""
+    imported = {normalize(name) for text in code for name in _top_level_imports(text)}
+    needed: list[str] = []
+    for names in installs:
+        for requirement in names:
+            if _names((requirement,)) & imported and requirement not in needed:
+                needed.append(requirement)
+    return tuple(needed)
+
+
+def _names(requirements: Iterable[str]) -> set[str]:
+    found = set()
+    for requirement in requirements:
+        try:
+            found.add(parse_requirement(requirement)[0])
+        except PackageNotAllowedError:
+            continue
+    return found
+
+
+def _top_level_imports(text: str) -> set[str]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.partition(".")[0])
+    return names

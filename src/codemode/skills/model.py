@@ -57,6 +57,8 @@ class Skill:
     fingerprints: dict[str, str] = field(default_factory=dict)
     # Other skills it imports.
     requires: tuple[str, ...] = ()
+    # Packages it imports that its session had installed (requirements, as installed).
+    packages: tuple[str, ...] = ()
     shared: bool = False
     approved: bool = False
     # Why the skill is stale (a tool it calls changed its schema), and its tests' last verdict.
@@ -77,6 +79,7 @@ class Skill:
             "tools": list(self.tools),
             "fingerprints": dict(self.fingerprints),
             "requires": list(self.requires),
+            "packages": list(self.packages),
             "shared": self.shared,
             "approved": self.approved,
             "stale": self.stale,
@@ -176,6 +179,7 @@ def parse_skill(
         tools=tuple(str(t) for t in p.get("tools") or ()),
         fingerprints={str(k): str(v) for k, v in (p.get("fingerprints") or {}).items()},
         requires=tuple(str(r) for r in p.get("requires") or ()),
+        packages=tuple(str(r) for r in p.get("packages") or ()),
         shared=p.get("shared") is True,
         approved=p.get("approved") is True,
         stale=text("stale"),

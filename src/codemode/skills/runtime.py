@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codemode.bridge.host import ToolAccess, ToolInvoker
+from codemode.bridge.host import PackageProvider, ToolAccess, ToolInvoker
 from codemode.checkpoints import (
     Checkpoint,
     CheckpointStore,
@@ -48,6 +48,8 @@ class SkillsRuntime:
     test_invoker: ToolInvoker
     # The catalog's version: staleness is checked again only when it changed.
     version: Callable[[], int] = lambda: 0
+    # Installs what a skill's tests import of the packages it names (None: packages off).
+    test_packages: PackageProvider | None = None
     _checked: int | None = None
 
     @classmethod
@@ -63,6 +65,7 @@ class SkillsRuntime:
         checkpoints: KeyValueStore | None = None,
         specs: Callable[[], list[ToolSpec]],
         version: Callable[[], int],
+        test_packages: PackageProvider | None = None,
     ) -> SkillsRuntime:
         settings = config.skills
         library = None
@@ -74,7 +77,7 @@ class SkillsRuntime:
         kept = None
         if settings.checkpoints and isolated:
             kept = KVCheckpoints(checkpoints if checkpoints is not None else state.durable)
-        return cls(config, library, kept, provider, access, test_invoker, version)
+        return cls(config, library, kept, provider, access, test_invoker, version, test_packages)
 
     def tester(self, invoker: ToolInvoker) -> SkillTester:
         assert self.library is not None
@@ -83,6 +86,7 @@ class SkillsRuntime:
             self.library,
             lambda: self.access(invoker),
             self.config.skills.test_timeout_s,
+            self.test_packages,
         )
 
     def wrap(
@@ -96,9 +100,6 @@ class SkillsRuntime:
     ) -> KeepingSandbox:
         who = owner_key(owner)
         settings = self.config.skills
-        skill_tools = None
-        if self.library is not None:
-            skill_tools = SkillTools(self.library, self.tester(invoker), owner=who, session=handle)
         checkpoints = None
         if self.checkpoints is not None:
             checkpoints = CheckpointTools(
@@ -108,6 +109,16 @@ class SkillsRuntime:
                 max_bytes=settings.max_checkpoint_bytes,
                 max_files=settings.max_checkpoint_files,
                 ttl_s=self.config.gateway.session_idle_timeout_s,
+            )
+        skill_tools = None
+        if self.library is not None:
+            kept = checkpoints
+            skill_tools = SkillTools(
+                self.library,
+                self.tester(invoker),
+                owner=who,
+                session=handle,
+                installed=lambda: kept.packages if kept is not None else (),
             )
         return KeepingSandbox(
             sandbox,

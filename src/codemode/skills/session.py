@@ -12,11 +12,18 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from codemode.bridge.host import NO_TOOLS, ModuleProvider, ModuleSource, ToolAccess, ToolInvoker
+from codemode.bridge.host import (
+    NO_TOOLS,
+    ModuleProvider,
+    ModuleSource,
+    PackageProvider,
+    ToolAccess,
+    ToolInvoker,
+)
 from codemode.bridge.router import BuiltinRouter
 from codemode.checkpoints import (
     CHECKPOINT_SERVER,
@@ -31,7 +38,7 @@ from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback
 from codemode.sandbox.session import LOST_BEFORE_HINT
 from codemode.skills.guest_code import test_program
-from codemode.skills.installs import RecordedInstalls
+from codemode.skills.installs import RecordedInstalls, imported_installs
 from codemode.skills.library import SkillLibrary
 from codemode.skills.model import Skill
 from codemode.tools import ToolCall
@@ -88,15 +95,19 @@ class SkillTester:
     library: SkillLibrary
     access: Callable[[], ToolAccess]  # the tools and modules the tests may reach
     timeout_s: float
+    packages: PackageProvider | None = None  # installs what the skills name, on import
 
     def run(self, skill: Skill, timeout_s: float | None = None) -> tuple[bool, str]:
         base = self.access()
         modules = SkillModules(self.library, skill.owner, base.modules, pending=skill)
+        packages = None
+        if self.packages is not None:
+            packages = RecordedInstalls(self.packages, None, lambda: self._named(skill))
         sandbox = self.provider.open("t_" + secrets.token_urlsafe(12))
         try:
             result = sandbox.execute(
                 test_program(skill.tests, skill.name),
-                tools=replace(base, modules=modules),
+                tools=replace(base, modules=modules, packages=packages),
                 timeout_s=min(self.timeout_s, timeout_s or self.timeout_s),
             )
         finally:
@@ -106,17 +117,29 @@ class SkillTester:
             output = f"{output}\n({result.status}{': ' + result.limit if result.limit else ''})"
         return result.status == "ok", output[-3000:]
 
+    def _named(self, skill: Skill) -> list[tuple[str, ...]]:
+        """The packages ``skill`` and the skills it imports name."""
+        required = (self.library.find(skill.owner, name) for name in skill.requires)
+        return [skill.packages, *(found.packages for found in required if found is not None)]
+
 
 class SkillTools:
     """The ``_skills`` server of one session: ``save``."""
 
     def __init__(
-        self, library: SkillLibrary, tester: SkillTester, *, owner: str, session: str
+        self,
+        library: SkillLibrary,
+        tester: SkillTester,
+        *,
+        owner: str,
+        session: str,
+        installed: Callable[[], Iterable[tuple[str, ...]]] = lambda: (),
     ) -> None:
         self.library = library
         self.tester = tester
         self.owner = owner
         self.session = session
+        self.installed = installed  # the session's installs: a skill names those it imports
 
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
         if call.tool != "save":
@@ -131,6 +154,8 @@ class SkillTools:
             tests=args.get("tests"),
             shared=args.get("shared") is True,
         )
+        named = imported_installs((skill.source, skill.tests), self.installed())
+        skill = skill.with_changes(packages=named)
         passed, output = self.tester.run(skill, max(timeout_s - 1.0, 1.0))
         if not passed:
             raise SkillRefusedError(
@@ -326,8 +351,8 @@ class KeepingSandbox:
         if builtins:
             grant = tools.grant
             packages = tools.packages
-            if packages is not None and self.checkpoints is not None:
-                packages = RecordedInstalls(packages, self.checkpoints)
+            if packages is not None:
+                packages = RecordedInstalls(packages, self.checkpoints, self._named_by_skills)
             access = ToolAccess(
                 BuiltinRouter(tools.invoker, builtins),
                 modules,
@@ -337,6 +362,11 @@ class KeepingSandbox:
             )
         self._wrapped = (tools, access)
         return access
+
+    def _named_by_skills(self) -> list[tuple[str, ...]]:
+        """The packages the skills this sandbox imported name (their imports install them)."""
+        skills = (*self._loaded.values(), *self._imported.values())
+        return [skill.packages for skill in skills if skill.packages]
 
     def _skills_changed(self) -> bool:
         """Whether a skill the sandbox imported was saved again, deleted, or is now shadowed
