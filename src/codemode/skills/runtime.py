@@ -25,8 +25,9 @@ from codemode.sandbox.layout import WORKSPACE
 from codemode.sandbox.provider import SandboxProvider, SessionSandbox
 from codemode.skills.library import SkillHit, SkillLibrary
 from codemode.skills.model import Skill
-from codemode.skills.session import KeepingSandbox, SkillTester, SkillTools
+from codemode.skills.session import KeepingSandbox, SkillTools
 from codemode.skills.store import FolderSkills, owner_key
+from codemode.skills.tester import SkillTester
 from codemode.skills.usage import SkillUsage
 from codemode.state.store import KeyValueStore
 from codemode.state.tiered import TieredStore

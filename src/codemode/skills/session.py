@@ -10,17 +10,13 @@ the first execution after a sandbox was lost (a limit kill, a crash, a gateway r
 from __future__ import annotations
 
 import re
-import secrets
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 from codemode.bridge.host import (
     NO_TOOLS,
-    ModuleProvider,
-    ModuleSource,
-    PackageProvider,
     ToolAccess,
     ToolInvoker,
 )
@@ -32,95 +28,21 @@ from codemode.checkpoints import (
     CheckpointTools,
 )
 from codemode.errors import SkillRefusedError, ToolError
-from codemode.sandbox.provider import SandboxProvider, SessionSandbox
+from codemode.sandbox.provider import SessionSandbox
 from codemode.sandbox.reports import Restore
 from codemode.sandbox.result import ExecutionResult
 from codemode.sandbox.runner import OutputCallback
 from codemode.sandbox.session import LOST_BEFORE_HINT
-from codemode.skills.guest_code import test_program
 from codemode.skills.installs import RecordedInstalls, imported_installs
 from codemode.skills.library import SkillLibrary
 from codemode.skills.model import Skill
+from codemode.skills.tester import SkillModules, SkillTester
 from codemode.tools import ToolCall
 
-__all__ = [
-    "SKILLS_SERVER",
-    "KeepingSandbox",
-    "SkillModules",
-    "SkillTester",
-    "SkillTools",
-    "describe_restore",
-]
+__all__ = ["SKILLS_SERVER", "KeepingSandbox", "SkillTools", "describe_restore"]
 
 SKILLS_SERVER = "_skills"
 _TALLY = re.compile(r"(\d+) passed, (\d+) failed")
-
-
-class SkillModules:
-    """A ``ModuleProvider``: ``skills.*`` for one owner (plus skills being tested), then
-    ``fallback`` (the generated ``servers.*`` and codemode's own modules)."""
-
-    def __init__(
-        self,
-        library: SkillLibrary,
-        owner: str,
-        fallback: ModuleProvider | None,
-        *,
-        pending: Skill | None = None,
-        on_import: Callable[[Skill], None] | None = None,
-    ) -> None:
-        self.library = library
-        self.owner = owner
-        self.fallback = fallback
-        self.pending = pending
-        self.on_import = on_import
-
-    def module_source(self, fullname: str) -> ModuleSource | None:
-        if fullname != "skills" and not fullname.startswith("skills."):
-            return self.fallback.module_source(fullname) if self.fallback else None
-        name = fullname.partition(".")[2]
-        if self.pending is not None and name == self.pending.name:
-            return ModuleSource(self.pending.source, False, f"skills/{name}.py")
-        found, skill = self.library.module_source(self.owner, fullname)
-        if skill is not None and self.on_import is not None:
-            self.on_import(skill)
-        return found
-
-
-@dataclass
-class SkillTester:
-    """Runs a skill's tests in a fresh sandbox of the engine's provider (never the caller's)."""
-
-    provider: SandboxProvider
-    library: SkillLibrary
-    access: Callable[[], ToolAccess]  # the tools and modules the tests may reach
-    timeout_s: float
-    packages: PackageProvider | None = None  # installs what the skills name, on import
-
-    def run(self, skill: Skill, timeout_s: float | None = None) -> tuple[bool, str]:
-        base = self.access()
-        modules = SkillModules(self.library, skill.owner, base.modules, pending=skill)
-        packages = None
-        if self.packages is not None:
-            packages = RecordedInstalls(self.packages, None, lambda: self._named(skill))
-        sandbox = self.provider.open("t_" + secrets.token_urlsafe(12))
-        try:
-            result = sandbox.execute(
-                test_program(skill.tests, skill.name),
-                tools=replace(base, modules=modules, packages=packages),
-                timeout_s=min(self.timeout_s, timeout_s or self.timeout_s),
-            )
-        finally:
-            sandbox.close()
-        output = (result.stdout + result.stderr).strip()
-        if result.status != "ok":
-            output = f"{output}\n({result.status}{': ' + result.limit if result.limit else ''})"
-        return result.status == "ok", output[-3000:]
-
-    def _named(self, skill: Skill) -> list[tuple[str, ...]]:
-        """The packages ``skill`` and the skills it imports name."""
-        required = (self.library.find(skill.owner, name) for name in skill.requires)
-        return [skill.packages, *(found.packages for found in required if found is not None)]
 
 
 class SkillTools:
