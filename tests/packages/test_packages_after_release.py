@@ -47,6 +47,19 @@ async def engine(index: Index, tmp_path: Path) -> AsyncIterator[Codemode]:
         yield started
 
 
+def add_otherlib(index: Index) -> None:
+    """A second package in the index, which the sessions below never install."""
+    build_wheel(index.files, "otherlib", "1.0", "VALUE = 7\n")
+    index.add(index.files, "otherlib")
+
+
+async def assert_import_refused(engine: Codemode, handle: str | None) -> None:
+    """An import installs only what the session (or a skill it imported) installed."""
+    other = await engine.execute("import otherlib", session=handle)
+    assert other.status == "error" and other.error is not None
+    assert other.error["type"] == "ModuleNotFoundError", other.render_text()
+
+
 async def release(engine: Codemode, handle: str | None) -> None:
     assert engine.registry is not None and handle is not None
     record = engine.registry.get(handle, None)
@@ -126,8 +139,7 @@ async def test_a_session_without_installs_says_nothing_of_packages(engine: Codem
 async def test_a_fresh_interpreter_imports_what_the_session_installed(
     index: Index, engine: Codemode
 ) -> None:
-    build_wheel(index.files, "otherlib", "1.0", "VALUE = 7\n")
-    index.add(index.files, "otherlib")
+    add_otherlib(index)
     done = await engine.execute("packages.install(['tinylib'])\nx = 1")
     assert done.status == "ok", done.render_text()
     fresh = await engine.execute(
@@ -135,10 +147,7 @@ async def test_a_fresh_interpreter_imports_what_the_session_installed(
     )
     assert fresh.status == "ok", fresh.render_text()
     assert fresh.stdout.split() == ["False", "42"], "variables cleared, the package still there"
-    # Only what this session installed: another package is not installed by an import.
-    other = await engine.execute("import otherlib", session=done.session)
-    assert other.status == "error" and other.error is not None
-    assert other.error["type"] == "ModuleNotFoundError", other.render_text()
+    await assert_import_refused(engine, done.session)
 
 
 SAVE_ANSWER = (
@@ -154,8 +163,7 @@ SAVE_ANSWER = (
 async def test_a_skill_names_the_packages_it_imports_and_brings_them_along(
     index: Index, engine: Codemode
 ) -> None:
-    build_wheel(index.files, "otherlib", "1.0", "VALUE = 7\n")
-    index.add(index.files, "otherlib")
+    add_otherlib(index)
     done = await engine.execute("packages.install(['tinylib'])\npackages.install(['otherlib'])")
     assert done.status == "ok", done.render_text()
     saved = await engine.execute(SAVE_ANSWER, session=done.session)
@@ -168,9 +176,7 @@ async def test_a_skill_names_the_packages_it_imports_and_brings_them_along(
     assert used.session != done.session
     assert used.status == "ok" and used.stdout.strip() == "42", used.render_text()
     # What no skill of that session names is still refused.
-    other = await engine.execute("import otherlib", session=used.session)
-    assert other.status == "error" and other.error is not None
-    assert other.error["type"] == "ModuleNotFoundError", other.render_text()
+    await assert_import_refused(engine, used.session)
 
 
 def test_a_checkpoint_stored_before_installs_were_kept_reads_with_none() -> None:
