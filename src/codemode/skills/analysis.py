@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from codemode.errors import SkillRefusedError
 
-__all__ = ["SourceFacts", "analyze"]
+__all__ = ["SourceFacts", "analyze", "top_level_imports"]
 
 
 @dataclass(frozen=True)
@@ -118,3 +118,19 @@ def _skill_imports(tree: ast.Module) -> set[str]:
                 if parts[0] == "skills" and len(parts) >= 2:
                     found.add(parts[1])
     return found
+
+
+def top_level_imports(text: str) -> set[str]:
+    """The top-level names of the modules ``text`` imports (absolute imports, at any depth of
+    its code); none when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.partition(".")[0])
+    return names

@@ -12,7 +12,6 @@ that imports the skill is answered the same way.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,6 +19,7 @@ from codemode.bridge.host import PackageProvider
 from codemode.checkpoints.tools import CheckpointTools
 from codemode.errors import PackageNotAllowedError
 from codemode.sandbox.packages import normalize, parse_requirement
+from codemode.skills.analysis import top_level_imports
 
 __all__ = ["RecordedInstalls", "imported_installs"]
 
@@ -71,7 +71,7 @@ class RecordedInstalls:
 def imported_installs(code: Iterable[str], installs: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
     """The requirements of ``installs`` whose package ``code`` imports (at any depth, by its
     top-level name), in order, each once: what a skill saved from the session needs."""
-    imported = {normalize(name) for text in code for name in _top_level_imports(text)}
+    imported = {normalize(name) for text in code for name in top_level_imports(text)}
     needed: list[str] = []
     for names in installs:
         for requirement in names:
@@ -88,17 +88,3 @@ def _names(requirements: Iterable[str]) -> set[str]:
         except PackageNotAllowedError:
             continue
     return found
-
-
-def _top_level_imports(text: str) -> set[str]:
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return set()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.partition(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.partition(".")[0])
-    return names

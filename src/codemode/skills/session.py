@@ -196,7 +196,7 @@ class KeepingSandbox:
             self._loaded.clear()
             self._restore_pending = self.checkpoints is not None
             self._dirty = False
-        elif self.checkpoints is not None and self._worth_keeping(result):
+        elif self.checkpoints is not None and self._worth_keeping(changed):
             note = self._take()
             if note is not None and note.startswith("not saved"):
                 unsaved = note
@@ -319,10 +319,9 @@ class KeepingSandbox:
             usage.ran(skill, ok)
         self._loaded.update(imported)
 
-    def _worth_keeping(self, result: ExecutionResult) -> bool:
+    def _worth_keeping(self, files_changed: bool) -> bool:
         assert self.checkpoints is not None
-        changed = any(result.files.get(kind) for kind in ("created", "modified", "deleted"))
-        return changed or bool(self.checkpoints.kept) or self.checkpoints.packages_changed
+        return files_changed or bool(self.checkpoints.kept) or self.checkpoints.packages_changed
 
     def _take(self) -> str | None:
         """Checkpoint the workspace and kept variables; what happened, in a few words."""
