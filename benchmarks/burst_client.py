@@ -1,11 +1,11 @@
 """New MCP clients arriving at once, the way clients arrive: connect, initialize, first execute.
 
-A thin streamable-HTTP client (httpx, JSON-RPC by hand, protocol 2025-11-25) so that the clients'
-own work weighs little beside the server's: the official client in one process spends tens of
-milliseconds of CPU per connection, and 20 of them at once measure the client as much as the
-server. Each client opens its own connection (no shared pool), initializes, sends
-``notifications/initialized`` and runs a first ``execute``; each phase is timed per client from
-the common start.
+A thin streamable-HTTP client (httpx2, the MCP SDK's own HTTP client; JSON-RPC by hand, protocol
+2025-11-25) so that the clients' own work weighs little beside the server's: the official client
+in one process spends tens of milliseconds of CPU per connection, and 20 of them at once measure
+the client as much as the server. Each client opens its own connection (no shared pool),
+initializes, sends ``notifications/initialized`` and runs a first ``execute``; each phase is
+timed per client from the common start.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 
 PROTOCOL = "2025-11-25"
 ACCEPT = "application/json, text/event-stream"
-# One TLS context for every client: httpx builds one per client otherwise (tens of ms of CPU
+# One TLS context for every client: httpx2 builds one per client otherwise (tens of ms of CPU
 # each), though the URLs here are plain http.
 _TLS = ssl.create_default_context()
 
@@ -36,7 +36,7 @@ class Arrival:
     executed_ms: float
 
 
-def _answer(response: httpx.Response) -> dict[str, Any]:
+def _answer(response: httpx2.Response) -> dict[str, Any]:
     """The JSON-RPC answer of a POST, sent as JSON or as the data of an SSE event."""
     response.raise_for_status()
     if response.headers.get("content-type", "").startswith("text/event-stream"):
@@ -56,7 +56,7 @@ async def arrive(
     """Connect, initialize and run ``code`` once; ``answered`` hears the times from
     ``started`` (perf_counter). The session ends once ``done`` is set."""
     headers = {"accept": ACCEPT, "content-type": "application/json"}
-    async with httpx.AsyncClient(timeout=120, headers=headers, verify=_TLS) as http:
+    async with httpx2.AsyncClient(timeout=120, headers=headers, verify=_TLS) as http:
         hello = {
             "jsonrpc": "2.0",
             "id": 1,
