@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from codemode.sandbox import BwrapBackend, Limits, SandboxPool, SandboxSession, SandboxSettings
+from codemode.sandbox.demand import FORKED_SANDBOX_BYTES
 from codemode.sandbox.isolation import require_isolation
 from codemode.sandbox.runner import Sandbox
 from codemode.sandbox.template import SandboxTemplate
@@ -100,6 +101,24 @@ def test_two_sandboxes_from_one_template_share_no_writable_page(backend: BwrapBa
     finally:
         first.kill()
         second.kill()
+
+
+def test_a_ready_forked_sandbox_costs_less_than_the_pool_counts_for_it(
+    backend: BwrapBackend,
+) -> None:
+    """The warm pool counts ``FORKED_SANDBOX_BYTES`` for each ready fork: its private pages
+    (USS), and its share of those it has in common with the template (PSS), stay below that."""
+    ready = [_started(backend) for _ in range(4)]
+    try:
+        for sandbox in ready:
+            assert sandbox.guest_pid is not None
+            rollup = _rollup(sandbox.guest_pid)
+            private = (rollup["Private_Clean"] + rollup["Private_Dirty"]) * 1024
+            assert private < FORKED_SANDBOX_BYTES, rollup
+            assert rollup["Pss"] * 1024 < FORKED_SANDBOX_BYTES, rollup
+    finally:
+        for sandbox in ready:
+            sandbox.kill()
 
 
 def test_a_forked_sandbox_is_sealed_like_one_started_alone(backend: BwrapBackend) -> None:

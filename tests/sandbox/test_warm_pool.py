@@ -146,6 +146,42 @@ def test_several_starters_serve_simultaneous_requests(settings):
     assert not [t for t in starters if t.is_alive()]
 
 
+def test_a_refill_waits_for_the_burst_to_pass_while_the_pool_holds_enough(
+    settings, monkeypatch
+):
+    """Taking one of four ready sandboxes starts no other while sandboxes are being taken
+    (``REFILL_SETTLE_S``, made long here); once the burst has passed the pool refills."""
+    from codemode.sandbox import pool as pool_module
+
+    monkeypatch.setattr(pool_module, "REFILL_SETTLE_S", 0.6)
+    with SandboxPool(make_backend(settings), 4, starters=2).start() as pool:
+        assert pool.wait_full(60)
+        taken = pool.acquire()
+        time.sleep(0.3)
+        with pool._cond:
+            assert len(pool._ready) == 3 and pool._starting == 0, "a start began in the burst"
+        wait_until(lambda: pool.ready_count == 4)
+        taken.kill()
+
+
+def test_a_pool_running_low_or_a_waiting_caller_starts_at_once(settings, monkeypatch):
+    """The wait is only for sandboxes to spare: a caller that finds none ready gets one
+    started at once, and with less than a quarter of the target left the queue is topped up
+    to that quarter at once (the settle time here is far longer than the test may take)."""
+    from codemode.sandbox import pool as pool_module
+
+    monkeypatch.setattr(pool_module, "REFILL_SETTLE_S", 600.0)
+    with SandboxPool(make_backend(settings), 8, starters=2).start() as pool:
+        assert pool.wait_full(60)
+        taken = [pool.acquire() for _ in range(8)]
+        taken.append(pool.acquire())  # none was ready: started for this caller
+        wait_until(lambda: pool.ready_count == 2, timeout_s=60)  # a quarter of 8
+        time.sleep(0.3)
+        assert pool.ready_count == 2, "more than a quarter started while sandboxes were taken"
+        for sandbox in taken:
+            sandbox.kill()
+
+
 def test_a_sandbox_stopped_while_its_starter_waits_says_so(settings):
     """Closing the pool kills the sandboxes its starter threads are waiting for, and with them
     their selectors: the waiting thread then gets a SandboxError it handles (once an OSError
@@ -250,6 +286,24 @@ def test_only_a_pool_whose_sandboxes_fork_from_a_template_empties_when_idle(sett
     assert starts.target.idle_floor == settings.pool_size
     never = SandboxPool.from_settings(_ForkingBackend(), settings)  # type: ignore[arg-type]
     assert never.target.idle_after_s is None
+
+
+def test_a_burst_of_20_finds_20_ready_where_sandboxes_fork_from_a_template():
+    """With the defaults, a ready fork counts 6 MiB against the pool's 256 MiB: the pool
+    grows to a burst of 20 (8 before: 12 of them waited for starts); a bubblewrap of its own
+    counts 24 MiB, and the same budget holds 10 of those."""
+    defaults = SandboxSettings()
+    forks = SandboxPool.from_settings(_ForkingBackend(), defaults)  # type: ignore[arg-type]
+    starts = SandboxPool.from_settings(_StartingBackend(), defaults)  # type: ignore[arg-type]
+    for pool in (forks, starts):
+        pool.target._available = lambda: 8 << 30  # a machine with memory to spare
+        for _ in range(20):
+            pool.target.arrived()
+    assert forks.target.size() == 20
+    assert starts.target.size() == 256 // 24
+    for _ in range(40):
+        forks.target.arrived()
+    assert forks.target.size() == defaults.pool_size_max == 32
 
 
 def test_the_pool_stops_its_ready_sandboxes_once_idle(settings):

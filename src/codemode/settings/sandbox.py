@@ -82,8 +82,10 @@ class SandboxSettings(ConfigModel):
     # Sandboxes started ahead of demand, so a new session does not wait for a container.
     pool_size: Annotated[WholeNumber, Field(ge=0)] = 2
     # While new sessions arrive fast the pool keeps up to pool_size_max ready (one per session
-    # taken in the last 10 s), within pool_memory_mib; then it shrinks back to pool_size.
-    pool_size_max: Annotated[WholeNumber, Field(ge=0)] = 8
+    # taken in the last 10 s), within pool_memory_mib; then it shrinks back to pool_size. A
+    # ready sandbox forked from the template costs about 5 MiB: a burst of 20 new sessions
+    # finds 20 ready, where 8 left 12 of them waiting for starts.
+    pool_size_max: Annotated[WholeNumber, Field(ge=0)] = 32
     pool_memory_mib: Annotated[WholeNumber, Field(ge=0)] = 256
     # Threads starting sandboxes at once (each lives as long as the pool: die-with-parent).
     pool_starters: Annotated[WholeNumber, Field(ge=1)] = 4
