@@ -146,9 +146,7 @@ def test_several_starters_serve_simultaneous_requests(settings):
     assert not [t for t in starters if t.is_alive()]
 
 
-def test_a_refill_waits_for_the_burst_to_pass_while_the_pool_holds_enough(
-    settings, monkeypatch
-):
+def test_a_refill_waits_for_the_burst_to_pass_while_the_pool_holds_enough(settings, monkeypatch):
     """Taking one of four ready sandboxes starts no other while sandboxes are being taken
     (``REFILL_SETTLE_S``, made long here); once the burst has passed the pool refills."""
     from codemode.sandbox import pool as pool_module
