@@ -14,8 +14,9 @@ burst waited for their own.)
 
 A refill that only tops up the queue waits until no sandbox has been taken for
 ``REFILL_SETTLE_S``, while the queue still holds a quarter of the target: during a burst its
-starts would take CPU from the sessions that arrive (a start costs the gateway about 2 ms of
-CPU); once the queue runs low, or a caller waits, starts begin at once.
+starts would take CPU from the sessions that arrive (a start costs about 5.5 ms of the
+machine's CPU, 1 ms of it the gateway's); once the queue runs low, or a caller waits, starts
+begin at once.
 """
 
 from __future__ import annotations
