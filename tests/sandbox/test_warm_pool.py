@@ -151,7 +151,7 @@ def test_a_refill_waits_for_the_burst_to_pass_while_the_pool_holds_enough(settin
     (``REFILL_SETTLE_S``, made long here); once the burst has passed the pool refills."""
     from codemode.sandbox import pool as pool_module
 
-    monkeypatch.setattr(pool_module, "REFILL_SETTLE_S", 0.6)
+    monkeypatch.setattr(pool_module, "REFILL_SETTLE_S", 2.0)  # far beyond the look at 0.3 s
     with SandboxPool(make_backend(settings), 4, starters=2).start() as pool:
         assert pool.wait_full(60)
         taken = pool.acquire()

@@ -79,7 +79,9 @@ class SandboxPool:
         # Every live sandbox this pool started (ready ones and sessions'), to stop at close.
         self._all: set[Sandbox] = set()
         self.last_error: CodemodeError | None = None
-        self._last_taken = float("-inf")  # time.monotonic() of the last acquire
+        # time.monotonic() of the last acquire: real time, as the settle is (the target's
+        # clock, which dates arrivals, may be a test's).
+        self._last_taken = float("-inf")
 
     @classmethod
     def from_settings(
@@ -208,11 +210,13 @@ class SandboxPool:
         """How long a start that would only top up the queue waits yet (lock held): 0 once
         nothing was taken for ``REFILL_SETTLE_S``, while a caller waits, or when the queue
         holds less than a quarter of the target."""
-        if self._requests:
+        left = self._last_taken + REFILL_SETTLE_S - time.monotonic()
+        if left <= 0 or self._requests:
             return 0.0
+        # The target only now: while it grows it reads the memory (``_short`` just did).
         if len(self._ready) + self._starting < max(1, self.target.size() // 4):
             return 0.0
-        return max(0.0, self._last_taken + REFILL_SETTLE_S - time.monotonic())
+        return left
 
     def _next_request(self) -> Future[Sandbox] | None:
         """The oldest caller still waiting (lock held)."""
