@@ -11,6 +11,10 @@ E4  the engine around a twin sandbox that answers at once (session, check, threa
 E5  a loop of tool calls from code (a sync Python function): each call's round trip through
     the bridge and the chain, timed inside the sandbox (p50 over the loop); the bridge alone
     is W2 in ``sandbox.py``
+E6  the audit digest of a call's 1 MB text argument (keyed, as the gateway keys it): the
+    canonical JSON in pieces (``audit/canonical.py``) against the whole ``json.dumps`` as the
+    baseline, with this thread's CPU time (the JSON encoding holds the GIL the guards need
+    meanwhile; the hashing lets go of it)
 
 Medians of ``--rounds`` rounds of 200 executions each, isolation on (bubblewrap). Beside the
 wall time, the host CPU per execution (this process, all threads): on a loaded machine wall
@@ -21,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import hmac
 import json
 import statistics
 import tempfile
@@ -28,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codemode.audit.events import argument_digest
 from codemode.catalog.catalog import Catalog
 from codemode.config import CodemodeConfig, GatewaySettings
 from codemode.connectors.python import PythonConnector
@@ -124,6 +131,36 @@ async def per_call_ms(run: Any, n: int, cpu: list[float] | None = None) -> float
     return (time.perf_counter() - started) * 1000 / n
 
 
+def digest_ms(rounds: int) -> dict[str, float]:
+    """E6: (wall, thread CPU) medians in ms of the two ways to digest a 1 MB argument."""
+    # The text of peers.py's P6 (a contact line every 2.4 KB).
+    sentence = "Order 4417 shipped to Berlin on 2024-05-02; invoice INV-0142 is due in 30 days, "
+    line = (
+        sentence + "total 1,240.50 EUR. "
+    ) * 24 + "Questions to ops@example.com or +49 30 1234567.\n"
+    text = (line * 420)[:1_000_000]
+    arguments, key = {"text": text}, b"k" * 32
+
+    def whole() -> str:
+        data = json.dumps(
+            arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
+        ).encode()
+        return "hmac-sha256:" + hmac.new(key, data, hashlib.sha256).hexdigest()
+
+    assert argument_digest(arguments, key=key) == whole()
+    times: dict[str, list[float]] = {"pieces": [], "whole": [], "pieces_cpu": [], "whole_cpu": []}
+    for _ in range(max(rounds, 3) * 5):
+        for name, run in (
+            ("pieces", lambda: argument_digest(arguments, key=key)),
+            ("whole", whole),
+        ):
+            started, cpu = time.perf_counter(), time.thread_time()
+            run()
+            times[name].append((time.perf_counter() - started) * 1000)
+            times[f"{name}_cpu"].append((time.thread_time() - cpu) * 1000)
+    return {f"digest_{name}_ms": statistics.median(values) for name, values in times.items()}
+
+
 async def measure(rounds: int, per_round: int = PER_ROUND) -> dict[str, Any]:
     state = Path(tempfile.mkdtemp(prefix="codemode-bench-"))
     config = CodemodeConfig(
@@ -179,6 +216,7 @@ async def measure(rounds: int, per_round: int = PER_ROUND) -> dict[str, Any]:
     medians["engine_overhead_cpu_us"] = round(overhead_cpu, 1)
     medians["engine_over_sandbox"] = round(medians["engine"] / medians["sandbox"], 2)
     medians["engine_cpu_over_sandbox"] = round(medians["engine_cpu"] / medians["sandbox_cpu"], 2)
+    medians |= {name: round(value, 3) for name, value in digest_ms(rounds).items()}
     return medians
 
 
@@ -211,6 +249,12 @@ def main() -> int:
     print(
         f"E4 the engine's own cost (instant twin sandbox)   p50 {numbers['engine_overhead_us']:.1f} "
         f"us, CPU {numbers['engine_overhead_cpu_us']:.1f} us"
+    )
+    print(
+        f"E6 audit digest of a 1 MB argument              {numbers['digest_pieces_ms']:.2f} ms "
+        f"(json.dumps whole: {numbers['digest_whole_ms']:.2f} ms, "
+        f"{numbers['digest_pieces_ms'] / numbers['digest_whole_ms']:.2f}x; this thread's CPU "
+        f"{numbers['digest_pieces_cpu_ms']:.2f} / {numbers['digest_whole_cpu_ms']:.2f} ms)"
     )
     return 0
 
