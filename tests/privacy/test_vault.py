@@ -141,3 +141,26 @@ def test_tokens_for_is_token_for_of_each_value_in_turn() -> None:
 
 def vars_of(entry: VaultEntry) -> tuple[object, ...]:
     return (entry.token, entry.kind, entry.value, entry.origins, entry.delivered, entry.sources)
+
+
+class Unhashable(str):
+    """Text whose hash must not be taken (a MB's hash costs 0.3 ms)."""
+
+    def __hash__(self) -> int:
+        raise AssertionError("a text longer than every value was hashed")
+
+
+def test_text_longer_than_every_value_is_no_value_without_a_hash() -> None:
+    vault = Vault()
+    secret = "k" * 5000
+    token = vault.token_for("SECRET", secret, CRM)
+    assert vault.seen_again(secret, lambda: CRM) == token
+    assert vault.token_of(secret) == token
+    longer = Unhashable("k" * 5001)
+    assert vault.seen_again(longer, lambda: CRM) is None
+    assert vault.token_of(longer) is None
+    # Values issued in a batch count too; a wipe forgets how long they were.
+    vault.tokens_for([("SECRET", "s" * 6000)], CRM)
+    assert vault.token_of("s" * 6000) is not None
+    vault.wipe()
+    assert vault.seen_again(Unhashable("x" * 10), lambda: CRM) is None

@@ -70,6 +70,8 @@ class Vault:
         self._counters: dict[str, int] = {}
         self._reserved: set[str] = set()
         self._version = 0
+        # The longest text value held: a longer text is no value (no hash of a MB to say so).
+        self._longest = 0
 
     def __len__(self) -> int:
         return len(self._by_token)
@@ -91,6 +93,8 @@ class Vault:
                 self._by_value[key] = entry
                 self._by_token[entry.token] = entry
                 self._version += 1
+                if isinstance(value, str) and len(value) > self._longest:
+                    self._longest = len(value)
             if source.server not in entry.delivered:
                 entry.origins.add(source.server)
             if len(entry.sources) < _MAX_SOURCES and source not in entry.sources:
@@ -114,6 +118,8 @@ class Vault:
                     by_value[key] = entry
                     self._by_token[entry.token] = entry
                     self._version += 1
+                    if isinstance(value, str) and len(value) > self._longest:
+                        self._longest = len(value)
                 if server not in entry.delivered:
                     entry.origins.add(server)
                 sources = entry.sources
@@ -124,6 +130,8 @@ class Vault:
 
     def seen_again(self, value: VaultValue, source: Callable[[], TokenSource]) -> str | None:
         """The token of a value the vault holds (recording ``source()``), else None."""
+        if isinstance(value, str) and len(value) > self._longest:
+            return None
         with self._lock:
             entry = self._by_value.get((type(value), value))
         if entry is None:
@@ -163,6 +171,8 @@ class Vault:
         return None if entry is None else entry.value
 
     def token_of(self, value: VaultValue) -> str | None:
+        if isinstance(value, str) and len(value) > self._longest:
+            return None
         with self._lock:
             entry = self._by_value.get((type(value), value))
             return None if entry is None else entry.token
@@ -181,6 +191,7 @@ class Vault:
             self._counters.clear()
             self._reserved.clear()
             self._version += 1
+            self._longest = 0
 
     def __repr__(self) -> str:  # never show values
         return f"<Vault: {len(self._by_token)} tokens>"
