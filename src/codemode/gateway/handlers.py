@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import threading
 import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from codemode.engine import Codemode
 from codemode.engine.progress import Progress
 from codemode.errors import CodemodeError, UnknownSessionError
 from codemode.gateway.elicitation import ApprovalRouter, UserChannel
+from codemode.gateway.quiet_releases import QuietReleases
 from codemode.gateway.resources import WorkspaceResources
 from codemode.gateway.structured import search_structured
 from codemode.gateway.web.ledger import TokenLedger
@@ -103,6 +103,9 @@ class GatewayHandlers:
         self._connection_sessions: weakref.WeakKeyDictionary[object, str] = (
             weakref.WeakKeyDictionary()
         )
+        # The sessions of connections that ended, released once the clients still arriving
+        # are served (``quiet_releases``).
+        self.releases = QuietReleases(self._release_now)
 
     async def call(self, name: str, arguments: dict[str, Any], caller: Caller) -> Answer:
         answer = await self._call(name, arguments, caller)
@@ -203,6 +206,7 @@ class GatewayHandlers:
             session = None
 
         async def run(handle: str | None) -> ExecutionResult:
+            self.releases.touch()
             return await self.engine.execute(
                 code,
                 session=handle,
@@ -277,17 +281,14 @@ class GatewayHandlers:
         return keep
 
     async def _connection_ended(self, handle: str) -> None:
+        # Not awaited, and on a thread of the queue's: the transport bounds its cleanup, a
+        # checkpoint may take longer, and a gateway that stops must not wait for one.
+        self.releases.add(handle)
+
+    def _release_now(self, handle: str) -> None:
         registry = self.engine.registry
-        if registry is None:
-            return
-
-        def release() -> None:
-            if registry.release_now(handle):
-                log.info("connection ended: session %s was checkpointed and released", handle[:12])
-
-        # Not awaited, and in a daemon thread: the transport bounds its cleanup, a checkpoint
-        # may take longer, and a gateway that stops must not wait for one.
-        threading.Thread(target=release, name="codemode-release", daemon=True).start()
+        if registry is not None and registry.release_now(handle):
+            log.info("connection ended: session %s was checkpointed and released", handle[:12])
 
 
 # ``execute(session="new")``: open another session (a handle-less call keeps its default one).
