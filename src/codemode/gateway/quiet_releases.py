@@ -54,7 +54,8 @@ class QuietReleases:
             if self._closed:
                 return
             now = self._clock()
-            if not self._pending:
+            first = not self._pending
+            if first:
                 self._first = now
             self._pending[handle] = None
             self._last = now
@@ -63,7 +64,10 @@ class QuietReleases:
                     target=self._run, name="codemode-release", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            # Otherwise the thread waits until the first was due, and looks again then: a
+            # wake-up per ended connection cost the burst as much as the releases did.
+            if first or len(self._pending) >= MAX_QUEUED:
+                self._cond.notify()
 
     @property
     def pending(self) -> int:
