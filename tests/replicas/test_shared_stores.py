@@ -147,6 +147,9 @@ def test_a_vault_loaded_on_another_replica_resolves_and_continues_its_tokens(
     first.mark_delivered(token, "mail")
     second = SharedVault(redis, "s_1", ttl_s=60)
     assert second.value_of("<EMAIL_1>") == "ada@example.com"
+    # Its values are known by value too (a text as long is looked up, not skipped as longer).
+    assert second.token_of("ada@example.com") == "<EMAIL_1>"
+    assert second.seen_again("ada@example.com", lambda: source) == "<EMAIL_1>"
     entry = second.lookup("<EMAIL_1>")
     assert entry is not None and entry.origins == {"crm"} and entry.delivered == {"mail"}
     assert second.token_for("EMAIL", "bob@example.com", source) == "<EMAIL_3>"

@@ -90,11 +90,8 @@ class Vault:
             entry = self._by_value.get(key)
             if entry is None:
                 entry = VaultEntry(self._next_token(kind), kind, value)
-                self._by_value[key] = entry
-                self._by_token[entry.token] = entry
+                self._keep(entry)
                 self._version += 1
-                if isinstance(value, str) and len(value) > self._longest:
-                    self._longest = len(value)
             if source.server not in entry.delivered:
                 entry.origins.add(source.server)
             if len(entry.sources) < _MAX_SOURCES and source not in entry.sources:
@@ -115,11 +112,8 @@ class Vault:
                 entry = by_value.get(key)
                 if entry is None:
                     entry = VaultEntry(self._next_token(kind), kind, value)
-                    by_value[key] = entry
-                    self._by_token[entry.token] = entry
+                    self._keep(entry)
                     self._version += 1
-                    if isinstance(value, str) and len(value) > self._longest:
-                        self._longest = len(value)
                 if server not in entry.delivered:
                     entry.origins.add(server)
                 sources = entry.sources
@@ -127,6 +121,14 @@ class Vault:
                     sources.append(source)
                 tokens.append(entry.token)
         return tokens
+
+    def _keep(self, entry: VaultEntry) -> None:
+        """Index a new entry (call with the lock held)."""
+        value = entry.value
+        self._by_value[(type(value), value)] = entry
+        self._by_token[entry.token] = entry
+        if isinstance(value, str) and len(value) > self._longest:
+            self._longest = len(value)
 
     def seen_again(self, value: VaultValue, source: Callable[[], TokenSource]) -> str | None:
         """The token of a value the vault holds (recording ``source()``), else None."""

@@ -72,8 +72,7 @@ class SharedVault(Vault):
                     stale.append(token)
                 entry = VaultEntry(token, kind, value, set(origins), set(delivered))
                 entry.sources = [TokenSource(*source) for source in sources]
-                self._by_token[token] = entry
-                self._by_value[(type(value), value)] = entry
+                self._keep(entry)
                 found = _NUMBER.search(token)
                 if found:
                     number = int(found.group(1))
