@@ -82,6 +82,7 @@ class SandboxPool:
         # time.monotonic() of the last acquire: real time, as the settle is (the target's
         # clock, which dates arrivals, may be a test's).
         self._last_taken = float("-inf")
+        self._stopping = 0  # ready sandboxes above the target, taken out and being stopped
 
     @classmethod
     def from_settings(
@@ -193,13 +194,21 @@ class SandboxPool:
             return len(self._ready)
 
     def wait_full(self, timeout_s: float = 30.0) -> bool:
-        """Wait until the pool holds ``size`` sandboxes and starts none (for benchmarks and
-        tests: a start in flight is neither ready nor gone)."""
+        """Wait until the pool holds ``size`` sandboxes and what its target asks, starts none
+        and will start none (a refill may wait for a burst to pass: ``_settling_s``), and
+        stops none above the target (for benchmarks and tests: a sandbox starting or
+        stopping is neither ready nor gone)."""
+
+        def full() -> bool:
+            if self._closed:
+                return True
+            ready = len(self._ready)
+            if ready < self.size or self._starting or self._stopping or self._short():
+                return False
+            return ready <= self.target.size()
+
         with self._cond:
-            return self._cond.wait_for(
-                lambda: (len(self._ready) >= self.size and not self._starting) or self._closed,
-                timeout_s,
-            )
+            return self._cond.wait_for(full, timeout_s)
 
     def _short(self) -> bool:
         """Fewer started or starting than the target plus the callers waiting (lock held)."""
@@ -232,8 +241,15 @@ class SandboxPool:
         with self._cond:
             extra = len(self._ready) - self.target.size()
             surplus = [self._ready.pop() for _ in range(max(extra, 0))]
-        for sandbox in surplus:
-            sandbox.kill()
+            self._stopping += len(surplus)
+        try:
+            for sandbox in surplus:
+                sandbox.kill()
+        finally:
+            with self._cond:
+                self._stopping -= len(surplus)
+                if surplus:
+                    self._cond.notify_all()
         with self._cond:
             # Under the lock, where none of this pool's starts can begin meanwhile (the
             # template itself refuses while any fork of it runs or is under way).
