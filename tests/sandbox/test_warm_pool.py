@@ -180,31 +180,21 @@ def test_a_pool_running_low_or_a_waiting_caller_starts_at_once(settings, monkeyp
             sandbox.kill()
 
 
-def test_a_full_pool_is_one_that_will_start_nothing_more(settings, monkeypatch):
+def test_a_full_pool_is_one_that_will_start_nothing_more(adaptive_pool, monkeypatch):
     """``wait_full`` (what tests wait for before they count processes) waits for the starts a
     refill holds back while sandboxes are taken, not only for ``size`` ready: a start begun
     after it returned was counted as a process left behind."""
     from codemode.sandbox import pool as pool_module
 
     monkeypatch.setattr(pool_module, "REFILL_SETTLE_S", 0.5)
-    clock = ManualClock()  # still: the arrivals stay in the window
-    warm = WarmTarget(
-        1,
-        ceiling=10,
-        window_s=10.0,
-        sandbox_bytes=10 * MiB,
-        memory_budget_bytes=30 * MiB,
-        available=lambda: 8 << 30,
-        clock=clock,
-    )
-    with SandboxPool(make_backend(settings), 1, starters=2, target=warm).start() as pool:
-        assert pool.wait_full(60)
-        taken = [pool.acquire() for _ in range(3)]  # the target is 3 now
-        assert pool.wait_full(60)
-        with pool._cond:
-            assert len(pool._ready) == 3 and pool._starting == 0
-        for sandbox in taken:
-            sandbox.kill()
+    pool, _clock = adaptive_pool  # the clock stands still: the arrivals stay in the window
+    assert pool.wait_full(60)
+    taken = [pool.acquire() for _ in range(3)]  # the target is 3 now
+    assert pool.wait_full(60)
+    with pool._cond:
+        assert len(pool._ready) == 3 and pool._starting == 0
+    for sandbox in taken:
+        sandbox.kill()
 
 
 def test_a_sandbox_stopped_while_its_starter_waits_says_so(settings):
