@@ -194,18 +194,17 @@ class SandboxPool:
             return len(self._ready)
 
     def wait_full(self, timeout_s: float = 30.0) -> bool:
-        """Wait until the pool holds ``size`` sandboxes and what its target asks, starts none
-        and will start none (a refill may wait for a burst to pass: ``_settling_s``), and
-        stops none above the target (for benchmarks and tests: a sandbox starting or
-        stopping is neither ready nor gone)."""
+        """Wait until the pool holds what its target asks (``size`` while it is not adaptive),
+        starts none and will start none (a refill may wait for a burst to pass:
+        ``_settling_s``), and stops none above the target (for benchmarks and tests: a
+        sandbox starting or stopping is neither ready nor gone)."""
 
         def full() -> bool:
             if self._closed:
                 return True
-            ready = len(self._ready)
-            if ready < self.size or self._starting or self._stopping or self._short():
+            if self._starting or self._stopping or self._short():
                 return False
-            return ready <= self.target.size()
+            return len(self._ready) <= self.target.size()
 
         with self._cond:
             return self._cond.wait_for(full, timeout_s)
