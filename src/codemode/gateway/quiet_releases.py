@@ -83,10 +83,14 @@ class QuietReleases:
     def take_due(self) -> list[str]:
         """The handles due now, taken off the queue ([] if none is due yet)."""
         with self._cond:
-            if not self._pending or self.due_in(self._clock()) > 0:
-                return []
-            handles, self._pending = list(self._pending), {}
-            return handles
+            return self._take_due()
+
+    def _take_due(self) -> list[str]:
+        """``take_due`` with the lock held."""
+        if not self._pending or self.due_in(self._clock()) > 0:
+            return []
+        handles, self._pending = list(self._pending), {}
+        return handles
 
     def close(self) -> None:
         """Stop the thread; releases not yet run are dropped (a gateway that stops keeps
@@ -99,17 +103,10 @@ class QuietReleases:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while True:
-                    if self._closed:
-                        return
-                    if not self._pending:
-                        self._cond.wait()
-                        continue
-                    wait = self.due_in(self._clock())
-                    if wait <= 0:
-                        break
-                    self._cond.wait(wait)
-                handles, self._pending = list(self._pending), {}
+                while not self._closed and not (handles := self._take_due()):
+                    self._cond.wait(self.due_in(self._clock()) if self._pending else None)
+                if self._closed:
+                    return
             for handle in handles:
                 try:
                     self._release(handle)
