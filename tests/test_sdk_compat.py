@@ -179,3 +179,47 @@ async def test_an_anyio_process_still_shows_its_pipes_ends_where_they_are_grown(
         assert sdk_compat.subprocess_pipe_fd(object(), 0) is None
     finally:
         await process.aclose()
+
+
+HTTP_MESSAGES = [
+    b'{"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "'
+    + b"x" * 300_000
+    + b'"}]}}',
+    '{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}',
+    b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "bad"}}',
+]
+
+
+@pytest.mark.parametrize("data", HTTP_MESSAGES, ids=["response", "notification", "error"])
+def test_the_http_client_parses_with_the_adapter_where_the_fast_one_is_put(data: Any):
+    import mcp_types
+    from mcp.client import streamable_http
+
+    assert sdk_compat.parse_http_messages_fast(), ADAPT
+    assert sdk_compat.parse_http_messages_fast()  # once is enough
+    fast = streamable_http.jsonrpc_message_adapter
+    assert isinstance(fast, sdk_compat._ParsedFirst)
+    expected = mcp_types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+    parsed = fast.validate_json(data, by_name=False)
+    assert type(parsed) is type(expected) and parsed == expected
+
+
+def test_what_is_not_json_fails_as_the_http_client_expects():
+    from mcp.client import streamable_http
+    from pydantic import ValidationError
+
+    sdk_compat.parse_http_messages_fast()
+    with pytest.raises(ValidationError, match="Invalid JSON"):
+        streamable_http.jsonrpc_message_adapter.validate_json(b"<html>gateway timeout</html>")
+    with pytest.raises(ValidationError):
+        streamable_http.jsonrpc_message_adapter.validate_json(b'{"jsonrpc": "2.0"}')
+
+
+def test_without_the_name_the_sdk_parse_serves_and_says_so(monkeypatch, caplog):
+    from mcp.client import streamable_http
+
+    monkeypatch.delattr(streamable_http, "jsonrpc_message_adapter")
+    monkeypatch.setattr(sdk_compat, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="codemode.sdk_compat"):
+        assert sdk_compat.parse_http_messages_fast() is False
+    assert "jsonrpc_message_adapter" in caplog.text

@@ -19,6 +19,11 @@ What is touched, and why:
   warns when collected) while a grandchild of an MCP server holds its pipes; the stdio transport
   closes it after stopping the server (``close_subprocess_transport``), and finds its ends of
   the child's pipes there (``subprocess_pipe_fd``), to grow them for large messages.
+- ``mcp.client.streamable_http.jsonrpc_message_adapter``: the module-level name the SDK's HTTP
+  client transport parses each message with (``validate_json``), up to twenty times slower
+  than the parse itself for a large result; ``parse_http_messages_fast`` puts an adapter there that
+  parses first and validates the parsed value (``connectors.jsonrpc``): the same messages,
+  the same errors. It changes that one name for the whole process, once.
 - ``uvicorn.Server.capture_signals``: uvicorn installs its own SIGINT/SIGTERM handlers and
   re-raises the signal after shutdown, killing the process before the engine cleans up
   (``uvicorn_server`` returns a server that leaves signals to its caller).
@@ -54,6 +59,7 @@ __all__ = [
     "close_subprocess_transport",
     "connection_key",
     "mcp_http_client",
+    "parse_http_messages_fast",
     "subprocess_pipe_fd",
     "tolerate_invalid_structured_content",
     "uvicorn_server",
@@ -178,3 +184,37 @@ def close_subprocess_transport(process: object) -> None:
     if callable(close):
         with contextlib.suppress(PermissionError):  # re-killing a setuid child
             close()
+
+
+class _ParsedFirst:
+    """``jsonrpc_message_adapter`` whose ``validate_json`` is ``parse_jsonrpc``."""
+
+    def __init__(self, adapter: Any) -> None:
+        self._adapter = adapter
+
+    def validate_json(self, data: Any, **_options: Any) -> mcp_types.JSONRPCMessage:
+        from codemode.connectors.jsonrpc import parse_jsonrpc
+
+        return parse_jsonrpc(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._adapter, name)
+
+
+def parse_http_messages_fast() -> bool:
+    """Have the SDK's streamable HTTP client parse each message, then validate it (see the
+    list above). Idempotent. False (and a warning, once) where the SDK no longer has the name:
+    its own parse then serves, only slower."""
+    from mcp.client import streamable_http
+
+    adapter = getattr(streamable_http, "jsonrpc_message_adapter", None)
+    if isinstance(adapter, _ParsedFirst):
+        return True
+    if adapter is None or not callable(getattr(adapter, "validate_json", None)):
+        if "parse_http_messages_fast" not in _warned:
+            _warned.add("parse_http_messages_fast")
+            internal = "mcp.client.streamable_http.jsonrpc_message_adapter"
+            logger.warning("%s", _incompatible("mcp", internal, "to parse large results fast"))
+        return False
+    setattr(streamable_http, "jsonrpc_message_adapter", _ParsedFirst(adapter))  # noqa: B010
+    return True

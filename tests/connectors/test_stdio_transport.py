@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import sys
@@ -47,6 +48,52 @@ def test_a_ten_megabyte_line_in_64_kib_reads_keeps_only_its_unfinished_part():
         assert splitter.feed(chunk) == []
     assert splitter.pending == len(line)
     assert splitter.feed(b"\nnext") == [line] and splitter.pending == 4
+
+
+def test_any_cutting_of_a_stream_gives_its_lines_whole_and_in_order():
+    rng = random.Random(11)
+    text = b"\n".join(
+        [b"", b"{}", b"x" * 300_000, "é…€".encode() * 999, b"", b"", b"tail" * 5000, b"end"]
+    )
+    for _ in range(12):
+        splitter, lines, at = LineSplitter(), [], 0
+        while at < len(text):
+            size = rng.choice([1, 7, 4096, 65536, 1 << 20])
+            lines += splitter.feed(text[at : at + size])
+            at += size
+        assert lines == text.split(b"\n")[:-1]
+        assert splitter.pending == len(b"end")
+        assert splitter.feed(b"\n") == [b"end"] and splitter.pending == 0
+
+
+MESSAGES = [
+    {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "é" * 9000}]}},
+    {"jsonrpc": "2.0", "id": "a-1", "result": {"structuredContent": {"n": 1.5, "x": None}}},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo"}},
+    {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": ["\u2028", 2]}},
+    {"jsonrpc": "2.0", "id": 9, "error": {"code": -32601, "message": "no", "data": {"a": []}}},
+    {"jsonrpc": "2.0", "id": 10**30, "result": {}},
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=lambda message: str(sorted(message)))
+def test_a_message_parses_to_what_the_sdk_makes_of_it(message: dict[str, object]):
+    import mcp_types
+
+    line = json.dumps(message, ensure_ascii=False).encode()
+    parsed = transport.parse_message(line)
+    assert isinstance(parsed, SessionMessage)
+    expected = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    assert type(parsed.message) is type(expected) and parsed.message == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [(b"grandchild 4242 says hi", "grandchild 4242"), (b'{"jsonrpc": "2.0"}', "jsonrpc")],
+)
+def test_a_line_that_is_no_message_is_an_error_that_shows_it(line: bytes, shown: str):
+    error = transport.parse_message(line)
+    assert isinstance(error, ValueError) and shown in str(error)
 
 
 RAW_SERVER = textwrap.dedent(

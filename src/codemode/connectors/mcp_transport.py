@@ -105,7 +105,7 @@ async def watched_transport(
     from mcp.client.streamable_http import streamable_http_client
 
     from codemode.connectors.stdio_transport import stdio_transport
-    from codemode.sdk_compat import mcp_http_client
+    from codemode.sdk_compat import mcp_http_client, parse_http_messages_fast
 
     try:
         if isinstance(target, StdioTarget):
@@ -118,6 +118,7 @@ async def watched_transport(
             ) as (read, write):
                 yield _WatchedReadStream(read, lost), write
         else:
+            parse_http_messages_fast()
             async with (
                 mcp_http_client(target.headers) as http,
                 streamable_http_client(target.url, http_client=http) as (read, write),
