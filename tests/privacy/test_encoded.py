@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import random
+import re
 
 import pytest
 
+from codemode.privacy import encoded as encoded_module
 from codemode.privacy.detectors import DetectorSet
 from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.recall import Recall
@@ -95,3 +98,25 @@ def test_a_value_only_the_vault_knows_is_tokenized_from_its_encoding() -> None:
     for encoded in encodings("Jordan Quillfeather").values():
         result = tokenizer.tokenize({"h": f"id {encoded}"}, vault, server="db", tool="q")
         assert result["h"] == f"id {token}"
+
+
+def _reference_runs(text: str) -> list[tuple[int, int]]:
+    """The runs as one regular expression over the whole text finds them."""
+    return [
+        (found.start(), found.end())
+        for found in re.finditer(r"[0-9A-Za-z+/_-]{12,}", text)
+        if found.end() - found.start() <= encoded_module.MAX_RUN
+    ]
+
+
+def test_runs_across_chunk_edges_are_found_whole_and_once():
+    rng = random.Random(5)
+    pieces = ["x" * 11, "y" * 12, "Zz0+/_-" * 3, " ", ".\n", "@", "ab" * 20_000, "q" * 70_000]
+    for _ in range(60):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
+        text = text[rng.randrange(len(text)) :] if rng.random() < 0.3 else text
+        assert list(encoded_module._runs(text)) == _reference_runs(text)
+    # A run that ends exactly at a chunk's end, and one that starts right after it.
+    chunk = encoded_module._CHUNK
+    for text in ("a" * chunk + " " + "b" * 12, " " * (chunk - 5) + "c" * 20, "d" * (3 * chunk)):
+        assert list(encoded_module._runs(text)) == _reference_runs(text)

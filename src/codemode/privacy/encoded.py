@@ -29,6 +29,7 @@ _RUN_CHARS = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+/_
 # is far faster over a MiB of text than any regular expression.
 _RUNS = bytes(ord("x") if c in _RUN_CHARS else ord(" ") for c in range(256))
 _SHORTEST = 12
+_CHUNK = 1 << 15  # characters of ASCII text marked at a time (``_runs``)
 _SEED = b"x" * _SHORTEST
 _RUN = re.compile(r"[0-9A-Za-z+/_-]{12,}")
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
@@ -67,22 +68,53 @@ def encoded_runs(text: str, *, shortest: int) -> Iterator[tuple[int, int, str]]:
 
 def _runs(text: str) -> Iterator[tuple[int, int]]:
     """The maximal runs of hex and base64 characters, 12 or more, up to ``MAX_RUN`` long."""
-    if len(text) < _SHORTEST:  # most strings of a result: a word, a name, a number
+    size = len(text)
+    if size < _SHORTEST:  # most strings of a result: a word, a name, a number
         return
     if not text.isascii():
         for match in _RUN.finditer(text):
             if match.end() - match.start() <= MAX_RUN:
                 yield match.start(), match.end()
         return
-    marks = text.encode("ascii").translate(_RUNS)
-    start = marks.find(_SEED)
-    while start >= 0:
-        # The first seed after a run's end (a space) starts the next run: it is the leftmost.
-        end = marks.find(b" ", start)
-        end = len(marks) if end < 0 else end
+    # A chunk at a time: its three copies (the slice, ASCII bytes, the marks) stay small enough
+    # for malloc to reuse their memory, where copies of a whole MiB were each given fresh
+    # pages by the system, which cost as much as the work on them.
+    at = 0
+    while at < size:
+        stop = min(size, at + _CHUNK)
+        marks = text[at:stop].encode("ascii").translate(_RUNS)
+        seed = marks.find(_SEED)
+        while seed >= 0:
+            # The first seed after a run's end (a space) starts the next run: the leftmost.
+            end = marks.find(b" ", seed)
+            if end < 0:
+                break  # the run goes on past the chunk
+            if end - seed <= MAX_RUN:
+                yield at + seed, at + end
+            seed = marks.find(_SEED, end)
+        else:
+            if stop == size:
+                return
+            # A run the chunk's end cuts starts after its last space: the next chunk has it.
+            space = marks.rfind(b" ")
+            at = at + space + 1 if space >= 0 else stop
+            continue
+        start, end = at + seed, _run_end(text, stop)
         if end - start <= MAX_RUN:
             yield start, end
-        start = marks.find(_SEED, end)
+        at = end
+
+
+def _run_end(text: str, at: int) -> int:
+    """Where the run of hex and base64 characters going on at ``at`` (ASCII text) ends."""
+    size = len(text)
+    while at < size:
+        stop = min(size, at + _CHUNK)
+        space = text[at:stop].encode("ascii").translate(_RUNS).find(b" ")
+        if space >= 0:
+            return at + space
+        at = stop
+    return size
 
 
 def _is_hex(part: str) -> bool:
