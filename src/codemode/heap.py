@@ -14,7 +14,13 @@ import functools
 import gc
 from collections.abc import Callable
 
-__all__ = ["collect_and_trim", "freeze_startup_objects", "limit_arenas", "trim_heap"]
+__all__ = [
+    "collect_and_trim",
+    "freeze_startup_objects",
+    "limit_arenas",
+    "release_on_trim",
+    "trim_heap",
+]
 
 _M_ARENA_MAX = -8
 # The gateway's threads (event loop, sandbox starters, workers) share this many arenas.
@@ -30,8 +36,22 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return function
 
 
+#: What keeps memory for speed while the gateway is busy (``release_on_trim``).
+_releases: list[Callable[[], None]] = []
+
+
+def release_on_trim(release: Callable[[], None]) -> None:
+    """Have ``trim_heap`` call ``release`` first: a cache that keeps memory for the next
+    call while the gateway is busy (a large frame's buffer) lets go of it when it trims."""
+    if release not in _releases:
+        _releases.append(release)
+
+
 def trim_heap() -> bool:
-    """Return free heap pages to the system; False where the C library cannot."""
+    """Return free heap pages to the system (after what ``release_on_trim`` registered let go
+    of what it kept); False where the C library cannot."""
+    for release in _releases:
+        release()
     trim = _malloc_trim()
     if trim is None:
         return False

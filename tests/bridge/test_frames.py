@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from codemode.bridge import frames
 from codemode.bridge.frames import MAX_DEPTH, FrameDecoder, MalformedFrame, encode_frame
+from codemode.heap import trim_heap
 from codemode.sandbox.guest import wire
 
 json_like = st.recursive(
@@ -152,3 +154,65 @@ def test_a_large_guest_frame_sent_in_runs_is_the_encoded_frame() -> None:
     assert len(sent) > 1
     assert b"".join(sent) == wire.encode_frame(value)
     assert FrameDecoder().feed(b"".join(sent)) == [value]
+
+
+def receive(decoder: FrameDecoder, frame: bytes, step: int = 50_000) -> list[object]:
+    """``frame`` (bytes of frames) fed in part, the rest of a large frame received into
+    ``pending()`` as the runner does, what follows fed again."""
+    got, at = decoder.feed(frame[:1000]), 1000
+    while (pending := decoder.pending()) is not None:
+        count = min(len(pending), step)
+        pending[:count] = frame[at : at + count]
+        at += count
+        got += decoder.filled(count)
+    return got + decoder.feed(frame[at:])
+
+
+@pytest.fixture
+def no_spare():
+    frames.drop_spare_buffer()
+    yield
+    frames.drop_spare_buffer()
+
+
+def test_a_large_frame_reuses_the_buffer_of_the_last_one(no_spare: None) -> None:
+    first, second = {"value": "a" * 900_000}, {"value": "b" * 300_000, "n": 2}
+    decoder = FrameDecoder()
+    assert receive(decoder, encode_frame(first)) == [first]
+    kept = frames._SPARE.buffer
+    assert kept is not None and len(kept) >= 900_000
+    # A smaller frame into the larger buffer: read up to its own end, nothing of the last one.
+    assert receive(decoder, encode_frame(second) + encode_frame({"after": 1})) == [
+        second,
+        {"after": 1},
+    ]
+    assert frames._SPARE.buffer is kept
+    assert decoder.feed(b"") == [] and decoder.pending() is None
+
+
+def test_two_frames_under_way_at_once_never_share_a_buffer(no_spare: None) -> None:
+    one, two = FrameDecoder(), FrameDecoder()
+    receive(one, encode_frame({"value": "w" * 200_000}))  # leaves a spare
+    frame_one, frame_two = (
+        encode_frame({"value": "x" * 150_000}),
+        encode_frame({"v": "y" * 150_000}),
+    )
+    one.feed(frame_one[:100])
+    two.feed(frame_two[:100])
+    assert one._big is not two._big
+    assert receive(one, frame_one[100:]) + receive(two, frame_two[100:]) == [
+        {"value": "x" * 150_000},
+        {"v": "y" * 150_000},
+    ]
+
+
+def test_only_buffers_up_to_the_cap_are_kept_and_a_trim_lets_go(
+    no_spare: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(frames, "SPARE_MAX", 500_000)
+    receive(FrameDecoder(), encode_frame({"value": "z" * 600_000}))
+    assert frames._SPARE.buffer is None
+    receive(FrameDecoder(), encode_frame({"value": "z" * 400_000}))
+    assert frames._SPARE.buffer is not None
+    trim_heap()
+    assert frames._SPARE.buffer is None

@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import mmap
 import struct
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 
 from codemode.errors import BridgeProtocolError
+from codemode.heap import release_on_trim
 
 __all__ = [
     "MAX_DEPTH",
     "SLICE_CHARS",
     "FrameDecoder",
     "MalformedFrame",
+    "drop_spare_buffer",
     "encode_frame",
     "encode_frame_parts",
     "is_awaitable_call",
@@ -115,22 +118,26 @@ class FrameDecoder:
         # A large frame's body goes straight into a buffer of its size (allocated once its
         # size passed the cap), filled by ``feed`` or by the reader itself (``pending``).
         self._big: mmap.mmap | None = None
+        self._size = 0  # of the frame ``_big`` receives (the buffer may be larger)
         self._have = 0
 
     def pending(self) -> memoryview | None:
         """The unfilled rest of a large frame's buffer, to receive into (then ``filled``)."""
         if self._big is None:
             return None
-        return memoryview(self._big)[self._have :]
+        return memoryview(self._big)[self._have : self._size]
 
     def filled(self, count: int) -> list[dict[str, Any] | MalformedFrame]:
         """``count`` bytes were received into ``pending()``: the frame, once complete."""
-        assert self._big is not None and 0 <= count <= len(self._big) - self._have
+        assert self._big is not None and 0 <= count <= self._size - self._have
         self._have += count
-        if self._have < len(self._big):
+        if self._have < self._size:
             return []
-        body, self._big, self._have = self._big, None, 0
-        return [self._decode(body)]
+        buffer, self._big, self._have = self._big, None, 0
+        with memoryview(buffer) as whole, whole[: self._size] as body:
+            frame = self._decode(body)  # its values are copies: the buffer is free again
+        _SPARE.give_back(buffer)
+        return [frame]
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[dict[str, Any] | MalformedFrame]:
         out: list[dict[str, Any] | MalformedFrame] = []
@@ -140,7 +147,7 @@ class FrameDecoder:
             self._skip -= taken
             view = view[taken:]
         if self._big is not None:
-            taken = min(len(self._big) - self._have, len(view))
+            taken = min(self._size - self._have, len(view))
             self._big[self._have : self._have + taken] = view[:taken]
             out += self.filled(taken)
             view = view[taken:]
@@ -168,7 +175,7 @@ class FrameDecoder:
             available = len(buf) - pos - 4
             if available < size:
                 if size > 65536:
-                    self._big = _frame_buffer(size)
+                    self._big, self._size = _SPARE.take(size), size
                     self._big[:available] = buf[pos + 4 :]
                     self._have = available
                     pos = len(buf)
@@ -213,10 +220,11 @@ _HUGE_FROM = 2 << 20
 def _frame_buffer(size: int) -> mmap.mmap:
     """Memory for a large frame's body. Mapped with its pages in place (one fault for all of
     them, not one per page as the receive copies in) and with no zero-fill pass, which cost
-    more than the copy; unmapped when the last reference to it goes, so none of it stays
-    with the process's heap. From 2 MiB on, in huge pages where the kernel has them for the
-    asking (``transparent_hugepage`` "madvise" or "always"): 10 MB mapped in 0.7 ms instead
-    of 3.2, its 2,442 small pages each faulted in and zeroed one by one."""
+    more than the copy; unmapped when the last reference to it goes (the largest recent one
+    is kept for the next large frame: ``_SpareBuffer``), so none of it stays with the heap.
+    From 2 MiB on, in huge pages where the kernel has them for the asking
+    (``transparent_hugepage`` "madvise" or "always"): 10 MB mapped in 0.7 ms instead of 3.2,
+    its 2,442 small pages each faulted in and zeroed one by one."""
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
     if size >= _HUGE_FROM and hasattr(mmap, "MADV_HUGEPAGE"):
         buffer = mmap.mmap(-1, size, flags=flags)
@@ -227,6 +235,51 @@ def _frame_buffer(size: int) -> mmap.mmap:
         except OSError:  # an older kernel: as below
             buffer.close()
     return mmap.mmap(-1, size, flags=flags | getattr(mmap, "MAP_POPULATE", 0))
+
+
+#: The largest buffer kept for the next large frame (``_SpareBuffer``).
+SPARE_MAX = 16 << 20
+
+
+class _SpareBuffer:
+    """The buffer of the last large frame, kept for the next one: its pages are in place (a
+    MiB of new ones cost the gateway about half a millisecond, as much as receiving into
+    them). One at a time, the largest, up to ``SPARE_MAX``; taken by one frame at a time."""
+
+    def __init__(self) -> None:
+        self.buffer: mmap.mmap | None = None
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> mmap.mmap:
+        """A buffer of ``size`` bytes or more: the kept one if it is big enough, else new."""
+        with self._lock:
+            buffer = self.buffer
+            if buffer is not None and len(buffer) >= size:
+                self.buffer = None
+                return buffer
+        return _frame_buffer(size)
+
+    def give_back(self, buffer: mmap.mmap) -> None:
+        if len(buffer) > SPARE_MAX:
+            return
+        with self._lock:
+            if self.buffer is None or len(self.buffer) < len(buffer):
+                self.buffer = buffer
+
+    def drop(self) -> None:
+        with self._lock:
+            self.buffer = None
+
+
+_SPARE = _SpareBuffer()
+
+
+def drop_spare_buffer() -> None:
+    """Let go of the buffer kept for the next large frame (the gateway trims its memory)."""
+    _SPARE.drop()
+
+
+release_on_trim(drop_spare_buffer)
 
 
 def _refuse_ext(code: int, data: bytes) -> Any:
