@@ -223,3 +223,21 @@ def test_without_the_name_the_sdk_parse_serves_and_says_so(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="codemode.sdk_compat"):
         assert sdk_compat.parse_http_messages_fast() is False
     assert "jsonrpc_message_adapter" in caplog.text
+
+
+def test_a_dispatched_response_lets_go_of_its_result_and_nothing_else_changes():
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    result = {"content": [{"type": "text", "text": "x" * 1000}]}
+    response = SessionMessage(mcp_types.JSONRPCResponse(jsonrpc="2.0", id=1, result=result))
+    sdk_compat.release_dispatched_response(response)
+    assert response.message.result == {}
+    assert result["content"][0]["text"] == "x" * 1000  # the request's own dict is untouched
+    request = SessionMessage(
+        mcp_types.JSONRPCRequest(jsonrpc="2.0", id=2, method="ping", params={"a": 1})
+    )
+    sdk_compat.release_dispatched_response(request)
+    assert request.message.params == {"a": 1}
+    for other in (None, ValueError("not a message"), object()):
+        sdk_compat.release_dispatched_response(other)

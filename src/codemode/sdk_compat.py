@@ -24,6 +24,12 @@ What is touched, and why:
   than the parse itself for a large result; ``parse_http_messages_fast`` puts an adapter there that
   parses first and validates the parsed value (``connectors.jsonrpc``): the same messages,
   the same errors. It changes that one name for the whole process, once.
+- The client session's reader (``JSONRPCDispatcher.run``) keeps the last message it read in
+  its loop variable until the next one arrives, and hands a response's ``result`` dict to the
+  waiting request before it reads again. ``release_dispatched_response`` rebinds a delivered
+  response's ``result`` to an empty dict when the next message is asked for (the request
+  keeps the dict it was handed): a large result is no longer held twice over while the
+  upstream is quiet.
 - ``uvicorn.Server.capture_signals``: uvicorn installs its own SIGINT/SIGTERM handlers and
   re-raises the signal after shutdown, killing the process before the engine cleans up
   (``uvicorn_server`` returns a server that leaves signals to its caller).
@@ -60,6 +66,7 @@ __all__ = [
     "connection_key",
     "mcp_http_client",
     "parse_http_messages_fast",
+    "release_dispatched_response",
     "subprocess_pipe_fd",
     "tolerate_invalid_structured_content",
     "uvicorn_server",
@@ -218,3 +225,14 @@ def parse_http_messages_fast() -> bool:
         return False
     setattr(streamable_http, "jsonrpc_message_adapter", _ParsedFirst(adapter))  # noqa: B010
     return True
+
+
+def release_dispatched_response(item: object) -> None:
+    """Let a response the session's reader dispatched already (``item``: a ``SessionMessage``
+    the transport delivered before the reader asked for the next) let go of its result (see
+    the list above); anything else is left as it is."""
+    import mcp_types
+
+    message = getattr(item, "message", None)
+    if isinstance(message, mcp_types.JSONRPCResponse) and message.result:
+        message.result = {}

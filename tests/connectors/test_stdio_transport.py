@@ -244,13 +244,19 @@ async def test_ten_megabytes_each_way_through_a_real_sdk_server(tmp_path: Path):
 
 def _large_values_held(size: int) -> list[str]:
     """What live objects hold a str or bytes of at least ``size`` (frames of suspended
-    coroutines included)."""
+    coroutines included), directly or through a dict or tuple that holds only such values
+    (the collector does not track those: ``{"type": "text", "text": ...}``)."""
     import gc
 
     gc.collect()
     held = []
     for holder in gc.get_objects():
         for value in gc.get_referents(holder):
+            inner = value.values() if isinstance(value, dict) else value
+            if isinstance(value, dict | tuple) and not gc.is_tracked(value):
+                for item in inner:
+                    if isinstance(item, str | bytes) and len(item) >= size:
+                        held.append(f"{type(holder).__name__} holding one holding {len(item):,}")
             if isinstance(value, str | bytes) and len(value) >= size:
                 held.append(f"{type(holder).__name__} holding {len(value):,}")
     return held

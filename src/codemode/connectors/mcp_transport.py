@@ -129,11 +129,15 @@ async def watched_transport(
 
 
 class _WatchedReadStream:
-    """Delegates to the transport's read stream; its end means the upstream is gone."""
+    """Delegates to the transport's read stream; its end means the upstream is gone. Each
+    response it delivered lets go of its result when the next message is asked for
+    (``sdk_compat.release_dispatched_response``): the session's reader keeps the last message
+    until another arrives, a large result twice over for as long as the upstream is quiet."""
 
     def __init__(self, inner: Any, lost: asyncio.Event) -> None:
         self._inner = inner
         self._lost = lost
+        self._last: object = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -141,11 +145,16 @@ class _WatchedReadStream:
     async def receive(self) -> Any:
         import anyio
 
+        from codemode.sdk_compat import release_dispatched_response
+
+        last, self._last = self._last, None
+        release_dispatched_response(last)
         try:
-            return await self._inner.receive()
+            self._last = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._lost.set()
             raise
+        return self._last
 
     def __aiter__(self) -> _WatchedReadStream:
         return self
