@@ -32,7 +32,12 @@ from codemode.gateway.web.app import ApprovalPages, WebPage, with_web_pages
 from codemode.gateway.web.console import OperatorConsole
 from codemode.gateway.web.ledger import TokenLedger, definition_tokens
 from codemode.gateway.web.links import ApprovalLinks
-from codemode.heap import freeze_startup_objects, limit_arenas, trim_heap
+from codemode.heap import (
+    freeze_startup_objects,
+    keep_large_blocks_in_heap,
+    limit_arenas,
+    trim_heap,
+)
 from codemode.sandbox.descriptors import raise_open_files_limit
 from codemode.sdk_compat import uvicorn_server
 from codemode.storage.private import restrict_umask
@@ -61,6 +66,7 @@ async def serve(
     what it and its children create is its owner's only (a private umask, restored after)."""
     previous = restrict_umask()
     limit_arenas()  # before the threads that would each take one
+    keep_large_blocks_in_heap()
     raise_open_files_limit()
     try:
         await _serve(config, transport, host, port, openapi_specs, tokens, insecure_allow_anonymous)
