@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from codemode import sdk_compat
+from codemode.connectors.jsonrpc import parse_jsonrpc
 from codemode.errors import IncompatibleDependencyError
 
 pytestmark = pytest.mark.anyio
@@ -195,8 +196,8 @@ def test_the_http_client_parses_with_the_adapter_where_the_fast_one_is_put(data:
     import mcp_types
     from mcp.client import streamable_http
 
-    assert sdk_compat.parse_http_messages_fast(), ADAPT
-    assert sdk_compat.parse_http_messages_fast()  # once is enough
+    assert sdk_compat.parse_http_messages_fast(parse_jsonrpc), ADAPT
+    assert sdk_compat.parse_http_messages_fast(parse_jsonrpc)  # once is enough
     fast = streamable_http.jsonrpc_message_adapter
     assert isinstance(fast, sdk_compat._ParsedFirst)
     expected = mcp_types.jsonrpc_message_adapter.validate_json(data, by_name=False)
@@ -208,7 +209,7 @@ def test_what_is_not_json_fails_as_the_http_client_expects():
     from mcp.client import streamable_http
     from pydantic import ValidationError
 
-    sdk_compat.parse_http_messages_fast()
+    sdk_compat.parse_http_messages_fast(parse_jsonrpc)
     with pytest.raises(ValidationError, match="Invalid JSON"):
         streamable_http.jsonrpc_message_adapter.validate_json(b"<html>gateway timeout</html>")
     with pytest.raises(ValidationError):
@@ -221,7 +222,7 @@ def test_without_the_name_the_sdk_parse_serves_and_says_so(monkeypatch, caplog):
     monkeypatch.delattr(streamable_http, "jsonrpc_message_adapter")
     monkeypatch.setattr(sdk_compat, "_warned", set())
     with caplog.at_level(logging.WARNING, logger="codemode.sdk_compat"):
-        assert sdk_compat.parse_http_messages_fast() is False
+        assert sdk_compat.parse_http_messages_fast(parse_jsonrpc) is False
     assert "jsonrpc_message_adapter" in caplog.text
 
 

@@ -21,9 +21,10 @@ What is touched, and why:
   the child's pipes there (``subprocess_pipe_fd``), to grow them for large messages.
 - ``mcp.client.streamable_http.jsonrpc_message_adapter``: the module-level name the SDK's HTTP
   client transport parses each message with (``validate_json``), up to twenty times slower
-  than the parse itself for a large result; ``parse_http_messages_fast`` puts an adapter there that
-  parses first and validates the parsed value (``connectors.jsonrpc``): the same messages,
-  the same errors. It changes that one name for the whole process, once.
+  than the parse itself for a large result; ``parse_http_messages_fast`` puts an adapter
+  there that reads with the function it is given (``connectors.jsonrpc.parse_jsonrpc``: parse
+  first, then validate the parsed value): the same messages, the same errors. It changes
+  that one name for the whole process, once.
 - The client session's reader (``JSONRPCDispatcher.run``) keeps the last message it read in
   its loop variable until the next one arrives, and hands a response's ``result`` dict to the
   waiting request before it reads again. ``release_dispatched_response`` rebinds a delivered
@@ -194,24 +195,24 @@ def close_subprocess_transport(process: object) -> None:
 
 
 class _ParsedFirst:
-    """``jsonrpc_message_adapter`` whose ``validate_json`` is ``parse_jsonrpc``."""
+    """``jsonrpc_message_adapter`` whose ``validate_json`` is ``parse``."""
 
-    def __init__(self, adapter: Any) -> None:
+    def __init__(self, adapter: Any, parse: Callable[[Any], Any]) -> None:
         self._adapter = adapter
+        self._parse = parse
 
-    def validate_json(self, data: Any, **_options: Any) -> mcp_types.JSONRPCMessage:
-        from codemode.connectors.jsonrpc import parse_jsonrpc
-
-        return parse_jsonrpc(data)
+    def validate_json(self, data: Any, **_options: Any) -> Any:
+        return self._parse(data)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._adapter, name)
 
 
-def parse_http_messages_fast() -> bool:
-    """Have the SDK's streamable HTTP client parse each message, then validate it (see the
-    list above). Idempotent. False (and a warning, once) where the SDK no longer has the name:
-    its own parse then serves, only slower."""
+def parse_http_messages_fast(parse: Callable[[Any], Any]) -> bool:
+    """Have the SDK's streamable HTTP client read each message with ``parse``
+    (``connectors.jsonrpc.parse_jsonrpc``: parsed, then validated; see the list above).
+    Idempotent. False (and a warning, once) where the SDK no longer has the name: its own
+    parse then serves, only slower."""
     from mcp.client import streamable_http
 
     adapter = getattr(streamable_http, "jsonrpc_message_adapter", None)
@@ -223,7 +224,7 @@ def parse_http_messages_fast() -> bool:
             internal = "mcp.client.streamable_http.jsonrpc_message_adapter"
             logger.warning("%s", _incompatible("mcp", internal, "to parse large results fast"))
         return False
-    setattr(streamable_http, "jsonrpc_message_adapter", _ParsedFirst(adapter))  # noqa: B010
+    setattr(streamable_http, "jsonrpc_message_adapter", _ParsedFirst(adapter, parse))  # noqa: B010
     return True
 
 

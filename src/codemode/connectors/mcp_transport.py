@@ -104,6 +104,7 @@ async def watched_transport(
     watched so the end of it sets ``lost``."""
     from mcp.client.streamable_http import streamable_http_client
 
+    from codemode.connectors.jsonrpc import parse_jsonrpc
     from codemode.connectors.stdio_transport import stdio_transport
     from codemode.sdk_compat import mcp_http_client, parse_http_messages_fast
 
@@ -118,7 +119,7 @@ async def watched_transport(
             ) as (read, write):
                 yield _WatchedReadStream(read, lost), write
         else:
-            parse_http_messages_fast()
+            parse_http_messages_fast(parse_jsonrpc)
             async with (
                 mcp_http_client(target.headers) as http,
                 streamable_http_client(target.url, http_client=http) as (read, write),
