@@ -122,6 +122,24 @@ async def test_everything_over_streamable_http(everything_http):
         await connector.aclose()
 
 
+async def test_a_large_result_over_streamable_http_is_read_whole_by_the_fast_parse(
+    everything_http,
+):
+    from mcp.client import streamable_http
+
+    from codemode import sdk_compat
+
+    connector = MCPConnector("everything", HTTPTarget(everything_http), start_timeout_s=20)
+    try:
+        message = "Zoë Ünal, Łódź\n" * 20_000 + "x" * 700_000
+        result = await connector.call_tool("echo", {"message": message})
+        assert result.value == "Echo: " + message
+        # Read by codemode's parse, not the SDK's ``validate_json``.
+        assert isinstance(streamable_http.jsonrpc_message_adapter, sdk_compat._ParsedFirst)
+    finally:
+        await connector.aclose()
+
+
 async def test_http_upstream_down_is_unavailable():
     from codemode.errors import UpstreamUnavailableError
 

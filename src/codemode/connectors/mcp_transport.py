@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENV_ALLOWLIST",
+    "MAX_SSE_EVENT_BYTES",
     "HTTPTarget",
     "StdioTarget",
     "child_environment",
@@ -31,6 +32,12 @@ __all__ = [
 ]
 
 # Host variables a child may see; everything else it gets from its own `env` config.
+#: The largest message an MCP server may send over streamable HTTP as one server-sent event:
+#: the largest frame the sandbox bridge takes (``bridge.frames``). The SDK's own default, 1 MiB,
+#: failed every tool result beyond it ("Server-sent event exceeded the 1048576 byte limit"),
+#: which the same server returns over stdio.
+MAX_SSE_EVENT_BYTES = 64 << 20
+
 ENV_ALLOWLIST = (
     "PATH",
     "HOME",
@@ -122,7 +129,9 @@ async def watched_transport(
             parse_http_messages_fast(parse_jsonrpc)
             async with (
                 mcp_http_client(target.headers) as http,
-                streamable_http_client(target.url, http_client=http) as (read, write),
+                streamable_http_client(
+                    target.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES
+                ) as (read, write),
             ):
                 yield _WatchedReadStream(read, lost), write
     finally:
