@@ -82,7 +82,7 @@ def _runs(text: str) -> Iterator[tuple[int, int]]:
     at = 0
     while at < size:
         stop = min(size, at + _CHUNK)
-        marks = text[at:stop].encode("ascii").translate(_RUNS)
+        marks = _marks(text, at, stop)
         seed = marks.find(_SEED)
         while seed >= 0:
             # The first seed after a run's end (a space) starts the next run: the leftmost.
@@ -105,12 +105,17 @@ def _runs(text: str) -> Iterator[tuple[int, int]]:
         at = end
 
 
+def _marks(text: str, start: int, stop: int) -> bytes:
+    """``text[start:stop]`` (ASCII) with each hex or base64 character an ``x``, the rest spaces."""
+    return text[start:stop].encode("ascii").translate(_RUNS)
+
+
 def _run_end(text: str, at: int) -> int:
     """Where the run of hex and base64 characters going on at ``at`` (ASCII text) ends."""
     size = len(text)
     while at < size:
         stop = min(size, at + _CHUNK)
-        space = text[at:stop].encode("ascii").translate(_RUNS).find(b" ")
+        space = _marks(text, at, stop).find(b" ")
         if space >= 0:
             return at + space
         at = stop
