@@ -129,6 +129,11 @@ class AuditInvoker:
             )
         )
 
+    def sync(self) -> None:
+        """Return once the events of the calls so far are stored (the execution is ending:
+        its result must not go back before them)."""
+        self.log.sync()
+
     def flush(self) -> None:
         """Write the counted repeats and the budget overflow (the session is ending)."""
         with self._lock:

@@ -15,6 +15,11 @@ class AuditLog(Protocol):
 
     def append(self, event: AuditEvent) -> None: ...
 
+    def sync(self) -> bool:
+        """Return once every event appended so far is stored (at once where ``append``
+        stores each one itself); False if the store did not keep up."""
+        ...
+
     def query(self, filters: AuditFilter | None = None) -> list[AuditEvent]:
         """The newest ``filters.limit`` matching events, oldest first."""
         ...
@@ -32,6 +37,9 @@ class MemoryAuditLog:
     def append(self, event: AuditEvent) -> None:
         with self._lock:
             self._events.append(event)
+
+    def sync(self) -> bool:
+        return True
 
     def query(self, filters: AuditFilter | None = None) -> list[AuditEvent]:
         filters = filters or AuditFilter()

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -41,6 +41,26 @@ _COLUMNS = (
     "time, session, server, tool, args_digest, decision, duration_ms, outcome, error_code, "
     "message, rule, count"
 )
+_INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 12)})"  # noqa: S608
+
+
+def _row(event: AuditEvent) -> tuple[Any, ...]:
+    return (
+        event.time,
+        event.session,
+        event.server,
+        event.tool,
+        event.args_digest,
+        event.decision,
+        event.duration_ms,
+        event.outcome,
+        event.error_code,
+        event.message,
+        event.rule,
+        event.count,
+    )
+
+
 MIGRATIONS = (
     Migration(
         1,
@@ -111,32 +131,35 @@ class SQLiteAuditLog:
     # --- the AuditLog protocol ----------------------------------------------------------------
 
     def append(self, event: AuditEvent) -> None:
-        row = (
-            event.time,
-            event.session,
-            event.server,
-            event.tool,
-            event.args_digest,
-            event.decision,
-            event.duration_ms,
-            event.outcome,
-            event.error_code,
-            event.message,
-            event.rule,
-            event.count,
-        )
+        row = _row(event)
 
         def insert(connection: sqlite3.Connection) -> None:
-            connection.execute(
-                f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 12)})",  # noqa: S608
-                row,
-            )
+            connection.execute(_INSERT, row)
 
         with self._lock:
             self._with_recovery(insert)
-            self._appends += 1
-            if self._appends % _ROTATION_CHECK_EVERY == 0:
-                self._maybe_rotate()
+            self._count_appends(1)
+
+    def append_many(self, events: Sequence[AuditEvent]) -> None:
+        """``append`` each of ``events``, in order, in one transaction (all or none)."""
+        rows = [_row(event) for event in events]
+
+        def insert(connection: sqlite3.Connection) -> None:
+            with connection:  # one transaction: committed, or rolled back on an error
+                connection.execute("BEGIN")
+                connection.executemany(_INSERT, rows)
+
+        with self._lock:
+            self._with_recovery(insert)
+            self._count_appends(len(rows))
+
+    def sync(self) -> bool:
+        return True  # each append is stored before it returns
+
+    def _count_appends(self, count: int) -> None:
+        before, self._appends = self._appends, self._appends + count
+        if before // _ROTATION_CHECK_EVERY != self._appends // _ROTATION_CHECK_EVERY:
+            self._maybe_rotate()
 
     def _maybe_rotate(self) -> None:
         """Rotate and prune when the settings say so (called with the lock held)."""

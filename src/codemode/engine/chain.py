@@ -55,6 +55,11 @@ class InvokerChain:
         if self.audit is not None:
             self.audit.record_refused(call, code, message)
 
+    def sync(self) -> None:
+        """An execution ends: its calls' audit events are stored before its result goes."""
+        if self.audit is not None:
+            self.audit.sync()
+
     def close(self) -> None:
         """The session ends: write what the audit wrapper still counts."""
         if self.audit is not None:

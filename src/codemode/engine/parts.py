@@ -92,9 +92,11 @@ def local_parts(wiring: Wiring) -> SessionParts:
     """Every part in this process: one gateway."""
     audit_log, digest_key = wiring.audit_log, None
     if audit_log is None and wiring.audit:
+        from codemode.audit.batching import BatchedAuditLog
         from codemode.audit.opening import open_audit_log
 
-        audit_log, digest_key = open_audit_log(wiring.config.gateway.state_dir, wiring.config.audit)
+        opened, digest_key = open_audit_log(wiring.config.gateway.state_dir, wiring.config.audit)
+        audit_log = BatchedAuditLog(opened)
     return SessionParts(
         registry_for(wiring), ApprovalBroker(), LocalSessionStores(), audit_log, digest_key
     )

@@ -269,6 +269,7 @@ class Session:
         finally:
             if scanned is not None:
                 scanned.flush()
+            self.chain.sync()
         if restored is not None and result.restored is None:
             hint = f"{describe_restore(restored)} {result.hint}".strip()
             result = replace(result, restored=restored, hint=hint)
