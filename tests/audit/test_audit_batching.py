@@ -33,6 +33,7 @@ class RecordingLog(MemoryAuditLog):
         super().__init__()
         self.delay_s = delay_s
         self.batches: list[int] = []
+        self.writers: list[int] = []  # the thread that stored each batch
         self.closed = False
         self.gate = threading.Event()
         self.gate.set()
@@ -44,6 +45,7 @@ class RecordingLog(MemoryAuditLog):
         self.gate.wait(10)
         time.sleep(self.delay_s)
         self.batches.append(len(events))
+        self.writers.append(threading.get_ident())
         for one in events:
             super().append(one)
 
@@ -78,6 +80,15 @@ def test_sync_returns_only_once_what_came_before_is_stored():
     assert batched.sync()
     assert time.monotonic() - started < 0.9
     assert [one.time for one in stored(inner)] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    batched.close()
+
+
+def test_sync_stores_what_waits_on_its_own_thread_not_through_the_writer():
+    inner = RecordingLog()
+    batched = BatchedAuditLog(inner, linger_s=5.0)
+    batched.append(event(1))
+    assert batched.sync()
+    assert inner.writers == [threading.get_ident()]  # no hand-over to the writer and back
     batched.close()
 
 

@@ -5,7 +5,8 @@ locks, a check that the file is still the one opened), paid by every tool call b
 result went back to the code. That was a third of what a call through the chain cost when code
 calls a tool in a loop (about 90 of 310 us, measured with `benchmarks/engine.py`'s E5). Here
 ``append`` only queues the event; a writer thread waits ``linger_s`` for more and writes them
-together (``append_many`` where the store has it).
+together (``append_many`` where the store has it), and ``sync`` writes what still waits on its
+caller's thread.
 
 What is not lost: ``sync()`` returns once everything appended before it is stored, and every
 execution calls it before its result goes back, so an agent never sees the result of a call
@@ -60,9 +61,9 @@ class BatchedAuditLog:
         self._pending: list[AuditEvent] = []
         self._appended = 0  # events ever queued
         self._stored = 0  # of those, written (or given up on)
-        self._hurry = 0  # syncs waiting: write without lingering
         self._closed = False
         self._changed = threading.Condition(threading.Lock())
+        self._writing = threading.Lock()  # held while a batch is taken and stored
         self._writer: threading.Thread | None = None
 
     @property
@@ -89,27 +90,24 @@ class BatchedAuditLog:
                 self._changed.notify_all()
 
     def sync(self, timeout_s: float = SYNC_TIMEOUT_S) -> bool:
-        """Wait until every event appended so far is stored; False if that took too long."""
+        """Return once every event appended so far is stored: what still waits is written
+        on this thread (a hand-over to the writer and back would cost two wake-ups, more than
+        the write of one event). False if the store did not take them within ``timeout_s``."""
         if self._appended == self._stored:  # nothing waits: no lock taken
             return True
-        deadline = time.monotonic() + timeout_s
-        with self._changed:
-            target = self._appended
-            self._hurry += 1
-            self._changed.notify_all()
-            try:
-                while self._stored < target:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or self._writer is None:
-                        log.warning(
-                            "the audit log's writer did not store %d events within %.0f s",
-                            target - self._stored,
-                            timeout_s,
-                        )
-                        return False
-                    self._changed.wait(remaining)
-            finally:
-                self._hurry -= 1
+        target = self._appended
+        if not self._writing.acquire(timeout=timeout_s):  # the writer's batch goes first
+            log.warning(
+                "the audit log did not store %d events within %.0f s",
+                target - self._stored,
+                timeout_s,
+            )
+            return False
+        try:
+            while self._stored < target:  # what was appended before this call
+                self._write_next(self.max_batch)
+        finally:
+            self._writing.release()
         return True
 
     def query(self, filters: AuditFilter | None = None) -> list[AuditEvent]:
@@ -135,22 +133,29 @@ class BatchedAuditLog:
                     self._changed.wait()
                 if not self._pending:  # closed and drained
                     return
-                # Linger for more, unless a sync waits, the batch is full or it is closing.
+                # Linger for more, unless the batch is full or the log is closing.
                 deadline = time.monotonic() + self.linger_s
                 while (
-                    not self._hurry
-                    and not self._closed
-                    and len(self._pending) < self.max_batch
+                    not self._closed
+                    and 0 < len(self._pending) < self.max_batch
                     and (remaining := deadline - time.monotonic()) > 0
                 ):
                     self._changed.wait(remaining)
-                batch = self._pending[: self.max_batch]
-                del self._pending[: self.max_batch]
-                self._changed.notify_all()  # room for appends that wait
+            with self._writing:
+                self._write_next(self.max_batch)
+
+    def _write_next(self, most: int) -> None:
+        """Take up to ``most`` waiting events and store them (``_writing`` held: batches are
+        stored in the order they were taken)."""
+        with self._changed:
+            batch = self._pending[:most]
+            del self._pending[:most]
+            self._changed.notify_all()  # room for appends that wait
+        if batch:
             self._store(batch)
-            with self._changed:
-                self._stored += len(batch)
-                self._changed.notify_all()
+        with self._changed:
+            self._stored += len(batch)
+            self._changed.notify_all()
 
     def _store(self, batch: Sequence[AuditEvent]) -> None:
         append_many = getattr(self.inner, "append_many", None)
