@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from codemode.audit.events import AuditEvent
+from codemode.audit.batching import BatchedAuditLog
+from codemode.audit.events import AuditEvent, AuditFilter
 from codemode.cli import audit_command
 from codemode.errors import StateStoreError
 from codemode.policy.budget import BudgetExceededError
@@ -134,6 +135,32 @@ def test_concurrent_writers_on_two_replicas_keep_one_unbroken_chain(
     redis.client.xdel(logs[0].stream, entries[1][0])
     with pytest.raises(StateStoreError, match="chain is broken at entry"):
         logs[0].verify()
+
+
+def test_batches_and_single_events_from_two_replicas_form_one_chain_in_order(
+    redis_server: Any, redis: SharedRedis
+) -> None:
+    logs = [RedisAuditLog(redis), RedisAuditLog(SharedRedis(redis_server.url))]
+    batched = BatchedAuditLog(logs[0], linger_s=0.01, max_batch=8)
+
+    def write(index: int) -> None:
+        for number in range(40):
+            event = _event(number, f"s_{index}")
+            (batched.append if index % 2 == 0 else logs[1].append)(event)
+
+    threads = [threading.Thread(target=write, args=(index,)) for index in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert batched.sync()
+    assert logs[0].verify() == 160
+    events = logs[0].query(AuditFilter(limit=None))
+    for index in range(4):  # each writer's events in the order it appended them
+        assert [e.tool for e in events if e.session == f"s_{index}"] == [f"t{n}" for n in range(40)]
+    batched.close()
+    with pytest.raises(StateStoreError, match="closed"):
+        logs[0].append_many([_event(1, "late")])
 
 
 def test_a_vault_loaded_on_another_replica_resolves_and_continues_its_tokens(

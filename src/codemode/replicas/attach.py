@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from codemode.audit.batching import BatchedAuditLog
 from codemode.checkpoints import KVCheckpoints
 from codemode.engine.approvals import ApprovalBroker
 from codemode.engine.parts import SessionParts, Wiring, registry_for
@@ -71,7 +72,7 @@ def shared_parts(wiring: Wiring) -> SessionParts:
         raise
     audit_log, digest_key = wiring.audit_log, None
     if audit_log is None and wiring.audit:
-        audit_log, digest_key = shared.audit_log, shared.digest_key
+        audit_log, digest_key = BatchedAuditLog(shared.audit_log), shared.digest_key
     return SessionParts(
         shared.registry, shared.approvals, shared.stores, audit_log, digest_key, shared
     )
