@@ -59,35 +59,28 @@ def test_nothing_moves_on_a_busy_machine():
     thread.join(10)
 
 
-def test_a_refusal_stops_further_tries(monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize(
+    ("error", "tried"),
+    [
+        (PermissionError(1, "Operation not permitted"), [123]),  # refused: not tried again
+        (ProcessLookupError(3, "No such process"), [123, 124]),  # the thread was gone
+    ],
+)
+def test_a_refusal_stops_further_tries_a_thread_gone_meanwhile_does_not(
+    monkeypatch: pytest.MonkeyPatch, error: OSError, tried: list[int]
+):
     calls = []
 
-    def refuse(pid: int, cpus: object) -> None:
+    def fail(pid: int, cpus: object) -> None:
         calls.append(pid)
-        raise PermissionError(1, "Operation not permitted")
+        raise error
 
     handoff = CallerCpu(spare=lambda: True)
-    monkeypatch.setattr(cpu_handoff.os, "sched_setaffinity", refuse)
-    both = frozenset({0, 1})
-    monkeypatch.setattr(cpu_handoff, "_sched_getcpu", lambda: lambda: 0)
-    assert not handoff.move_to_caller(123, both)
-    assert not handoff.move_to_caller(123, both)
-    assert calls == [123]
-
-
-def test_a_thread_gone_meanwhile_is_not_a_refusal(monkeypatch: pytest.MonkeyPatch):
-    calls = []
-
-    def gone(pid: int, cpus: object) -> None:
-        calls.append(pid)
-        raise ProcessLookupError(3, "No such process")
-
-    handoff = CallerCpu(spare=lambda: True)
-    monkeypatch.setattr(cpu_handoff.os, "sched_setaffinity", gone)
+    monkeypatch.setattr(cpu_handoff.os, "sched_setaffinity", fail)
     monkeypatch.setattr(cpu_handoff, "_sched_getcpu", lambda: lambda: 0)
     assert not handoff.move_to_caller(123, frozenset({0, 1}))
     assert not handoff.move_to_caller(124, frozenset({0, 1}))
-    assert calls == [123, 124]
+    assert calls == tried
 
 
 async def test_a_job_and_what_it_starts_get_every_cpu_after_a_move():

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 
 from codemode.audit.events import AuditEvent, AuditFilter
-from codemode.audit.log import AuditLog
+from codemode.audit.log import AppendsMany, AuditLog, report_unwritten
 from codemode.errors import StateStoreError
 
 __all__ = ["BatchedAuditLog"]
@@ -158,10 +158,9 @@ class BatchedAuditLog:
             self._changed.notify_all()
 
     def _store(self, batch: Sequence[AuditEvent]) -> None:
-        append_many = getattr(self.inner, "append_many", None)
-        if append_many is not None and len(batch) > 1:
+        if isinstance(self.inner, AppendsMany) and len(batch) > 1:
             try:
-                append_many(batch)
+                self.inner.append_many(batch)
                 return
             except Exception:  # noqa: BLE001 - written one by one below, each failure counted
                 log.debug("a batch of audit events failed; writing them one by one")
@@ -170,9 +169,4 @@ class BatchedAuditLog:
                 self.inner.append(event)
             except Exception as error:  # noqa: BLE001 - auditing must not stop the gateway
                 self.failed_writes += 1
-                log.warning(
-                    "could not write the audit event for %s.%s: %s",
-                    event.server,
-                    event.tool,
-                    type(error).__name__,
-                )
+                report_unwritten(event, error)

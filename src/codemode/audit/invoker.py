@@ -15,7 +15,6 @@ into an error (its side effect already happened).
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from codemode.audit.events import AuditEvent, Outcome, argument_digest
-from codemode.audit.log import AuditLog
+from codemode.audit.log import AuditLog, report_unwritten
 from codemode.audit.pending import digest_during_call
 from codemode.audit.redaction import MAX_MESSAGE_CHARS, scrub
 from codemode.bridge.host import ToolInvoker
@@ -34,7 +33,6 @@ from codemode.tools import ToolCall
 
 __all__ = ["AuditInvoker"]
 
-log = logging.getLogger(__name__)
 
 #: Distinct kinds of refusal tracked per session; beyond, they share one counted row.
 _MAX_REPEAT_KEYS = 64
@@ -221,9 +219,4 @@ class AuditInvoker:
             self.log.append(event)
         except Exception as error:  # noqa: BLE001 - see the module docstring
             self.failed_writes += 1
-            log.warning(
-                "could not write the audit event for %s.%s: %s",
-                event.server,
-                event.tool,
-                type(error).__name__,
-            )
+            report_unwritten(event, error)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 from codemode.audit.events import AuditEvent, AuditFilter, event_matches
 
-__all__ = ["AuditLog", "MemoryAuditLog"]
+__all__ = ["AppendsMany", "AuditLog", "MemoryAuditLog", "report_unwritten"]
+
+log = logging.getLogger("codemode.audit")
 
 
 class AuditLog(Protocol):
@@ -27,6 +31,25 @@ class AuditLog(Protocol):
     def close(self) -> None:
         """Release the store (files, connections). Appending after close is an error."""
         ...
+
+
+@runtime_checkable
+class AppendsMany(Protocol):
+    """A store that writes several events at once (one transaction, one round trip)."""
+
+    def append_many(self, events: Sequence[AuditEvent]) -> None:
+        """``append`` each of ``events``, in order: all of them or, on an error, none."""
+        ...
+
+
+def report_unwritten(event: AuditEvent, error: BaseException) -> None:
+    """Say that ``event`` could not be written (auditing goes on: the gateway must not stop)."""
+    log.warning(
+        "could not write the audit event for %s.%s: %s",
+        event.server,
+        event.tool,
+        type(error).__name__,
+    )
 
 
 class MemoryAuditLog:
