@@ -20,7 +20,7 @@ MAX_LINES = 500
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
-        "errors tools config_model jsonpointer terminal_text sdk_compat hostnames tokens heap",
+        "errors tools config_model jsonpointer terminal_text sdk_compat hostnames tokens heap cpus",
         "settings bridge testing storage",
         "policy",
         "privacy",

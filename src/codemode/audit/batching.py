@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from codemode.audit.events import AuditEvent, AuditFilter
 from codemode.audit.log import AppendsMany, AuditLog, report_unwritten
+from codemode.cpus import take_process_cpus
 from codemode.errors import StateStoreError
 
 __all__ = ["BatchedAuditLog"]
@@ -127,6 +128,7 @@ class BatchedAuditLog:
             self.inner.close()
 
     def _write_loop(self) -> None:
+        take_process_cpus()  # started by whichever thread appended first, maybe a pinned one
         while True:
             with self._changed:
                 while not self._pending and not self._closed:

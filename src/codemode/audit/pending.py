@@ -20,6 +20,7 @@ from typing import Any
 
 from codemode.audit.events import argument_digest
 from codemode.bridge.waiting import defer_until_waiting
+from codemode.cpus import take_process_cpus
 
 __all__ = ["EARLY_CHARS", "digest_during_call"]
 
@@ -27,7 +28,9 @@ __all__ = ["EARLY_CHARS", "digest_during_call"]
 EARLY_CHARS = 1 << 18
 
 # Its threads start on the first large argument.
-_DIGESTS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codemode-audit-digest")
+_DIGESTS = ThreadPoolExecutor(
+    max_workers=2, thread_name_prefix="codemode-audit-digest", initializer=take_process_cpus
+)
 
 
 class _Digest:

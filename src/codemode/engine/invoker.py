@@ -16,6 +16,7 @@ from typing import Any
 
 from codemode.bridge.waiting import now_waiting
 from codemode.catalog.catalog import Catalog
+from codemode.cpus import take_process_cpus
 from codemode.errors import CodemodeError, ToolError
 from codemode.tools import ToolCall, ToolResult
 
@@ -105,7 +106,9 @@ def _on_loop(
 def _blocking_pool() -> concurrent.futures.ThreadPoolExecutor:
     """Where blocking tool functions run: as many at once as ``asyncio.to_thread`` allows."""
     workers = min(32, (os.cpu_count() or 1) + 4)
-    return concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="codemode-tool")
+    return concurrent.futures.ThreadPoolExecutor(
+        workers, thread_name_prefix="codemode-tool", initializer=take_process_cpus
+    )
 
 
 def _wait(

@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from codemode.bridge.host import BridgeHost
+from codemode.cpus import take_process_cpus
 
 __all__ = ["ParallelCalls"]
 
@@ -43,7 +44,9 @@ class ParallelCalls:
         if self.in_flight >= self.workers * _QUEUED_PER_WORKER:
             return False
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="codemode-call")
+            self._pool = ThreadPoolExecutor(
+                self.workers, thread_name_prefix="codemode-call", initializer=take_process_cpus
+            )
         context = contextvars.copy_context()
         with self._lock:
             self.in_flight += 1
