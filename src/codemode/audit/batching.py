@@ -76,8 +76,10 @@ class BatchedAuditLog:
         with self._changed:
             if self._closed:
                 raise StateStoreError("the audit log is closed", fix="append before closing it")
-            while len(self._pending) >= self.max_pending and not self._closed:
+            while len(self._pending) >= self.max_pending:
                 self._changed.wait(1.0)
+                if self._closed:  # closed while this append waited for room
+                    raise StateStoreError("the audit log is closed", fix="append before closing it")
             self._pending.append(event)
             self._appended += 1
             if self._writer is None:
@@ -105,8 +107,10 @@ class BatchedAuditLog:
             )
             return False
         try:
-            while self._stored < target:  # what was appended before this call
-                self._write_next(self.max_batch)
+            # What was appended before this call: all of it waits in the queue now (a batch
+            # is taken only with ``_writing`` held).
+            while self._stored < target and self._write_next(self.max_batch):
+                pass
         finally:
             self._writing.release()
         return True
@@ -146,18 +150,18 @@ class BatchedAuditLog:
             with self._writing:
                 self._write_next(self.max_batch)
 
-    def _write_next(self, most: int) -> None:
+    def _write_next(self, most: int) -> int:
         """Take up to ``most`` waiting events and store them (``_writing`` held: batches are
-        stored in the order they were taken)."""
+        stored in the order they were taken); how many it took."""
         with self._changed:
             batch = self._pending[:most]
             del self._pending[:most]
             self._changed.notify_all()  # room for appends that wait
         if batch:
             self._store(batch)
-        with self._changed:
-            self._stored += len(batch)
-            self._changed.notify_all()
+            with self._changed:
+                self._stored += len(batch)
+        return len(batch)
 
     def _store(self, batch: Sequence[AuditEvent]) -> None:
         if isinstance(self.inner, AppendsMany) and len(batch) > 1:
