@@ -89,6 +89,8 @@ def main() -> int:
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown or not systems:
         parser.error(f"--systems takes {' and '.join(SYSTEMS)}, got {args.systems!r}")
+    if args.rounds < 1 or args.clients < 1:
+        parser.error("--rounds and --clients take a whole number of 1 or more")
     if args.smoke:
         systems, args.rounds, args.clients = ["codemode"], 1, 3
     elif "fastmcp" in systems and find_spec("fastmcp") is None:
