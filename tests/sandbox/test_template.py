@@ -121,6 +121,23 @@ def test_a_ready_forked_sandbox_costs_less_than_the_pool_counts_for_it(
             sandbox.kill()
 
 
+def test_the_compiler_state_is_made_once_in_the_template_for_every_fork(
+    backend: BwrapBackend,
+) -> None:
+    """The first ``compile`` in a process makes the compiler's state (the AST's types among
+    it). The template makes it before it freezes its objects and forks: a sandbox finds the
+    types among the frozen objects it shares, not among those it made itself (each fork made
+    its own, half of a sandbox's start, before)."""
+    sandbox = _started(backend)
+    try:
+        code = "import _ast, gc\nprint(any(o is _ast.Module for o in gc.get_objects()))"
+        result = sandbox.execute(code)
+        assert result.status == "ok", result
+        assert result.stdout.strip() == "False", "the fork made the compiler's state itself"
+    finally:
+        sandbox.kill()
+
+
 def test_a_forked_sandbox_is_sealed_like_one_started_alone(backend: BwrapBackend) -> None:
     sandbox = _started(backend)
     try:

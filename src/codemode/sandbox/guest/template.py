@@ -282,10 +282,13 @@ def main(argv):
     os.chdir("/")
     _signal.signal(_signal.SIGCHLD, _reap)
     control = _socket.socket(fileno=config.control)
-    # What every first execution imports (and an error's report), loaded once for all the
-    # forks: shared pages here, where a guest started alone imports them itself when used.
+    # What every first execution imports (and an error's report) and the compiler's state,
+    # made once for all the forks: shared pages here, where a guest started alone makes them
+    # itself when first used.
     import linecache  # noqa: F401
     import traceback  # noqa: F401
+
+    guest_main.prime_compiler()
 
     gc.collect()
     gc.freeze()  # the collector never writes to what is shared with the sandboxes
