@@ -34,10 +34,8 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from burst_client import burst
 from gateway import percentile
-from peers import SESSIONS, quiet, server, trivial
+from peers import SESSIONS, SYSTEMS, quiet, server, trivial
 from process_memory import tree_cpu_s
-
-SYSTEMS = ("codemode", "fastmcp")
 
 
 async def first_burst(system: str, clients: int) -> dict[str, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -34,7 +35,7 @@ def from_a_pinned_thread(work: Callable[[], T]) -> T:
 
 def test_the_process_cpus_are_the_main_threads():
     assert process_cpus() == PROCESS
-    assert from_a_pinned_thread(lambda: frozenset(os.sched_getaffinity(0))) <= PROCESS
+    assert from_a_pinned_thread(process_cpus) == PROCESS  # asked from a pinned thread too
 
 
 def test_a_tool_thread_started_by_a_pinned_thread_takes_every_cpu():
@@ -73,3 +74,17 @@ def test_the_audit_writer_started_by_a_pinned_thread_takes_every_cpu():
         time.sleep(0.01)
     assert inner.cpus and set(inner.cpus) == {PROCESS}
     batched.close()
+
+
+def test_an_execution_thread_started_by_a_pinned_thread_takes_every_cpu():
+    from codemode.engine.cpu_handoff import NoHandoff
+    from codemode.engine.threads import WorkerThreads
+
+    async def on_a_worker() -> frozenset[int]:
+        workers = WorkerThreads(1, handoff=NoHandoff())  # no move, so no restore either
+        try:
+            return await workers.run(lambda: frozenset(os.sched_getaffinity(0)))
+        finally:
+            workers.close()
+
+    assert from_a_pinned_thread(lambda: asyncio.run(on_a_worker())) == PROCESS

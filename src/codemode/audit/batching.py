@@ -109,7 +109,7 @@ class BatchedAuditLog:
         try:
             # What was appended before this call: all of it waits in the queue now (a batch
             # is taken only with ``_writing`` held).
-            while self._stored < target and self._write_next(self.max_batch):
+            while self._stored < target and self._write_next():
                 pass
         finally:
             self._writing.release()
@@ -148,14 +148,14 @@ class BatchedAuditLog:
                 ):
                     self._changed.wait(remaining)
             with self._writing:
-                self._write_next(self.max_batch)
+                self._write_next()
 
-    def _write_next(self, most: int) -> int:
-        """Take up to ``most`` waiting events and store them (``_writing`` held: batches are
-        stored in the order they were taken); how many it took."""
+    def _write_next(self) -> int:
+        """Take up to ``max_batch`` waiting events and store them (``_writing`` held: batches
+        are stored in the order they were taken); how many it took."""
         with self._changed:
-            batch = self._pending[:most]
-            del self._pending[:most]
+            batch = self._pending[: self.max_batch]
+            del self._pending[: self.max_batch]
             self._changed.notify_all()  # room for appends that wait
         if batch:
             self._store(batch)

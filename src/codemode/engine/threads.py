@@ -15,11 +15,11 @@ import asyncio
 import collections
 import contextlib
 import contextvars
-import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from codemode.cpus import process_cpus, take_process_cpus
 from codemode.engine.cpu_handoff import CALLER_CPU, CpuHandoff
 
 __all__ = ["WorkerThreads"]
@@ -34,9 +34,7 @@ class _Idle:
 
     def __init__(self) -> None:
         self.native_id = threading.get_native_id()
-        self.allowed = (
-            frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
-        )
+        self.allowed = process_cpus() or frozenset()
         self.wake = threading.Lock()
         self.wake.acquire()
         self.job: _Job | None = None
@@ -104,6 +102,7 @@ class WorkerThreads:
             worker.wake.release()
 
     def _work(self, first: _Job) -> None:
+        take_process_cpus()  # started by the caller's thread, which may be pinned
         me = _Idle()
         job: _Job | None = first
         while job is not None:

@@ -37,16 +37,8 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]
 return redis.call('GET', KEYS[1])
 """
 
+# Each of ARGV, in order, chained after the head: one round trip for one event or a batch.
 _APPEND = """
-local prev = redis.call('GET', KEYS[2]) or ''
-local digest = redis.sha1hex(prev .. ARGV[1])
-redis.call('XADD', KEYS[1], '*', 'event', ARGV[1], 'prev', prev, 'hash', digest)
-redis.call('SET', KEYS[2], digest)
-return digest
-"""
-
-# ``_APPEND`` for each of ARGV, in order, in one script: one round trip for a batch.
-_APPEND_MANY = """
 local prev = redis.call('GET', KEYS[2]) or ''
 for i = 1, #ARGV do
   local digest = redis.sha1hex(prev .. ARGV[i])
@@ -64,20 +56,17 @@ class RedisAuditLog:
         self.stream = redis.key("audit")
         self.head = redis.key("audit", "head")
         self._append = redis.script(_APPEND)
-        self._append_many = redis.script(_APPEND_MANY)
         self._closed = False
 
     def append(self, event: AuditEvent) -> None:
-        if self._closed:
-            raise StateStoreError("the audit log is closed", fix="append before closing it")
-        self._append(keys=[self.stream, self.head], args=[_payload(event)])
+        self.append_many((event,))
 
     def append_many(self, events: Sequence[AuditEvent]) -> None:
         """``append`` each of ``events``, in order, in one script (one round trip)."""
         if self._closed:
             raise StateStoreError("the audit log is closed", fix="append before closing it")
         if events:
-            self._append_many(keys=[self.stream, self.head], args=[_payload(e) for e in events])
+            self._append(keys=[self.stream, self.head], args=[_payload(e) for e in events])
 
     def sync(self) -> bool:
         return True  # each append is stored before it returns
