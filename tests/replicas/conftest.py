@@ -19,6 +19,8 @@ from codemode.connectors.python import PythonConnector
 from codemode.engine import Codemode
 from codemode.policy import PolicySettings
 from codemode.replicas.connection import SharedRedis
+from codemode.replicas.keys import read_key_file
+from codemode.replicas.sealing import StoreKey
 from codemode.sandbox import Limits, SandboxSettings
 
 ASK_ORDERS = {
@@ -72,9 +74,20 @@ def replica_config(
     )
 
 
-def key_file(path: Path, material: bytes | None = None, mode: int = 0o600) -> Path:
-    """A key file holding ``material`` (random when None) as base64, with ``mode``."""
-    path.write_text(base64.b64encode(material or os.urandom(32)).decode() + "\n")
+def key_file(
+    path: Path, material: bytes | None = None, mode: int = 0o600, *, unlike: Path | None = None
+) -> Path:
+    """A key file holding ``material`` (random when None) as base64, with ``mode``.
+
+    With ``unlike``, the random key's one-byte id differs from that key file's: two random
+    keys share an id one time in 256, and then a replica reports a failed integrity check
+    rather than a key it does not have (a test of "which key" must not depend on luck)."""
+    if material is None:
+        material = os.urandom(32)
+        taken = None if unlike is None else read_key_file(unlike, key="unlike").key_id
+        while StoreKey(material, "test").key_id == taken:
+            material = os.urandom(32)
+    path.write_text(base64.b64encode(material).decode() + "\n")
     path.chmod(mode)
     return path
 

@@ -153,7 +153,7 @@ def test_doctor_says_whether_the_shared_store_is_encrypted_and_by_this_key(
     shared_digest_key(redis, store_sealer(keyed.gateway, environ={}))
     redis.close()
     assert check_shared_store_key(keyed).level == "ok"
-    other = key_file(tmp_path / "other.key")
+    other = key_file(tmp_path / "other.key", unlike=path)
     wrong = check_shared_store_key(
         load_config(write(tmp_path, f'{store}\nshared_store_key_file = "{other}"'))
     )

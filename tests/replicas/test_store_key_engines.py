@@ -63,8 +63,10 @@ async def test_with_a_key_there_is_no_warning(
 async def test_a_replica_with_another_key_refuses_to_start(
     redis_server: Any, crm: Crm, tmp_path: Path
 ) -> None:
-    async with engine(tmp_path, "a", redis_server.url, crm, key_file(tmp_path / "a.key")):
-        wrong = engine(tmp_path, "b", redis_server.url, crm, key_file(tmp_path / "b.key"))
+    first = key_file(tmp_path / "a.key")
+    async with engine(tmp_path, "a", redis_server.url, crm, first):
+        other = key_file(tmp_path / "b.key", unlike=first)
+        wrong = engine(tmp_path, "b", redis_server.url, crm, other)
         with pytest.raises(SharedStoreDecryptError, match="key this replica does not have"):
             async with wrong:
                 pass
