@@ -18,7 +18,10 @@ the tokenizer, as a tool result: old and new), rescan (the same text again: the 
 answered from the content-hash cache), echo (the orders text, new each call, through a
 session's wrappers around a tool that returns its argument, as in benchmarks/peers.py's P6: the
 flow check of the argument, the call, the oracle guard and the result's tokens; the vault
-already holds the text's contacts), records (5,000 contact records, about 900 KiB as JSON,
+already holds the text's contacts), save (the orders text sent back to the server its
+contacts came from, answered with its size: old, the vault also holds a value of another
+server, so the flow check reads the argument; new, every origin may go there unasked and
+nothing reads it), records (5,000 contact records, about 900 KiB as JSON,
 returned by a tool through the same wrappers: the first read in a session, which puts every
 contact in the vault, and the same records read again). Medians of ``--repeat`` runs; ms per MiB, wall time and
 this thread's CPU time (on a loaded machine the CPU time is the steadier one).
@@ -197,6 +200,7 @@ def run(repeat: int, size: int = SIZE) -> dict[str, dict[str, float]]:
     )
     rows["rescan prose (cached)"] = {"old_ms": old, "new_ms": again, "new/old": again / old}
     rows["echo orders (wrappers)"] = echo_row(texts["orders"], repeat)
+    rows["save orders (wrappers)"] = save_row(texts["orders"], repeat)
     rows |= records_rows(5000 if size == SIZE else 50, repeat)
     return rows
 
@@ -250,10 +254,44 @@ def records_rows(count: int, repeat: int) -> dict[str, dict[str, float]]:
 
 
 class _Echo:
-    """A tool that returns its argument (the upstream of P6)."""
+    """A tool that returns its argument (the upstream of P6); ``save`` answers its size."""
 
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        if call.tool == "save":
+            return {"saved": len(call.arguments["text"])}
+        if call.tool == "contact":
+            return {"email": "grace.hopper@navy.example.com"}
         return call.arguments["text"]
+
+
+def _saving(invoker: Any, text: str) -> Callable[[], Any]:
+    calls = iter(range(1_000_000))
+
+    def once() -> Any:
+        argument = f"call {next(calls)}: {text}"  # a new text each call
+        return invoker.invoke(ToolCall("up", "save", {"text": argument}), timeout_s=60)
+
+    return once
+
+
+def save_row(text: str, repeat: int) -> dict[str, float]:
+    """1 MiB sent to a tool of the server its contacts came from (a document saved back where
+    it was read), answered with its size. ``old``: the vault also holds a value from another
+    server, whose data would be asked for there, so the flow check reads the argument for
+    values in clear; ``new``: every origin may go there unasked, and nothing reads it."""
+    found: dict[str, tuple[float, float]] = {}
+    for label, origins in (("old", ("up", "crm")), ("new", ("up",))):
+        chain = build_invoker_chain(
+            CodemodeConfig(), _Echo(), session="bench", specs=lambda _s, _t: None, approver=None
+        )
+        for origin in origins:  # the vault learns the contacts, from each origin
+            chain.invoker.invoke(ToolCall(origin, "contact", {}), timeout_s=60)
+        chain.invoker.invoke(ToolCall("up", "echo", {"text": text[:4096]}), timeout_s=60)
+        found[label] = median_ms(_saving(chain.invoker, text), max(repeat, 5))
+    (old, old_cpu), (new, new_cpu) = found["old"], found["new"]
+    return {"old_ms": old, "new_ms": new, "new/old": new / old, "old_cpu_ms": old_cpu} | {
+        "new_cpu_ms": new_cpu
+    }
 
 
 def echo_row(text: str, repeat: int) -> dict[str, float]:

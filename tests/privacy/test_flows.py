@@ -148,3 +148,75 @@ def test_a_value_the_vault_learns_after_the_check_is_still_found() -> None:
     with pytest.raises(DataFlowDeniedError, match="only with the user's approval"):
         invoker.invoke(call, timeout_s=5)
     assert upstream.calls == []
+
+
+def counting_plain_reads(
+    invoker: PrivacyInvoker, monkeypatch: pytest.MonkeyPatch
+) -> list[ToolCall]:
+    """The calls whose arguments were read for values in clear."""
+    reads: list[ToolCall] = []
+    plain = invoker._plain_values
+
+    def counted(arguments: Any, *rest: Any) -> Any:
+        reads.append(arguments)
+        return plain(arguments, *rest)
+
+    monkeypatch.setattr(invoker, "_plain_values", counted)
+    return reads
+
+
+def test_arguments_are_read_for_values_in_clear_only_where_a_flow_could_be_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    invoker, upstream = make()
+    token = invoker.invoke(ToolCall("crm", "get", {}), timeout_s=5)["email"]
+    reads = counting_plain_reads(invoker, monkeypatch)
+    # crm's data may go back to crm and to closed-world tools: nothing to ask, nothing read.
+    for call in (
+        ToolCall("crm", "update", {"note": f"mail {EMAIL} or {token}"}),
+        ToolCall("book", "add_contact", {"email": EMAIL}),
+    ):
+        assert invoker.check_flows(call) is None
+        invoker.invoke(call, timeout_s=5)
+    assert reads == []
+    assert upstream.calls[-2].arguments == {"note": f"mail {EMAIL} or {EMAIL}"}
+    # An open-world tool: the value in clear is found and asked for, as its token would be.
+    asked = invoker.check_flows(ToolCall("web", "post", {"body": EMAIL}))
+    assert asked is not None and asked.tokens == {token} and len(reads) == 1
+
+
+def test_a_new_origin_after_the_check_makes_the_call_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Checked while every origin could go there unasked; a value from a server that may not
+    arrives before the call is sent (a parallel call's result): the call is read again."""
+    invoker, upstream = make()
+    invoker.invoke(ToolCall("crm", "get", {}), timeout_s=5)
+    reads = counting_plain_reads(invoker, monkeypatch)
+    secret = "grace.hopper@navy.example.com"
+    call = ToolCall("crm", "update", {"note": f"cc {secret}"})
+    assert invoker.check_flows(call) is None and reads == []
+    version = invoker.vault.version
+    invoker.vault.token_for("EMAIL", secret, TokenSource("mail", "inbox", "from"))
+    assert invoker.vault.version > version
+    with pytest.raises(DataFlowDeniedError, match="only with the user's approval"):
+        invoker.invoke(call, timeout_s=5)
+    assert len(reads) == 1 and len(upstream.calls) == 1
+
+
+def test_the_vault_knows_every_origin_and_a_new_one_changes_its_version() -> None:
+    vault = Vault()
+    assert vault.origins() == frozenset()
+    token = vault.token_for("EMAIL", EMAIL, CRM)
+    first = vault.version
+    vault.tokens_for([("EMAIL", EMAIL), ("PHONE", "+1 415 555 0100")], CRM)
+    assert vault.origins() == {"crm"}
+    assert vault.version == first + 1  # one new entry; crm was an origin already
+    vault.mark_delivered(token, "mail")
+    vault.token_for("EMAIL", EMAIL, TokenSource("mail", "read", "body"))
+    assert vault.origins() == {"crm"}  # mail only returned what it was sent
+    before = vault.version
+    vault.tokens_for([("EMAIL", EMAIL)], TokenSource("web", "fetch", "text"))
+    assert vault.origins() == {"crm", "web"} and vault.version == before + 1
+    vault.wipe()
+    assert vault.origins() == frozenset()

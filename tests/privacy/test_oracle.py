@@ -163,3 +163,32 @@ def test_noise_in_other_arguments_does_not_hide_a_probe() -> None:
             invoker.invoke(ToolCall("crm", "search", arguments), timeout_s=5)
     assert crm.confirmed < 0.1 * len(skeleton(SECRET_EMAIL))
     assert approver.asked
+
+
+def test_arguments_are_read_for_pieces_only_for_oracles_and_flows_that_could_be_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pieces count toward probes (oracle tools) and toward flows the rules do not let go
+    unasked; a call to a tool that is neither has nothing to count them for."""
+    from codemode.privacy.pieces import Knowledge
+
+    read: list[str] = []
+    pieces = Knowledge.pieces
+
+    def counted(self: Knowledge, arguments: Any) -> Any:
+        read.append(f"{arguments}")
+        return pieces(self, arguments)
+
+    monkeypatch.setattr(Knowledge, "pieces", counted)
+    crm = Crm()
+    invoker = chain(crm, Approver(True))
+    invoker.invoke(ToolCall("crm", "get_contact", {}), timeout_s=5)
+    read.clear()
+    # crm's data may go back to crm: a tool that is no oracle is not read for pieces.
+    invoker.invoke(ToolCall("crm", "count_orders", {"customer": "maria.lopez"}), timeout_s=5)
+    assert read == []
+    invoker.invoke(ToolCall("crm", "search", {"query": "maria"}), timeout_s=5)
+    assert read == ["{'query': 'maria'}"]  # an oracle: its pieces count toward probes
+    # Another server (open world, no annotations): crm's data may go there only if asked.
+    invoker.invoke(ToolCall("mail", "count_orders", {"to": "maria.lopez"}), timeout_s=5)
+    assert read[1:] == ["{'to': 'maria.lopez'}"]

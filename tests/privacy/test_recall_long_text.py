@@ -1,6 +1,8 @@
 """Text of a few KiB or more that a tool hands back unchanged is read for known values once: the flow check's
 reading of the argument answers the tokenizer's reading of the echoed result (by content
-hash, while the vault is unchanged), and what it answers is what a new reading finds."""
+hash, while the vault is unchanged), and what it answers is what a new reading finds. Where
+the data of every origin may reach the tool unasked, the flow check does not read the
+argument at all: only the result is read."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from codemode.policy.flowgate import flows_approved
 from codemode.privacy import PrivacyInvoker, PrivacySettings, Vault
 from codemode.privacy.detectors import content_digest
 from codemode.privacy.recall import FRAGMENT_SCAN_MAX, KEPT_MIN_CHARS, Recall
@@ -16,6 +19,8 @@ from codemode.tools import ToolCall
 
 LINE = "Order 4417 shipped on 2024-05-02, total 1,240.50 EUR. Questions to ops@example.com.\n"
 CRM = TokenSource("crm", "list_contacts", "contacts[].email")
+# Data from mail reaches crm's tools only when the human allows it: the flow check reads.
+MAIL = TokenSource("mail", "inbox", "messages[].from")
 LONG = LINE * (2 * FRAGMENT_SCAN_MAX // len(LINE))
 
 
@@ -38,17 +43,25 @@ def reads_of_long_text(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return reads
 
 
+@pytest.mark.parametrize("origin", [CRM, MAIL], ids=["unasked", "asked"])
 @pytest.mark.parametrize("size", [KEPT_MIN_CHARS, 16_384, len(LONG)])
-def test_an_echoed_long_text_is_read_once_and_comes_back_tokenized(monkeypatch, size) -> None:
+def test_an_echoed_long_text_is_read_once_and_comes_back_tokenized(
+    monkeypatch, size, origin
+) -> None:
     vault = Vault()
     invoker = PrivacyInvoker(Echo(), vault, PrivacySettings())
-    token = vault.tokens_for([("EMAIL", "ops@example.com")], CRM)[0]
+    token = vault.tokens_for([("EMAIL", "ops@example.com")], origin)[0]
     reads = reads_of_long_text(monkeypatch)
     for round_ in range(2):  # a new text each round: nothing kept from the last one answers
         text = f"round {round_}: {LONG}"[:size]
         call = ToolCall("crm", "echo", {"text": text})
-        assert invoker.check_flows(call) is None
-        echoed = invoker.invoke(call, timeout_s=5)
+        asked = invoker.check_flows(call)
+        # Asked, the check read the argument (and found the address in it); unasked, it
+        # had nothing to decide and read nothing.
+        assert reads == [len(text)] * (round_ + (origin is MAIL))
+        assert (asked is not None and asked.tokens == {token}) is (origin is MAIL)
+        with flows_approved(asked.tokens if asked is not None else frozenset()):
+            echoed = invoker.invoke(call, timeout_s=5)
         assert reads == [len(text)] * (round_ + 1)
         # Every place, and a cut of the address where the text ends inside one.
         assert "ops@example" not in echoed
@@ -87,12 +100,14 @@ def test_a_value_added_to_the_vault_is_found_in_text_kept_before() -> None:
 def test_the_kept_places_are_let_go_with_the_caches(monkeypatch) -> None:
     vault = Vault()
     invoker = PrivacyInvoker(Echo(), vault, PrivacySettings())
-    vault.tokens_for([("EMAIL", "ops@example.com")], CRM)
+    vault.tokens_for([("EMAIL", "ops@example.com")], MAIL)
     reads = reads_of_long_text(monkeypatch)
     call = ToolCall("crm", "echo", {"text": LONG})
-    invoker.check_flows(call)
+    asked = invoker.check_flows(call)
+    assert asked is not None and len(reads) == 1
     invoker.drop_caches()
-    invoker.invoke(call, timeout_s=5)
+    with flows_approved(asked.tokens):
+        invoker.invoke(call, timeout_s=5)
     assert len(reads) == 2  # the kept reading went with the caches: the result is read anew
 
 

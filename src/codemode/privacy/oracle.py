@@ -134,10 +134,12 @@ class OracleGuard:
         if not self.settings.enabled:
             return self.inner.invoke(call, timeout_s=timeout_s)
         knowledge = self.knowledge
-        pieces = knowledge.pieces(call.arguments) if knowledge is not None else {}
+        oracle = self.is_oracle(call.server, call.tool)
+        pieces: dict[int, list[Piece]] = {}
+        if knowledge is not None and (oracle or not self._flows_unasked_from_all(call)):
+            pieces = knowledge.pieces(call.arguments)
         if pieces and self.may_flow is not None:
             self._check_destination(call, pieces)
-        oracle = self.is_oracle(call.server, call.tool)
         if oracle:
             self._spend(f"{call.server}.{call.tool}")
             if pieces:
@@ -146,6 +148,16 @@ class OracleGuard:
         if knowledge is not None:
             knowledge.saw(result)
         return result
+
+    def _flows_unasked_from_all(self, call: ToolCall) -> bool:
+        """Whether every server the vault's values came from may send its data to ``call``'s
+        tool unasked: then pieces of those values in the arguments are not counted (a call
+        to a tool that is no oracle is read for pieces only to hold them to the flow rules)."""
+        may_flow, knowledge = self.may_flow, self.knowledge
+        if may_flow is None or knowledge is None:
+            return True
+        origins = knowledge.vault.origins()
+        return all(may_flow(origin, call.server, call.tool) for origin in origins)
 
     def _classify(self, server: str, tool: str) -> bool:
         name = f"{server}.{tool}"

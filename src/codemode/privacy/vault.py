@@ -69,6 +69,8 @@ class Vault:
         self._by_value: dict[tuple[type, VaultValue], VaultEntry] = {}
         self._counters: dict[str, int] = {}
         self._reserved: set[str] = set()
+        # Every server a held value came from: what the flow rules judge a call by.
+        self._origins: set[str] = set()
         self._version = 0
         # The longest text value held: a longer text is no value (no hash of a MB to say so).
         self._longest = 0
@@ -78,8 +80,14 @@ class Vault:
 
     @property
     def version(self) -> int:
-        """Grows whenever an entry is added or the vault is wiped (for caches built on it)."""
+        """Grows whenever an entry is added, a server is first among the values' origins, or
+        the vault is wiped (for caches and checks built on it)."""
         return self._version
+
+    def origins(self) -> frozenset[str]:
+        """Every server a value the vault holds came from."""
+        with self._lock:
+            return frozenset(self._origins)
 
     def token_for(self, kind: str, value: VaultValue, source: TokenSource) -> str:
         """The token for ``value``, issued now if new; ``source`` is remembered either way."""
@@ -94,6 +102,7 @@ class Vault:
                 self._version += 1
             if source.server not in entry.delivered:
                 entry.origins.add(source.server)
+                self._note_origin(source.server)
             if len(entry.sources) < _MAX_SOURCES and source not in entry.sources:
                 entry.sources.append(source)
             return entry.token
@@ -104,6 +113,7 @@ class Vault:
         tokens: list[str] = []
         by_value = self._by_value
         server = source.server
+        an_origin = False
         with self._lock:
             for kind, value in items:
                 if kind not in _GOOD_KINDS:
@@ -116,11 +126,21 @@ class Vault:
                     self._version += 1
                 if server not in entry.delivered:
                     entry.origins.add(server)
+                    an_origin = True
                 sources = entry.sources
                 if len(sources) < _MAX_SOURCES and source not in sources:
                     sources.append(source)
                 tokens.append(entry.token)
+            if an_origin:
+                self._note_origin(server)
         return tokens
+
+    def _note_origin(self, server: str) -> None:
+        """``server`` is an origin of a held value (call with the lock held). The first time,
+        the version grows: a flow check that relied on the origins before is out of date."""
+        if server not in self._origins:
+            self._origins.add(server)
+            self._version += 1
 
     def _keep(self, entry: VaultEntry) -> None:
         """Index a new entry (call with the lock held)."""
@@ -129,6 +149,8 @@ class Vault:
         self._by_token[entry.token] = entry
         if isinstance(value, str) and len(value) > self._longest:
             self._longest = len(value)
+        for server in entry.origins:  # an entry loaded with its origins (a shared vault)
+            self._note_origin(server)
 
     def seen_again(self, value: VaultValue, source: Callable[[], TokenSource]) -> str | None:
         """The token of a value the vault holds (recording ``source()``), else None."""
@@ -192,6 +214,7 @@ class Vault:
             self._by_value.clear()
             self._counters.clear()
             self._reserved.clear()
+            self._origins.clear()
             self._version += 1
             self._longest = 0
 
