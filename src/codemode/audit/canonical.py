@@ -16,7 +16,6 @@ with ``surrogatepass``: its digest is still defined, where ``str.encode`` would 
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -48,13 +47,16 @@ def canonical_pieces(arguments: Any, fallback: Callable[[Any], Any]) -> Iterator
         yield _utf8(text)
         return
     # json.dumps writes each marker's NUL as \u0000; keys are sorted, so the markers come in
-    # the order of their keys, not of ``long``.
-    pieces = re.split(rf'"\\u0000codemode-{nonce}-(\d+)\\u0000"', text)
-    for index, piece in enumerate(pieces):
-        if index % 2 == 0:
-            yield _utf8(piece)
-        else:
-            yield _string(long[int(piece)])
+    # the order of their keys, not of ``long``. Found as plain text: a pattern made with
+    # each call's nonce would be compiled anew every time (and crowd out ``re``'s cache).
+    marks = [f'"\\u0000codemode-{nonce}-{index}\\u0000"' for index in range(len(long))]
+    placed = sorted((text.index(mark), index) for index, mark in enumerate(marks))
+    done = 0
+    for at, index in placed:
+        yield _utf8(text[done:at])
+        yield _string(long[index])
+        done = at + len(marks[index])
+    yield _utf8(text[done:])
 
 
 def _dumps(value: Any, fallback: Callable[[Any], Any]) -> str:
