@@ -16,7 +16,7 @@ from codemode.privacy.vault import TokenSource
 from codemode.replicas.audit import shared_digest_key
 from codemode.replicas.connection import SharedRedis
 from codemode.replicas.sealed_store import SealedStore
-from codemode.replicas.sealing import KeySealer, PlainSealer, StoreKey
+from codemode.replicas.sealing import KeySealer, PlainSealer, StoreKey, binding
 from codemode.replicas.vault import SharedVault
 from codemode.state.redis import RedisStore
 from tests.replicas.conftest import stored_bytes
@@ -151,6 +151,27 @@ def test_a_rotation_reads_the_old_key_and_writes_the_new_one(
     assert shared_digest_key(redis, sealer(k2)) == digest_key
     with pytest.raises(SharedStoreDecryptError, match="key this replica does not have"):
         SharedVault(redis, "s_1", ttl_s=60, sealer=sealer(k1))
+
+
+def test_a_rotation_to_a_key_with_the_old_ones_id_writes_everything_again(
+    redis: SharedRedis, k1: StoreKey
+) -> None:
+    """One rotation in 256 gives the new key the old one's one-byte id: the values sealed
+    with the old key are still written again, or they would fail once it is retired."""
+    twin = new_key("twin")
+    while twin.key_id != k1.key_id:
+        twin = new_key("twin")
+    token = SharedVault(redis, "s_1", ttl_s=60, sealer=sealer(k1)).token_for("EMAIL", EMAIL, SOURCE)
+    digest_key = shared_digest_key(redis, sealer(k1))
+    rotated = sealer(twin, k1)
+    assert SharedVault(redis, "s_1", ttl_s=60, sealer=rotated).value_of(token) == EMAIL
+    assert shared_digest_key(redis, rotated) == digest_key
+    alone = sealer(twin)
+    assert SharedVault(redis, "s_1", ttl_s=60, sealer=alone).value_of(token) == EMAIL
+    assert shared_digest_key(redis, alone) == digest_key
+    # Sealed with the current key already: not written again.
+    (blob,) = entries(redis, "s_1").values()
+    assert not rotated.stale(blob, bound_to=binding(redis.key("vault", "s_1"), token))
 
 
 def test_the_audit_digest_key_is_sealed_and_a_plain_one_is_replaced(

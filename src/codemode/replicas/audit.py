@@ -140,7 +140,7 @@ def shared_digest_key(redis: SharedRedis, sealer: Sealer) -> bytes:
         )
         stored = bytes(swap(keys=[name], args=[stored, sealer.seal(fresh, bound_to=name)]))
     plain = sealer.open(stored, bound_to=name)
-    if sealer.stale(stored):
+    if sealer.stale(stored, bound_to=name):
         stored = bytes(swap(keys=[name], args=[stored, sealer.seal(plain, bound_to=name)]))
         plain = sealer.open(stored, bound_to=name)
     return plain

@@ -69,8 +69,9 @@ class Sealer:
         the value fails its check (logged, naming the key, never the data)."""
         raise NotImplementedError
 
-    def stale(self, blob: bytes) -> bool:
-        """True when ``blob`` should be written again (sealed with an old key)."""
+    def stale(self, blob: bytes, *, bound_to: str) -> bool:
+        """True when ``blob`` (sealed for ``bound_to``) should be written again: sealed with
+        an old key."""
         return False
 
     def describe(self) -> str:
@@ -159,8 +160,25 @@ class KeySealer(Sealer):
             "if it was not tampered with, " + _KEY_FIX,
         )
 
-    def stale(self, blob: bytes) -> bool:
-        return blob[:1] == MAGIC and len(blob) > 1 and blob[1] != self.current.key_id
+    def stale(self, blob: bytes, *, bound_to: str) -> bool:
+        if blob[:1] != MAGIC or len(blob) < _HEADER + 16:
+            return False
+        key_id = blob[1]
+        if key_id != self.current.key_id:
+            return True
+        if not any(ident == key_id for ident, _cipher in self._ciphers[1:]):
+            return False
+        # An old key with the current one's id (one rotation in 256): the id cannot tell
+        # them apart, so the current key's check does.
+        from cryptography.exceptions import InvalidTag
+
+        try:
+            self._current.decrypt(
+                blob[2:_HEADER], blob[_HEADER:], self._associated(key_id, bound_to)
+            )
+        except InvalidTag:
+            return True
+        return False
 
     def describe(self) -> str:
         old = len(self.keys) - 1

@@ -68,7 +68,7 @@ class SharedVault(Vault):
                         fix=error.fix,
                     ) from None
                 kind, value, origins, delivered, sources, token = msgpack.unpackb(raw, raw=False)
-                if self.sealer.stale(sealed):
+                if self.sealer.stale(sealed, bound_to=binding(self._entries_key, name)):
                     stale.append(token)
                 entry = VaultEntry(token, kind, value, set(origins), set(delivered))
                 entry.sources = [TokenSource(*source) for source in sources]
