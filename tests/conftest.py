@@ -16,12 +16,27 @@ from typing import Any
 # capsys swaps sys.stderr, or every later stdio client fails with "fileno".
 import mcp.client.stdio  # noqa: F401
 import pytest
+from hypothesis import HealthCheck, settings
 
 # Tests never write codemode state (audit log, caches) into the user's home directory.
 os.environ.setdefault("CODEMODE_STATE_DIR", tempfile.mkdtemp(prefix="codemode-test-state-"))
 # `codemode search` answers in its own process: no test leaves a search daemon behind (the
 # daemon's own tests start and stop theirs).
 os.environ["CODEMODE_SEARCH_DAEMON"] = "0"
+
+# Property tests judge answers, not speed (speed has tests of its own). Hypothesis fails an
+# example that takes over 200 ms ("Unreliable test timings" once the replay is fast) and a
+# test whose data takes long to make: one pause of this process on a loaded machine (a full
+# garbage collection, a CPU given to another) would fail a test that takes ~1 ms an example.
+# Examples stay random; where a CI variable is set, Hypothesis's own "ci" profile (the
+# current one then, derandomized) is the parent.
+settings.register_profile(
+    "codemode",
+    parent=settings.get_profile(settings.get_current_profile_name()),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("codemode")
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE_BIN = ROOT / "third_party" / "node_modules" / ".bin"

@@ -91,22 +91,36 @@ def test_a_guest_kept_off_the_cpu_past_the_wall_bound_is_still_waited_for(bridge
     it reached its read, and the host killed its sandbox as code that kept running. A stopped
     process stands for that guest: it uses no CPU until it is let go, then reads."""
     _, guest = bridge
+    # It stops itself on its way to the read. Stopped by the host after a sleep of its own,
+    # it reached the read first whenever the host took longer than that sleep to send the
+    # SIGSTOP (a loaded machine), and a task stopped in its read is waiting for frames.
     process = start(
-        "import os, sys, time\nprint('ready', flush=True)\ntime.sleep(0.05)\nos.read(int(sys.argv[1]), 1)",
+        "import os, signal, sys\nprint('ready', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGSTOP)\nos.read(int(sys.argv[1]), 1)",
         str(guest.fileno()),
         pass_fds=(guest.fileno(),),
     )
-    os.kill(process.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    while _state(process.pid) != "T":
+        assert time.monotonic() < deadline, "the guest did not stop itself"
+        time.sleep(0.001)
     release = threading.Timer(SETTLE_S * 4, os.kill, (process.pid, signal.SIGCONT))
+    # Read before the timer starts, so the SIGCONT comes at least SETTLE_S * 4 after it.
+    started = time.monotonic()
     release.start()
     try:
-        started = time.monotonic()
         assert waits_for_frames(process.pid, guest.fileno())
         assert time.monotonic() - started >= SETTLE_S * 4  # it really waited past the bound
     finally:
         release.cancel()
         process.kill()
         process.wait()
+
+
+def _state(pid: int) -> str:
+    """The process's state letter in /proc ("T": stopped)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
 
 
 @pytest.mark.parametrize("code", [SPINNER, SLEEPER], ids=["keeps-the-cpu", "asleep-elsewhere"])
