@@ -74,14 +74,16 @@ def test_a_moved_session_counts_once_and_a_closed_one_frees_its_place(
 def test_a_running_session_stays_counted_and_a_dead_replicas_sessions_lapse(
     redis: SharedRedis,
 ) -> None:
-    x = SessionDirectory(redis, "rx", lease_s=0.3, idle_s=0.5)
-    y = SessionDirectory(redis, "ry", lease_s=0.3, idle_s=0.5)
+    # A lease of a second renewed every 50 ms: only a pause of the test's process of nearly a
+    # second (not a loaded machine's usual one) lets it lapse.
+    x = SessionDirectory(redis, "rx", lease_s=1.0, idle_s=1.0)
+    y = SessionDirectory(redis, "ry", lease_s=1.0, idle_s=1.0)
     assert x.create("s_1", "alice", "alice", 2).status == "ok"
     assert x.create("s_2", "alice", "alice", 2).status == "ok"
-    deadline = time.monotonic() + 2.0  # four idle times; s_1 runs on x, renewed as it runs
+    deadline = time.monotonic() + 2.5  # past two idle times; s_1 runs on x, renewed as it runs
     while time.monotonic() < deadline:
         assert x.renew(["s_1"], {"s_1": "alice"}) == []
-        time.sleep(0.05)  # the renewal period of a 0.3 s lease, bounded by the deadline
+        time.sleep(0.05)
     # s_2 was never renewed: it lapsed; s_1 still counts.
     assert y.client_sessions("alice") == 1
     assert y.create("s_3", "alice", "alice", 2).status == "ok"

@@ -46,13 +46,15 @@ def test_a_lease_keeps_other_replicas_out_until_released_or_expired(redis: Share
 def test_a_session_running_longer_than_its_idle_time_stays_known_and_claimed(
     redis: SharedRedis,
 ) -> None:
-    x = SessionDirectory(redis, "rx", lease_s=0.2, idle_s=0.2)
-    y = SessionDirectory(redis, "ry", lease_s=0.2, idle_s=0.2)
+    # A lease of a second renewed every 50 ms: only a pause of the test's process of nearly a
+    # second (not a loaded machine's usual one) lets it lapse.
+    x = SessionDirectory(redis, "rx", lease_s=1.0, idle_s=1.0)
+    y = SessionDirectory(redis, "ry", lease_s=1.0, idle_s=1.0)
     assert x.create("s_1", None).status == "ok"
-    deadline = time.monotonic() + 0.8  # four idle times, renewed as a running session is
+    deadline = time.monotonic() + 2.5  # past two idle times, renewed as a running session is
     while time.monotonic() < deadline:
         assert x.renew(["s_1"]) == []
-        time.sleep(0.05)  # the renewal period of a 0.2 s lease, bounded by the deadline
+        time.sleep(0.05)
     assert x.holder("s_1") == "rx"
     # Registering it again elsewhere (a resume from its checkpoint) is refused while x runs it.
     refused = y.create("s_1", None)
