@@ -138,6 +138,27 @@ def test_the_compiler_state_is_made_once_in_the_template_for_every_fork(
         sandbox.kill()
 
 
+def test_what_server_modules_import_is_loaded_once_in_the_template(backend: BwrapBackend) -> None:
+    """Every generated server module imports ``typing``, and code that reads results imports
+    ``json``: the template loads both before it freezes its objects, so a sandbox's first
+    ``from servers import ...`` finds them shared (each fork made its own, 5-7 ms and 1.9 MiB
+    of its own memory, before)."""
+    sandbox = _started(backend)
+    try:
+        code = (
+            "import gc, sys\n"
+            "print('typing' in sys.modules, 'json' in sys.modules)\n"
+            "import json, typing\n"
+            "made = {id(o) for o in gc.get_objects()}\n"
+            "print(id(typing.Generic) in made, id(json.JSONDecoder) in made)\n"
+        )
+        result = sandbox.execute(code)
+        assert result.status == "ok", result
+        assert result.stdout.split() == ["True", "True", "False", "False"], result.stdout
+    finally:
+        sandbox.kill()
+
+
 def test_a_forked_sandbox_is_sealed_like_one_started_alone(backend: BwrapBackend) -> None:
     sandbox = _started(backend)
     try:
