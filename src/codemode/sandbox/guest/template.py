@@ -283,10 +283,13 @@ def main(argv):
     _signal.signal(_signal.SIGCHLD, _reap)
     control = _socket.socket(fileno=config.control)
     # What every first execution imports (and an error's report), what every generated
-    # server module imports (``typing``), what code that reads and prints results imports
-    # most (``json``), and the compiler's state, made once for all the forks: shared pages
-    # here, where each sandbox made its own when first used (``typing`` and ``json``: 5-7 ms
-    # and 1.9 MiB of a sandbox's own memory at its first ``from servers import ...``).
+    # server module imports (``__future__``, ``typing``), what code that reads and prints
+    # results imports most (``json``), and the compiler's state, made once for all the forks:
+    # shared pages here, where each sandbox made its own when first used (``__future__``,
+    # ``typing`` and ``json``: 6-8 ms and 1.9 MiB of a sandbox's own memory at its first
+    # ``from servers import ...``).
+    import __future__  # noqa: F401
+
     import json  # noqa: F401
     import linecache  # noqa: F401
     import traceback  # noqa: F401
