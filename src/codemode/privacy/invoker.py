@@ -109,7 +109,7 @@ class PrivacyInvoker:
 
         arguments = detokenize(call.arguments, self.vault, destination=call.server, check=collect)
         digests = TextDigests()
-        if self.flows_unasked_from_all(call.server, call.tool):
+        if self._flows_unasked_from_all(call.server, call.tool):
             return arguments, passed, list(passed), digests
         return arguments, passed, passed + self._plain_values(arguments, passed, digests), digests
 
@@ -149,7 +149,7 @@ class PrivacyInvoker:
         spec = self.specs(server, tool) if self.specs is not None else None
         return spec is not None and spec.open_world is False
 
-    def flows_unasked_from_all(self, server: str, tool: str) -> bool:
+    def _flows_unasked_from_all(self, server: str, tool: str) -> bool:
         """Whether the data of every server the vault's values came from may reach
         ``server.tool`` with no one asked. Then no value an argument carries, as its token or
         in clear, can make the flow rules ask or refuse, and the arguments are not read for
