@@ -155,8 +155,15 @@ class LocalRayCluster:
         args = ["--head", "--port", str(self.gcs_port), "--num-cpus", "0"]
         args += ["--ray-client-server-port", str(self.client_port), "--include-dashboard", "false"]
         args += ["--dashboard-port", str(free_port()), "--temp-dir", str(self.root / "ray")]
-        self._start("head", args, {})
-        wait_for(lambda: _port_open(self.gcs_port), _START_TIMEOUT_S, "the Ray head starting")
+        head = self._start("head", args, {})
+
+        def listening() -> bool:
+            if head.process.poll() is not None:  # a start that failed says why at once
+                tail = (self.root / "head.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"ray start --head exited ({head.process.returncode}):\n{tail}")
+            return _port_open(self.gcs_port)
+
+        wait_for(listening, _START_TIMEOUT_S, "the Ray head starting")
 
     def add_worker(self, name: str, resources: dict[str, int] | None = None) -> Node:
         """Start a worker node and wait until the cluster lists it."""
