@@ -162,7 +162,11 @@ def digest_ms(rounds: int) -> dict[str, float]:
 
 
 async def measure(rounds: int, per_round: int = PER_ROUND) -> dict[str, Any]:
-    state = Path(tempfile.mkdtemp(prefix="codemode-bench-"))
+    with tempfile.TemporaryDirectory(prefix="codemode-bench-engine-") as state:
+        return await measure_in(Path(state), rounds, per_round)
+
+
+async def measure_in(state: Path, rounds: int, per_round: int) -> dict[str, Any]:
     config = CodemodeConfig(
         servers={},
         sandbox=SandboxSettings(pool_size=1),

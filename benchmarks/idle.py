@@ -51,7 +51,11 @@ CODE = "print(len(rows))"
 
 
 async def measure(rounds: int) -> dict[str, Any]:
-    state = Path(tempfile.mkdtemp(prefix="codemode-bench-idle-"))
+    with tempfile.TemporaryDirectory(prefix="codemode-bench-idle-") as state:
+        return await measure_in(Path(state), rounds)
+
+
+async def measure_in(state: Path, rounds: int) -> dict[str, Any]:
     config = CodemodeConfig(
         servers={},
         sandbox=SandboxSettings(pool_size=1),

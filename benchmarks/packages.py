@@ -49,7 +49,11 @@ def serve(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
 
 
 def measure(rounds: int) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="codemode-bench-packages-"))
+    with tempfile.TemporaryDirectory(prefix="codemode-bench-packages-") as work:
+        return measure_in(Path(work), rounds)
+
+
+def measure_in(work: Path, rounds: int) -> dict[str, Any]:
     (work / "index").mkdir()
     server, url = serve(work / "index")
     index = Index(work / "index", url)

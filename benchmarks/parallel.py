@@ -56,11 +56,15 @@ print((time.perf_counter() - started) * 1000)
 
 
 async def measure(rounds: int, calls: int = CALLS) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="codemode-bench-parallel-") as state:
+        return await measure_in(Path(state), rounds, calls)
+
+
+async def measure_in(state: Path, rounds: int, calls: int) -> dict[str, Any]:
     parallel = TIMED.format(
         body=f"await asyncio.gather(*(crm.get_lead.aio(lead_id=i) for i in range({calls})))"
     )
     serial = TIMED.format(body=f"for i in range({calls}):\n    crm.get_lead(lead_id=i)")
-    state = Path(tempfile.mkdtemp(prefix="codemode-bench-"))
     script = state / "crm_server.py"
     script.write_text(SERVER)
     config = CodemodeConfig(

