@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,8 +20,11 @@ import mcp.client.stdio  # noqa: F401
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Tests never write codemode state (audit log, caches) into the user's home directory.
-os.environ.setdefault("CODEMODE_STATE_DIR", tempfile.mkdtemp(prefix="codemode-test-state-"))
+# Tests never write codemode state (audit log, caches) into the user's home directory; the
+# process that made the folder (pytest, or each xdist worker) removes it when it exits.
+if "CODEMODE_STATE_DIR" not in os.environ:
+    os.environ["CODEMODE_STATE_DIR"] = tempfile.mkdtemp(prefix="codemode-test-state-")
+    atexit.register(shutil.rmtree, os.environ["CODEMODE_STATE_DIR"], True)
 # `codemode search` answers in its own process: no test leaves a search daemon behind (the
 # daemon's own tests start and stop theirs).
 os.environ["CODEMODE_SEARCH_DAEMON"] = "0"
