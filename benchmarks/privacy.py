@@ -8,6 +8,8 @@ Texts (1 MiB each, generated with a fixed seed):
   numeric  the same shapes with numbers in almost every sentence (a worst case: dates, ids
            and digit runs everywhere)
   clean    prose without any value to find
+  contacts dense PII: a contact export, a name, an address in angle brackets, a phone number
+           and a date on every line
 
   orders   the order prose of benchmarks/peers.py's 1 MB echo (a contact line every 2.4 KB)
 
@@ -152,13 +154,32 @@ def median_ms(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
     return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
 
 
-def run(repeat: int, size: int = SIZE) -> dict[str, dict[str, float]]:
-    texts = {
+def contact_lines(size: int = SIZE) -> str:
+    """Dense PII: a contact list as a mail client or CRM exports it, every line a name, an
+    address in angle brackets, a phone number and a date (about 27,000 values a MiB)."""
+    rows = contact_records(size // 60 + 1)
+    lines = (
+        f"{row['name']} <{row['email']}>, {row['phone']}, {row['city']}, "
+        f"{row['orders']} orders, last on 2024-05-{row['orders'] % 28 + 1:02d}\n"
+        for row in rows
+    )
+    return "".join(lines)[:size]
+
+
+def texts_of(size: int = SIZE) -> dict[str, str]:
+    """The texts the detect rows time (``tests/privacy/test_fastscan_texts.py`` checks the fast
+    path finds exactly what the whole-text scan finds in each)."""
+    return {
         "prose": mixed_text(size),
         "numeric": mixed_text(size, numbers=0.5, seed=8),
         "clean": mixed_text(size, pii=False, seed=9),
         "orders": ORDERS[:size],
+        "contacts": contact_lines(size),
     }
+
+
+def run(repeat: int, size: int = SIZE) -> dict[str, dict[str, float]]:
+    texts = texts_of(size)
     rows: dict[str, dict[str, float]] = {}
     for name, text in texts.items():
         old_set, pure_set, native_set = DetectorSet(), DetectorSet(), DetectorSet()

@@ -25,13 +25,8 @@ def _benchmark() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def texts() -> dict[str, str]:
-    bench = _benchmark()
-    return {
-        "prose": bench.mixed_text(),
-        "numeric": bench.mixed_text(numbers=0.5, seed=8),
-        "clean": bench.mixed_text(pii=False, seed=9),
-        "orders": bench.ORDERS[: bench.SIZE],
-    }
+    texts: dict[str, str] = _benchmark().texts_of()
+    return texts
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +37,7 @@ def whole_text(texts: dict[str, str]) -> dict[str, tuple[Detection, ...]]:
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "pure-python"])
-@pytest.mark.parametrize("name", ["prose", "numeric", "clean", "orders"])
+@pytest.mark.parametrize("name", ["prose", "numeric", "clean", "orders", "contacts"])
 def test_the_fast_path_finds_exactly_what_the_whole_text_scan_finds(
     texts: dict[str, str],
     whole_text: dict[str, tuple[Detection, ...]],

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from codemode.privacy.detection import Detection
 from codemode.privacy.detectors import DetectorSet
-from codemode.privacy.markup import _WINDOW, CHANGE_REACH, normalize
+from codemode.privacy.markup import _WINDOW, CHANGE_REACH, markup_detections, normalize
 
 FILLER = "The plan went well and the team shipped on time. "
 
@@ -78,3 +79,37 @@ def test_the_copy_of_a_window_says_where_it_differs() -> None:
     assert mapping.changes == [12, 16, 25, 30, 36]
     assert clean[36] == " "
     assert CHANGE_REACH >= 16  # ``ipv4_valid`` reads 16 characters back for a version word
+
+
+@pytest.mark.parametrize(
+    ("written", "windows"),
+    [
+        ("Ada Lovelace <ada@example.com> wrote on 2024-05-02\nGrace", 0),  # a mail header
+        ("if a < b and 7 > 3: print(x)", 0),  # a comparison
+        ("<div class='row'>the order</div>", 0),  # other HTML
+        ("a total of 12\nthanks", 0),  # a line break after a digit, not between two
+        ("see <em>maria</em> today", 1),  # a highlight tag
+        ("see <SPAN class='hl'>maria</SPAN> today", 1),
+        ("a **b** c", 1),
+    ],
+)
+def test_markup_windows_open_only_where_the_copy_differs(written: str, windows: int) -> None:
+    """A window is searched again only where taking markup out changes the text: a "<" of a
+    mail header or a comparison opens none (each would cost a second pass over dense text)."""
+    text = f"{FILLER * 60}{written} {FILLER * 60}"
+    searched: list[str] = []
+
+    def detect(window: str) -> list[Detection]:
+        searched.append(window)
+        return []
+
+    markup_detections(text, detect)
+    assert len(searched) == windows, searched
+
+
+def test_a_highlight_tag_among_angle_brackets_is_still_taken_out() -> None:
+    text = f"{FILLER * 60}From <ops@example.com>: call <em>+44</em> 20 7946 0958. {FILLER * 60}"
+    for detectors in detector_sets():
+        found = [(d.kind, d.value) for d in detectors.detect(text)]
+        assert ("PHONE", "+44 20 7946 0958") in found
+        assert ("EMAIL", "ops@example.com") in found

@@ -40,10 +40,11 @@ _WHITESPACE = (
 # its own first character (the look-behinds come after it) so that ``re`` skips ahead to the
 # next such character instead of trying every branch at every position; a branch that ends
 # in an empty group stands for a space.
+_HIGHLIGHT_TAG = r"</?(?:em|b|strong|mark|i|u|span|hl)(?:\s[^<>]{0,60})?>"
 _MARKUP = re.compile(
     "|".join(
         [
-            r"</?(?:em|b|strong|mark|i|u|span|hl)(?:\s[^<>]{0,60})?>",
+            _HIGHLIGHT_TAG,
             r"\*\*",
             r"__",
             r"\[",
@@ -65,6 +66,7 @@ _MARKUP = re.compile(
     re.IGNORECASE,
 )
 _SPACES = re.compile(r"\s+")
+_TAG = re.compile(_HIGHLIGHT_TAG, re.IGNORECASE)
 _HINTS = ("[", "]", "**", "__", "<", "...", "…", " @", "@ ", "\n", "\t", "  ")
 #: Text around each piece of markup that is searched again (a value is at most this long).
 _WINDOW = 160
@@ -231,7 +233,10 @@ def _markup_positions(text: str, candidates: Sequence[int] | None = None) -> set
     positions: set[int] = set()
     for at in places:
         if text.startswith(_NEEDLES, at):
-            positions.add(at)
+            # A "<" opens markup only as a highlight tag: not "Ada <ada@example.com>", a
+            # comparison or other HTML (a window around each would cost a second pass).
+            if text[at] != "<" or _TAG.match(text, at) is not None:
+                positions.add(at)
         elif at > 0 and text[at - 1].isdigit() and text.startswith(_SPACE_NEEDLES, at):
             # Whitespace between two digits. Mostly one character: no regex for its run's end
             # (``str.isspace`` is what ``\s`` matches).
@@ -272,7 +277,16 @@ def markup_detections(
     # The native candidates hold every pair that may open markup: four searches of each
     # window for them cost more than looking them up.
     pairs = sorted(candidates) if candidates is not None else None
-    cleaned = [normalize(text, low, high, pairs) for low, high in windows]
+    cleaned: list[tuple[str, _Map]] = []
+    kept: list[list[int]] = []
+    for low, high in windows:
+        clean, mapping = normalize(text, low, high, pairs)
+        # A window whose copy reads as the text does (its markup-like places were none:
+        # "2024\nAda", "a __init__ b") holds nothing near a change: nothing to search.
+        if mapping.changes:
+            cleaned.append((clean, mapping))
+            kept.append([low, high])
+    windows = kept
     cleans = [clean for clean, _mapping in cleaned]
     detected = (
         detect_all(cleans, [mapping.changes for _clean, mapping in cleaned])
