@@ -40,7 +40,9 @@ WORDS = ["the", "order", "of", "and", "Status", "ID", "key", "auth", "pass", "é
          "\u017fecret", "\u00b2", "\u00a0"]  # fmt: skip
 SEPARATORS = [" ", "  ", "\n", ", ", ": ", "=", "-", ".", "/", "(", ")", "+", "@", "_", "",
               "\u2009", "\u3000"]  # fmt: skip
-MARKUP = ["[", "]", "**", "__", "<em>", "</em>", "...", "…", " @ ", "\t", "\n\n", "  ", "\u00a0"]
+MARKUP = ["[", "]", "**", "__", "<em>", "</em>", "...", "…", " @ ", "\t", "\n\n", "  ", "\u00a0",
+          "<", ">", "<b class='x'>", "</SPAN\t>", "<\u017ftrong>", "<\u0131>", "<mar\u212a>", "< em>",
+          "<emph>", "<hl\u00a0x>", "<i\x1cid=1>", "\n \n", "\r\n", "\x1c"]  # fmt: skip
 
 piece = st.one_of(
     st.sampled_from(VALUES),
@@ -110,6 +112,18 @@ def test_markup_found_natively_is_the_markup_the_text_search_finds(parts: list[s
     assert _markup_positions(text, candidates) == _markup_positions(text)
     searched = markup_detections(text, detectors.reference_plain)
     assert markup_detections(text, detectors.reference_plain, candidates) == searched
+
+
+@pytest.mark.parametrize("markup", MARKUP)
+@pytest.mark.parametrize("around", ["{}", "see {} now", "12{}34", "ab 7{}\u00b2 x{}y"])
+def test_each_piece_of_markup_is_found_natively(markup: str, around: str) -> None:
+    """Every piece of ``MARKUP``, alone and between digits (the generated texts above hold
+    the rarer ones seldom)."""
+    text = around.format(markup, markup)
+    scanner = native_scanner()
+    assert scanner is not None
+    candidates = scanner.markup_candidates(scanner.hits(fastscan._Text(text).raw))
+    assert _markup_positions(text, candidates) == _markup_positions(text)
 
 
 def test_native_anchors_are_used_and_find_what_the_pure_python_ones_find() -> None:

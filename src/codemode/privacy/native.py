@@ -103,16 +103,49 @@ ANCHORS: dict[tuple[str, int], NativeAnchor] = {
 # A digit, or a character beyond ASCII (which may be one); whitespace other than a space.
 _DIGITISH = [*"0123456789", r"\?"]
 _BREAKS = [r"\t", r"\n", r"\r", r"\x0b", r"\x0c"]
-#: Where markup may be (``markup._markup_positions`` checks each): its ASCII needles, and
-#: whitespace after a digit (or after any non-ASCII character, which may be a digit). The last
-#: two are ``[0-9?][\t\n\r\x0b\x0c]`` and ``[0-9?]  `` written out as literals: Hyperscan's
+# What may follow a line break that ends whitespace between two digits: a digit, more
+# whitespace (``str.isspace`` in ASCII), or a character beyond ASCII (either).
+_AFTER_BREAK = [*_DIGITISH, *_BREAKS, r"\x1c", r"\x1d", r"\x1e", r"\x1f", " "]
+# The highlight tags ``markup`` takes out (``markup._HIGHLIGHT_TAG``), opening and closing:
+# "<", the name in either case, then whitespace or ">" (the ASCII copy shows the letters
+# beyond ASCII that ``re.IGNORECASE`` folds to a name's (dotless i, long s, the Kelvin sign) as
+# those, and any whitespace as a space: ``scantext``).
+_TAG_NAMES = ("em", "b", "strong", "mark", "i", "u", "span", "hl")
+_TAG_END = r"[\t\n\r\x0b\x0c\x1c-\x1f >]"
+
+
+def _tags() -> list[tuple[str, int]]:
+    """The tags' expressions, one of each length (a candidate is ``length`` before the end)."""
+    by_length: dict[int, list[str]] = {}
+    for name in _TAG_NAMES:
+        letters = "".join(f"[{letter}{letter.upper()}]" for letter in name)
+        for opening in ("<", "</"):
+            by_length.setdefault(len(opening) + len(name) + 1, []).append(
+                opening + letters + _TAG_END
+            )
+    return [("|".join(expressions), length) for length, expressions in sorted(by_length.items())]
+
+
+#: Where markup may be (``markup._markup_positions`` checks each): its ASCII needles (a "<"
+#: only where a highlight tag opens: not the "<" of "Ada <ada@example.com>"), a line break
+#: between a digit (or any non-ASCII character, which may be one) and what may go on to one,
+#: and a double space after a digit. The last two are written out as literals: Hyperscan's
 #: literal matcher finds them, and the whole pass over dense text takes a third less time.
 MARKUP: tuple[tuple[str, int], ...] = (
-    (r"\[|\]|<", 1),
+    (r"\[|\]", 1),
     (r"\*\*|__| @|@ ", 2),
     (r"\.\.\.", 3),
-    ("|".join(digit + space for digit in _DIGITISH for space in _BREAKS), 1),
+    (
+        "|".join(
+            digit + space + after
+            for digit in _DIGITISH
+            for space in _BREAKS
+            for after in _AFTER_BREAK
+        ),
+        2,
+    ),
     ("|".join(digit + "  " for digit in _DIGITISH), 2),
+    *_tags(),
 )
 
 
