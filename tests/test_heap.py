@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+import threading
+from collections.abc import Callable
 
-from codemode.heap import freeze_startup_objects, limit_arenas
+from codemode.heap import collection_paused, freeze_startup_objects, limit_arenas
 
 
 def test_objects_alive_after_start_up_are_kept_out_of_later_collections() -> None:
@@ -79,3 +81,84 @@ def test_large_values_reuse_the_heap_instead_of_fresh_pages() -> None:
     # 30 values of 1 to 4 MiB, twice: about 37,000 pages faulted in by default (each block
     # mapped afresh), under 2,000 once they come from the heap (it grows to the largest).
     assert faults["kept"] * 5 < faults["default"], faults
+
+
+def _collections_during(work: Callable[[], object]) -> int:
+    runs: list[int] = []
+
+    def count(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            runs.append(1)
+
+    gc.callbacks.append(count)
+    try:
+        work()
+    finally:
+        gc.callbacks.remove(count)
+    return len(runs)
+
+
+def _allocate() -> object:
+    return [(index, [index]) for index in range(50_000)]
+
+
+def test_no_collection_runs_while_paused_and_the_collector_runs_again_after() -> None:
+    assert gc.isenabled()
+    assert _collections_during(_allocate) > 0  # the count sees collections at all
+    with collection_paused():
+        assert not gc.isenabled()
+        with collection_paused():  # nested, as a scan inside a tokenize
+            assert _collections_during(_allocate) == 0
+        assert not gc.isenabled()  # the outer block is still open
+    assert gc.isenabled()
+
+
+def test_blocks_in_several_threads_resume_the_collector_when_the_last_closes() -> None:
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def first() -> None:
+        with collection_paused():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(10)
+        with collection_paused():
+            second_in.set()
+            first_out.wait(10)
+            seen.append(gc.isenabled())  # the first closed, this one is open
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_a_collector_turned_off_before_stays_off() -> None:
+    gc.disable()
+    try:
+        with collection_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_long_dense_text_is_scanned_with_one_collection_at_most() -> None:
+    from codemode.privacy.detectors import DetectorSet
+
+    line = "Ada Lovelace <ada{}@example.com>, +49 30 1234{:03d}, last on 2024-05-02\n"
+    text = "".join(line.format(index, index % 1000) for index in range(3000))
+    detectors = DetectorSet()
+    found: list[object] = []
+    # The scan unpaused: its allocations start collections all along.
+    assert _collections_during(lambda: detectors._detect_now(text)) > 3
+    # Paused: at most the one its allocations made due, when the collector runs again.
+    assert _collections_during(lambda: found.extend(detectors._detect(text))) <= 1
+    assert len(found) >= 6000  # every address and number: thousands of objects made
+    assert gc.isenabled()

@@ -12,7 +12,7 @@ import pytest
 
 from codemode.policy.flowgate import flows_approved
 from codemode.privacy import PrivacyInvoker, PrivacySettings, Vault
-from codemode.privacy.detectors import content_digest
+from codemode.privacy.digests import content_digest
 from codemode.privacy.recall import FRAGMENT_SCAN_MAX, KEPT_MIN_CHARS, Recall
 from codemode.privacy.vault import TokenSource
 from codemode.tools import ToolCall
@@ -123,16 +123,17 @@ def test_the_places_of_a_few_long_texts_are_kept_not_of_every_one() -> None:
 
 
 def test_an_echoed_long_text_is_hashed_once_per_call_and_each_new_text_again(monkeypatch) -> None:
-    from codemode.privacy import detectors
+    from codemode.privacy import detectors, digests
 
     hashed: list[int] = []
-    digest_of = detectors.content_digest
+    digest_of = digests.content_digest
 
     def counted(text: str) -> bytes:
         hashed.append(len(text))
         return digest_of(text)
 
-    monkeypatch.setattr(detectors, "content_digest", counted)
+    monkeypatch.setattr(digests, "content_digest", counted)  # the call's texts
+    monkeypatch.setattr(detectors, "content_digest", counted)  # the scan's cache
     vault = Vault()
     invoker = PrivacyInvoker(Echo(), vault, PrivacySettings())
     token = vault.tokens_for([("EMAIL", "ops@example.com")], CRM)[0]
@@ -163,7 +164,7 @@ def test_a_result_that_differs_from_the_argument_by_a_word_is_read_as_new_text()
 
 
 def test_a_call_keeps_a_few_of_its_texts_to_compare_and_hashes_the_rest() -> None:
-    from codemode.privacy.detectors import TextDigests, content_digest
+    from codemode.privacy.digests import TextDigests, content_digest
 
     digests = TextDigests()
     texts = [f"{n:05d}" + "x" * 5000 for n in range(3 * TextDigests.KEPT)]  # one length

@@ -35,13 +35,14 @@ Built-in kinds and what they accept:
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import hashlib
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from codemode.heap import collection_paused
 from codemode.privacy.checks import (
     card_valid,
     consistent_spaces,
@@ -59,6 +60,7 @@ from codemode.privacy.checks import (
     trunk_phone_valid,
 )
 from codemode.privacy.detection import Detection, Detector, Found, Validator, detections
+from codemode.privacy.digests import content_digest
 from codemode.privacy.fastscan import (
     FAST_MIN_CHARS,
     WindowedKind,
@@ -76,7 +78,6 @@ __all__ = [
     "Detection",
     "Detector",
     "DetectorSet",
-    "content_digest",
     "default_detectors",
     "expand_kinds",
     "looks_secret",
@@ -367,6 +368,11 @@ class DetectorSet:
         return found
 
     def _detect(self, text: str) -> tuple[Detection, ...]:
+        long = len(text) >= self._fast_min  # thousands of findings in dense text, no cycle
+        with collection_paused() if long else contextlib.nullcontext():
+            return self._detect_now(text)
+
+    def _detect_now(self, text: str) -> tuple[Detection, ...]:
         candidates: list[int] | None = None  # where markup may be, when found natively
         detect = self.plain
         detect_all = None
@@ -451,38 +457,6 @@ class DetectorSet:
         rank = self._rank
         found.sort(key=lambda item: rank[item.kind])
         return tuple(non_overlapping(found))
-
-
-def content_digest(text: str) -> bytes:
-    """A hash of ``text`` to key caches of long text by (16 bytes of SHA-256: the CPU's own
-    SHA instructions, where OpenSSL finds them, hash a MB in half the time BLAKE2b takes)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
-
-
-class TextDigests:
-    """The ``content_digest`` of the texts one tool call's arguments hold, for the call's result
-    to reuse where it brings a text back unchanged (an echo, a document passed through):
-    telling an equal text costs a comparison of its characters, hashing a MB 0.6 ms. It lives as
-    long as the call and keeps at most ``KEPT`` texts (all the call's own), so that a result of
-    many texts of one length costs a few comparisons each, not one per text before it."""
-
-    KEPT = 8
-
-    def __init__(self) -> None:
-        self._by_length: dict[int, list[tuple[str, bytes]]] = {}
-        self._kept = 0
-
-    def of(self, text: str, *, keep: bool = True) -> bytes:
-        """``text``'s digest; ``keep``: remember it for the texts asked for later."""
-        same_length = self._by_length.get(len(text), ())
-        for seen, digest in same_length:
-            if seen is text or seen == text:
-                return digest
-        digest = content_digest(text)
-        if keep and self._kept < self.KEPT:
-            self._by_length.setdefault(len(text), []).append((text, digest))
-            self._kept += 1
-        return digest
 
 
 def _founds(detections: Iterable[Detection]) -> list[Found]:

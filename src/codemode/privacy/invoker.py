@@ -17,7 +17,7 @@ from codemode.bridge.host import ToolInvoker
 from codemode.errors import DataFlowDeniedError, ToolError
 from codemode.policy.engine import SpecLookup
 from codemode.policy.flowgate import FlowAsk, approved_tokens
-from codemode.privacy.detectors import TextDigests
+from codemode.privacy.digests import TextDigests
 from codemode.privacy.flows import FlowRefusal, allowing_line, decide_flows, flow_action
 from codemode.privacy.recall import FRAGMENT_SCAN_MAX, KEPT_MIN_CHARS
 from codemode.privacy.settings import PrivacySettings

@@ -17,15 +17,17 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from codemode.heap import collection_paused
 from codemode.privacy.detection import detection
 from codemode.privacy.detectors import (
     Detection,
     DetectorSet,
-    TextDigests,
     looks_secret,
     non_overlapping,
 )
+from codemode.privacy.digests import TextDigests
 from codemode.privacy.encoded import encoded_runs
+from codemode.privacy.fastscan import FAST_MIN_CHARS
 from codemode.privacy.fields import FieldMatcher, State
 from codemode.privacy.recall import Recall, RecallHit
 from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
@@ -52,6 +54,7 @@ _CLEARED_MAX = 32
 # And at most this many characters of results in all (each session has its own tokenizer).
 _CLEARED_MAX_CHARS = 1 << 22
 _PLAIN = frozenset({int, float, bool, type(None)})
+_PAUSE_FROM_CHARS = FAST_MIN_CHARS  # a shorter text makes too few objects to matter
 # The shortest decoded text worth a look for personal data (an address of six characters).
 _ENCODED_MIN_LEN = 6
 
@@ -122,7 +125,11 @@ class Tokenizer:
         walk.recall = self.recall(vault)
         walk.recall.refresh()
         walk.cleared = self._cleared
-        return walk.node(value, [], walk.start, None)
+        if isinstance(value, str) and len(value) < _PAUSE_FROM_CHARS:
+            return walk.node(value, [], walk.start, None)
+        # Records and long text: tens of thousands of strings, findings and tokens, no cycle.
+        with collection_paused():
+            return walk.node(value, [], walk.start, None)
 
     def scan_text(
         self,
