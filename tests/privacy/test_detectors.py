@@ -313,3 +313,30 @@ def test_hostile_text_stays_linear() -> None:
         started = time.perf_counter()
         detectors.detect(text)
         assert time.perf_counter() - started < 3, text[:12]
+
+
+@pytest.mark.parametrize(
+    ("run", "kind", "value"),
+    [
+        ("86 095 742 719 020 7946 0958", "PHONE", "020 7946 0958"),  # after a tax id
+        ("ref 5555 4111 1111 1111 1111 paid", "CARD", "4111 1111 1111 1111"),  # after a 5555
+        ("ids 12 020 7946 0958 done", "PHONE", "020 7946 0958"),
+    ],
+)
+@pytest.mark.parametrize("length", ["short", "long"])
+@pytest.mark.parametrize("path", ["whole text", "native", "pure python"])
+def test_a_value_inside_a_run_its_pattern_turns_down_is_found(
+    run: str, kind: str, value: str, length: str, path: str
+) -> None:
+    """A match its check turns down is no reason to skip what lies inside it: the search goes
+    on from its next character (short text joins every kind in one pattern; long text runs
+    them kind by kind, where the longer, turned-down match came first)."""
+    filler = "The plan went well and the team shipped on time. " * (60 if length == "long" else 0)
+    text = f"{filler}{run} {filler}"
+    detectors = DetectorSet()
+    if path == "whole text":
+        detectors.use_fast_path(False)
+    else:
+        detectors.use_native_anchors(path == "native")
+    found = [(d.kind, d.value) for d in detectors.detect(text)]
+    assert (kind, value) in found, found

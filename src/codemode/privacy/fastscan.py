@@ -298,14 +298,18 @@ class _Group:
         mark = len(found)
         for match in self.combined.finditer(text, low, high):
             detector = self.joined[int(match.lastgroup[1:])] if match.lastgroup else None
-            if detector is None or (detector.validate is not None and not detector.validate(match)):
+            # Turned down or cut by the edge: a value may start inside it (``_find``).
+            if (
+                detector is None
+                or match.end() > limit
+                or (detector.validate is not None and not detector.validate(match))
+            ):
                 del found[mark:]
                 for one in self.joined:
                     _find(one, text, [(0, low, high)], (part,), (found,))
                 return
-            if match.end() <= limit:
-                start, end = match.start() - offset, match.end() - offset
-                found.append((detector.kind, start, end, match.group()))
+            start, end = match.start() - offset, match.end() - offset
+            found.append((detector.kind, start, end, match.group()))
 
 
 def _near_changes(windows: Sequence[Framed], changes: Sequence[int]) -> list[Framed]:
@@ -357,10 +361,15 @@ def _find(
                 start, stop = match.span("value") if has_group else (match.start(), end)
                 if stop > start:
                     append((kind, start - offset, stop - offset, text[start:stop]))
-            # A match after this one would end beyond ``limit``: cut by the edge, not reported.
-            if end + shortest > limit:
+                resume = end
+            else:
+                # Turned down, or cut by the edge (not reported): as ``Detector.find``, a value
+                # may start inside it.
+                resume = match.start() + 1
+            # A match from here on would end beyond ``limit``: cut by the edge, not reported.
+            if resume + shortest > limit:
                 break
-            match = search(text, end, high)
+            match = search(text, resume, high)
             if match is None:
                 break
 
