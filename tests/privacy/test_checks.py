@@ -89,6 +89,17 @@ def _card_valid_plain(raw: str) -> bool:
     return issuer and checks.luhn_valid(digits)
 
 
+@settings(max_examples=1000)
+@given(st.text(alphabet="0123456789", min_size=1, max_size=24))
+def test_the_luhn_check_is_the_textbook_one(digits: str) -> None:
+    """From the right: every second digit doubled (less 9 over 9), the sum a multiple of 10."""
+    total = 0
+    for index, digit in enumerate(reversed(digits)):
+        value = int(digit) * (2 if index % 2 else 1)
+        total += value - 9 if value > 9 else value
+    assert checks.luhn_valid(digits) == (total % 10 == 0)
+
+
 # Shapes the NANP pattern matches, with ASCII and other decimal digits.
 NANP_DIGITS = st.sampled_from("0123456789\u0663\uff15")
 NANP = st.tuples(
