@@ -10,7 +10,6 @@ elsewhere (musl, other platforms) this does nothing.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import gc
 import threading
@@ -38,12 +37,20 @@ HEAP_TOP_KEPT = 16 << 20
 
 
 @functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
+def _libc_function(name: str) -> Callable[..., int] | None:
+    """A function of the C library, or None where it has none (``ctypes`` loads on the first
+    call: the privacy scan uses this module, and config loads the privacy settings)."""
+    import ctypes
+
     try:
-        function: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+        function: Callable[..., int] = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
         return None
     return function
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    return _libc_function("malloc_trim")
 
 
 #: What keeps memory for speed while the gateway is busy (``release_on_trim``).
@@ -93,11 +100,8 @@ def limit_arenas(arenas: int = GATEWAY_ARENAS) -> bool:
     that ever allocated keeps an arena whose free pages count as the process's own. The
     gateway's threads mostly wait on the GIL, so they lose nothing by sharing. False where
     the C library cannot."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(_M_ARENA_MAX, arenas))
+    mallopt = _libc_function("mallopt")
+    return mallopt is not None and bool(mallopt(_M_ARENA_MAX, arenas))
 
 
 def keep_large_blocks_in_heap(up_to: int = HEAP_BLOCKS_UP_TO, kept: int = HEAP_TOP_KEPT) -> bool:
@@ -112,11 +116,12 @@ def keep_large_blocks_in_heap(up_to: int = HEAP_BLOCKS_UP_TO, kept: int = HEAP_T
     64 faults and 1.0 ms, and the call 9% faster (two gateways, calls interleaved). Larger
     values are mapped as before. The memory kept is bounded by ``kept`` per arena, and
     ``trim_heap`` (an idle gateway) returns it. False where the C library cannot."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, up_to)) and bool(mallopt(_M_TRIM_THRESHOLD, kept))
+    mallopt = _libc_function("mallopt")
+    return (
+        mallopt is not None
+        and bool(mallopt(_M_MMAP_THRESHOLD, up_to))
+        and bool(mallopt(_M_TRIM_THRESHOLD, kept))
+    )
 
 
 class _Pauses:

@@ -14,7 +14,15 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # What config may load: itself, the settings models and the modules everything stands on.
 ALLOWED = {"codemode", "codemode.config", "codemode.settings"} | {
     f"codemode.{name}"
-    for name in ("errors", "config_model", "tools", "hostnames", "jsonpointer", "terminal_text")
+    for name in (
+        "errors",
+        "config_model",
+        "tools",
+        "hostnames",
+        "jsonpointer",
+        "terminal_text",
+        "heap",
+    )
 }
 # Temporary: ``[privacy]``'s model validates detector names and field paths with privacy's own
 # code, so it still loads privacy (and the policy and bridge modules privacy imports). Delete
