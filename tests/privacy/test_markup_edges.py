@@ -88,6 +88,7 @@ def test_the_copy_of_a_window_says_where_it_differs() -> None:
         ("if a < b and 7 > 3: print(x)", 0),  # a comparison
         ("<div class='row'>the order</div>", 0),  # other HTML
         ("a total of 12\nthanks", 0),  # a line break after a digit, not between two
+        ("a - @ - b", 0),  # a needle (" @") that the copy leaves as it is
         ("see <em>maria</em> today", 1),  # a highlight tag
         ("see <SPAN class='hl'>maria</SPAN> today", 1),
         ("a **b** c", 1),

@@ -281,8 +281,8 @@ def markup_detections(
     kept: list[list[int]] = []
     for low, high in windows:
         clean, mapping = normalize(text, low, high, pairs)
-        # A window whose copy reads as the text does (its markup-like places were none:
-        # "2024\nAda", "a __init__ b") holds nothing near a change: nothing to search.
+        # A window whose copy reads as the text does (its markup-like places were none, as
+        # the " @ " of "- @ -") holds nothing near a change: nothing to search.
         if mapping.changes:
             cleaned.append((clean, mapping))
             kept.append([low, high])
