@@ -102,6 +102,8 @@ def test_a_guest_dies_with_the_host_that_started_it(tmp_path) -> None:
         ],
         stdout=subprocess.PIPE,
         text=True,
+        # SIGKILL leaves the backend's folders behind: in the test's own, not in /tmp.
+        env=dict(os.environ, TMPDIR=str(tmp_path)),
     )
     try:
         assert host.stdout is not None
