@@ -70,6 +70,8 @@ class FakeUpstream:
             raise ToolError(f"{args['email']} is not on {args['list_name']}", fix="check the list")
         if call.tool == "lookup":
             raise ToolNotFoundError(f"no tool for {args['email']}")
+        if call.tool == "read":  # a document the server holds: not the code's own text
+            return {"document": f"Report\n{args['text']}"}
         return {"ok": True, "args": args}
 
 

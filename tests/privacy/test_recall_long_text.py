@@ -1,8 +1,11 @@
-"""Text of a few KiB or more that a tool hands back unchanged is read for known values once: the flow check's
-reading of the argument answers the tokenizer's reading of the echoed result (by content
-hash, while the vault is unchanged), and what it answers is what a new reading finds. Where
-the data of every origin may reach the tool unasked, the flow check does not read the
-argument at all: only the result is read."""
+"""Text of a few KiB or more that a tool hands back as it received it is read for known values
+once: the flow check's reading of the argument answers the tokenizer's reading of the echoed
+result (by content hash, while the vault is unchanged), and what it answers is what a new
+reading finds. Where the data of every origin may reach the tool unasked, the flow check does
+not read the argument at all: only the result is read.
+
+The texts here carry a token, so the tool receives the value in its place and the echo is not
+the code's own text (which would come back unread, ``test_sent_texts``)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ CRM = TokenSource("crm", "list_contacts", "contacts[].email")
 # Data from mail reaches crm's tools only when the human allows it: the flow check reads.
 MAIL = TokenSource("mail", "inbox", "messages[].from")
 LONG = LINE * (2 * FRAGMENT_SCAN_MAX // len(LINE))
+ADDRESS = "ops@example.com"
 
 
 class Echo:
@@ -53,16 +57,17 @@ def test_an_echoed_long_text_is_read_once_and_comes_back_tokenized(
     token = vault.tokens_for([("EMAIL", "ops@example.com")], origin)[0]
     reads = reads_of_long_text(monkeypatch)
     for round_ in range(2):  # a new text each round: nothing kept from the last one answers
-        text = f"round {round_}: {LONG}"[:size]
+        text = f"round {round_} for {token}: {LONG}"[:size]
+        sent = text.replace(token, ADDRESS)  # what the tool receives, and echoes
         call = ToolCall("crm", "echo", {"text": text})
         asked = invoker.check_flows(call)
         # Asked, the check read the argument (and found the address in it); unasked, it
         # had nothing to decide and read nothing.
-        assert reads == [len(text)] * (round_ + (origin is MAIL))
+        assert reads == [len(sent)] * (round_ + (origin is MAIL))
         assert (asked is not None and asked.tokens == {token}) is (origin is MAIL)
         with flows_approved(asked.tokens if asked is not None else frozenset()):
             echoed = invoker.invoke(call, timeout_s=5)
-        assert reads == [len(text)] * (round_ + 1)
+        assert reads == [len(sent)] * (round_ + 1)
         # Every place, and a cut of the address where the text ends inside one.
         assert "ops@example" not in echoed
         assert echoed.count(token) >= text.count("ops@example.com") > 0
@@ -100,9 +105,9 @@ def test_a_value_added_to_the_vault_is_found_in_text_kept_before() -> None:
 def test_the_kept_places_are_let_go_with_the_caches(monkeypatch) -> None:
     vault = Vault()
     invoker = PrivacyInvoker(Echo(), vault, PrivacySettings())
-    vault.tokens_for([("EMAIL", "ops@example.com")], MAIL)
+    token = vault.tokens_for([("EMAIL", "ops@example.com")], MAIL)[0]
     reads = reads_of_long_text(monkeypatch)
-    call = ToolCall("crm", "echo", {"text": LONG})
+    call = ToolCall("crm", "echo", {"text": f"for {token}: {LONG}"})
     asked = invoker.check_flows(call)
     assert asked is not None and len(reads) == 1
     invoker.drop_caches()
@@ -138,11 +143,12 @@ def test_an_echoed_long_text_is_hashed_once_per_call_and_each_new_text_again(mon
     invoker = PrivacyInvoker(Echo(), vault, PrivacySettings())
     token = vault.tokens_for([("EMAIL", "ops@example.com")], CRM)[0]
     for round_ in range(2):
-        text = f"round {round_}: {LONG}"
+        text = f"round {round_} for {token}: {LONG}"
         call = ToolCall("crm", "echo", {"text": text})
         assert invoker.check_flows(call) is None
         echoed = invoker.invoke(call, timeout_s=5)
-        assert hashed == [len(text)] * (round_ + 1)  # the argument; its echo is not hashed again
+        sent = len(text.replace(token, ADDRESS))
+        assert hashed == [sent] * (round_ + 1)  # the argument; its echo is not hashed again
         assert "ops@example" not in echoed and token in echoed
 
 
@@ -206,11 +212,11 @@ def test_an_echoed_long_text_is_searched_for_encoded_values_once(monkeypatch) ->
     hidden = base64.b64encode(b"write to ops@example.com").decode()
     searched = decodings_of_long_text(monkeypatch)
     for round_ in range(2):
-        text = f"round {round_}: {LONG[:8192]} blob {hidden} end"
+        text = f"round {round_} for {token}: {LONG[:8192]} blob {hidden} end"
         call = ToolCall("crm", "echo", {"text": text})
         invoker.check_flows(call)
         echoed = invoker.invoke(call, timeout_s=5)
-        assert searched == [len(text)] * (round_ + 1)
+        assert searched == [len(text.replace(token, ADDRESS))] * (round_ + 1)
         assert hidden not in echoed and token in echoed.split(" blob ")[1]
     invoker.drop_caches()  # the decoded runs go with the caches: the next call searches anew
     invoker.invoke(ToolCall("crm", "echo", {"text": text}), timeout_s=5)

@@ -20,6 +20,7 @@ from codemode.policy.flowgate import FlowAsk, approved_tokens
 from codemode.privacy.digests import TextDigests
 from codemode.privacy.flows import FlowRefusal, allowing_line, decide_flows, flow_action
 from codemode.privacy.recall import FRAGMENT_SCAN_MAX, KEPT_MIN_CHARS
+from codemode.privacy.sent import SentTexts
 from codemode.privacy.settings import PrivacySettings
 from codemode.privacy.tokenizer import OUTPUT_SOURCE, detokenize
 from codemode.privacy.vault import TokenSource, Vault, VaultEntry
@@ -95,7 +96,12 @@ class PrivacyInvoker:
         except ToolError as error:
             raise self._tokenized_error(call, error) from None
         return self._tokenizer.tokenize(
-            result, self.vault, server=call.server, tool=call.tool, digests=digests
+            result,
+            self.vault,
+            server=call.server,
+            tool=call.tool,
+            digests=digests,
+            sent=SentTexts(call.arguments),
         )
 
     def _detokenized(self, call: ToolCall) -> _Detokenized:

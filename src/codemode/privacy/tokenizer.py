@@ -30,6 +30,7 @@ from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.fastscan import FAST_MIN_CHARS
 from codemode.privacy.fields import FieldMatcher, State
 from codemode.privacy.recall import Recall, RecallHit
+from codemode.privacy.sent import SentTexts
 from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
 
 __all__ = ["OUTPUT_SOURCE", "Tokenizer", "detokenize"]
@@ -114,9 +115,11 @@ class Tokenizer:
         server: str,
         tool: str,
         digests: TextDigests | None = None,
+        sent: SentTexts | None = None,
     ) -> Any:
         """A copy of ``value`` with sensitive values replaced by tokens (``value`` is untouched).
-        ``digests``: the texts the call's arguments held, hashed already (``PrivacyInvoker``)."""
+        ``digests``: the texts the call's arguments held, hashed already (``PrivacyInvoker``);
+        ``sent``: the arguments as the code wrote them, whose texts come back as they are."""
         if value is None or isinstance(value, bool | int | float | bytes):
             return value
         matcher = self._fields.get(server)
@@ -125,6 +128,7 @@ class Tokenizer:
         walk.recall = self.recall(vault)
         walk.recall.refresh()
         walk.cleared = self._cleared
+        walk.sent = sent
         if isinstance(value, str) and len(value) < _PAUSE_FROM_CHARS:
             return walk.node(value, [], walk.start, None)
         # Records and long text: tens of thousands of strings, findings and tokens, no cycle.
@@ -175,6 +179,7 @@ class _Walk:
         self.recall: Recall | None = None
         self.cleared: dict[tuple[bytes, str], tuple[int, str]] | None = None
         self.digests = TextDigests()
+        self.sent: SentTexts | None = None
         self.start: State = matcher.start if matcher is not None else frozenset()
 
     def source(self, path: Sequence[PathItem]) -> TokenSource:
@@ -182,6 +187,8 @@ class _Walk:
 
     def node(self, value: Any, path: list[PathItem], state: State, whole: str | None) -> Any:
         if isinstance(value, str):
+            if self.sent is not None and self.sent.holds(value):
+                return value  # the code's own text, handed back
             if whole is not None and value:
                 return self.vault.token_for(whole, value, self.source(path))
             return self.text(value, path)

@@ -1,0 +1,151 @@
+"""A tool result that hands back a text of the call's arguments, as the code wrote it, hands
+the code nothing it did not hold: it comes back as it was sent, unread, and no token is minted
+for the code's own words. A text that held a token reaches the tool with the value in its
+place, so its echo is not the code's own and is tokenized as ever."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from codemode.privacy import PrivacyInvoker, PrivacySettings, Vault
+from codemode.privacy.detectors import DetectorSet
+from codemode.privacy.sent import SentTexts
+from codemode.privacy.vault import TokenSource
+from codemode.tools import ToolCall
+
+CRM = TokenSource("crm", "list_contacts", "contacts[].phone")
+PHONE = "+44 20 7946 0958"
+LETTER = ("Dear customer, your order 4417 shipped on 2024-05-02. " * 40) + (
+    "Questions to ops@example.com or +49 30 1234567.\n"
+)
+
+
+class Echo:
+    """Hands back the arguments it received, and records them."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        self.received.append(call.arguments)
+        return call.arguments["text"]
+
+
+class Created:
+    """Answers like an API that creates a record and returns it with the fields sent."""
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        return {"contact": {"id": 7, **call.arguments}, "note": f"created {call.arguments['name']}"}
+
+
+class Quoted:
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        return f"You said: {call.arguments['text']}"
+
+
+def invoker_with(inner: Any, **fields: list[str]) -> tuple[PrivacyInvoker, Vault]:
+    vault = Vault()
+    settings = PrivacySettings.from_mapping({"fields": fields} if fields else {}, "test.toml")
+    return PrivacyInvoker(inner, vault, settings), vault
+
+
+def invoke(invoker: PrivacyInvoker, tool: str, **arguments: Any) -> Any:
+    call = ToolCall("crm", tool, arguments)
+    invoker.check_flows(call)
+    return invoker.invoke(call, timeout_s=5)
+
+
+@pytest.mark.parametrize("text", ["mail ops@example.com", LETTER, LETTER * 30])
+def test_the_codes_own_text_comes_back_as_it_was_sent(text: str) -> None:
+    invoker, vault = invoker_with(Echo())
+    assert invoke(invoker, "echo", text=text) == text
+    assert len(vault) == 0  # no token for the code's own words, as if crm had sent them
+
+
+def test_an_echo_of_the_codes_own_text_is_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
+    scanned: list[int] = []
+    detect = DetectorSet.detect
+
+    def counted(self: DetectorSet, text: str, *args: Any, **kwargs: Any) -> Any:
+        scanned.append(len(text))
+        return detect(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(DetectorSet, "detect", counted)
+    invoker, _vault = invoker_with(Echo())
+    assert invoke(invoker, "echo", text=LETTER * 30) == LETTER * 30
+    assert scanned == []
+
+
+def test_a_text_with_a_token_reaches_the_tool_with_the_value_and_comes_back_tokenized() -> None:
+    echo = Echo()
+    invoker, vault = invoker_with(echo)
+    [token] = vault.tokens_for([("PHONE", PHONE)], CRM)
+    for text in (f"call {token} today", f"{LETTER}call {token} today"):
+        echoed = invoke(invoker, "echo", text=text)
+        assert echo.received[-1]["text"] == text.replace(token, PHONE)
+        assert PHONE not in echoed and "7946" not in echoed
+        assert echoed.endswith(f"call {token} today")  # the value's own token in its place
+        # Not the code's text: the values in the rest are the tool's, read as ever.
+        assert "ops@example.com" not in echoed
+
+
+def test_a_guess_echoed_back_is_not_told_apart_from_the_others() -> None:
+    """Code holding only <PHONE_1> that sends candidates through an echo learned, before, which
+    one came back as <PHONE_1>. Its own text now comes back as it went: no candidate stands out."""
+    invoker, vault = invoker_with(Echo())
+    [token] = vault.tokens_for([("PHONE", PHONE)], CRM)
+    candidates = "\n".join(f"+44 20 7946 09{n:02d}" for n in range(100))
+    assert PHONE in candidates
+    echoed = invoke(invoker, "echo", text=candidates)
+    assert echoed == candidates and token not in echoed
+
+
+def test_a_result_that_quotes_the_codes_text_is_read_as_new_text() -> None:
+    invoker, vault = invoker_with(Quoted())
+    echoed = invoke(invoker, "echo", text="mail ops@example.com")
+    assert echoed.startswith("You said: mail <EMAIL_") and "ops@example.com" not in echoed
+    assert len(vault) == 1
+
+
+def test_fields_the_code_sent_come_back_as_sent_and_the_rest_is_tokenized() -> None:
+    # A field rule hides a contact's name whatever it holds; the name the code chose is its own.
+    invoker, vault = invoker_with(Created(), crm=["contact.name", "contact.phone"])
+    result = invoke(invoker, "create_contact", name="Ada Lovelace", email="ada@example.com")
+    assert result["contact"] == {"id": 7, "name": "Ada Lovelace", "email": "ada@example.com"}
+    # The note is the server's text, not the code's: the name in it is a value of the result.
+    assert result["note"] == "created Ada Lovelace"
+    assert len(vault) == 0
+
+
+def test_a_field_rule_still_hides_what_the_code_did_not_send() -> None:
+    class Looked:
+        def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+            return {"contact": {"name": "Grace Hopper", "phone": PHONE}}
+
+    invoker, vault = invoker_with(Looked(), crm=["contact.name"])
+    result = invoke(invoker, "get_contact", name="Ada Lovelace")
+    assert result["contact"]["name"].startswith("<NAME_")
+    assert result["contact"]["phone"].startswith("<PHONE_")
+    assert len(vault) == 2
+
+
+def test_sent_texts_hold_every_text_of_the_arguments_character_for_character() -> None:
+    long = "x" * 5000
+    sent = SentTexts({"a": ["short", {"b": long}], "c": ("tuple",), "n": 3, "empty": ""})
+    assert sent.holds("short") and sent.holds("tuple")
+    assert sent.holds("".join(["x"] * 5000))  # an equal text, not the same object
+    assert not sent.holds("shorT") and not sent.holds("x" * 4999 + "y") and not sent.holds("")
+    assert not sent.holds("a") and not sent.holds("3")  # keys and numbers are not texts sent
+
+
+def test_many_long_texts_of_one_length_are_held_only_up_to_a_few() -> None:
+    """Beyond a few long texts of one length, the rest are not held: they are scanned as any
+    other text (the safe side), and a result's text costs at most a few comparisons."""
+    from codemode.privacy.sent import _LONG_KEPT
+
+    texts = [f"{n:05d}" + "y" * 5000 for n in range(3 * _LONG_KEPT)]
+    sent = SentTexts({"texts": texts})
+    held = [sent.holds(text) for text in texts]
+    assert sum(held) == _LONG_KEPT
