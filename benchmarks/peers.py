@@ -15,7 +15,9 @@ P3 an execution with one proxied call to the upstream stdio server's `ping`
 P4 search over the 3,224 operations of tests/data/specs (warm: after a first search)
 P5 startup with the three specs: process start until the first `tools/list` answers
 P6 a 1 MB string of mixed text through the upstream's `echo`, privacy on (codemode's default),
-   a new text each call
+   a new text each call (the code's own text comes back: codemode hands it back unread)
+P6b the same through the upstream's `stamp`, which puts a line before the text: the result is
+   the tool's text, so codemode reads it for personal data and tokenizes it
 P7 20 new sessions arriving together: p95 of their first execute (after each burst the server
    is left to finish what the burst started, e.g. refilling its pool, before the other system's
    burst begins: `quiet`)
@@ -199,12 +201,16 @@ def one_call(system: str) -> str:
 _calls = iter(range(10**9))
 
 
-def echo(system: str) -> str:
+def echo(system: str, tool: str = "echo") -> str:
     # Each call's text is new (a real result is not the last one again): no cache answers it.
     big = f"{BIG}\nt = 'call {next(_calls)}: ' + t"
     if system == "codemode":
-        return f"{big}\nprint(len(up.echo(text=t)))"
-    return f"{big}\nr = await call_tool('up_echo', {{'text': t}})\nreturn len(r['result'])"
+        return f"{big}\nprint(len(up.{tool}(text=t)))"
+    return f"{big}\nr = await call_tool('up_{tool}', {{'text': t}})\nreturn len(r['result'])"
+
+
+def stamp(system: str) -> str:
+    return echo(system, "stamp")
 
 
 async def execute(client: Any, system: str, code: str, session: str | None = None) -> str | None:
@@ -244,20 +250,26 @@ async def surface_tokens(url: str) -> int:
 
 
 async def warm_calls(urls: dict[str, str], rounds: int, n: int) -> list[Metric]:
-    """P2, P3 and P6 on one kept-open client per system, rounds interleaved."""
+    """P2, P3, P6 and P6b on one kept-open client per system, rounds interleaved."""
     from mcp import Client
 
     p2 = Metric("P2 warm execute (trivial code)", "ms p50")
     p3 = Metric("P3 execute with one proxied stdio call", "ms p50")
     p6 = Metric("P6 1 MB echo through a tool, privacy on", "ms p50")
+    p6b = Metric("P6b 1 MB the tool changes (stamp), privacy on", "ms p50")
     async with Client(urls["codemode"]) as ours, Client(urls["fastmcp"]) as theirs:
         clients = {"codemode": ours, "fastmcp": theirs}
         session = await execute(ours, "codemode", "from servers import up\nup.ping()")
         for system, client in clients.items():  # warm both
-            for code in (trivial(system), one_call(system), echo(system)):
+            for code in (trivial(system), one_call(system), echo(system), stamp(system)):
                 await execute(client, system, code, session)
         for _ in range(rounds):
-            for metric, code_of, count in ((p2, trivial, n), (p3, one_call, n), (p6, echo, 3)):
+            for metric, code_of, count in (
+                (p2, trivial, n),
+                (p3, one_call, n),
+                (p6, echo, 3),
+                (p6b, stamp, 3),
+            ):
                 times = []
                 for system, client in clients.items():
 
@@ -266,7 +278,7 @@ async def warm_calls(urls: dict[str, str], rounds: int, n: int) -> list[Metric]:
 
                     times.append(await per_call_ms(call, count))
                 metric.add(times[0], times[1])
-    return [p2, p3, p6]
+    return [p2, p3, p6, p6b]
 
 
 async def search_times(urls: dict[str, str], queries: tuple[str, ...]) -> Metric:
@@ -422,7 +434,7 @@ async def measure(
             p1 = Metric("P1 surface (listed tools)", "o200k tokens")
             p1.add(await surface_tokens(ours), await surface_tokens(theirs))
             measured(metrics, p1)
-        if only & {"P2", "P3", "P6"} or not only:
+        if only & {"P2", "P3", "P6", "P6B"} or not only:
             measured(metrics, *await warm_calls(urls, rounds, n))
         if wanted("P7") or wanted("P8") or wanted("P9"):
             p7 = Metric(f"P7 {SESSIONS} new sessions at once: first execute", "ms p95")

@@ -3,9 +3,9 @@
     python peers_servers.py upstream
     python peers_servers.py fastmcp PORT UPSTREAM_SCRIPT [SPEC.json.gz ...]
 
-``upstream`` (stdio, official SDK): ``ping()`` and ``echo(text)``. ``fastmcp`` (streamable
+``upstream`` (stdio, official SDK): ``ping()``, ``echo(text)`` and ``stamp(text)``. ``fastmcp`` (streamable
 HTTP): FastMCP with its experimental ``CodeMode`` transform (search, get_schema, execute on
-pydantic-monty) over a proxy of the upstream (tools ``up_ping``, ``up_echo``) and, when given,
+pydantic-monty) over a proxy of the upstream (tools ``up_ping``, ``up_echo``, ``up_stamp``) and, when given,
 one server per OpenAPI spec (``FastMCP.from_openapi``; no request is ever sent).
 """
 
@@ -31,6 +31,11 @@ def upstream() -> None:
     def echo(text: str) -> str:
         """Return the text unchanged."""
         return text
+
+    @server.tool()
+    def stamp(text: str) -> str:
+        """Return the text with a line put before it."""
+        return f"stamped\n{text}"
 
     server.run("stdio")
 

@@ -19,8 +19,10 @@ installed (the `fast` extra); ratios against the old scan), tokenize (a 1 MiB st
 the tokenizer, as a tool result: old and new), rescan (the same text again: the second scan is
 answered from the content-hash cache), echo (the orders text, new each call, through a
 session's wrappers around a tool that returns its argument, as in benchmarks/peers.py's P6: the
-flow check of the argument, the call, the oracle guard and the result's tokens; the vault
-already holds the text's contacts), save (the orders text sent back to the server its
+flow check of the argument, the call, the oracle guard and the result, which is the code's own
+text and comes back unread; the vault already holds the text's contacts), stamp (the same, but
+the tool puts a line before the text, as in P6b: the result is the tool's text, read and
+tokenized), save (the orders text sent back to the server its
 contacts came from, answered with its size: old, the vault also holds a value of another
 server, so the flow check reads the argument; new, every origin may go there unasked and
 nothing reads it), records (5,000 contact records, about 900 KiB as JSON,
@@ -221,6 +223,7 @@ def run(repeat: int, size: int = SIZE) -> dict[str, dict[str, float]]:
     )
     rows["rescan prose (cached)"] = {"old_ms": old, "new_ms": again, "new/old": again / old}
     rows["echo orders (wrappers)"] = echo_row(texts["orders"], repeat)
+    rows["stamp orders (wrappers)"] = echo_row(texts["orders"], repeat, tool="stamp")
     rows["save orders (wrappers)"] = save_row(texts["orders"], repeat)
     rows |= records_rows(5000 if size == SIZE else 50, repeat)
     return rows
@@ -275,9 +278,12 @@ def records_rows(count: int, repeat: int) -> dict[str, dict[str, float]]:
 
 
 class _Echo:
-    """A tool that returns its argument (the upstream of P6); ``save`` answers its size."""
+    """A tool that returns its argument (the upstream of P6); ``stamp`` puts a line before it
+    (P6b), ``save`` answers its size."""
 
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+        if call.tool == "stamp":
+            return f"stamped\n{call.arguments['text']}"
         if call.tool == "save":
             return {"saved": len(call.arguments["text"])}
         if call.tool == "contact":
@@ -315,7 +321,7 @@ def save_row(text: str, repeat: int) -> dict[str, float]:
     }
 
 
-def echo_row(text: str, repeat: int) -> dict[str, float]:
+def echo_row(text: str, repeat: int, *, tool: str = "echo") -> dict[str, float]:
     chain = build_invoker_chain(
         CodemodeConfig(), _Echo(), session="bench", specs=lambda _s, _t: None, approver=None
     )
@@ -323,7 +329,7 @@ def echo_row(text: str, repeat: int) -> dict[str, float]:
 
     def once() -> Any:
         argument = f"call {next(calls)}: {text}"  # a new text each call: nothing cached answers
-        return chain.invoker.invoke(ToolCall("up", "echo", {"text": argument}), timeout_s=60)
+        return chain.invoker.invoke(ToolCall("up", tool, {"text": argument}), timeout_s=60)
 
     once()  # the vault learns the contacts, as after a first result
     wall, cpu = median_ms(once, max(repeat, 5))
