@@ -115,3 +115,21 @@ def _stage(data: Path) -> str:
     with sqlite3.connect(data / "crm.sqlite") as db:
         (stage,) = db.execute("SELECT stage FROM leads WHERE id = ?", (ACME_LEAD_ID,)).fetchone()
     return str(stage)
+
+
+async def test_what_the_code_sent_comes_back_as_sent_and_the_servers_data_as_tokens(client: Any):
+    """A subscriber the code adds is answered with the address and name it sent: those come
+    back as the code wrote them (no token for its own words). The same address read from the
+    list is the mail server's data: a token."""
+    code = (
+        "from servers import mail\n"
+        "added = mail.add_subscriber(list_name='vip', email='new.person@example.org', "
+        "name='New Person')\n"
+        "print(added['email'] == 'new.person@example.org', added['name'] == 'New Person')\n"
+        "subs = mail.list_subscribers(list_name='vip')['subscribers']\n"
+        "print(subs[-1]['email'].startswith('<EMAIL_'))\n"
+    )
+    result = await client.call_tool("execute", {"code": code})
+    assert result.structured_content["status"] == "ok", result.content[0].text
+    assert result.structured_content["stdout"] == "True True\nTrue\n"
+    assert_no_pii(_wire(result))
