@@ -131,6 +131,17 @@ def test_a_field_rule_still_hides_what_the_code_did_not_send() -> None:
     assert len(vault) == 2
 
 
+def test_a_secret_the_code_sent_comes_back_as_sent_and_the_servers_is_hidden() -> None:
+    class Login:
+        def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+            return {"password": call.arguments["password"], "api_key": "sk-" + "Q7x9" * 10}
+
+    invoker, vault = invoker_with(Login())
+    result = invoke(invoker, "login", password="correct-Horse-42-battery")
+    assert result["password"] == "correct-Horse-42-battery"
+    assert result["api_key"].startswith("<SECRET_") and len(vault) == 1
+
+
 def test_sent_texts_hold_every_text_of_the_arguments_character_for_character() -> None:
     long = "x" * 5000
     sent = SentTexts({"a": ["short", {"b": long}], "c": ("tuple",), "n": 3, "empty": ""})

@@ -2,7 +2,8 @@
 
 On each call it puts vault values back into the arguments (if the data-flow rules allow the
 destination, ``codemode.privacy.flows``), calls the inner invoker, and replaces sensitive
-values in the result by tokens.
+values in the result by tokens (a text of the arguments, as the code wrote them, that the result
+hands back unchanged stays as it is: ``codemode.privacy.sent``).
 A ``ToolError`` from inside is tokenized too, since upstream messages often echo their input.
 ``scan_output`` is the second net, for what the code prints.
 """

@@ -237,6 +237,7 @@ class _Walk:
                 and inner_whole is None
                 and isinstance(item, str)
                 and looks_secret(item, password=secret)
+                and not (self.sent is not None and self.sent.holds(item))
             ):
                 out[new_key] = self.vault.token_for("SECRET", item, self.source(path))
             else:
