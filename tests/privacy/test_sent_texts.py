@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from codemode.privacy import PrivacyInvoker, PrivacySettings, Vault
 from codemode.privacy.detectors import DetectorSet
@@ -160,3 +162,35 @@ def test_many_long_texts_of_one_length_are_held_only_up_to_a_few() -> None:
     sent = SentTexts({"texts": texts})
     held = [sent.holds(text) for text in texts]
     assert sum(held) == _LONG_KEPT
+
+
+_TEXT = st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda a, n: a * n, st.sampled_from(["ab", "é", "0"]), st.integers(500, 700)),
+)
+_ARGUMENTS = st.recursive(
+    st.one_of(_TEXT, st.integers(), st.none()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _texts_of(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return {value} if value else set()
+    if isinstance(value, dict):
+        return set().union(*map(_texts_of, value.values()))
+    if isinstance(value, list):
+        return set().union(*map(_texts_of, value))
+    return set()
+
+
+@given(_ARGUMENTS, st.lists(_TEXT, max_size=6))
+def test_sent_texts_hold_exactly_the_arguments_texts(arguments: Any, others: list[str]) -> None:
+    texts = _texts_of(arguments)
+    sent = SentTexts(arguments)
+    for text in [*texts, *others]:
+        # An equal copy, not the same object: equality is what counts.
+        assert sent.holds("".join(list(text))) is (text in texts)
