@@ -95,7 +95,9 @@ def test_a_text_with_a_token_reaches_the_tool_with_the_value_and_comes_back_toke
 
 def test_a_guess_echoed_back_is_not_told_apart_from_the_others() -> None:
     """Code holding only <PHONE_1> that sends candidates through an echo learned, before, which
-    one came back as <PHONE_1>. Its own text now comes back as it went: no candidate stands out."""
+    one came back as <PHONE_1>. Its own text now comes back as it went: no candidate stands out.
+    (A tool that returns the value itself still answers a guess sent beside it: the threat
+    model in docs/privacy-and-control.md says so.)"""
     invoker, vault = invoker_with(Echo())
     [token] = vault.tokens_for([("PHONE", PHONE)], CRM)
     candidates = "\n".join(f"+44 20 7946 09{n:02d}" for n in range(100))
