@@ -106,6 +106,22 @@ def test_a_guess_echoed_back_is_not_told_apart_from_the_others() -> None:
     assert echoed == candidates and token not in echoed
 
 
+def test_a_value_the_vault_holds_never_comes_back_in_clear_as_a_whole_string() -> None:
+    """Sent whole and handed back, a value the vault holds comes back as its token, as does
+    the stored value beside it: a guess meets the value as before, never the value in clear."""
+
+    class Stored:
+        def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
+            return {"phone": PHONE, "note": call.arguments.get("note", "")}
+
+    invoker, vault = invoker_with(Stored())
+    token = invoke(invoker, "get_contact")["phone"]
+    assert token.startswith("<PHONE_") and len(vault) == 1
+    result = invoke(invoker, "get_contact", note=PHONE)
+    assert result == {"phone": token, "note": token}
+    assert invoke(invoker, "echo_note", note=PHONE)["note"] == token and len(vault) == 1
+
+
 def test_a_result_that_quotes_the_codes_text_is_read_as_new_text() -> None:
     invoker, vault = invoker_with(Quoted())
     echoed = invoke(invoker, "echo", text="mail ops@example.com")

@@ -182,12 +182,18 @@ class _Walk:
         self.sent: SentTexts | None = None
         self.start: State = matcher.start if matcher is not None else frozenset()
 
+    def _own(self, text: str) -> bool:
+        """A text of the call's arguments as the code wrote them, handed back unchanged; not a
+        value the vault holds (a hidden value never comes back in clear as a whole string,
+        whoever wrote it)."""
+        return self.sent is not None and self.sent.holds(text) and self.vault.token_of(text) is None
+
     def source(self, path: Sequence[PathItem]) -> TokenSource:
         return TokenSource(self.server, self.tool, _render_path(path))
 
     def node(self, value: Any, path: list[PathItem], state: State, whole: str | None) -> Any:
         if isinstance(value, str):
-            if self.sent is not None and self.sent.holds(value):
+            if self._own(value):
                 return value  # the code's own text, handed back
             if whole is not None and value:
                 return self.vault.token_for(whole, value, self.source(path))
@@ -237,7 +243,7 @@ class _Walk:
                 and inner_whole is None
                 and isinstance(item, str)
                 and looks_secret(item, password=secret)
-                and not (self.sent is not None and self.sent.holds(item))
+                and not self._own(item)
             ):
                 out[new_key] = self.vault.token_for("SECRET", item, self.source(path))
             else:
