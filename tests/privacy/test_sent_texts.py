@@ -93,11 +93,11 @@ def test_a_text_with_a_token_reaches_the_tool_with_the_value_and_comes_back_toke
         assert "ops@example.com" not in echoed
 
 
-def test_a_guess_echoed_back_is_not_told_apart_from_the_others() -> None:
-    """Code holding only <PHONE_1> that sends candidates through an echo learned, before, which
-    one came back as <PHONE_1>. Its own text now comes back as it went: no candidate stands out.
-    (A tool that returns the value itself still answers a guess sent beside it: the threat
-    model in docs/privacy-and-control.md says so.)"""
+def test_a_hidden_value_inside_the_codes_own_text_comes_back_as_the_code_wrote_it() -> None:
+    """Candidate numbers for <PHONE_1>, one of them right, sent as one text and echoed: the
+    text is the code's own and comes back as it went (before, the right one came back as
+    <PHONE_1>). This closes no confirmation: each candidate sent as a string of its own still
+    meets the value (the test below), as printed candidates do (the threat model says so)."""
     invoker, vault = invoker_with(Echo())
     [token] = vault.tokens_for([("PHONE", PHONE)], CRM)
     candidates = "\n".join(f"+44 20 7946 09{n:02d}" for n in range(100))
