@@ -31,6 +31,7 @@ from codemode.privacy.fastscan import FAST_MIN_CHARS
 from codemode.privacy.fields import FieldMatcher, State
 from codemode.privacy.recall import Recall, RecallHit
 from codemode.privacy.sent import SentTexts
+from codemode.privacy.skeletons import skeleton_of
 from codemode.privacy.vault import TOKEN_PATTERN, TokenSource, Vault, VaultEntry, VaultValue
 
 __all__ = ["OUTPUT_SOURCE", "Tokenizer", "detokenize"]
@@ -51,6 +52,10 @@ Check = Callable[[str, VaultEntry], None]
 
 _KEY_CACHE_MAX = 4096
 _CLEARED_MIN_LEN = 4096
+# What one result's short texts were found to hold, by text (``_Walk.found``): records repeat
+# their cities, statuses and notes thousands of times.
+_REPEATED_MAX_LEN = 1024
+_REPEATED_MAX = 8192
 _CLEARED_MAX = 32
 # And at most this many characters of results in all (each session has its own tokenizer).
 _CLEARED_MAX_CHARS = 1 << 22
@@ -126,13 +131,15 @@ class Tokenizer:
         walk = _Walk(self.detectors, vault, server, tool, matcher, self._key_info)
         walk.digests = digests if digests is not None else TextDigests()
         walk.recall = self.recall(vault)
-        walk.recall.refresh()
         walk.cleared = self._cleared
         walk.sent = sent
         if isinstance(value, str) and len(value) < _PAUSE_FROM_CHARS:
+            walk.recall.refresh()
             return walk.node(value, [], walk.start, None)
-        # Records and long text: tens of thousands of strings, findings and tokens, no cycle.
+        # Records and long text: tens of thousands of strings, findings and tokens, no cycle;
+        # and the values the last of them gave the vault indexed (as many again).
         with collection_paused():
+            walk.recall.refresh()
             return walk.node(value, [], walk.start, None)
 
     def scan_text(
@@ -181,6 +188,11 @@ class _Walk:
         self.digests = TextDigests()
         self.sent: SentTexts | None = None
         self.start: State = matcher.start if matcher is not None else frozenset()
+        # What each short text of this result holds (``_findings``). The recall's index
+        # stays as it was for the whole walk (values issued on the way are recalled from the
+        # next result on), so a text's findings stay the same; whether the whole text is a
+        # value the vault holds can change on the way, and is asked each time.
+        self.found: dict[str, Sequence[Detection]] = {}
 
     def _own(self, text: str) -> bool:
         """A text of the call's arguments as the code wrote them, handed back unchanged; not a
@@ -274,19 +286,33 @@ class _Walk:
         known = self.vault.seen_again(text, lambda: self.source(path))
         if known is not None:  # a value seen before (e.g. in a named field) stays hidden
             return known
+        repeated = digest is None and len(text) <= _REPEATED_MAX_LEN
+        detections = self.found.get(text) if repeated else None
+        if detections is None:
+            detections = self._findings(text, digest)
+            # Token-shaped text too: a name the vault had not issued is reserved at first sight
+            # (``_token_literals``), so it never is; one it had issued stays so.
+            if repeated and len(self.found) < _REPEATED_MAX:
+                self.found[text] = detections
+        if not detections:
+            return text
+        source = self.source(path)
+        return _replace(text, detections, self.vault, source)
+
+    def _findings(self, text: str, digest: bytes | None) -> Sequence[Detection]:
+        """What ``text`` holds: the detectors' findings, values in hex or base64, values the
+        vault holds and fragments of them, and tokens of this vault written in it."""
         detections: Sequence[Detection] = self.detectors.detect(text, digest)
         encoded = self._encoded(text, digest)
         if encoded:
             detections = _merge(encoded, detections)
         if self.recall is not None:
-            recalled = _recalled(self.recall, text, self.kinds, detections, digest)
+            covering = _holds_all(text, detections)
+            recalled = _recalled(self.recall, text, self.kinds, detections, digest, covering)
             detections = _merge(recalled, detections)
         if "<" in text and ">" in text:
             detections = _merge(self._token_literals(text), detections)
-        if not detections:
-            return text
-        source = self.source(path)
-        return _replace(text, detections, self.vault, source)
+        return detections
 
     def _encoded(self, text: str, digest: bytes | None = None) -> list[Detection]:
         """Runs of hex or base64 that decode to text holding personal data or a value the
@@ -343,19 +369,31 @@ def _replace(text: str, detections: Sequence[Detection], vault: Vault, source: T
     return "".join(parts)
 
 
+def _holds_all(text: str, detections: Sequence[Detection]) -> bool:
+    """Whether one detection holds every letter and digit of ``text`` (an address, a number
+    as a field's whole value): a fragment the recall finds inside it is shorter, and loses
+    to it in ``_merge``, unless it takes in all of them too. Not where token literals are
+    merged after (one could be longer than the detection)."""
+    if len(detections) != 1 or ("<" in text and ">" in text):
+        return False
+    only = detections[0]
+    return not skeleton_of(text[: only.start].lower()) and not skeleton_of(text[only.end :].lower())
+
+
 def _recalled(
     recall: Recall,
     text: str,
     detected: frozenset[str],
     detections: Sequence[Detection],
     digest: bytes | None = None,
+    covering: bool = False,
 ) -> list[Detection]:
     """Spans holding a value the vault knows (or a fragment), kind "" and the token: longest
     first (a whole value before a fragment of another as long), so that a whole value wins
     over a fragment of it. A value the detectors find whole is its own value, not a fragment
     of another that it shares letters with (``olivia@olivia-trading.com`` is not a cut of
     ``popescu.olivia@oliviatrading.com``), unless it is written as a piece of it."""
-    hits = recall.find(text, detected=detected, decode=False, digest=digest)
+    hits = recall.find(text, detected=detected, decode=False, digest=digest, covering=covering)
     if not hits:
         return []
     spans = {(item.start, item.end): item.value for item in detections}

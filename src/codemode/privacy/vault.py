@@ -8,6 +8,7 @@ there before. Nothing is written anywhere; ``wipe`` forgets everything.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -206,6 +207,13 @@ class Vault:
         with self._lock:
             snapshot = list(self._by_token.values())
         return iter(snapshot)
+
+    def entries_from(self, start: int) -> tuple[int, list[VaultEntry]]:
+        """How many entries the vault holds, and a snapshot of those after the first ``start``
+        (oldest first): what an index of the first ``start`` lacks, without copying them all."""
+        with self._lock:
+            held = len(self._by_token)
+            return held, list(itertools.islice(self._by_token.values(), start, None))
 
     def wipe(self) -> None:
         """Forget every value, token and reservation."""
