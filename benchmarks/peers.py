@@ -18,6 +18,9 @@ P6 a 1 MB string of mixed text through the upstream's `echo`, privacy on (codemo
    a new text each call (the code's own text comes back: codemode hands it back unread)
 P6b the same through the upstream's `stamp`, which puts a line before the text: the result is
    the tool's text, so codemode reads it for personal data and tokenizes it
+P6c 5,000 contact records (about 1 MB as JSON: id, name, e-mail, phone, city, order count,
+   note) from the upstream's `contacts`, new contacts each call, reduced in code to their count
+   and order total: codemode tokenizes every record, and its vault grows by 10,000 values a call
 P7 20 new sessions arriving together: p95 of their first execute (after each burst the server
    is left to finish what the burst started, e.g. refilling its pool, before the other system's
    burst begins: `quiet`)
@@ -213,6 +216,24 @@ def stamp(system: str) -> str:
     return echo(system, "stamp")
 
 
+CONTACTS = 5000  # about 1 MB of records as JSON
+
+
+def contacts(system: str) -> str:
+    # New contacts each call (a seed of their own): every one is new to codemode's vault.
+    seed = next(_calls)
+    if system == "codemode":
+        return (
+            f"rows = up.contacts(count={CONTACTS}, seed={seed})\n"
+            "print(len(rows), sum(row['orders'] for row in rows))"
+        )
+    return (
+        f"r = await call_tool('up_contacts', {{'count': {CONTACTS}, 'seed': {seed}}})\n"
+        "rows = r['result']\n"
+        "return [len(rows), sum(row['orders'] for row in rows)]"
+    )
+
+
 async def execute(client: Any, system: str, code: str, session: str | None = None) -> str | None:
     """Run ``code``; returns codemode's session handle. Raises when the execution failed."""
     arguments: dict[str, Any] = {"code": code}
@@ -257,11 +278,18 @@ async def warm_calls(urls: dict[str, str], rounds: int, n: int) -> list[Metric]:
     p3 = Metric("P3 execute with one proxied stdio call", "ms p50")
     p6 = Metric("P6 1 MB echo through a tool, privacy on", "ms p50")
     p6b = Metric("P6b 1 MB the tool changes (stamp), privacy on", "ms p50")
+    p6c = Metric(f"P6c {CONTACTS} contact records (1 MB) reduced in code", "ms p50")
     async with Client(urls["codemode"]) as ours, Client(urls["fastmcp"]) as theirs:
         clients = {"codemode": ours, "fastmcp": theirs}
         session = await execute(ours, "codemode", "from servers import up\nup.ping()")
         for system, client in clients.items():  # warm both
-            for code in (trivial(system), one_call(system), echo(system), stamp(system)):
+            for code in (
+                trivial(system),
+                one_call(system),
+                echo(system),
+                stamp(system),
+                contacts(system),
+            ):
                 await execute(client, system, code, session)
         for _ in range(rounds):
             for metric, code_of, count in (
@@ -269,6 +297,7 @@ async def warm_calls(urls: dict[str, str], rounds: int, n: int) -> list[Metric]:
                 (p3, one_call, n),
                 (p6, echo, 3),
                 (p6b, stamp, 3),
+                (p6c, contacts, 3),
             ):
                 times = []
                 for system, client in clients.items():
@@ -278,7 +307,7 @@ async def warm_calls(urls: dict[str, str], rounds: int, n: int) -> list[Metric]:
 
                     times.append(await per_call_ms(call, count))
                 metric.add(times[0], times[1])
-    return [p2, p3, p6, p6b]
+    return [p2, p3, p6, p6b, p6c]
 
 
 async def search_times(urls: dict[str, str], queries: tuple[str, ...]) -> Metric:
@@ -434,7 +463,7 @@ async def measure(
             p1 = Metric("P1 surface (listed tools)", "o200k tokens")
             p1.add(await surface_tokens(ours), await surface_tokens(theirs))
             measured(metrics, p1)
-        if only & {"P2", "P3", "P6", "P6B"} or not only:
+        if only & {"P2", "P3", "P6", "P6B", "P6C"} or not only:
             measured(metrics, *await warm_calls(urls, rounds, n))
         if wanted("P7") or wanted("P8") or wanted("P9"):
             p7 = Metric(f"P7 {SESSIONS} new sessions at once: first execute", "ms p95")
