@@ -205,8 +205,10 @@ def test_approval_and_refusal_messages_stay_short_in_the_worst_case() -> None:
 
     # An unannotated tool (asks by policy) that would get 29 addresses and a phone number from
     # two servers (asks by flow): one approval, both reasons.
-    entries = [VaultEntry(f"<EMAIL_{i}>", "EMAIL", "x", {"sqlite"}) for i in range(1, 30)]
-    entries.append(VaultEntry("<PHONE_1>", "PHONE", "x", {"crm-prod"}))
+    entries = [
+        VaultEntry(f"<EMAIL_{i}>", "EMAIL", "x", frozenset({"sqlite"})) for i in range(1, 30)
+    ]
+    entries.append(VaultEntry("<PHONE_1>", "PHONE", "x", frozenset({"crm-prod"})))
     flows = decide_flows(PrivacySettings(), entries, "filesystem", "write_file", closed_world=False)
     assert isinstance(flows, FlowAsk)
     approver = ScopedFake("call", allow=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import pytest
@@ -164,3 +165,21 @@ def test_text_longer_than_every_value_is_no_value_without_a_hash() -> None:
     assert vault.token_of("s" * 6000) is not None
     vault.wipe()
     assert vault.seen_again(Unhashable("x" * 10), lambda: CRM) is None
+
+
+def test_entries_share_their_sets_of_servers_and_keep_sources_the_collector_skips() -> None:
+    vault = Vault()
+    vault.tokens_for([("EMAIL", f"user{n}@example.com") for n in range(500)], CRM)
+    vault.tokens_for([("EMAIL", f"user{n}@example.com") for n in range(250)], DOCS)
+    vault.mark_delivered(vault.token_of("user0@example.com") or "", "mail")
+    gc.collect()
+    gc.collect()  # the inner tuples of text are let go by the first, the outer ones by this
+    entries = list(vault.entries())
+    # One set object per distinct set of servers, whatever the number of entries.
+    assert len({id(entry.origins) for entry in entries}) == 2
+    assert len({id(entry.delivered) for entry in entries}) == 2
+    assert entries[0].delivered == {"mail"} and entries[1].delivered == frozenset()
+    assert entries[0].origins == {"crm", "docs"} and entries[-1].origins == {"crm"}
+    # Sources are tuples of text: after collections the collector no longer walks them.
+    assert not any(gc.is_tracked(entry.seen_at) for entry in entries)
+    assert entries[0].sources == [CRM, DOCS]

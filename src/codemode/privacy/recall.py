@@ -74,6 +74,8 @@ _PAUSE_FROM_ENTRIES = 256
 # A gram's place in a value: the value's index, then the offset (values are shorter than 4 GB).
 _OFFSET_BITS = 32
 _OFFSET_MASK = (1 << _OFFSET_BITS) - 1
+# A gram shared by up to this many values keeps their places in a tuple (copied to add one).
+_SHARED_AS_TUPLE = 16
 
 
 def skeleton(text: str) -> str:
@@ -139,9 +141,10 @@ class Recall:
         self._version = -1
         self._known: list[_Known] = []
         self._short: list[_Known] = []  # values too short for fragments: exact matches only
-        # 8 chars -> where they start in values: ``_place(known index, offset)``, or a list of
-        # them when several values share the gram (ints: objects the collector never walks).
-        self._grams: dict[str, int | list[int]] = {}
+        # 8 chars -> where they start in values (known index << _OFFSET_BITS | offset): one
+        # int, or a tuple of them where a few values share the gram (neither an object the
+        # cyclic collector walks), or a list where many do.
+        self._grams: dict[str, int | tuple[int, ...] | list[int]] = {}
         self._short_by: dict[frozenset[str], list[_Known]] = {}
         # The values matched exactly in long text, per ``detected``, and their index.
         self._long_by: dict[frozenset[str], tuple[list[_Known], ExactIndex]] = {}
@@ -217,9 +220,13 @@ class Recall:
                 if held is None:
                     grams[gram] = base | offset
                 elif isinstance(held, int):
-                    grams[gram] = [held, base | offset]
-                else:
+                    grams[gram] = (held, base | offset)
+                elif isinstance(held, list):
                     held.append(base | offset)
+                elif len(held) < _SHARED_AS_TUPLE:
+                    grams[gram] = (*held, base | offset)
+                else:
+                    grams[gram] = [*held, base | offset]
 
     def find(
         self,

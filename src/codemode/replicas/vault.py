@@ -70,7 +70,7 @@ class SharedVault(Vault):
                 kind, value, origins, delivered, sources, token = msgpack.unpackb(raw, raw=False)
                 if self.sealer.stale(sealed, bound_to=binding(self._entries_key, name)):
                     stale.append(token)
-                entry = VaultEntry(token, kind, value, set(origins), set(delivered))
+                entry = VaultEntry(token, kind, value, frozenset(origins), frozenset(delivered))
                 entry.sources = [TokenSource(*source) for source in sources]
                 self._keep(entry)
                 found = _NUMBER.search(token)
@@ -129,11 +129,11 @@ class SharedVault(Vault):
 
 
 def _counts(entry: VaultEntry) -> tuple[int, int, int]:
-    return len(entry.origins), len(entry.delivered), len(entry.sources)
+    return len(entry.origins), len(entry.delivered), len(entry.seen_at)
 
 
 def _pack(entry: VaultEntry) -> bytes:
-    sources = [[s.server, s.tool, s.path] for s in entry.sources]
+    sources = [list(place) for place in entry.seen_at]
     data = [entry.kind, entry.value, sorted(entry.origins), sorted(entry.delivered), sources]
     packed: bytes = msgpack.packb([*data, entry.token], use_bin_type=True)
     return packed
