@@ -35,7 +35,6 @@ Built-in kinds and what they accept:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 import sys
@@ -173,6 +172,19 @@ def _six_digits(text: str) -> bool:
     return _SIX_DIGITS.search(text) is not None
 
 
+# Where a value of a number kind can start: every one opens with a digit, ``(`` or ``+`` that no
+# word character precedes (then neither does its first digit), with two capitals (IBAN,
+# UK_NINO) that no letter or digit precedes, or with X, Y or Z (a NIE) that no word character or
+# dash precedes (their look-behinds say so). An id such as ``c7770001`` or
+# ``user777000@example0.com`` holds six digits but no start.
+_NUMBER_START = re.compile(r"(?<!\w)\d|(?<![A-Za-z0-9])[A-Z]{2} ?\d|(?<![\w\-])[XYZ]\d")
+
+
+def _number_value(text: str) -> bool:
+    """Six digits close together, and a place a value of a number kind can start."""
+    return _SIX_DIGITS.search(text) is not None and _NUMBER_START.search(text) is not None
+
+
 def _digit_dot(text: str) -> bool:
     return _DIGIT_DOT.search(text) is not None
 
@@ -201,7 +213,7 @@ def _gate(detector: Detector) -> Callable[[str], bool]:
         return _has_at
     if kind == "IP":
         return _has_colon if pattern.startswith("(?<![\\w:.])") else _digit_dot
-    return _six_digits
+    return _number_value
 
 
 class _Scanner:
@@ -368,8 +380,9 @@ class DetectorSet:
         return found
 
     def _detect(self, text: str) -> tuple[Detection, ...]:
-        long = len(text) >= self._fast_min  # thousands of findings in dense text, no cycle
-        with collection_paused() if long else contextlib.nullcontext():
+        if len(text) < self._fast_min:
+            return self._detect_now(text)
+        with collection_paused():  # thousands of findings in dense text, no cycle
             return self._detect_now(text)
 
     def _detect_now(self, text: str) -> tuple[Detection, ...]:

@@ -84,8 +84,16 @@ def near_change(changes: Sequence[int], start: int, end: int) -> bool:
     return at < len(changes) and changes[at] <= end + CHANGE_AFTER
 
 
+_HINT = re.compile("|".join(re.escape(hint) for hint in _HINTS))
+# Up to this length one search for any hint costs less than a search for each (a field of a
+# record: 0.2-0.4 us against 0.7-0.9); in long text each ``in`` is the faster scan.
+_ONE_SEARCH_MAX = 256
+
+
 def has_markup(text: str) -> bool:
     """Cheap test: could ``text`` hold markup at all?"""
+    if len(text) <= _ONE_SEARCH_MAX:
+        return _HINT.search(text) is not None
     return any(hint in text for hint in _HINTS)
 
 

@@ -377,6 +377,8 @@ def _holds_all(text: str, detections: Sequence[Detection]) -> bool:
     if len(detections) != 1 or ("<" in text and ">" in text):
         return False
     only = detections[0]
+    if only.start == 0 and only.end == len(text):  # a field that is one value: most are
+        return True
     return not skeleton_of(text[: only.start].lower()) and not skeleton_of(text[only.end :].lower())
 
 
