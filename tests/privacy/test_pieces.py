@@ -3,16 +3,20 @@ what does not count as a piece (words seen in clear, short digit runs, shared gr
 
 from __future__ import annotations
 
+import random
 import re
 import unicodedata
+from typing import Any
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from codemode.privacy import TokenSource, Vault
+from codemode.privacy import pieces as pieces_module
 from codemode.privacy.pieces import (
     _CONFUSABLES,
+    Hidden,
     Knowledge,
     Piece,
     _distinct_lines,
@@ -144,3 +148,54 @@ def test_alnum_runs_are_the_runs_the_pattern_finds(text: str) -> None:
 
     folded = fold(text)
     assert _alnum_runs(folded) == _ALNUM_RUN.findall(folded)
+
+
+class _EveryPlace(Knowledge):
+    """The index as it was: the places of every gram kept, the rare ones chosen after."""
+
+    def _take(self, entries: list[Any]) -> None:
+        for entry in entries:
+            self._count += 1
+            origins = frozenset(entry.origins) - {OUTPUT_SOURCE}
+            raw = fold(str(entry.value))
+            skeleton = re.sub(r"[^0-9a-z]+", "", raw)
+            if not origins or len(skeleton) < 6:
+                continue
+            index = len(self.values)
+            self.values.append(Hidden(entry.token, skeleton, origins, raw))
+            for offset in range(len(skeleton) - 2):
+                self._grams.setdefault(skeleton[offset : offset + 3], []).append((index, offset))
+            for gram in {skeleton[i : i + 3] for i in range(len(skeleton) - 2)}:
+                self._spread[gram] = self._spread.get(gram, 0) + 1
+        self._rare = frozenset(g for g, n in self._spread.items() if n <= pieces_module._COMMON)
+        self._rare_chars = frozenset(map(tuple, self._rare))
+
+
+def test_keeping_only_the_places_of_rare_grams_finds_the_same_pieces() -> None:
+    rng = random.Random(8)
+    vault = Vault()
+    source = TokenSource("crm", "list", "contacts")
+    names = ["maria.lopez", "kofi.annan", "jordan.blake", "ana.silva", "lars.berg"]
+    for batch in range(4):  # four results: grams turn common between two of them
+        values = [
+            (
+                "EMAIL",
+                f"{rng.choice(names)}{rng.randint(0, 400)}@{rng.choice(['acme', 'globex'])}.com",
+            )
+            for _ in range(150)
+        ] + [("PHONE", f"+49 30 {rng.randint(1_000_000, 9_999_999)}") for _ in range(100)]
+        vault.tokens_for(values, source)
+        pruned, plain = Knowledge(vault), _EveryPlace(vault)
+        arguments = []
+        for entry in rng.sample(list(vault.entries()), 40):
+            value = str(entry.value)
+            start = rng.randint(0, len(value) // 2)
+            arguments.append({"q": value[start : start + rng.randint(3, 12)], "n": batch})
+            arguments.append({"body": f"write to {value.upper()} about {rng.choice(names)}"})
+        arguments += [{"q": "acme.com"}, {"q": "4930"}, {"q": "lopez"}, {"q": "ma"}]
+        found = [pruned.pieces(argument) for argument in arguments]
+        assert found == [plain.pieces(argument) for argument in arguments]
+        assert sum(bool(f) for f in found) > 40
+    assert "com" not in pruned._grams and "com" in plain._grams  # common: no places kept
+    kept = sum(map(len, pruned._grams.values()))
+    assert kept < sum(map(len, plain._grams.values())) / 3

@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from itertools import chain, compress, count
 from typing import Any
 
+from codemode.heap import collection_paused
 from codemode.privacy.exact import places_of
 from codemode.privacy.patterns import patterns_in
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
-from codemode.privacy.vault import TOKEN_PATTERN, Vault
+from codemode.privacy.vault import TOKEN_PATTERN, Vault, VaultEntry
 
 __all__ = ["Hidden", "Knowledge", "Piece", "fold", "words_of"]
 
@@ -57,6 +58,8 @@ _GRAM = 3
 #: A run made only of pieces more values than this share (``example.com``) is not a piece.
 _COMMON = 8
 _MIN_DIGITS = 6
+# New values from this many on are indexed with the cyclic collector paused.
+_PAUSE_FROM_ENTRIES = 256
 #: Up to this many rare grams, each is looked for in an argument with ``str.find``.
 _FEW_GRAMS = 64
 #: Words remembered as seen in clear, per session (beyond it, new words are not remembered).
@@ -149,6 +152,7 @@ class Knowledge:
         self._version = -1
         self._count = 0
         self.values: list[Hidden] = []
+        # The places of each gram few values hold (``_COMMON``): only those are seeds.
         self._grams: dict[str, list[tuple[int, int]]] = {}
         self._spread: dict[str, int] = {}  # gram -> how many values hold it
         self._rare: frozenset[str] = frozenset()  # grams that few values hold
@@ -261,7 +265,8 @@ class Knowledge:
         emitted: set[tuple[int, Piece]] = set()
         # A run is found from a gram few values share (fast, and specific).
         for at in _seeds(chars, rare, rare_chars):
-            for index, offset in grams[chars[at : at + _GRAM]]:
+            # A refresh in another call may have found the gram common since: no seed now.
+            for index, offset in grams.get(chars[at : at + _GRAM], ()):
                 known = self.values[index].skeleton
                 left = 0
                 while left < min(at, offset) and known[offset - left - 1] == chars[at - left - 1]:
@@ -291,26 +296,42 @@ class Knowledge:
             if self.vault.version == self._version:
                 return
             self._version = self.vault.version
-            entries = list(self.vault.entries())
-            if len(entries) < self._count:  # wiped
+            held, entries = self.vault.entries_from(self._count)
+            if held < self._count:  # wiped
                 self.values, self._grams, self._spread, self._count = [], {}, {}, 0
-            for entry in entries[self._count :]:
-                self._count += 1
-                origins = frozenset(entry.origins) - {OUTPUT_SOURCE}
-                raw = fold(str(entry.value))
-                skeleton = _NOT_ALNUM.sub("", raw)
-                if not origins or len(skeleton) < 2 * _GRAM:
-                    continue
-                index = len(self.values)
-                self.values.append(Hidden(entry.token, skeleton, origins, raw))
-                for offset in range(len(skeleton) - _GRAM + 1):
-                    self._grams.setdefault(skeleton[offset : offset + _GRAM], []).append(
-                        (index, offset)
-                    )
-                for gram in {skeleton[i : i + _GRAM] for i in range(len(skeleton) - _GRAM + 1)}:
-                    self._spread[gram] = self._spread.get(gram, 0) + 1
-            self._rare = frozenset(g for g, n in self._spread.items() if n <= _COMMON)
-            self._rare_chars = frozenset(map(tuple, self._rare))
+                held, entries = self.vault.entries_from(0)
+            if len(entries) < _PAUSE_FROM_ENTRIES:
+                self._take(entries)
+                return
+            # A result of records gives thousands of values at once (``Recall.refresh``).
+            with collection_paused():
+                self._take(entries)
+
+    def _take(self, entries: list[VaultEntry]) -> None:
+        """Index ``entries``, the vault's newest (``_refresh``, with the lock held)."""
+        grams, spread = self._grams, self._spread
+        for entry in entries:
+            self._count += 1
+            origins = frozenset(entry.origins) - {OUTPUT_SOURCE}
+            raw = fold(str(entry.value))
+            skeleton = _NOT_ALNUM.sub("", raw)
+            if not origins or len(skeleton) < 2 * _GRAM:
+                continue
+            index = len(self.values)
+            self.values.append(Hidden(entry.token, skeleton, origins, raw))
+            for gram in {skeleton[i : i + _GRAM] for i in range(len(skeleton) - _GRAM + 1)}:
+                spread[gram] = holders = spread.get(gram, 0) + 1
+                if holders == _COMMON + 1:
+                    # Common now, and for good (values are only added): never a seed
+                    # again, so its places are never read (a CRM's thousands of
+                    # addresses put ``com`` and ``exa`` in every one).
+                    del grams[gram]
+            for offset in range(len(skeleton) - _GRAM + 1):
+                gram = skeleton[offset : offset + _GRAM]
+                if spread[gram] <= _COMMON:
+                    grams.setdefault(gram, []).append((index, offset))
+        self._rare = frozenset(grams)
+        self._rare_chars = frozenset(map(tuple, self._rare))
 
 
 def _seeds(
