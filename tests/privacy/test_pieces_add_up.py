@@ -73,3 +73,43 @@ def test_pieces_after_a_refusal_and_across_servers_are_refused(destinations: lis
 def test_pieces_back_to_their_own_server_are_never_counted() -> None:
     sent, refusals = send_all(["crm"])
     assert not refusals and [body for _, body in sent] == PIECES
+
+
+def test_an_idle_session_lets_go_of_its_indexes_and_still_counts_pieces_and_recalls() -> None:
+    """The session goes idle between two pieces (``drop_caches``, as its release does): the
+    indexes built from the vault are dropped, the next calls build them again, and nothing
+    they answer changes: the pieces still add up, a fragment is still recalled."""
+    upstreams = Upstreams()
+    config = CodemodeConfig(servers={}, privacy=PrivacySettings(flows={"crm": ()}))
+    chain = build_invoker_chain(
+        config, upstreams, session="s", specs=lambda s, t: None, approver=None
+    )
+    invoker, privacy = chain.invoker, chain.privacy
+    assert privacy is not None
+    invoker.invoke(ToolCall("crm", "list", {}), timeout_s=5)
+    refusals = []
+    for number, piece in enumerate(PIECES):
+        if number == 2:
+            privacy.drop_caches()  # idle: released
+            assert privacy._tokenizer._recall is None
+            assert all(knowledge.values == [] for knowledge in _knowledge_of(invoker))
+        try:
+            invoker.invoke(ToolCall("mail", "send", {"body": piece}), timeout_s=5)
+        except DataFlowDeniedError as error:
+            refusals.append(str(error))
+    assert refusals and shown(upstreams.sent) < fragment_chars(len(skeleton(SECRET)))
+    privacy.drop_caches()
+    # The address cut and spelled in a later result is recalled from the rebuilt index.
+    assert privacy.scan_output("id zq-kx7vh3 at mailbox-secure") == "id <EMAIL_1> at mailbox-secure"
+
+
+def _knowledge_of(invoker: Any) -> list[Any]:
+    """The oracle guards' indexes of hidden values down the chain."""
+    found = []
+    while invoker is not None:
+        knowledge = getattr(invoker, "knowledge", None)
+        if knowledge is not None:
+            found.append(knowledge)
+        invoker = getattr(invoker, "inner", None)
+    assert found
+    return found

@@ -92,7 +92,7 @@ def build_invoker_chain(
         if config.privacy.oracle.enabled:
             from codemode.privacy.oracle import OracleGuard
 
-            invoker = OracleGuard(
+            invoker = guard = OracleGuard(
                 invoker,
                 config.privacy.oracle,
                 specs=specs,
@@ -101,6 +101,8 @@ def build_invoker_chain(
                 may_flow=privacy.flows_unasked,
                 ledger=probes,  # the owner's: probes add up across the owner's sessions
             )
+            if guard.knowledge is not None:
+                privacy.on_idle(guard.knowledge.forget_index)
     if shapes is not None:  # outside privacy: it sees results as the sandbox will
         from codemode.catalog.observed import ShapeRecorder
 

@@ -57,6 +57,7 @@ class PrivacyInvoker:
         # call (the policy runs ``check_flows`` just before) over an unchanged vault reads the
         # same (a second scan of a MB argument costs milliseconds).
         self._checked: tuple[ToolCall, int, _Detokenized] | None = None
+        self._on_idle: list[Callable[[], None]] = []
 
     def wipe(self) -> None:
         """End of the session: forget every value (the vault and the tokenizer's caches)."""
@@ -64,9 +65,16 @@ class PrivacyInvoker:
         self._tokenizer.clear_caches()
 
     def drop_caches(self) -> None:
-        """The session went idle: let go of the results kept to skip a second scan (the
-        vault stays, so every token still resolves)."""
-        self._tokenizer.clear_caches()
+        """The session went idle: let go of the results kept to skip a second scan and of
+        the indexes built from the vault (``on_idle``), which its next call builds again. The
+        vault stays, so every token still resolves."""
+        self._tokenizer.forget_index()
+        for forget in self._on_idle:
+            forget()
+
+    def on_idle(self, forget: Callable[[], None]) -> None:
+        """Have ``drop_caches`` call ``forget`` too: another wrapper's index of the vault."""
+        self._on_idle.append(forget)
 
     def check_flows(self, call: ToolCall) -> FlowAsk | None:
         """Before the policy asks anything: raise ``DataFlowDeniedError`` for a flow the config

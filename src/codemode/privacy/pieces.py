@@ -186,6 +186,14 @@ class Knowledge:
             self._public_sorted.extend(fresh)
             self._public_sorted.sort()
 
+    def forget_index(self) -> None:
+        """Let go of the index of hidden values (the session went idle): the next ``pieces``
+        builds it again from the vault, in the same order. The words seen in clear stay."""
+        with self._lock:
+            self.values, self._grams, self._spread, self._count = [], {}, {}, 0
+            self._rare, self._rare_chars = frozenset(), frozenset()
+            self._version = -1
+
     def pieces(self, arguments: Any) -> dict[int, list[Piece]]:
         """Per hidden value (its index in ``values``), the pieces the arguments carry."""
         self._refresh()

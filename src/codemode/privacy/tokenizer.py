@@ -112,6 +112,13 @@ class Tokenizer:
         if self._recall is not None:
             self._recall.forget_texts()
 
+    def forget_index(self) -> None:
+        """``clear_caches``, and let go of the index of the vault's values (``recall``): the
+        next result or output builds it again from the vault (a session that read 90,000
+        contacts holds about 35 MB of it)."""
+        self.clear_caches()
+        self._recall = None
+
     def tokenize(
         self,
         value: Any,
