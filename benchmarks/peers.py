@@ -21,6 +21,7 @@ P6b the same through the upstream's `stamp`, which puts a line before the text: 
 P6c 5,000 contact records (about 1 MB as JSON: id, name, e-mail, phone, city, order count,
    note) from the upstream's `contacts`, new contacts each call, reduced in code to their count
    and order total: codemode tokenizes every record, and its vault grows by 10,000 values a call
+   (measured last, after P7b: the memory metrics are about idle sessions of trivial code)
 P7 20 new sessions arriving together: p95 of their first execute (after each burst the server
    is left to finish what the burst started, e.g. refilling its pool, before the other system's
    burst begins: `quiet`)
@@ -278,18 +279,11 @@ async def warm_calls(urls: dict[str, str], rounds: int, n: int) -> list[Metric]:
     p3 = Metric("P3 execute with one proxied stdio call", "ms p50")
     p6 = Metric("P6 1 MB echo through a tool, privacy on", "ms p50")
     p6b = Metric("P6b 1 MB the tool changes (stamp), privacy on", "ms p50")
-    p6c = Metric(f"P6c {CONTACTS} contact records (1 MB) reduced in code", "ms p50")
     async with Client(urls["codemode"]) as ours, Client(urls["fastmcp"]) as theirs:
         clients = {"codemode": ours, "fastmcp": theirs}
         session = await execute(ours, "codemode", "from servers import up\nup.ping()")
         for system, client in clients.items():  # warm both
-            for code in (
-                trivial(system),
-                one_call(system),
-                echo(system),
-                stamp(system),
-                contacts(system),
-            ):
+            for code in (trivial(system), one_call(system), echo(system), stamp(system)):
                 await execute(client, system, code, session)
         for _ in range(rounds):
             for metric, code_of, count in (
@@ -297,7 +291,6 @@ async def warm_calls(urls: dict[str, str], rounds: int, n: int) -> list[Metric]:
                 (p3, one_call, n),
                 (p6, echo, 3),
                 (p6b, stamp, 3),
-                (p6c, contacts, 3),
             ):
                 times = []
                 for system, client in clients.items():
@@ -307,7 +300,31 @@ async def warm_calls(urls: dict[str, str], rounds: int, n: int) -> list[Metric]:
 
                     times.append(await per_call_ms(call, count))
                 metric.add(times[0], times[1])
-    return [p2, p3, p6, p6b, p6c]
+    return [p2, p3, p6, p6b]
+
+
+async def contact_reads(urls: dict[str, str], rounds: int) -> Metric:
+    """P6c, on a kept-open client per system, rounds interleaved. Run after the memory
+    metrics: codemode's vault keeps the session's 10,000 new values a call while the session
+    lives, which P8 and P9 (idle sessions of trivial code) are not about."""
+    from mcp import Client
+
+    metric = Metric(f"P6c {CONTACTS} contact records (1 MB) reduced in code", "ms p50")
+    async with Client(urls["codemode"]) as ours, Client(urls["fastmcp"]) as theirs:
+        clients = {"codemode": ours, "fastmcp": theirs}
+        session = await execute(ours, "codemode", "from servers import up\nup.ping()")
+        for system, client in clients.items():  # warm both
+            await execute(client, system, contacts(system), session)
+        for _ in range(rounds):
+            times = []
+            for system, client in clients.items():
+
+                async def call(client: Any = client, system: str = system) -> None:
+                    await execute(client, system, contacts(system), session)
+
+                times.append(await per_call_ms(call, 3))
+            metric.add(times[0], times[1])
+    return metric
 
 
 async def search_times(urls: dict[str, str], queries: tuple[str, ...]) -> Metric:
@@ -463,7 +480,7 @@ async def measure(
             p1 = Metric("P1 surface (listed tools)", "o200k tokens")
             p1.add(await surface_tokens(ours), await surface_tokens(theirs))
             measured(metrics, p1)
-        if only & {"P2", "P3", "P6", "P6B", "P6C"} or not only:
+        if only & {"P2", "P3", "P6", "P6B"} or not only:
             measured(metrics, *await warm_calls(urls, rounds, n))
         if wanted("P7") or wanted("P8") or wanted("P9"):
             p7 = Metric(f"P7 {SESSIONS} new sessions at once: first execute", "ms p95")
@@ -496,6 +513,8 @@ async def measure(
         if wanted("P7") or wanted("P7B"):
             pids = {"codemode": our_pid, "fastmcp": their_pid}
             measured(metrics, *await arrivals(urls, pids, min(rounds, 5)))
+        if wanted("P6C"):
+            measured(metrics, await contact_reads(urls, rounds))
     notes["codemode search"] = search_mode()
     return {"metrics": [m.summary() for m in metrics], "notes": notes, "cpus": os.cpu_count()}
 

@@ -49,6 +49,16 @@ class TokenSource:
         return f"{where} at {self.path}" if self.path else where
 
 
+#: How the vault looks a value up: a text as itself, a number with its type (``1`` and
+#: ``1.0`` and ``"1"`` are three values; a tuple never equals a text).
+_ValueKey = str | tuple[type, VaultValue]
+
+
+def _key(value: VaultValue) -> _ValueKey:
+    # A text, most values: no tuple of 56 bytes kept for each of a CRM's 90,000 values.
+    return value if type(value) is str else (type(value), value)
+
+
 #: A source as an entry keeps it: ``(server, tool, path)``.
 SeenAt = tuple[str, str, str]
 _NOWHERE: frozenset[str] = frozenset()
@@ -88,7 +98,7 @@ class Vault:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_token: dict[str, VaultEntry] = {}
-        self._by_value: dict[tuple[type, VaultValue], VaultEntry] = {}
+        self._by_value: dict[_ValueKey, VaultEntry] = {}
         self._counters: dict[str, int] = {}
         self._reserved: set[str] = set()
         # Every server a held value came from: what the flow rules judge a call by.
@@ -117,7 +127,7 @@ class Vault:
         """The token for ``value``, issued now if new; ``source`` is remembered either way."""
         if kind not in _GOOD_KINDS:
             _check_kind(kind)
-        key = (type(value), value)
+        key = _key(value)
         with self._lock:
             entry = self._by_value.get(key)
             if entry is None:
@@ -154,7 +164,7 @@ class Vault:
             for kind, value in items:
                 if kind not in _GOOD_KINDS:
                     _check_kind(kind)
-                key = (type(value), value)
+                key = _key(value)
                 entry = by_value.get(key)
                 if entry is None:
                     entry = VaultEntry(self._next_token(kind), kind, value)
@@ -176,7 +186,7 @@ class Vault:
         value = entry.value
         entry.origins = self._shared(entry.origins)
         entry.delivered = self._shared(entry.delivered)
-        self._by_value[(type(value), value)] = entry
+        self._by_value[_key(value)] = entry
         self._by_token[entry.token] = entry
         if isinstance(value, str) and len(value) > self._longest:
             self._longest = len(value)
@@ -188,7 +198,7 @@ class Vault:
         if isinstance(value, str) and len(value) > self._longest:
             return None
         with self._lock:
-            entry = self._by_value.get((type(value), value))
+            entry = self._by_value.get(_key(value))
         if entry is None:
             return None
         return self.token_for(entry.kind, value, source())
@@ -229,7 +239,7 @@ class Vault:
         if isinstance(value, str) and len(value) > self._longest:
             return None
         with self._lock:
-            entry = self._by_value.get((type(value), value))
+            entry = self._by_value.get(_key(value))
             return None if entry is None else entry.token
 
     def entries(self) -> Iterator[VaultEntry]:
