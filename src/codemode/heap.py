@@ -21,6 +21,7 @@ __all__ = [
     "freeze_startup_objects",
     "keep_large_blocks_in_heap",
     "limit_arenas",
+    "paused_for",
     "release_on_trim",
     "trim_heap",
 ]
@@ -134,6 +135,16 @@ class _Pauses:
 
 
 _pauses = _Pauses()
+
+
+#: ``paused_for`` pauses the collector from this many new objects on.
+PAUSE_FROM_OBJECTS = 256
+
+
+def paused_for(objects: int) -> contextlib.AbstractContextManager[None]:
+    """``collection_paused`` where a block makes ``objects`` objects or more (an index of a
+    result's thousands of new values), else nothing: a few are not worth the lock."""
+    return collection_paused() if objects >= PAUSE_FROM_OBJECTS else contextlib.nullcontext()
 
 
 @contextlib.contextmanager

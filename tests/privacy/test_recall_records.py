@@ -227,16 +227,20 @@ def test_indexing_a_result_of_values_runs_one_collection_at_most(
 ) -> None:
     # Paused while it indexes: the objects made meanwhile are walked once, at the end.
     assert collections_while_indexing(3000) <= 1
-    monkeypatch.setattr(recall_module, "collection_paused", contextlib.nullcontext)
+    monkeypatch.setattr(recall_module, "paused_for", lambda _objects: contextlib.nullcontext())
     assert collections_while_indexing(3000) > 20
 
 
-def test_entries_from_gives_the_newest_entries_and_the_count() -> None:
+def test_entries_after_gives_what_an_index_lacks_or_everything_after_a_wipe() -> None:
     vault = Vault()
     vault.tokens_for([("EMAIL", f"a{n}@x.io") for n in range(5)], SOURCE)
-    held, newest = vault.entries_from(3)
-    assert held == 5 and [e.value for e in newest] == ["a3@x.io", "a4@x.io"]
-    assert vault.entries_from(7) == (5, [])
+    wiped, newest = vault.entries_after(3)
+    assert not wiped and [e.value for e in newest] == ["a3@x.io", "a4@x.io"]
+    assert vault.entries_after(5) == (False, [])
+    vault.wipe()
+    vault.tokens_for([("EMAIL", "b@x.io")], SOURCE)
+    wiped, every = vault.entries_after(5)
+    assert wiped and [e.value for e in every] == ["b@x.io"]
 
 
 def test_a_text_repeated_in_a_result_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:

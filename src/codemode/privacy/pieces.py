@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from itertools import chain, compress, count
 from typing import Any
 
-from codemode.heap import collection_paused
+from codemode.heap import paused_for
 from codemode.privacy.exact import places_of
 from codemode.privacy.patterns import patterns_in
 from codemode.privacy.tokenizer import OUTPUT_SOURCE
@@ -58,8 +58,6 @@ _GRAM = 3
 #: A run made only of pieces more values than this share (``example.com``) is not a piece.
 _COMMON = 8
 _MIN_DIGITS = 6
-# New values from this many on are indexed with the cyclic collector paused.
-_PAUSE_FROM_ENTRIES = 256
 #: Up to this many rare grams, each is looked for in an argument with ``str.find``.
 _FEW_GRAMS = 64
 #: Words remembered as seen in clear, per session (beyond it, new words are not remembered).
@@ -304,15 +302,10 @@ class Knowledge:
             if self.vault.version == self._version:
                 return
             self._version = self.vault.version
-            held, entries = self.vault.entries_from(self._count)
-            if held < self._count:  # wiped
+            wiped, entries = self.vault.entries_after(self._count)
+            if wiped:
                 self.values, self._grams, self._spread, self._count = [], {}, {}, 0
-                held, entries = self.vault.entries_from(0)
-            if len(entries) < _PAUSE_FROM_ENTRIES:
-                self._take(entries)
-                return
-            # A result of records gives thousands of values at once (``Recall.refresh``).
-            with collection_paused():
+            with paused_for(len(entries)):  # thousands at once, as ``Recall.refresh`` says
                 self._take(entries)
 
     def _take(self, entries: list[VaultEntry]) -> None:

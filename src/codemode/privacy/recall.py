@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from codemode.heap import collection_paused
+from codemode.heap import paused_for
 from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.exact import ExactIndex, places_of
 from codemode.privacy.skeletons import Offsets, skeleton_of
@@ -69,8 +69,6 @@ _STRIDE = 1
 # call reads: an echoed argument's reading answers the result's.
 KEPT_MIN_CHARS = 4096
 _KEPT_TEXTS = 4
-# New values from this many on are indexed with the cyclic collector paused.
-_PAUSE_FROM_ENTRIES = 256
 # A gram's place in a value: the value's index, then the offset (values are shorter than 4 GB).
 _OFFSET_BITS = 32
 _OFFSET_MASK = (1 << _OFFSET_BITS) - 1
@@ -185,17 +183,13 @@ class Recall:
             return
         self._version = version
         self._short_by, self._long_by, self._kept = {}, {}, {}
-        held, entries = self.vault.entries_from(len(self._known))
-        if held < len(self._known):  # wiped
+        wiped, entries = self.vault.entries_after(len(self._known))
+        if wiped:
             self._known, self._short, self._grams = [], [], {}
-            held, entries = self.vault.entries_from(0)
-        if len(entries) < _PAUSE_FROM_ENTRIES:
-            self._take(entries)
-            return
         # A result of records gives thousands of values at once: as many objects to index
         # them, no cycle among them, and each collection on the way walks every one the
         # process holds (most of a read of 5,000 contacts, measured).
-        with collection_paused():
+        with paused_for(len(entries)):
             self._take(entries)
 
     def _take(self, entries: list[VaultEntry]) -> None:

@@ -248,12 +248,14 @@ class Vault:
             snapshot = list(self._by_token.values())
         return iter(snapshot)
 
-    def entries_from(self, start: int) -> tuple[int, list[VaultEntry]]:
-        """How many entries the vault holds, and a snapshot of those after the first ``start``
-        (oldest first): what an index of the first ``start`` lacks, without copying them all."""
+    def entries_after(self, seen: int) -> tuple[bool, list[VaultEntry]]:
+        """What an index of the first ``seen`` entries lacks, oldest first, without copying
+        them all: ``(False, the newer ones)``; or ``(True, every entry)`` when the vault was
+        wiped since (it holds fewer), and the index must start again."""
         with self._lock:
-            held = len(self._by_token)
-            return held, list(itertools.islice(self._by_token.values(), start, None))
+            if len(self._by_token) < seen:
+                return True, list(self._by_token.values())
+            return False, list(itertools.islice(self._by_token.values(), seen, None))
 
     def wipe(self) -> None:
         """Forget every value, token and reservation."""
