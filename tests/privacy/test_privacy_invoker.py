@@ -232,9 +232,11 @@ def test_disabled_privacy_passes_everything_through() -> None:
 def test_wipe_forgets_values_and_caches() -> None:
     invoker, _upstream, vault = make()
     contact = call(invoker, "crm", "get_contact", lead_id="LEAD-0001")
+    assert invoker._tokenizer._recall is not None
     invoker.wipe()
     assert len(vault) == 0
     assert invoker._tokenizer.detectors._cached.cache_info().currsize == 0
+    assert invoker._tokenizer._recall is None  # the index of the values went with them
     # an old token is now unknown: it passes through as text and reveals nothing
     assert call(invoker, "crm", "echo", x=contact["email"])["args"] == {"x": contact["email"]}
 

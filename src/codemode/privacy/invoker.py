@@ -60,9 +60,10 @@ class PrivacyInvoker:
         self._on_idle: list[Callable[[], None]] = []
 
     def wipe(self) -> None:
-        """End of the session: forget every value (the vault and the tokenizer's caches)."""
+        """End of the session: forget every value (the vault, the tokenizer's caches and the
+        indexes built from the vault)."""
         self.vault.wipe()
-        self._tokenizer.clear_caches()
+        self.drop_caches()
 
     def drop_caches(self) -> None:
         """The session went idle: let go of the results kept to skip a second scan and of
