@@ -119,7 +119,7 @@ def test_judging_only_runs_that_may_be_cuts_finds_what_judging_every_run_finds(
     texts += [f"write to {a} or {b} today" for a, b in zip(texts[::2], texts[1::2], strict=False)]
     found = [recall.find(text) for text in texts]
     assert sum(bool(hits) for hits in found) > 300
-    monkeypatch.setattr(recall_module, "_may_cut", lambda _known, _span: True)
+    monkeypatch.setattr(recall_module, "may_cut", lambda _known, _span: True)
     assert [recall.find(text) for text in texts] == found
 
 
@@ -131,14 +131,14 @@ def test_a_new_address_is_not_compared_with_every_address_that_shares_its_end(
     recall = Recall(vault)
     recall.refresh()
     calls = 0
-    extend = recall_module._extend
+    extend = recall_module.extend
 
     def counted(*args: Any) -> Any:
         nonlocal calls
         calls += 1
         return extend(*args)
 
-    monkeypatch.setattr(recall_module, "_extend", counted)
+    monkeypatch.setattr(recall_module, "extend", counted)
     text = "user5000000@example0.com"  # ends as 2,999 addresses of the vault end: 000@example0
     assert recall.find(text, decode=False, covering=True) == []
     assert calls <= 8

@@ -30,19 +30,29 @@ skeleton   both sides reduced to lower-case letters and digits; a run of at leas
 Skeleton matching runs on strings up to ``FRAGMENT_SCAN_MAX`` characters (results are made of
 small strings; printed output is capped) through an index of the values' 8-character pieces;
 longer strings get exact matching only. Runs of hex or base64 are decoded and looked into
-too (``encoded.py``): a value so written is replaced, run and all.
+too (``encoded.py``): a value so written is replaced, run and all. This module finds the runs;
+``cuts.py`` says which count.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from codemode.heap import paused_for
+from codemode.privacy.cuts import (
+    MIN_EXACT,
+    MIN_SKELETON,
+    Known,
+    extend,
+    fragment_chars,
+    judge,
+    known_of,
+    may_cut,
+    skeleton,
+)
 from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.exact import ExactIndex, places_of
 from codemode.privacy.skeletons import Offsets, skeleton_of
@@ -60,8 +70,6 @@ __all__ = [
 
 FRAGMENT_SCAN_MAX = 65_536
 LONG_TEXT_ALL_VALUES = 256
-_MIN_EXACT = 4
-_MIN_SKELETON = 8
 # The text is looked up at every position, 8 characters (the shortest fragment) at a time.
 _GRAM = 8
 _STRIDE = 1
@@ -74,16 +82,6 @@ _OFFSET_BITS = 32
 _OFFSET_MASK = (1 << _OFFSET_BITS) - 1
 # A gram shared by up to this many values keeps their places in a tuple (copied to add one).
 _SHARED_AS_TUPLE = 16
-
-
-def skeleton(text: str) -> str:
-    """Lower-case ASCII letters and digits of ``text``, in order."""
-    return skeleton_of(text.lower())
-
-
-def fragment_chars(skeleton_length: int) -> int:
-    """How much of a value's skeleton must show for a fragment to count."""
-    return max(_MIN_SKELETON, math.ceil(skeleton_length * 0.4))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,19 +111,6 @@ def _exact_hit(start: int, end: int, entry: VaultEntry) -> RecallHit:
     return hit
 
 
-class _Known(NamedTuple):
-    """A value as the recall compares it (a tuple: a result of records indexes thousands)."""
-
-    entry: VaultEntry
-    exact: str
-    skeleton: str
-    minimum: int  # fragment length
-    first_end: int  # a fragment must start before this offset of the skeleton
-    last_start: int = 0  # ... and end after this one
-    local: int = 0  # an e-mail address: the length of its local part's skeleton
-    words: tuple[tuple[int, int], ...] = ()  # a value of several words: its words of letters
-
-
 class Recall:
     """The vault's values as a searchable index.
 
@@ -137,15 +122,15 @@ class Recall:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
         self._version = -1
-        self._known: list[_Known] = []
-        self._short: list[_Known] = []  # values too short for fragments: exact matches only
+        self._known: list[Known] = []
+        self._short: list[Known] = []  # values too short for fragments: exact matches only
         # 8 chars -> where they start in values (known index << _OFFSET_BITS | offset): one
         # int, or a tuple of them where a few values share the gram (neither an object the
         # cyclic collector walks), or a list where many do.
         self._grams: dict[str, int | tuple[int, ...] | list[int]] = {}
-        self._short_by: dict[frozenset[str], list[_Known]] = {}
+        self._short_by: dict[frozenset[str], list[Known]] = {}
         # The values matched exactly in long text, per ``detected``, and their index.
-        self._long_by: dict[frozenset[str], tuple[list[_Known], ExactIndex]] = {}
+        self._long_by: dict[frozenset[str], tuple[list[Known], ExactIndex]] = {}
         # Text read again unchanged (an argument a tool echoes, a record written and read back):
         # its places, by content hash, while the vault stays as it was.
         self._kept: dict[tuple[bytes, frozenset[str]], list[RecallHit]] = {}
@@ -164,13 +149,13 @@ class Recall:
         ``KEPT_MIN_CHARS`` or more is decoded once: a tool call's check of its argument and
         the tokenizing of a result that brings it back (an echo) both look into its runs, and
         finding them costs a millisecond per MB whether or not there are any."""
-        if digest is None or len(text) < KEPT_MIN_CHARS or shortest < _MIN_EXACT:
+        if digest is None or len(text) < KEPT_MIN_CHARS or shortest < MIN_EXACT:
             return encoded_runs(text, shortest=shortest)  # most strings: short ones
         held = self._decoded
         runs = held.get(digest)
         if runs is None:
             # Kept as the recall reads them: the tokenizer asks for longer ones only.
-            runs = held[digest] = list(encoded_runs(text, shortest=_MIN_EXACT))
+            runs = held[digest] = list(encoded_runs(text, shortest=MIN_EXACT))
             if len(held) > _KEPT_TEXTS:
                 # Parallel tool calls of one session share this: another may trim first.
                 with contextlib.suppress(KeyError, RuntimeError, StopIteration):
@@ -196,7 +181,7 @@ class Recall:
         """Index ``entries``, the vault's newest (``refresh``)."""
         grams, get = self._grams, self._grams.get
         for entry in entries:
-            known = _index(entry)
+            known = known_of(entry)
             index = len(self._known)
             self._known.append(known)
             skel = known.skeleton
@@ -262,7 +247,7 @@ class Recall:
         """``find``; without ``each_place``, a value matched exactly is one hit (where the
         text's places are kept by ``digest``, every place is: the callers take each value's
         entry, and finding every place costs about as much)."""
-        if not self._known or len(text) < _MIN_EXACT:
+        if not self._known or len(text) < MIN_EXACT:
             return []
         if digest is not None and len(text) >= KEPT_MIN_CHARS:
             held = self._kept
@@ -278,7 +263,7 @@ class Recall:
             hits = self._find_plain(text, detected, each_place=each_place, covering=covering)
         if not decode:
             return hits
-        for start, end, decoded in self.encoded(text, shortest=_MIN_EXACT, digest=digest):
+        for start, end, decoded in self.encoded(text, shortest=MIN_EXACT, digest=digest):
             # A value in hex or base64 (``hex(email)`` from a SQL tool): the whole run goes.
             within = self._find_plain(decoded, frozenset())
             if within:
@@ -313,7 +298,7 @@ class Recall:
             hits.extend(self._fragments(text, covering))
         return hits
 
-    def _short_of(self, detected: frozenset[str]) -> list[_Known]:
+    def _short_of(self, detected: frozenset[str]) -> list[Known]:
         found = self._short_by.get(detected)
         if found is None:
             found = self._short_by[detected] = [
@@ -321,7 +306,7 @@ class Recall:
             ]
         return found
 
-    def _long_of(self, detected: frozenset[str]) -> tuple[list[_Known], ExactIndex]:
+    def _long_of(self, detected: frozenset[str]) -> tuple[list[Known], ExactIndex]:
         found = self._long_by.get(detected)
         if found is None:
             every = len(self._known) <= LONG_TEXT_ALL_VALUES
@@ -361,7 +346,7 @@ class Recall:
         lower-cased, or with ``at`` and ``dot`` blanked: ``spelled``); ``covering``: only those
         that take in all of ``skel``."""
         size = len(skel)
-        if size < _MIN_SKELETON:
+        if size < MIN_SKELETON:
             return
         grams = self._grams
         starts: Iterable[int] = range(0, len(skel) - _GRAM + 1, _STRIDE)
@@ -395,14 +380,14 @@ class Recall:
                 # Covering, the value holds all of ``skel`` from ``offset - at`` on.
                 if covering and not 0 <= offset - at <= len(known.skeleton) - size:
                     continue
-                span = _extend(known, offset, skel, at, _GRAM)
+                span = extend(known, offset, skel, at, _GRAM)
                 if span is None or (covering and (span[0] != 0 or span[1] != size)):
                     continue
-                if known.local and not _may_cut(known, span):
+                if known.local and not may_cut(known, span):
                     continue
                 if positions is None:
                     positions = Offsets(lowered)
-                found = _judge(known, span, text, positions, spelled is not None)
+                found = judge(known, span, text, positions, spelled is not None)
                 if found is None:
                     continue
                 first, last = found
@@ -425,148 +410,12 @@ def _blank(match: re.Match[str]) -> str:
     return " " * len(match.group())
 
 
-def _index(entry: VaultEntry) -> _Known:
-    value = entry.value if isinstance(entry.value, str) else str(entry.value)
-    exact = value if len(value) >= _MIN_EXACT else ""
-    skel = skeleton(value)
-    if len(skel) < _MIN_SKELETON:
-        return _Known(entry, exact, "", 0, 0)
-    first_end, last_start, local = len(skel), 0, 0
-    minimum = min(len(skel), fragment_chars(len(skel)))
-    words: tuple[tuple[int, int], ...] = ()
-    if entry.kind == "EMAIL" and "@" in value:
-        # At least three characters of the local part must show: a shared domain with a
-        # letter or two before it is not a fragment.
-        local = len(skeleton(value.split("@", 1)[0]))
-        first_end = max(1, local - min(local, 3) + 1)
-        minimum = min(minimum, max(_MIN_SKELETON, local))  # the local part alone counts
-    elif entry.kind == "PHONE":
-        last_start = len(skel) - 3  # a shared area code is not a fragment: the end must show
-    else:
-        words = _plain_words(value)
-    return _Known(entry, exact, skel, minimum, first_end, last_start, local, words)
-
-
-def _plain_words(value: str) -> tuple[tuple[int, int], ...]:
-    """The skeleton spans of a value's words of letters, if it has several words."""
-    parts = [skeleton(part) for part in value.split()]
-    if len(parts) < 2:
-        return ()
-    spans: list[tuple[int, int]] = []
-    at = 0
-    for part in parts:
-        if part.isalpha():
-            spans.append((at, at + len(part)))
-        at += len(part)
-    return tuple(spans)
-
-
-def _extend(
-    known: _Known, offset: int, text: str, at: int, size: int
-) -> tuple[int, int, int, int] | None:
-    """The spans in ``text`` and in the value's skeleton of the longest common run through a
-    seed, if long enough."""
-    value = known.skeleton
-    left = 0
-    while offset - left > 0 and at - left > 0 and value[offset - left - 1] == text[at - left - 1]:
-        left += 1
-    right = size
-    while offset + right < len(value) and at + right < len(text):
-        if value[offset + right] != text[at + right]:
-            break
-        right += 1
-    if left + right < known.minimum or offset - left >= known.first_end:
-        return None
-    if offset + right <= known.last_start:
-        return None
-    return at - left, at + right, offset - left, offset + right
-
-
-def _judge(
-    known: _Known, span: tuple[int, int, int, int], text: str, at: Offsets, spelled: bool
-) -> tuple[int, int] | None:
-    """The part of a common run (``span``: in the text's skeleton, then in the value's) that
-    is the value or a cut of it only the value would show, as a span of the text's skeleton;
-    None if there is none. ``at``: the text's offset of each skeleton character; ``spelled``:
-    the text's skeleton left out ``at`` and ``dot`` written as words."""
-    text_start, text_end, start, end = span
-    if start == 0 and end == len(known.skeleton):
-        return text_start, text_end
-    if spelled:  # only a whole address is looked for in its spelled-out form
-        return None
-    if known.local:
-        return _email_cut(known, span, text, at)
-    if _whole_words(known.words, start, end):  # some of its words, whole: shared words
-        return None
-    return text_start, text_end
-
-
-def _whole_words(words: tuple[tuple[int, int], ...], start: int, end: int) -> bool:
-    """Whether ``[start, end)`` is a run of consecutive words of letters of ``words``."""
-    at = start
-    for low, high in words:
-        if low == at and high <= end:
-            at = high
-    return at == end and at > start
-
-
-def _may_cut(known: _Known, span: tuple[int, int, int, int]) -> bool:
-    """Whether a common run with an e-mail address may pass ``_email_cut`` (or is the whole
-    address): its bounds in the value decide most runs without reading the text. Values that
-    share a prefix (``user1500`` of ``user15000@...`` and ``user15001@...``) meet at every
-    read of one of them: thousands of runs in a CRM export, each cut in the text otherwise."""
-    _text_start, _text_end, start, end = span
-    local, domain = known.local, len(known.skeleton) - known.local
-    if start == 0 and end >= local:  # the whole value, or its whole local part
-        return True
-    return start <= local - min(local, 3) and end >= local + min(domain, 3) and start < local
-
-
-def _email_cut(
-    known: _Known, span: tuple[int, int, int, int], text: str, at: Offsets
-) -> tuple[int, int] | None:
-    text_start, text_end, start, end = span
-    local, domain = known.local, len(known.skeleton) - known.local
-    if start < local < end:
-        # Across the @, written as "@" or in one word (a slug, a cut): the run is cut at the
-        # nearest whitespace on each side (a name followed by a word is not an address:
-        # "Maria Lopez, Globex", "Rowan Brown" against rowan_b@rowansystems.de).
-        boundary = text_start + local - start
-        head, tail = at[boundary - 1] + 1, at[boundary]
-        if "@" in text[head:tail] or not _spaced(text[head:tail]):
-            first, last = boundary - 1, boundary
-            while first > text_start and not _spaced(text[at[first - 1] : at[first]]):
-                first -= 1
-            while last < text_end - 1 and not _spaced(text[at[last] : at[last + 1]]):
-                last += 1
-            low, high = start + first - text_start, start + last + 1 - text_start
-            if (
-                low <= local - min(local, 3)
-                and high >= local + min(domain, 3)
-                and high - low >= known.minimum
-            ):
-                return first, last + 1
-    # The whole local part as a word of its own: a slug of it, not a name in a sentence nor
-    # the start of a longer word.
-    if start != 0 or end < local or local < _MIN_SKELETON:
-        return None
-    first, last = at[text_start], at[text_start + local - 1]
-    alone = not text[first - 1 : first].isalnum() and not text[last + 1 : last + 2].isalnum()
-    if alone and not _spaced(text[first:last]):
-        return text_start, text_start + local
-    return None
-
-
 def _covers(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` holds every letter and digit of ``text`` (its skeleton)."""
     return not skeleton_of(text[:start].lower()) and not skeleton_of(text[end:].lower())
 
 
-def _spaced(text: str) -> bool:
-    return any(char.isspace() for char in text)
-
-
-def _exact_hits(text: str, known: _Known) -> Iterable[RecallHit]:
+def _exact_hits(text: str, known: Known) -> Iterable[RecallHit]:
     start = text.find(known.exact)
     while start >= 0:
         yield RecallHit(start, start + len(known.exact), known.entry)
