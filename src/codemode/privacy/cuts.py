@@ -29,9 +29,10 @@ __all__ = [
     "skeleton",
 ]
 
-#: Values shorter than this (letters and digits) are not recalled at all.
+#: Values of fewer characters than this are not recalled at all.
 MIN_EXACT = 4
-#: Values shorter than this are matched exactly, never by fragments; nor is a shorter run.
+#: A value whose skeleton is shorter than this is matched exactly, never by its fragments;
+#: no fragment is shorter.
 MIN_SKELETON = 8
 
 
@@ -59,6 +60,7 @@ class Known(NamedTuple):
 
 
 def known_of(entry: VaultEntry) -> Known:
+    """``entry``'s value as the recall compares it, with the bounds its fragments keep to."""
     value = entry.value if isinstance(entry.value, str) else str(entry.value)
     exact = value if len(value) >= MIN_EXACT else ""
     skel = skeleton(value)
