@@ -5,8 +5,11 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from codemode.heap import collection_paused, freeze_startup_objects, limit_arenas
+
+SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def test_objects_alive_after_start_up_are_kept_out_of_later_collections() -> None:
@@ -162,3 +165,77 @@ def test_a_long_dense_text_is_scanned_with_one_collection_at_most() -> None:
     assert _collections_during(lambda: found.extend(detectors._detect(text))) <= 1
     assert len(found) >= 6000  # every address and number: thousands of objects made
     assert gc.isenabled()
+
+
+def _full_collections_while_growing() -> int:
+    """Full collections while a session's store grows to 300,000 long-lived objects, in a
+    process whose start-up objects are frozen (as a gateway's are)."""
+    fulls: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            fulls.append(1)
+
+    kept: list[list[int]] = []
+    freeze_startup_objects()
+    gc.collect()  # the collector's count of old objects starts from what is not frozen
+    gc.callbacks.append(count)
+    try:
+        for step in range(300):
+            kept.extend([step, index] for index in range(1000))
+    finally:
+        gc.callbacks.remove(count)
+        gc.unfreeze()
+    return len(fulls)
+
+
+def test_a_gateway_walks_every_object_far_less_often_as_its_sessions_grow() -> None:
+    from codemode.heap import FULL_COLLECTION_EVERY, space_out_full_collections
+
+    before = gc.get_threshold()
+    try:
+        # Young collections every 100 new objects (Python's own: 700), so that a growth a test
+        # can afford makes as many of them as a gateway's sessions do in a while.
+        gc.set_threshold(100, 10, 10)  # then a full one after every 10 of the middle one's
+        default = _full_collections_while_growing()
+        assert space_out_full_collections() == (100, 10, 10)
+        assert gc.get_threshold() == (100, 10, FULL_COLLECTION_EVERY)
+        spaced = _full_collections_while_growing()
+    finally:
+        gc.set_threshold(*before)
+    assert default >= 8, default  # the growth makes Python walk everything again and again
+    assert spaced * 4 <= default, (spaced, default)
+
+
+def test_serving_spaces_out_full_collections_and_puts_them_back_after(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import asyncio, gc\n"
+        "import codemode.gateway.serve as serving\n"
+        "class Engine:\n"
+        "    def __init__(self, *args, **kwargs): pass\n"
+        "    async def __aenter__(self):\n"
+        "        print('serving', gc.get_threshold())\n"
+        "        raise SystemExit(0)\n"
+        "    async def __aexit__(self, *exc): return None\n"
+        "serving.Codemode = Engine\n"
+        "from codemode.config import CodemodeConfig\n"
+        "try:\n"
+        "    asyncio.run(serving.serve(CodemodeConfig(servers={})))\n"
+        "except SystemExit:\n"
+        "    print('after', gc.get_threshold())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(SRC), "CODEMODE_STATE_DIR": str(tmp_path / "s")},
+        check=False,
+    )
+    lines = done.stdout.splitlines()
+    assert lines == ["serving (700, 10, 100)", "after (700, 10, 10)"], done.stdout + done.stderr

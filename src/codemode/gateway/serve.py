@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import logging
 import os
@@ -36,6 +37,7 @@ from codemode.heap import (
     freeze_startup_objects,
     keep_large_blocks_in_heap,
     limit_arenas,
+    space_out_full_collections,
     trim_heap,
 )
 from codemode.sandbox.descriptors import raise_open_files_limit
@@ -68,10 +70,12 @@ async def serve(
     limit_arenas()  # before the threads that would each take one
     keep_large_blocks_in_heap()
     raise_open_files_limit()
+    thresholds = space_out_full_collections()
     try:
         await _serve(config, transport, host, port, openapi_specs, tokens, insecure_allow_anonymous)
     finally:
         os.umask(previous)
+        gc.set_threshold(*thresholds)
 
 
 async def _serve(
