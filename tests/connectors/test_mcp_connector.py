@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -201,6 +202,23 @@ def test_tool_result_from_mcp_prefers_structured_then_text():
     error = tool_result_from_mcp(t.CallToolResult(content=[plain], is_error=True))
     assert error.is_error and error.error_message == "42"
     assert tool_result_from_mcp(t.CallToolResult(content=[])).value is None
+
+
+def test_text_beside_structured_content_is_not_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mcp_types as t
+
+    from codemode.connectors import mcp_results
+
+    decoded: list[str] = []
+    monkeypatch.setattr(mcp_results, "_json_or_text", lambda text: decoded.append(text) or text)
+    rows = [{"id": index, "name": f"row {index}"} for index in range(3)]
+    text = t.TextContent(type="text", text=json.dumps(rows))  # the same rows, as SDKs write both
+    both = t.CallToolResult(content=[text], structured_content={"result": rows})
+    assert tool_result_from_mcp(both, decode_json=True, unwrap=True).value == rows
+    assert tool_result_from_mcp(both, decode_json=True).value == {"result": rows}
+    assert decoded == []  # a MB of records would be parsed and thrown away
+    alone = tool_result_from_mcp(t.CallToolResult(content=[text]), decode_json=True)
+    assert alone.value == text.text and decoded == [text.text]  # the spy: text alone is read
 
 
 async def test_invalid_structured_content_falls_back_to_text():
