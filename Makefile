@@ -138,6 +138,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/agent/run.py
 	$(BIN)/python benchmarks/agent/overhead.py
 	$(BIN)/python benchmarks/peers.py
+	$(BIN)/python benchmarks/long_session.py
 	$(BIN)/python benchmarks/first_burst.py
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/privacy_precision.py
