@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -32,7 +31,15 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import ROOT, codemode_argv, contacts, execute, free_port, listening, quiet
+from peers import (
+    checkout_on_path,
+    codemode_argv,
+    contacts,
+    execute,
+    free_port,
+    listening,
+    quiet,
+)
 from process_memory import CLOCK_TICKS
 
 # The gateway with Python's own thresholds: serving leaves them as they are.
@@ -60,16 +67,8 @@ def gateway(side: str, directory: Path) -> Iterator[tuple[str, int]]:
     argv = codemode_argv(directory, port, False)
     if side == "baseline":
         argv[1:3] = ["-c", BASELINE]  # for ``-m codemode``
-    env_backup = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env_backup]))
-    try:
-        with listening(argv, port, directory / f"{side}.log", 120) as pid:
-            yield f"http://127.0.0.1:{port}/mcp", pid
-    finally:
-        if env_backup is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = env_backup
+    with checkout_on_path(), listening(argv, port, directory / f"{side}.log", 120) as pid:
+        yield f"http://127.0.0.1:{port}/mcp", pid
 
 
 async def read_pages(urls: dict[str, str], pids: dict[str, int], reads: int) -> dict[str, Any]:

@@ -182,11 +182,17 @@ def server(system: str, directory: Path, specs: bool) -> Iterator[tuple[str, int
     else:
         argv = fastmcp_argv(port, specs)
     log = directory / f"{system}-{port}.log"
+    with checkout_on_path(), listening(argv, port, log, 900 if specs else 120) as pid:
+        yield f"http://127.0.0.1:{port}/mcp", pid
+
+
+@contextlib.contextmanager
+def checkout_on_path() -> Iterator[None]:
+    """This checkout's ``src`` first on ``PYTHONPATH`` for the servers started meanwhile."""
     env_backup = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env_backup]))
     try:
-        with listening(argv, port, log, 900 if specs else 120) as pid:
-            yield f"http://127.0.0.1:{port}/mcp", pid
+        yield
     finally:
         if env_backup is None:
             os.environ.pop("PYTHONPATH", None)

@@ -84,6 +84,34 @@ def shop() -> Shop:
     return Shop()
 
 
+#: A program run by ``codemode_program``.
+Program = Callable[[str], "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture
+def codemode_program(tmp_path: Path) -> Program:
+    """Runs a Python program (``-c``) in a process of its own, with this checkout's codemode
+    and a state directory of the test's: for settings that are a process's for good (its
+    umask, the collector's thresholds)."""
+
+    def run(program: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", program],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env={
+                **os.environ,
+                "PYTHONPATH": str(ROOT / "src"),
+                "CODEMODE_STATE_DIR": str(tmp_path / "s"),
+            },
+            check=False,
+        )
+
+    return run
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

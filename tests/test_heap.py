@@ -5,11 +5,9 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
 from codemode.heap import collection_paused, freeze_startup_objects, limit_arenas
-
-SRC = Path(__file__).resolve().parents[1] / "src"
+from tests.conftest import Program
 
 
 def test_objects_alive_after_start_up_are_kept_out_of_later_collections() -> None:
@@ -207,10 +205,9 @@ def test_a_gateway_walks_every_object_far_less_often_as_its_sessions_grow() -> N
     assert spaced * 4 <= default, (spaced, default)
 
 
-def test_serving_spaces_out_full_collections_and_puts_them_back_after(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
+def test_serving_spaces_out_full_collections_and_puts_them_back_after(
+    codemode_program: Program,
+) -> None:
 
     program = (
         "import asyncio, gc\n"
@@ -228,14 +225,6 @@ def test_serving_spaces_out_full_collections_and_puts_them_back_after(tmp_path: 
         "except SystemExit:\n"
         "    print('after', gc.get_threshold())\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(SRC), "CODEMODE_STATE_DIR": str(tmp_path / "s")},
-        check=False,
-    )
+    done = codemode_program(program)
     lines = done.stdout.splitlines()
     assert lines == ["serving (700, 10, 100)", "after (700, 10, 10)"], done.stdout + done.stderr

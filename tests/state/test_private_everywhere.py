@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,8 +22,8 @@ from codemode.files.export import save_workspace
 from codemode.policy import PolicySettings
 from codemode.sandbox import Limits, SandboxSettings
 from codemode.settings.sandbox import PackageSettings
+from tests.conftest import Program
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 ASK_ORDERS = {"rules": [{"tools": ["shop.place_order"], "action": "ask", "reason": "money"}]}
 
 SESSION = '''\
@@ -105,7 +103,7 @@ async def test_a_library_users_session_leaves_only_private_files(
     assert [entry for root in created for entry in loose(root)] == []
 
 
-def test_serve_runs_with_a_private_umask(tmp_path: Path) -> None:
+def test_serve_runs_with_a_private_umask(codemode_program: Program) -> None:
     program = (
         "import asyncio, os\n"
         "import codemode.gateway.serve as serving\n"
@@ -118,13 +116,5 @@ def test_serve_runs_with_a_private_umask(tmp_path: Path) -> None:
         "os.umask(0o022)\n"
         "asyncio.run(serving.serve(CodemodeConfig(servers={})))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(SRC), "CODEMODE_STATE_DIR": str(tmp_path / "s")},
-        check=False,
-    )
+    done = codemode_program(program)
     assert done.stderr.strip().splitlines()[-1] == "umask 77", done.stderr

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,8 +17,7 @@ from codemode.config.model import GatewaySettings
 from codemode.memory import KVFixes
 from codemode.settings.sandbox import PackageSettings, SandboxSettings
 from codemode.state.sqlite import SQLiteStore
-
-SRC = Path(__file__).resolve().parents[2] / "src"
+from tests.conftest import Program
 
 
 def mode(path: Path) -> int:
@@ -69,22 +66,14 @@ def test_the_fix_memory_is_private_and_tightened_too(tmp_path, open_umask):
     assert mode(path) == 0o600
 
 
-def test_the_cli_runs_its_commands_with_a_private_umask(tmp_path):
+def test_the_cli_runs_its_commands_with_a_private_umask(codemode_program: Program) -> None:
     program = (
         "import os, codemode.cli.paths_command as c\n"
         "c.run = lambda args: print(os.umask(0o077)) or 0\n"
         "from codemode.cli.main import main\n"
         "main(['paths'])"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(SRC), "CODEMODE_STATE_DIR": str(tmp_path / "s")},
-        check=False,
-    )
+    done = codemode_program(program)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.strip().splitlines()[-1]) == 0o077
 
