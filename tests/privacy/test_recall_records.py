@@ -131,14 +131,14 @@ def test_a_new_address_is_not_compared_with_every_address_that_shares_its_end(
     recall = Recall(vault)
     recall.refresh()
     calls = 0
-    extend = recall_module.extend
+    common_run = recall_module.common_run
 
     def counted(*args: Any) -> Any:
         nonlocal calls
         calls += 1
-        return extend(*args)
+        return common_run(*args)
 
-    monkeypatch.setattr(recall_module, "extend", counted)
+    monkeypatch.setattr(recall_module, "common_run", counted)
     text = "user5000000@example0.com"  # ends as 2,999 addresses of the vault end: 000@example0
     assert recall.find(text, decode=False, covering=True) == []
     assert calls <= 8

@@ -21,10 +21,11 @@ __all__ = [
     "MIN_EXACT",
     "MIN_SKELETON",
     "Known",
-    "extend",
+    "common_run",
     "fragment_chars",
     "judge",
     "known_of",
+    "long_enough",
     "may_cut",
     "skeleton",
 ]
@@ -96,11 +97,11 @@ def _plain_words(value: str) -> tuple[tuple[int, int], ...]:
     return tuple(spans)
 
 
-def extend(
+def common_run(
     known: Known, offset: int, text: str, at: int, size: int
-) -> tuple[int, int, int, int] | None:
+) -> tuple[int, int, int, int]:
     """The spans in ``text`` and in the value's skeleton of the longest common run through a
-    seed, if long enough."""
+    seed ``size`` long (at ``at`` in ``text``, ``offset`` in the value)."""
     value = known.skeleton
     left = 0
     while offset - left > 0 and at - left > 0 and value[offset - left - 1] == text[at - left - 1]:
@@ -110,11 +111,14 @@ def extend(
         if value[offset + right] != text[at + right]:
             break
         right += 1
-    if left + right < known.minimum or offset - left >= known.first_end:
-        return None
-    if offset + right <= known.last_start:
-        return None
     return at - left, at + right, offset - left, offset + right
+
+
+def long_enough(known: Known, span: tuple[int, int, int, int]) -> bool:
+    """Whether a common run (``common_run``) is long enough for a fragment, and starts and
+    ends where one of the value may."""
+    _text_start, _text_end, start, end = span
+    return end - start >= known.minimum and start < known.first_end and end > known.last_start
 
 
 def judge(

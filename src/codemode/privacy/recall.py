@@ -46,10 +46,11 @@ from codemode.privacy.cuts import (
     MIN_EXACT,
     MIN_SKELETON,
     Known,
-    extend,
+    common_run,
     fragment_chars,
     judge,
     known_of,
+    long_enough,
     may_cut,
     skeleton,
 )
@@ -123,6 +124,7 @@ class Recall:
         self.vault = vault
         self._version = -1
         self._known: list[Known] = []
+        self._longest: tuple[int, int] = (0, 0)  # (values, the longest's length) for ``longest``
         self._short: list[Known] = []  # values too short for fragments: exact matches only
         # 8 chars -> where they start in values (known index << _OFFSET_BITS | offset): one
         # int, or a tuple of them where a few values share the gram (neither an object the
@@ -171,11 +173,21 @@ class Recall:
         wiped, entries = self.vault.entries_after(len(self._known))
         if wiped:
             self._known, self._short, self._grams = [], [], {}
+            self._longest = (0, 0)
         # A result of records gives thousands of values at once: as many objects to index
         # them, no cycle among them, and each collection on the way walks every one the
         # process holds (most of a read of 5,000 contacts, measured).
         with paused_for(len(entries)):
             self._take(entries)
+
+    def longest(self) -> int:
+        """The length of the longest value matched exactly (asked rarely: kept, and brought up
+        to date from the values indexed since)."""
+        counted, longest = self._longest
+        for known in self._known[counted:]:
+            longest = max(longest, len(known.exact))
+        self._longest = (len(self._known), longest)
+        return longest
 
     def _take(self, entries: list[VaultEntry]) -> None:
         """Index ``entries``, the vault's newest (``refresh``)."""
@@ -368,6 +380,11 @@ class Recall:
         positions: Offsets | None = None
         # Per value: the text's skeleton up to here is covered by a fragment found already.
         reach: dict[int, int] = {}
+        # Per value and diagonal (its offset less the text's): where the common run last
+        # found on it ends in the text. A seed inside it lies in the same run, judged already:
+        # without this, a long value that repeats its words (a contract's clauses) was
+        # compared again from each of thousands of seeds, in time that grew as a square.
+        runs: dict[tuple[int, int], int] = {}
         for at in starts:
             places = grams.get(skel[at : at + _GRAM])
             if places is None:
@@ -377,11 +394,17 @@ class Recall:
                 if at < reach.get(index, 0):
                     continue
                 known = self._known[index]
+                if known.minimum > size:  # no fragment of it fits in the text
+                    continue
                 # Covering, the value holds all of ``skel`` from ``offset - at`` on.
                 if covering and not 0 <= offset - at <= len(known.skeleton) - size:
                     continue
-                span = extend(known, offset, skel, at, _GRAM)
-                if span is None or (covering and (span[0] != 0 or span[1] != size)):
+                diagonal = (index, offset - at)
+                if at < runs.get(diagonal, 0):
+                    continue
+                span = common_run(known, offset, skel, at, _GRAM)
+                runs[diagonal] = span[1]
+                if not long_enough(known, span) or (covering and (span[0] != 0 or span[1] != size)):
                     continue
                 if known.local and not may_cut(known, span):
                     continue
