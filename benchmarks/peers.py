@@ -16,8 +16,8 @@ P4 search over the 3,224 operations of tests/data/specs (warm: after a first sea
 P5 startup with the three specs: process start until the first `tools/list` answers
 P6 a 1 MB string of mixed text through the upstream's `echo`, privacy on (codemode's default),
    a new text each call (the code's own text comes back: codemode hands it back unread)
-P6b the same through the upstream's `stamp`, which puts a line before the text: the result is
-   the tool's text, so codemode reads it for personal data and tokenizes it
+P6b the same through the upstream's `stamp`, which puts a line before the text: codemode reads
+   the tool's line and the edges of the code's text inside the result (a value may cross them)
 P6c 5,000 contact records (about 1 MB as JSON: id, name, e-mail, phone, city, order count,
    note) from the upstream's `contacts`, new contacts each call, reduced in code to their count
    and order total: codemode tokenizes every record, and its vault grows by 10,000 values a call

@@ -21,8 +21,9 @@ answered from the content-hash cache), echo (the orders text, new each call, thr
 session's wrappers around a tool that returns its argument, as in benchmarks/peers.py's P6: the
 flow check of the argument, the call, the oracle guard and the result, which is the code's own
 text and comes back unread; the vault already holds the text's contacts), stamp (the same, but
-the tool puts a line before the text, as in P6b: the result is the tool's text, read and
-tokenized), save (the orders text sent back to the server its
+the tool puts a line before the text, as in P6b: only the tool's line and the edges of the
+code's text are read), upper (the same, but the tool upper-cases the text: the result is the
+tool's text, read whole and tokenized), save (the orders text sent back to the server its
 contacts came from, answered with its size: old, the vault also holds a value of another
 server, so the flow check reads the argument; new, every origin may go there unasked and
 nothing reads it), records (5,000 contact records, about 900 KiB as JSON,
@@ -225,6 +226,7 @@ def run(repeat: int, size: int = SIZE) -> dict[str, dict[str, float]]:
     rows["rescan prose (cached)"] = {"old_ms": old, "new_ms": again, "new/old": again / old}
     rows["echo orders (wrappers)"] = echo_row(texts["orders"], repeat)
     rows["stamp orders (wrappers)"] = echo_row(texts["orders"], repeat, tool="stamp")
+    rows["upper orders (wrappers)"] = echo_row(texts["orders"], repeat, tool="upper")
     rows["save orders (wrappers)"] = save_row(texts["orders"], repeat)
     rows |= records_rows(5000 if size == SIZE else 50, repeat)
     return rows
@@ -296,11 +298,13 @@ def records_rows(count: int, repeat: int) -> dict[str, dict[str, float]]:
 
 class _Echo:
     """A tool that returns its argument (the upstream of P6); ``stamp`` puts a line before it
-    (P6b), ``save`` answers its size."""
+    (P6b), ``upper`` upper-cases it, ``save`` answers its size."""
 
     def invoke(self, call: ToolCall, *, timeout_s: float) -> Any:
         if call.tool == "stamp":
             return f"stamped\n{call.arguments['text']}"
+        if call.tool == "upper":
+            return str(call.arguments["text"]).upper()
         if call.tool == "save":
             return {"saved": len(call.arguments["text"])}
         if call.tool == "contact":

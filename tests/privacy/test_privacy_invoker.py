@@ -46,6 +46,9 @@ def contact_page(offset: int = 0, limit: int = 300) -> dict[str, Any]:
     }
 
 
+REPORT = "Orders shipped on time. " * 400 + "Questions to ops@example.com."
+
+
 class FakeUpstream:
     """Records every call it receives; answers like the demo CRM and mail servers."""
 
@@ -71,7 +74,7 @@ class FakeUpstream:
         if call.tool == "lookup":
             raise ToolNotFoundError(f"no tool for {args['email']}")
         if call.tool == "read":  # a document the server holds: not the code's own text
-            return {"document": f"Report\n{args['text']}"}
+            return {"document": f"Report {args['name']}\n" + REPORT}
         return {"ok": True, "args": args}
 
 
@@ -307,14 +310,13 @@ def test_public_api() -> None:
 
 def test_dropping_the_caches_keeps_the_vault_and_forgets_the_results() -> None:
     invoker, _upstream, vault = make()
-    report = "Orders shipped on time. " * 400 + "Questions to ops@example.com."
-    first = call(invoker, "docs", "read", text=report)
+    first = call(invoker, "docs", "read", name="May")
     tokens = len(vault)
     assert tokens == 1 and invoker._tokenizer._cleared  # the long text is kept
     invoker.drop_caches()
     assert not invoker._tokenizer._cleared
     assert len(vault) == tokens
-    assert call(invoker, "docs", "read", text=report) == first  # the same token again
+    assert call(invoker, "docs", "read", name="May") == first  # the same token again
 
 
 def test_scan_value_scans_every_string_and_passes_other_leaves_untouched() -> None:

@@ -4,13 +4,24 @@ these, and on nothing of one another's beyond them."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from typing import Any
 
-__all__ = ["Detection", "Detector", "Found", "Validator", "detection", "detections"]
+__all__ = [
+    "Detection",
+    "Detector",
+    "Found",
+    "Validator",
+    "detection",
+    "detections",
+    "match_widths",
+]
 
 Validator = Callable[[re.Match[str]], bool]
 
@@ -81,3 +92,19 @@ def detection(found: Found) -> Detection:
     _SET_END(item, found[2])
     _SET_VALUE(item, found[3])
     return item
+
+
+# Python's own bound on a repeat: a pattern whose longest match reaches it has no bound.
+_NO_BOUND = 1 << 32
+
+
+@functools.cache
+def match_widths(pattern: re.Pattern[str]) -> tuple[int, int | None]:
+    """The fewest and the most characters a match of ``pattern`` takes: ``(0, None)`` where
+    that is not known, the most None where no bound holds (``+``, ``*``, ``{n,}``)."""
+    try:
+        parser: Any = importlib.import_module("re._parser")
+        low, high = parser.parse(pattern.pattern, pattern.flags).getwidth()
+    except (ImportError, AttributeError):  # pragma: no cover - a Python without it
+        return 0, None
+    return int(low), (int(high) if high < _NO_BOUND else None)

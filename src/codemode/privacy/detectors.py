@@ -58,7 +58,14 @@ from codemode.privacy.checks import (
     ssn_valid,
     trunk_phone_valid,
 )
-from codemode.privacy.detection import Detection, Detector, Found, Validator, detections
+from codemode.privacy.detection import (
+    Detection,
+    Detector,
+    Found,
+    Validator,
+    detections,
+    match_widths,
+)
 from codemode.privacy.digests import content_digest
 from codemode.privacy.fastscan import (
     FAST_MIN_CHARS,
@@ -348,6 +355,15 @@ class DetectorSet:
     @property
     def all_kinds(self) -> tuple[str, ...]:
         return tuple(d.kind for d in self.user) + self.kinds
+
+    @functools.cached_property
+    def longest_bounded(self) -> int:
+        """The most characters a match of one of these detectors takes, among those whose
+        matches have a bound (``codemode.privacy.quoted`` reads that deep at least)."""
+        patterns = [d.pattern for d in self.user]
+        patterns += [d.pattern for kind in self.kinds for d in _BUILTINS[kind]]
+        bounds = (match_widths(pattern)[1] for pattern in patterns)
+        return max((bound for bound in bounds if bound is not None), default=0)
 
     def clear_cache(self) -> None:
         self._cached.cache_clear()

@@ -37,13 +37,12 @@ then scanned together, joined into one text for one more native pass (``scan_par
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import cast
 
 from codemode.privacy.anchors import NATIVE_RUNS, Anchor, RunWindow, python_anchor_of
-from codemode.privacy.detection import Detector, Found
+from codemode.privacy.detection import Detector, Found, match_widths
 from codemode.privacy.markup import near_change
 from codemode.privacy.native import ANCHORS, NativeAnchor, native_scanner
 from codemode.privacy.scantext import ScanText, Window
@@ -374,14 +373,9 @@ def _find(
                 break
 
 
-@functools.cache
 def _shortest(pattern: re.Pattern[str]) -> int:
     """The fewest characters a match of ``pattern`` takes (0 where that is not known)."""
-    try:
-        parser: Any = importlib.import_module("re._parser")
-        return int(parser.parse(pattern.pattern, pattern.flags).getwidth()[0])
-    except (ImportError, AttributeError):  # pragma: no cover - a Python without it
-        return 0
+    return match_widths(pattern)[0]
 
 
 def native_available() -> bool:

@@ -6,6 +6,10 @@ tokenizer returns it as it is: no scan, and no token minted for the code's own w
 tool had sent them (which would then count as that server's data for the flow rules). The
 arguments are taken before tokens in them are put back: a text that held a token and returns
 with the value in its place is not the code's own, and is tokenized as ever.
+
+A result text that holds one of them whole inside it (a document stamped, wrapped or quoted)
+holds the code's own text there: ``inside`` says where, and the tokenizer reads only the rest
+and the edges (``codemode.privacy.quoted``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ _COMPARED_FROM = 1024
 # Long texts kept per length: beyond, a text is scanned as any other (many texts of one length
 # would otherwise cost a comparison each for every result text of that length).
 _LONG_KEPT = 16
+# Long texts looked for inside a longer result text: the longest few (each look is a pass
+# over the result).
+_INSIDE_KEPT = 8
 
 
 class SentTexts:
@@ -32,6 +39,7 @@ class SentTexts:
         self._short: set[str] = set()
         self._short_lengths: set[int] = set()
         self._long: dict[int, list[str]] = {}
+        self._longest: list[str] = []  # for ``inside``: longest first
 
     def holds(self, text: str) -> bool:
         if not self._indexed:
@@ -40,6 +48,20 @@ class SentTexts:
         if size < _COMPARED_FROM:
             return size in self._short_lengths and text in self._short
         return any(sent is text or sent == text for sent in self._long.get(size, ()))
+
+    def inside(self, text: str) -> tuple[int, int] | None:
+        """Where a sent text of ``_COMPARED_FROM`` characters or more lies whole inside
+        ``text``, a longer text, as ``(start, end)``: the longest such of the call's
+        ``_INSIDE_KEPT`` longest, at its first place. None where none does."""
+        if not self._indexed:
+            self._index()
+        size = len(text)
+        for sent in self._longest:
+            if len(sent) < size:
+                at = text.find(sent)
+                if at >= 0:
+                    return at, at + len(sent)
+        return None
 
     def _index(self) -> None:
         self._indexed = True
@@ -61,3 +83,9 @@ class SentTexts:
                 pending.extend(value.values())
             elif isinstance(value, list | tuple):
                 pending.extend(value)
+        longest: list[str] = []
+        for size in sorted(self._long, reverse=True):
+            for sent in self._long[size]:
+                if len(longest) < _INSIDE_KEPT and not any(sent == kept for kept in longest):
+                    longest.append(sent)
+        self._longest = longest

@@ -29,6 +29,7 @@ from codemode.privacy.digests import TextDigests
 from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.fastscan import FAST_MIN_CHARS
 from codemode.privacy.fields import FieldMatcher, State
+from codemode.privacy.quoted import EDGE, findings_around, outside
 from codemode.privacy.recall import Recall, RecallHit
 from codemode.privacy.sent import SentTexts
 from codemode.privacy.skeletons import skeleton_of
@@ -60,6 +61,8 @@ _CLEARED_MAX = 32
 # And at most this many characters of results in all (each session has its own tokenizer).
 _CLEARED_MAX_CHARS = 1 << 22
 _PLAIN = frozenset({int, float, bool, type(None)})
+# A result text this long or shorter is read whole even where it quotes the call's arguments.
+_QUOTED_MIN_CHARS = 1024
 _PAUSE_FROM_CHARS = FAST_MIN_CHARS  # a shorter text makes too few objects to matter
 # The shortest decoded text worth a look for personal data (an address of six characters).
 _ENCODED_MIN_LEN = 6
@@ -307,6 +310,29 @@ class _Walk:
         return _replace(text, detections, self.vault, source)
 
     def _findings(self, text: str, digest: bytes | None) -> Sequence[Detection]:
+        """What ``text`` holds (``_read``), but inside a text of the call's arguments that it
+        holds whole: the code's own (``codemode.privacy.quoted``)."""
+        quoted = self._quoted(text)
+        if quoted is not None:
+            longest = self.recall.longest() if self.recall is not None else 0
+            edge = max(EDGE, self.detectors.longest_bounded, longest)
+            around = findings_around(text, quoted, lambda part: self._read(part, None), edge=edge)
+            if around is not None:
+                return around
+            return outside(self._read(text, digest), quoted)  # a value cut: read it all
+        return self._read(text, digest)
+
+    def _quoted(self, text: str) -> tuple[int, int] | None:
+        """Where a long text of the call's arguments lies whole inside ``text``, if one does
+        and is not a value the vault holds (as ``_own``)."""
+        if self.sent is None or len(text) <= _QUOTED_MIN_CHARS:
+            return None
+        quoted = self.sent.inside(text)
+        if quoted is None or self.vault.token_of(text[quoted[0] : quoted[1]]) is not None:
+            return None
+        return quoted
+
+    def _read(self, text: str, digest: bytes | None) -> Sequence[Detection]:
         """What ``text`` holds: the detectors' findings, values in hex or base64, values the
         vault holds and fragments of them, and tokens of this vault written in it."""
         detections: Sequence[Detection] = self.detectors.detect(text, digest)
