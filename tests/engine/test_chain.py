@@ -177,3 +177,34 @@ async def test_a_call_the_bridge_refuses_is_in_the_audit_log(engine: Codemode):
     await engine.close_session(result.session)  # the session's counts are written at its end
     rows = engine.audit_log.query(AuditFilter(tool="crm.export_everything"))
     assert sum(r.count for r in rows) == 50
+
+
+async def test_a_long_text_the_tool_quotes_whole_is_the_codes_own_in_the_sandbox() -> None:
+    """Through a real sandbox: a tool that saves a document and hands it back after a line of
+    its own. The code finds its text in the result as it wrote it (its own addresses in
+    clear); the tool's address before it, and one the tool completes across the edge, are
+    tokens."""
+
+    def save(text: str) -> str:
+        """Save a document; returns it as saved."""
+        return f"Saved by ops@corp.example.org for grace.hopper@{text}"
+
+    config = CodemodeConfig(
+        servers={}, sandbox=SandboxSettings(limits=Limits(wall_time_s=10), pool_size=1)
+    )
+    catalog = Catalog([PythonConnector("docs", [save])])
+    code = (
+        "from servers import docs\n"
+        "body = 'navy.example.com wrote:\\n' + 'Reply to me@mine.example.com today.\\n' * 400\n"
+        "saved = docs.save(text=body)\n"
+        "head, _, rest = saved.partition(' for ')\n"
+        "print(head)\n"
+        "print(rest[:8], rest.endswith(body[20:]), 'me@mine.example.com' in rest)\n"
+    )
+    async with Codemode(config, catalog=catalog, semantic=False) as engine:
+        result = await engine.execute(code)
+    assert result.status == "ok", result.render_text()
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("Saved by <EMAIL_") and "ops@" not in result.stdout
+    # The address the tool completed is a token; the rest is the code's text, as written.
+    assert lines[1].startswith("<EMAIL_") and lines[1].endswith(" True True")
