@@ -117,19 +117,11 @@ def test_a_record_that_quotes_the_codes_text_in_a_field() -> None:
     assert len(vault) == 1
 
 
-def test_only_the_tools_part_and_the_edges_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    read: list[int] = []
-    detect = DetectorSet.detect
-
-    def counted(self: DetectorSet, text: str, *args: Any, **kwargs: Any) -> Any:
-        read.append(len(text))
-        return detect(self, text, *args, **kwargs)
-
-    monkeypatch.setattr(DetectorSet, "detect", counted)
+def test_only_the_tools_part_and_the_edges_are_read(detected_lengths: list[int]) -> None:
     before = "saved by boss@corp.example.org\n"
     result, _ = invoke(Wraps(before), text=LONG)
     assert result.endswith(LONG)
-    assert sum(read) <= len(before) + 2 * EDGE < len(LONG) / 5
+    assert sum(detected_lengths) <= len(before) + 2 * EDGE < len(LONG) / 5
 
 
 def test_the_code_own_text_a_short_quote_is_still_read() -> None:
