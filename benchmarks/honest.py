@@ -17,11 +17,14 @@ four in-process MCP servers (``mcp.MCPServer``, real MCP over memory streams), w
   gather      20 customers fetched in parallel (asyncio.gather of .aio calls)
   tickets     10 destructive ticket updates; the user answers the first with remember="tool"
   welcome     one email to a customer through an open-world tool (the user allows it)
+  publish     a newsletter of the code's own (with its own contact address and number) saved
+              as a draft, which the tool hands back after a line of its own
 
 Printed: tool calls, approvals asked, the approvals the workload really needs (one for the
 ticket updates, one for the open-world email), needless interventions per 1,000 calls (asks
 beyond those, and refusals of honest calls), false replacements (values that are not personal
-data, such as ids, dates and versions, that reached the code as tokens), customer names the
+data, such as ids, dates and versions, and values of the code's own text that a tool handed
+back, that reached the code as tokens), customer names the
 code saw as tokens (no detector finds names and no field rule names them), writes whose
 values differ from the source's, refusals after an approval, and o200k tokens of guard
 messages (approval views and refusals) the model read.
@@ -94,7 +97,7 @@ def customers(count: int = 40) -> list[dict[str, Any]]:
 
 def build_servers() -> tuple[list[MCPServer], dict[str, list[Any]]]:
     people = customers()
-    written: dict[str, list[Any]] = {"book": [], "tickets": [], "mail": []}
+    written: dict[str, list[Any]] = {"book": [], "tickets": [], "mail": [], "drafts": []}
     crm = MCPServer("crm", log_level="WARNING")
 
     @crm.tool(annotations=READ)
@@ -136,6 +139,12 @@ def build_servers() -> tuple[list[MCPServer], dict[str, list[Any]]]:
         """Add a contact to the address book."""
         written["book"].append({"name": name, "email": email, "phone": phone, "notes": notes})
         return {"added": True, "count": len(written["book"])}
+
+    @book.tool(annotations=WRITE_LOCAL)
+    def save_draft(title: str, text: str) -> dict[str, Any]:
+        """Save a newsletter draft; returns it as saved."""
+        written["drafts"].append(title)
+        return {"draft": f"Draft {len(written['drafts'])}: {title}\n{text}"}
 
     sqlite = MCPServer("sqlite", log_level="WARNING")
     tables = ["customers", "orders", "invoices", "tickets", "products", "events"]
@@ -186,6 +195,9 @@ class Workflow:
     # The last output line counts the customer names the code saw as tokens (no detector
     # finds names and no field rule names them: each one is a false replacement).
     names_check: bool = False
+    # The last output line counts the values of the code's own text that came back as tokens
+    # (each one is a false replacement).
+    own_check: bool = False
 
 
 WORKFLOWS = [
@@ -261,6 +273,16 @@ WORKFLOWS = [
         "print('sent')\n",
         needed=1,
     ),
+    Workflow(
+        "publish",
+        "from servers import book\n"
+        "own = ['support@shop.example.com', '+44 20 7946 0000']\n"
+        "text = 'Spring newsletter\\n' + 'Our spring range is here. ' * 40\n"
+        "text += f'\\nQuestions: {own[0]} or {own[1]}.\\n'\n"
+        "saved = book.save_draft(title='Spring', text=text)['draft']\n"
+        "print(sum(value not in saved for value in own))\n",
+        own_check=True,
+    ),
 ]
 
 
@@ -307,6 +329,8 @@ async def run_workflow(engine: Codemode, flow: Workflow, session: str | None, ta
         hidden = int(seen["names_hidden"])
     if flow.names_check and result.status == "ok":
         hidden = int(result.stdout.strip().splitlines()[-1])
+    if flow.own_check and result.status == "ok":
+        false = int(result.stdout.strip().splitlines()[-1])
     tally.calls += calls
     tally.approvals += asked
     tally.needed += flow.needed
