@@ -124,10 +124,29 @@ def test_only_the_tools_part_and_the_edges_are_read(detected_lengths: list[int])
     assert sum(detected_lengths) <= len(before) + 2 * EDGE < len(LONG) / 5
 
 
-def test_the_code_own_text_a_short_quote_is_still_read() -> None:
-    """A quote shorter than a KiB in all is read as new text (``test_sent_texts``)."""
-    result, vault = invoke(Wraps("You said: "), text="mail ops@example.com")
-    assert result.startswith("You said: mail <EMAIL_") and len(vault) == 1
+def test_a_short_quote_of_the_codes_text_is_its_own_too() -> None:
+    """A message sent and confirmed: the code's own address comes back as written, the
+    tool's words around it are read."""
+    result, vault = invoke(
+        Wraps("You said: ", " (from ops@corp.example.org)"), text="mail ops@example.com"
+    )
+    assert result.startswith("You said: mail ops@example.com (from <EMAIL_") and len(vault) == 1
+
+
+def test_a_short_quote_that_is_a_value_the_vault_holds_comes_back_as_its_token() -> None:
+    """A guess of a hidden number, sent and found in the tool's words, is the hidden value:
+    its token, as when the guess comes back whole (``test_sent_texts``)."""
+    vault = Vault()
+    [token] = vault.tokens_for([("PHONE", "+44 20 7946 0958")], CRM)
+    result, _ = invoke(Wraps("Ana Silva, "), vault, text="+44 20 7946 0958")
+    assert result == f"Ana Silva, {token}"
+
+
+def test_a_value_that_holds_a_short_quote_is_the_tools() -> None:
+    """The code's words inside a longer value of the tool's (a name it searched for, inside
+    an address) do not make the value the code's."""
+    result, vault = invoke(Wraps("Found: ", "@globex.example.com"), text="maria.lopez")
+    assert result.startswith("Found: <EMAIL_") and "maria" not in result and len(vault) == 1
 
 
 def test_sent_texts_say_where_the_longest_one_lies_inside_a_text() -> None:
@@ -137,7 +156,10 @@ def test_sent_texts_say_where_the_longest_one_lies_inside_a_text() -> None:
     assert sent.inside(f"--{first}") == (2, 1503)
     assert sent.inside(first) is None  # the same text whole is an echo (``holds``)
     assert sent.inside("x" + first[:-1]) is None
-    assert sent.inside("short and more") is None  # short texts are compared whole only
+    assert sent.inside("short and more") is None  # under 8 characters: compared whole only
+    assert sent.inside("x" + "a" * 20) is None and SentTexts({"q": "ops@example"}).inside(
+        "mail ops@example.com"
+    ) == (5, 16)
 
 
 # --- the edges read tell what the whole text tells -------------------------------------------

@@ -113,11 +113,11 @@ def test_a_value_the_vault_holds_never_comes_back_in_clear_as_a_whole_string() -
     assert invoke(invoker, "echo_note", note=PHONE)["note"] == token and len(vault) == 1
 
 
-def test_a_result_that_quotes_the_codes_text_is_read_as_new_text() -> None:
+def test_a_result_that_quotes_the_codes_text_hands_it_back_as_written() -> None:
+    """The tool's words around it are its own, and read (``test_quoted_texts``)."""
     invoker, vault = invoker_with(Quoted())
     echoed = invoke(invoker, "echo", text="mail ops@example.com")
-    assert echoed.startswith("You said: mail <EMAIL_") and "ops@example.com" not in echoed
-    assert len(vault) == 1
+    assert echoed == "You said: mail ops@example.com" and len(vault) == 0
 
 
 def test_fields_the_code_sent_come_back_as_sent_and_the_rest_is_tokenized() -> None:

@@ -7,9 +7,9 @@ tool had sent them (which would then count as that server's data for the flow ru
 arguments are taken before tokens in them are put back: a text that held a token and returns
 with the value in its place is not the code's own, and is tokenized as ever.
 
-A result text that holds one of them whole inside it (a document stamped, wrapped or quoted)
-holds the code's own text there: ``inside`` says where, and the tokenizer reads only the rest
-and the edges (``codemode.privacy.quoted``).
+A result text that holds one of them whole inside it (a document stamped, wrapped or quoted, a
+message sent and confirmed) holds the code's own text there: ``inside`` says where, and the
+tokenizer reads only the rest and the edges (``codemode.privacy.quoted``).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ _COMPARED_FROM = 1024
 # Long texts kept per length: beyond, a text is scanned as any other (many texts of one length
 # would otherwise cost a comparison each for every result text of that length).
 _LONG_KEPT = 16
-# Long texts looked for inside a longer result text: the longest few (each look is a pass
-# over the result).
+# Texts looked for inside a longer result text: the longest few (each look is a pass over
+# the result), of this many characters or more (a shorter one holds no value whole).
 _INSIDE_KEPT = 8
+_INSIDE_FROM = 8
 
 
 class SentTexts:
@@ -50,7 +51,7 @@ class SentTexts:
         return any(sent is text or sent == text for sent in self._long.get(size, ()))
 
     def inside(self, text: str) -> tuple[int, int] | None:
-        """Where a sent text of ``_COMPARED_FROM`` characters or more lies whole inside
+        """Where a sent text of ``_INSIDE_FROM`` characters or more lies whole inside
         ``text``, a longer text, as ``(start, end)``: the longest such of the call's
         ``_INSIDE_KEPT`` longest, at its first place. None where none does."""
         if not self._indexed:
@@ -84,8 +85,18 @@ class SentTexts:
             elif isinstance(value, list | tuple):
                 pending.extend(value)
         longest: list[str] = []
-        for size in sorted(self._long, reverse=True):
-            for sent in self._long[size]:
+        candidates = [*self._long.items(), *_by_length(self._short).items()]
+        for size, texts in sorted(candidates, key=lambda item: item[0], reverse=True):
+            if size < _INSIDE_FROM or len(longest) >= _INSIDE_KEPT:
+                break
+            for sent in texts:
                 if len(longest) < _INSIDE_KEPT and not any(sent == kept for kept in longest):
                     longest.append(sent)
         self._longest = longest
+
+
+def _by_length(texts: set[str]) -> dict[int, list[str]]:
+    by_length: dict[int, list[str]] = {}
+    for text in sorted(texts):  # the same choice in every process (sets are not ordered)
+        by_length.setdefault(len(text), []).append(text)
+    return by_length

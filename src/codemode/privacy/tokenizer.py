@@ -61,8 +61,8 @@ _CLEARED_MAX = 32
 # And at most this many characters of results in all (each session has its own tokenizer).
 _CLEARED_MAX_CHARS = 1 << 22
 _PLAIN = frozenset({int, float, bool, type(None)})
-# A result text this long or shorter is read whole even where it quotes the call's arguments.
-_QUOTED_MIN_CHARS = 1024
+# A result text this long or shorter holds no text of the arguments it could quote whole.
+_QUOTED_MIN_CHARS = 8
 _PAUSE_FROM_CHARS = FAST_MIN_CHARS  # a shorter text makes too few objects to matter
 # The shortest decoded text worth a look for personal data (an address of six characters).
 _ENCODED_MIN_LEN = 6
