@@ -124,7 +124,6 @@ class Recall:
         self.vault = vault
         self._version = -1
         self._known: list[Known] = []
-        self._longest: tuple[int, int] = (0, 0)  # (values, the longest's length) for ``longest``
         self._short: list[Known] = []  # values too short for fragments: exact matches only
         # 8 chars -> where they start in values (known index << _OFFSET_BITS | offset): one
         # int, or a tuple of them where a few values share the gram (neither an object the
@@ -173,21 +172,11 @@ class Recall:
         wiped, entries = self.vault.entries_after(len(self._known))
         if wiped:
             self._known, self._short, self._grams = [], [], {}
-            self._longest = (0, 0)
         # A result of records gives thousands of values at once: as many objects to index
         # them, no cycle among them, and each collection on the way walks every one the
         # process holds (most of a read of 5,000 contacts, measured).
         with paused_for(len(entries)):
             self._take(entries)
-
-    def longest(self) -> int:
-        """The length of the longest value matched exactly (asked rarely: kept, and brought up
-        to date from the values indexed since)."""
-        counted, longest = self._longest
-        for known in self._known[counted:]:
-            longest = max(longest, len(known.exact))
-        self._longest = (len(self._known), longest)
-        return longest
 
     def _take(self, entries: list[VaultEntry]) -> None:
         """Index ``entries``, the vault's newest (``refresh``)."""

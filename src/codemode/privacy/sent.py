@@ -84,19 +84,13 @@ class SentTexts:
                 pending.extend(value.values())
             elif isinstance(value, list | tuple):
                 pending.extend(value)
+        # The longest first (equal lengths in a fixed order: sets are not ordered).
+        texts = [text for same in self._long.values() for text in same]
+        texts += [text for text in self._short if len(text) >= _INSIDE_FROM]
         longest: list[str] = []
-        candidates = [*self._long.items(), *_by_length(self._short).items()]
-        for size, texts in sorted(candidates, key=lambda item: item[0], reverse=True):
-            if size < _INSIDE_FROM or len(longest) >= _INSIDE_KEPT:
+        for sent in sorted(texts, key=lambda text: (-len(text), text)):
+            if len(longest) == _INSIDE_KEPT:
                 break
-            for sent in texts:
-                if len(longest) < _INSIDE_KEPT and not any(sent == kept for kept in longest):
-                    longest.append(sent)
+            if not any(sent == kept for kept in longest):
+                longest.append(sent)
         self._longest = longest
-
-
-def _by_length(texts: set[str]) -> dict[int, list[str]]:
-    by_length: dict[int, list[str]] = {}
-    for text in sorted(texts):  # the same choice in every process (sets are not ordered)
-        by_length.setdefault(len(text), []).append(text)
-    return by_length

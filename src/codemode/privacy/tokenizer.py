@@ -314,8 +314,7 @@ class _Walk:
         holds whole: the code's own (``codemode.privacy.quoted``)."""
         quoted = self._quoted(text)
         if quoted is not None:
-            longest = self.recall.longest() if self.recall is not None else 0
-            edge = max(EDGE, self.detectors.longest_bounded, longest)
+            edge = max(EDGE, self.detectors.longest_bounded, self.vault.longest_text)
             around = findings_around(text, quoted, lambda part: self._read(part, None), edge=edge)
             if around is not None:
                 return around
@@ -323,8 +322,8 @@ class _Walk:
         return self._read(text, digest)
 
     def _quoted(self, text: str) -> tuple[int, int] | None:
-        """Where a long text of the call's arguments lies whole inside ``text``, if one does
-        and is not a value the vault holds (as ``_own``)."""
+        """Where a text of the call's arguments lies whole inside ``text``, if one does and is
+        not a value the vault holds (as ``_own``)."""
         if self.sent is None or len(text) <= _QUOTED_MIN_CHARS:
             return None
         quoted = self.sent.inside(text)

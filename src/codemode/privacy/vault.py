@@ -235,6 +235,11 @@ class Vault:
         entry = self.lookup(token)
         return None if entry is None else entry.value
 
+    @property
+    def longest_text(self) -> int:
+        """The length of the longest text value held (0 after a wipe)."""
+        return self._longest
+
     def token_of(self, value: VaultValue) -> str | None:
         if isinstance(value, str) and len(value) > self._longest:
             return None
