@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -69,11 +73,6 @@ def floor_round_trip_us(calls: int = 2000) -> float:
     machine with no sandbox, no policy and no bridge, arranged as the runner arranges a chatty
     execution (both sides pinned to one CPU). W2 is read against it: VMs differ by
     several times in what a wake-up and a cold cache cost."""
-    import json
-    import os
-    import socket
-    import struct
-
     frame = {"op": "call", "server": "math", "tool": "add", "args": {"a": 1, "b": 1}, "id": 1}
     length = struct.Struct(">I")
 
@@ -118,6 +117,41 @@ def floor_round_trip_us(calls: int = 2000) -> float:
         host.close()
         os.waitpid(child, 0)
     return median_of(samples) * 1e6
+
+
+def machine_cpu_s() -> float | None:
+    """CPU seconds every CPU of the machine has been busy so far (/proc/stat; None elsewhere)."""
+    try:
+        fields = [
+            int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        ]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s() -> float:
+    """CPU seconds of this process, every thread."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def start_cpu_ms(pool: SandboxPool, batch: int) -> tuple[float, float] | None:
+    """The machine's CPU per sandbox started (ms), and this process's share, over ``batch``
+    starts in a row on an otherwise idle machine: what a burst of new sessions pays per
+    sandbox beside the sessions' own work (the template's fork, the namespaces, the guest's
+    setup, the host's cgroups and bookkeeping). None where /proc/stat is not there."""
+    machine, own = machine_cpu_s(), own_cpu_s()
+    if machine is None:
+        return None
+    started = [pool.spawn() for _ in range(batch)]
+    after = machine_cpu_s()
+    assert after is not None
+    shares = ((after - machine) / batch * 1000, (own_cpu_s() - own) / batch * 1000)
+    for sandbox in started:
+        sandbox.kill()
+    return shares
 
 
 def cpu_of(session: SandboxSession) -> float:
@@ -247,6 +281,7 @@ def main() -> int:
         sandbox.execute("print(1+1)")
         cold.append(time.perf_counter() - start)
         sandbox.kill()
+    start_costs = [start_cpu_ms(cold_pool, reps(40, 20)) for _ in range(reps(5, 3))]
     cold_pool.close()
     numbers |= {
         "w1_warm_p50_ms": ms(median_of(warm)),
@@ -258,6 +293,11 @@ def main() -> int:
         "baseline_subprocess_python_p50_ms": ms(median_of(subproc)),
         "baseline_inprocess_exec_p50_ms": ms(median_of(inproc)),
     }
+    if all(cost is not None for cost in start_costs):
+        numbers |= {
+            "start_machine_cpu_ms": median_of([cost[0] for cost in start_costs if cost]),
+            "start_host_cpu_ms": median_of([cost[1] for cost in start_costs if cost]),
+        }
     rows += [
         (
             "W1 warm execution p50",
@@ -282,6 +322,19 @@ def main() -> int:
             f"{numbers['w1_cold_start_p50_ms']:.1f} ms",
             "<= 32 ms",
             f"subprocess python: {numbers['baseline_subprocess_python_p50_ms']:.1f} ms",
+        ),
+        *(
+            [
+                (
+                    "   machine CPU per sandbox started",
+                    f"{numbers['start_machine_cpu_ms']:.1f} ms",
+                    "",
+                    f"this process {numbers['start_host_cpu_ms']:.1f} ms; the rest the "
+                    "template's fork, the namespaces, the guest's setup",
+                )
+            ]
+            if "start_machine_cpu_ms" in numbers
+            else []
         ),
         (
             "   baseline in-process exec p50",
