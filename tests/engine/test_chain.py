@@ -179,7 +179,9 @@ async def test_a_call_the_bridge_refuses_is_in_the_audit_log(engine: Codemode):
     assert sum(r.count for r in rows) == 50
 
 
-async def test_a_long_text_the_tool_quotes_whole_is_the_codes_own_in_the_sandbox() -> None:
+async def test_a_long_text_the_tool_quotes_whole_is_the_codes_own_in_the_sandbox(
+    engine_config: CodemodeConfig,
+) -> None:
     """Through a real sandbox: a tool that saves a document and hands it back after a line of
     its own. The code finds its text in the result as it wrote it (its own addresses in
     clear); the tool's address before it, and one the tool completes across the edge, are
@@ -189,9 +191,6 @@ async def test_a_long_text_the_tool_quotes_whole_is_the_codes_own_in_the_sandbox
         """Save a document; returns it as saved."""
         return f"Saved by ops@corp.example.org for grace.hopper@{text}"
 
-    config = CodemodeConfig(
-        servers={}, sandbox=SandboxSettings(limits=Limits(wall_time_s=10), pool_size=1)
-    )
     catalog = Catalog([PythonConnector("docs", [save])])
     code = (
         "from servers import docs\n"
@@ -201,7 +200,7 @@ async def test_a_long_text_the_tool_quotes_whole_is_the_codes_own_in_the_sandbox
         "print(head)\n"
         "print(rest[:8], rest.endswith(body[20:]), 'me@mine.example.com' in rest)\n"
     )
-    async with Codemode(config, catalog=catalog, semantic=False) as engine:
+    async with Codemode(engine_config, catalog=catalog, semantic=False) as engine:
         result = await engine.execute(code)
     assert result.status == "ok", result.render_text()
     lines = result.stdout.splitlines()
