@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import socket
 import statistics
 import struct
@@ -131,24 +130,18 @@ def machine_cpu_s() -> float | None:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def own_cpu_s() -> float:
-    """CPU seconds of this process, every thread."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def start_cpu_ms(pool: SandboxPool, batch: int) -> tuple[float, float] | None:
     """The machine's CPU per sandbox started (ms), and this process's share, over ``batch``
     starts in a row on an otherwise idle machine: what a burst of new sessions pays per
     sandbox beside the sessions' own work (the template's fork, the namespaces, the guest's
     setup, the host's cgroups and bookkeeping). None where /proc/stat is not there."""
-    machine, own = machine_cpu_s(), own_cpu_s()
+    machine, own = machine_cpu_s(), time.process_time()  # every thread's
     if machine is None:
         return None
     started = [pool.spawn() for _ in range(batch)]
     after = machine_cpu_s()
     assert after is not None
-    shares = ((after - machine) / batch * 1000, (own_cpu_s() - own) / batch * 1000)
+    shares = ((after - machine) / batch * 1000, (time.process_time() - own) / batch * 1000)
     for sandbox in started:
         sandbox.kill()
     return shares
@@ -293,10 +286,11 @@ def main() -> int:
         "baseline_subprocess_python_p50_ms": ms(median_of(subproc)),
         "baseline_inprocess_exec_p50_ms": ms(median_of(inproc)),
     }
-    if all(cost is not None for cost in start_costs):
+    measured = [cost for cost in start_costs if cost is not None]
+    if measured:
         numbers |= {
-            "start_machine_cpu_ms": median_of([cost[0] for cost in start_costs if cost]),
-            "start_host_cpu_ms": median_of([cost[1] for cost in start_costs if cost]),
+            "start_machine_cpu_ms": median_of([machine for machine, _own in measured]),
+            "start_host_cpu_ms": median_of([own for _machine, own in measured]),
         }
     rows += [
         (
