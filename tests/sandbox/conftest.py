@@ -169,9 +169,9 @@ def _verified(pool: SandboxPool, name: str) -> SandboxSession:
     return session
 
 
-#: A killed sandbox's last process may wait a moment for its reaper on a loaded machine (a
-#: forked guest is its template's child, reaped on its SIGCHLD): what is still there this
-#: long after the session closed was left behind.
+#: A killed sandbox's last process may take a moment to leave the process table on a loaded
+#: machine (a forked guest is its template's child, which the kernel reaps as it ends): what
+#: is still there this long after the session closed was left behind.
 LEFTOVER_GRACE_S = 10.0
 
 

@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 # Where the bridge lands in every forked guest (``guest/template.py`` agrees).
 BRIDGE_FD = 3
 _UCRED = struct.Struct("iII")
-# How long a killed guest may stay a zombie before the template reaps it (on its SIGCHLD).
+# How long a killed guest may stay in the process table (the kernel reaps the template's
+# children as they end: a moment on a loaded machine).
 _REAP_WAIT_S = 2.0
 
 

@@ -153,16 +153,6 @@ def _write(path, text):
         raise OSError(error.errno, f"writing {text!r} to {path}: {error.strerror}") from None
 
 
-def _reap(signum, frame):
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
 def _receive(control):
     """One request: its fds (None when the host closed the socket)."""
     space = _socket.CMSG_SPACE(_REQUEST_FDS * 4)
@@ -183,7 +173,7 @@ def _sandbox(config, program, fds):
     """In the fork: become a sandbox, then fork its guest (pid 1 of a new pid namespace)."""
     bridge, stdout, stderr, report = fds
     os.close(config.control)
-    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)  # the template ignores it; the guest waits
     if _libc.unshare(_NEWUSER) != 0:
         _fail("unshare(CLONE_NEWUSER)")
     _write("/proc/self/setgroups", "deny")
@@ -280,7 +270,10 @@ def main(argv):
     # user namespace mount a new /proc only where an uncovered one exists.
     _mount("proc", "/tmp", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     os.chdir("/")
-    _signal.signal(_signal.SIGCHLD, _reap)
+    # The kernel reaps each sandbox as it ends. A handler that reaped them ran only when the
+    # receive below was interrupted: a signal that came just before it blocked waited for the
+    # next request, and the sandbox stayed a zombie until then.
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)
     control = _socket.socket(fileno=config.control)
     # What every first execution imports (and an error's report), what every generated
     # server module imports (``__future__``, ``typing``), what code that reads and prints
