@@ -227,6 +227,27 @@ def test_a_template_that_died_is_started_again(backend: BwrapBackend) -> None:
         sandbox.kill()
 
 
+def test_a_forked_sandbox_is_a_child_of_the_template_and_the_kernel_reaps_it(
+    backend: BwrapBackend,
+) -> None:
+    """Forked straight into its pid namespace: no process in between. The template ignores
+    SIGCHLD, so a sandbox that ends leaves the process table at once, with no request after
+    it (a handler in the template ran only when its receive was interrupted)."""
+    sandboxes = [_started(backend) for _ in range(3)]
+    assert backend.template is not None and backend.template.pid is not None
+    guests = [sandbox.guest_pid for sandbox in sandboxes]
+    # The template's interpreter is the child of its bubblewrap (``template.pid``).
+    parents = {_parent(guest) for guest in guests if guest is not None}
+    assert len(parents) == 1 and _parent(parents.pop()) == backend.template.pid
+    for sandbox in sandboxes:
+        sandbox.kill()
+    deadline = time.monotonic() + 5
+    while any(Path(f"/proc/{guest}").exists() for guest in guests) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    left = [guest for guest in guests if Path(f"/proc/{guest}").exists()]
+    assert not left, f"still in the process table 5 s after their kill: {left}"
+
+
 def test_closing_the_backend_ends_its_template_and_sandboxes(backend: BwrapBackend) -> None:
     sandbox = _started(backend)
     assert backend.template is not None
