@@ -207,8 +207,8 @@ def _sandbox(config, program, fds, own_pids):
 
 
 def _fork_sandbox(own_pids, stderr):
-    """Fork into a new pid namespace (the child is its pid 1); the template's own forks stay
-    in its namespace. The child's pid, 0 in the child, -1 when no fork was made."""
+    """Fork a child that is pid 1 of a new pid namespace. The child's pid, 0 in the child, -1
+    when no fork was made."""
     if _libc.unshare(_NEWPID) != 0:
         error = ctypes.get_errno()
         os.write(
@@ -220,8 +220,9 @@ def _fork_sandbox(own_pids, stderr):
     except OSError as error:
         os.write(stderr, f"the template could not fork a sandbox: {error}\n".encode())
         pid = -1
-    # The next unshare(CLONE_NEWPID) is refused until the template's children are born in
-    # its own namespace again.
+    # Children are born in the new namespace until the template's own is set for them again,
+    # and the next unshare(CLONE_NEWPID) is refused until then: a template that cannot ends,
+    # and the host starts a new one.
     if pid != 0 and _libc.setns(own_pids, _NEWPID) != 0:
         os._exit(71)
     return pid
