@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from codemode.errors import SandboxError
 from codemode.sandbox import BwrapBackend, Limits, SandboxPool, SandboxSession, SandboxSettings
 from codemode.sandbox.demand import FORKED_SANDBOX_BYTES
 from codemode.sandbox.isolation import require_isolation
 from codemode.sandbox.runner import Sandbox
-from codemode.sandbox.template import SandboxTemplate
+from codemode.sandbox.template import SandboxTemplate, _opened_for_joining
 
 pytestmark = pytest.mark.limits  # again as an ordinary user by `make test`
 
@@ -246,6 +247,19 @@ def test_a_forked_sandbox_is_a_child_of_the_template_and_the_kernel_reaps_it(
         time.sleep(0.01)
     left = [guest for guest in guests if Path(f"/proc/{guest}").exists()]
     assert not left, f"still in the process table 5 s after their kill: {left}"
+
+
+def test_a_cgroup_the_gateway_cannot_open_is_a_clear_error(tmp_path: Path) -> None:
+    """The fork joins its cgroups through files the host opened: one that cannot be opened
+    stops the start with the path and a fix, and the ones opened before it are closed."""
+    opened = tmp_path / "cgroup.procs"
+    opened.write_text("")
+    before = sorted(os.listdir("/proc/self/fd"))
+    missing = tmp_path / "gone" / "cgroup.procs"
+    with pytest.raises(SandboxError, match=f"could not open the sandbox's cgroup {missing}") as got:
+        _opened_for_joining([str(opened), str(missing)])
+    assert "delegated cgroups" in str(got.value.fix)
+    assert sorted(os.listdir("/proc/self/fd")) == before
 
 
 def test_closing_the_backend_ends_its_template_and_sandboxes(backend: BwrapBackend) -> None:

@@ -154,6 +154,24 @@ class Forked:
     stderr_fd: int
 
 
+def _opened_for_joining(cgroup_procs: list[str]) -> list[int]:
+    """The ``cgroup.procs`` files of a new sandbox, open for writing. The fork writes ``0``
+    (itself) to each before its guest starts: the kernel checks the right to move it with the
+    credentials of whoever opened the file, here, so no round trip to the host is needed."""
+    opened: list[int] = []
+    for path in cgroup_procs:
+        try:
+            opened.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+        except OSError as error:
+            for fd in opened:
+                os.close(fd)
+            raise SandboxError(
+                f"could not open the sandbox's cgroup {path}: {error}",
+                fix="check that the gateway may write to its delegated cgroups",
+            ) from error
+    return opened
+
+
 def _sender_pid(ancillary: list[tuple[int, int, bytes]]) -> int | None:
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
@@ -271,7 +289,7 @@ class SandboxTemplate:
 
     def fork(self, cgroup_procs: list[str], timeout_s: float) -> Forked:
         """A new sandbox from the template; ``cgroup_procs`` are the ``cgroup.procs`` files
-        of its cgroups (empty: none), joined before the guest starts."""
+        of its cgroups (empty: none), which it joins before its guest starts."""
         control = self._running()
         forked: Forked | None = None
         try:
@@ -286,12 +304,13 @@ class SandboxTemplate:
     def _fork(self, control: socket.socket, cgroup_procs: list[str], timeout_s: float) -> Forked:
         from codemode.sandbox.launch import bridge_socketpair
 
+        joins = _opened_for_joining(cgroup_procs)
         host_sock, guest_sock = bridge_socketpair()
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
         report, report_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         report.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-        sent = [guest_sock.fileno(), stdout_w, stderr_w, report_child.fileno()]
+        sent = [guest_sock.fileno(), stdout_w, stderr_w, report_child.fileno(), *joins]
         try:
             socket.send_fds(control, [b"fork"], sent)
         except OSError as error:
@@ -305,12 +324,11 @@ class SandboxTemplate:
         finally:
             guest_sock.close()
             report_child.close()
-            os.close(stdout_w)
-            os.close(stderr_w)
+            for fd in (stdout_w, stderr_w, *joins):
+                os.close(fd)
         pidfd = -1
         try:
             report.settimeout(timeout_s)
-            self._join(report, cgroup_procs, stderr_r)
             pid = self._sealed(report, stderr_r)
             pidfd = os.pidfd_open(pid)
         except BaseException:
@@ -335,21 +353,6 @@ class SandboxTemplate:
                 "sandbox.template = false starts each sandbox in a bubblewrap of its own",
             )
         return data, pid
-
-    def _join(self, report: socket.socket, cgroup_procs: list[str], stderr_fd: int) -> None:
-        data, pid = self._receive(report, stderr_fd, "entering its namespaces")
-        if data != b"joining":
-            raise SandboxError(f"the sandbox template said {data!r}", fix="report this")
-        for path in cgroup_procs:
-            try:
-                with open(path, "w") as procs:
-                    procs.write(str(pid))
-            except OSError as error:
-                raise SandboxError(
-                    f"could not move the sandbox into its cgroup {path}: {error}",
-                    fix="check that the gateway may write to its delegated cgroups",
-                ) from error
-        report.sendall(b"joined")
 
     def _sealed(self, report: socket.socket, stderr_fd: int) -> int:
         data, pid = self._receive(report, stderr_fd, "sealing itself")

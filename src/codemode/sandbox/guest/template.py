@@ -11,8 +11,9 @@ same one ``bwrap`` makes for a guest started alone:
 2. a user namespace of its own, mapping only the agent's uid (so RLIMIT_NPROC counts only its
    own tasks), and new mount, network, IPC and UTS namespaces (the mounts copied from the
    namespace above are locked: the new /proc cannot be taken off to show the template's);
-3. private, size-limited tmpfs mounts for /tmp and the workspace; the host moves it into the
-   sandbox's cgroups (it sends its credentials and waits for the host's word);
+3. private, size-limited tmpfs mounts for /tmp and the workspace; it joins the sandbox's
+   cgroups through their ``cgroup.procs`` files, which the host opened and sent with the
+   request (the kernel checks a move against the credentials of the file's opener);
 4. a cgroup namespace, read-only kernel paths and masked files in its /proc, /dev/pts,
    /dev/shm, a read-only /dev; it forbids user namespaces, sets its limits, drops every
    capability, sets no_new_privs and the seccomp filter, and only then serves the bridge.
@@ -61,8 +62,10 @@ _SECCOMP_MODE_FILTER = 2
 _CAPABILITY_VERSION_3 = 0x20080522
 # Where the bridge lands in every forked guest (the host waits on this descriptor number).
 BRIDGE_FD = 3
-# The fds of one request, in order: the bridge, stdout, stderr, the report socket.
+# The fds of one request, in order: the bridge, stdout, stderr, the report socket, then the
+# cgroup.procs files of the sandbox's cgroups (one per cgroup v1 controller, or one).
 _REQUEST_FDS = 4
+_MAX_JOINS = 8
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -162,7 +165,7 @@ def _write(path, text):
 
 def _receive(control):
     """One request: its fds (None when the host closed the socket)."""
-    space = _socket.CMSG_SPACE(_REQUEST_FDS * 4)
+    space = _socket.CMSG_SPACE((_REQUEST_FDS + _MAX_JOINS) * 4)
     data, ancillary, _, _ = control.recvmsg(16, space)
     fds = []
     for level, kind, payload in ancillary:
@@ -179,7 +182,7 @@ def _receive(control):
 def _sandbox(config, program, fds, own_pids):
     """In the fork, pid 1 of its new pid namespace: become a sandbox, then serve as its guest
     (the module's steps 1 to 4)."""
-    bridge, stdout, stderr, report = fds
+    bridge, stdout, stderr, report = fds[:_REQUEST_FDS]
     os.close(config.control)
     os.close(own_pids)
     _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)  # the template ignores it; the guest waits
@@ -197,13 +200,15 @@ def _sandbox(config, program, fds, own_pids):
     for path, size in config.tmpfs:
         if not path.startswith("/dev/"):
             _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size},mode=0755")
-    # The host puts this process in the sandbox's cgroups, then answers: what it forks later
-    # starts inside them.
-    report_socket = _socket.socket(fileno=report)
-    report_socket.sendall(b"joining")
-    if report_socket.recv(16) != b"joined":
-        os._exit(1)
-    _guest(config, program, bridge, stdout, stderr, report_socket)
+    # Into the sandbox's cgroups ("0": this process) through the files the host opened (the
+    # kernel checks the move against their opener): all it forks later starts inside them.
+    for fd in fds[_REQUEST_FDS:]:
+        try:
+            os.write(fd, b"0")
+        except OSError as error:
+            raise OSError(error.errno, f"joining the sandbox's cgroups: {error.strerror}") from None
+        os.close(fd)
+    _guest(config, program, bridge, stdout, stderr, _socket.socket(fileno=report))
 
 
 def _fork_sandbox(own_pids, stderr):
@@ -327,7 +332,7 @@ def main(argv):
             continue
         if fds is None:
             os._exit(0)
-        if len(fds) != _REQUEST_FDS:
+        if not _REQUEST_FDS <= len(fds) <= _REQUEST_FDS + _MAX_JOINS:
             for fd in fds:
                 os.close(fd)
             continue
