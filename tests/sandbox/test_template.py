@@ -258,7 +258,7 @@ def test_a_cgroup_the_gateway_cannot_open_is_a_clear_error(tmp_path: Path) -> No
     missing = tmp_path / "gone" / "cgroup.procs"
     with pytest.raises(SandboxError, match=f"could not open the sandbox's cgroup {missing}") as got:
         _opened_for_joining([str(opened), str(missing)])
-    assert "delegated cgroups" in str(got.value.fix)
+    assert "may write to its cgroups" in str(got.value.fix)
     assert sorted(os.listdir("/proc/self/fd")) == before
 
 

@@ -159,16 +159,13 @@ def _opened_for_joining(cgroup_procs: list[str]) -> list[int]:
     (itself) to each before its guest starts: the kernel checks the right to move it with the
     credentials of whoever opened the file, here, so no round trip to the host is needed."""
     opened: list[int] = []
-    for path in cgroup_procs:
-        try:
-            opened.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
-        except OSError as error:
-            for fd in opened:
-                os.close(fd)
-            raise SandboxError(
-                f"could not open the sandbox's cgroup {path}: {error}",
-                fix="check that the gateway may write to its delegated cgroups",
-            ) from error
+    try:
+        opened.extend(os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in cgroup_procs)
+    except OSError as error:
+        for fd in opened:
+            os.close(fd)
+        where = f"could not open the sandbox's cgroup {error.filename}: {error.strerror}"
+        raise SandboxError(where, fix="check that the gateway may write to its cgroups") from error
     return opened
 
 
