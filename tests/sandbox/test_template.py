@@ -197,7 +197,11 @@ def test_limits_of_a_forked_sandbox_are_its_own(backend: BwrapBackend) -> None:
             "        pids.append(pid)\nexcept OSError:\n    pass\nprint(len(pids))"
         )
         held = first.execute(hold)
-        assert int(held.stdout.strip()) >= backend.limits.processes // 2
+        # As root, RLIMIT_NPROC does not apply and the cgroup's task limit stops the loop: the
+        # watchdog may end the sandbox for it before it prints. As anyone else RLIMIT_NPROC,
+        # counted in this sandbox's own user namespace, stops it first, and it prints.
+        if held.limit != "processes":
+            assert int(held.stdout.strip()) >= backend.limits.processes // 2, held.to_dict()
         free = second.execute("import subprocess\nprint(subprocess.run(['true']).returncode)")
         assert free.stdout.strip() == "0", free.to_dict()
     finally:
