@@ -4,6 +4,10 @@ spare.
 A warm execution answers in about 0.1 ms. A thread asleep in epoll is woken by an interrupt,
 and an idle virtual CPU takes tens of microseconds to wake: looking at the bridge for up to
 ``SPIN_S`` first took a warm execution from 0.205 to 0.16 ms on this project's 2-vCPU machines.
+On a slower VM the answer comes after 100-300 us, and a spin of 100 us fell asleep just before
+it: 300 us took the warm execution from 0.53 to 0.47 ms there (10 of 10 rounds alternated), at
+the same host CPU (the sleep and the wake-up cost what the longer spin does). An execution
+that runs longer pays the spin once, on a CPU that was idle.
 On a busy machine the same spin takes the CPU that the guest or others wait for (0.15-0.22 ms
 became 0.19-0.28 ms at load 4), so it spins only while fewer tasks are runnable than there are
 CPUs (the kernel's count of runnable tasks, /proc/loadavg's fourth field: the load average
@@ -22,7 +26,7 @@ from codemode.sandbox.proctree import read_small
 
 __all__ = ["SPARE_CPU", "SPIN_S", "SpareCpu", "runnable_tasks", "spin_until_ready"]
 
-SPIN_S = 100e-6
+SPIN_S = 300e-6
 # The count of runnable tasks is read at most this often while it says a CPU is spare, and
 # sooner once it said none was: one busy moment (a sandbox starting beside) must not keep the
 # spin off for the next few hundred executions.
