@@ -349,3 +349,52 @@ def test_a_template_rests_only_once_none_of_its_sandboxes_runs(backend: BwrapBac
         assert again.execute("print(6 * 7)").stdout.strip() == "42"
     finally:
         again.kill()
+
+
+@pytest.mark.parametrize("failing", ["bridge", "stderr pipe", "report socket"])
+def test_a_fork_that_cannot_make_its_descriptors_is_a_clear_error_and_leaks_none(
+    backend: BwrapBackend, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """A gateway out of descriptors fails at whichever end it makes next: the start stops with
+    a fix, every end made before is closed (the fork's and the host's), and the next start,
+    with descriptors to spare again, works."""
+    import socket
+
+    _started(backend).kill()  # the template runs
+    template = backend.template
+    assert template is not None
+    real_pipe, real_socketpair = os.pipe, socket.socketpair
+    made = {"pipe": 0, "socketpair": 0}
+
+    def exhausted() -> OSError:
+        return OSError(24, "Too many open files")
+
+    def pipe() -> tuple[int, int]:
+        made["pipe"] += 1
+        if failing == "stderr pipe" and made["pipe"] == 2:
+            raise exhausted()
+        return real_pipe()
+
+    def socketpair(*args: object, **kwargs: object) -> object:
+        made["socketpair"] += 1
+        if (failing == "bridge" and made["socketpair"] == 1) or (
+            failing == "report socket" and made["socketpair"] == 2
+        ):
+            raise exhausted()
+        return real_socketpair(*args, **kwargs)  # type: ignore[arg-type]
+
+    held = Path(os.devnull)
+    before = sorted(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "pipe", pipe)
+    monkeypatch.setattr(socket, "socketpair", socketpair)
+    with pytest.raises(SandboxError, match="could not make the new sandbox's pipes") as got:
+        template.fork([str(held)], timeout_s=10)
+    monkeypatch.undo()
+    assert "ulimit -n" in str(got.value.fix)
+    assert sum(made.values()) >= 1
+    assert sorted(os.listdir("/proc/self/fd")) == before, "an end made before the failure"
+    sandbox = _started(backend)
+    try:
+        assert sandbox.execute("print(6 * 7)").stdout.strip() == "42"
+    finally:
+        sandbox.kill()

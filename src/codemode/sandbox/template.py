@@ -6,12 +6,12 @@ is then a fork, not a process the gateway forks and execs: no fork of the gatewa
 between fork and exec holds the GIL for milliseconds), no interpreter start-up, and the pages
 of the interpreter and its modules shared by every idle sandbox until one writes to them.
 
-Per sandbox, the host hands the template four descriptors over a ``SOCK_SEQPACKET`` control
-socket: the guest's end of the bridge, its stdout and stderr pipes, and a report socket. On
-the report socket the fork says it is about to start the guest; the kernel adds its
-credentials, so the host learns its pid as the host sees it, puts it in the sandbox's cgroups
-and answers; then the guest, sealed (capabilities dropped, seccomp on), says so, and the host
-holds it by a pidfd.
+Per sandbox, the host hands the template descriptors over a ``SOCK_SEQPACKET`` control
+socket: the guest's end of the bridge, its stdout and stderr pipes, a report socket, and the
+sandbox's ``cgroup.procs`` files opened for writing (the fork joins its cgroups through them).
+Once sealed (capabilities dropped, seccomp on), the guest says so on the report socket; the
+kernel adds its credentials, so the host learns its pid as the host sees it, and holds it by
+a pidfd.
 """
 
 from __future__ import annotations
@@ -169,6 +169,16 @@ def _opened_for_joining(cgroup_procs: list[str]) -> list[int]:
     return opened
 
 
+def _pipe(
+    reader_stack: contextlib.ExitStack, writer_stack: contextlib.ExitStack
+) -> tuple[int, int]:
+    """A pipe whose ends the two stacks close."""
+    reader, writer = os.pipe()
+    reader_stack.callback(os.close, reader)
+    writer_stack.callback(os.close, writer)
+    return reader, writer
+
+
 def _sender_pid(ancillary: list[tuple[int, int, bytes]]) -> int | None:
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
@@ -301,40 +311,42 @@ class SandboxTemplate:
     def _fork(self, control: socket.socket, cgroup_procs: list[str], timeout_s: float) -> Forked:
         from codemode.sandbox.launch import bridge_socketpair
 
-        joins = _opened_for_joining(cgroup_procs)
-        host_sock, guest_sock = bridge_socketpair()
-        stdout_r, stdout_w = os.pipe()
-        stderr_r, stderr_w = os.pipe()
-        report, report_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        report.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-        sent = [guest_sock.fileno(), stdout_w, stderr_w, report_child.fileno(), *joins]
-        try:
-            socket.send_fds(control, [b"fork"], sent)
-        except OSError as error:
-            for sock in (host_sock, report):
-                sock.close()
-            for fd in (stdout_r, stderr_r):
-                os.close(fd)
-            raise SandboxError(
-                f"the sandbox template is gone: {error}", fix="retry: a new template starts"
-            ) from error
-        finally:
-            guest_sock.close()
-            report_child.close()
-            for fd in (stdout_w, stderr_w, *joins):
-                os.close(fd)
-        pidfd = -1
-        try:
+        # Every end is closed on the way out of a failure, whichever step failed (a process
+        # out of descriptors fails at any of them); the host's own ends stay open on success.
+        with contextlib.ExitStack() as host_ends, contextlib.ExitStack() as report_end:
+            # The fork's ends are closed once sent: its report end above all, or the report
+            # socket would not end when the fork dies before it says anything.
+            with contextlib.ExitStack() as fork_ends:
+                joins = _opened_for_joining(cgroup_procs)
+                for fd in joins:
+                    fork_ends.callback(os.close, fd)
+                try:
+                    host_sock, guest_sock = bridge_socketpair()
+                    host_ends.enter_context(host_sock)
+                    fork_ends.enter_context(guest_sock)
+                    stdout_r, stdout_w = _pipe(host_ends, fork_ends)
+                    stderr_r, stderr_w = _pipe(host_ends, fork_ends)
+                    report, report_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                    report_end.enter_context(report)
+                    fork_ends.enter_context(report_child)
+                    report.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+                except OSError as error:
+                    raise SandboxError(
+                        f"could not make the new sandbox's pipes and sockets: {error}",
+                        fix="raise the gateway's limit of open files (`ulimit -n`) "
+                        "or run fewer sessions at once",
+                    ) from error
+                sent = [guest_sock.fileno(), stdout_w, stderr_w, report_child.fileno(), *joins]
+                try:
+                    socket.send_fds(control, [b"fork"], sent)
+                except OSError as error:
+                    raise SandboxError(
+                        f"the sandbox template is gone: {error}", fix="retry: a new template starts"
+                    ) from error
             report.settimeout(timeout_s)
             pid = self._sealed(report, stderr_r)
             pidfd = os.pidfd_open(pid)
-        except BaseException:
-            host_sock.close()
-            for fd in (stdout_r, stderr_r):
-                os.close(fd)
-            raise
-        finally:
-            report.close()
+            host_ends.pop_all()
         return Forked(ForkedGuest(pid, pidfd), host_sock, stdout_r, stderr_r)
 
     def _receive(self, report: socket.socket, stderr_fd: int, step: str) -> tuple[bytes, int]:
