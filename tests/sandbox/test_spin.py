@@ -8,7 +8,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from codemode.sandbox.spin import SpareCpu, runnable_tasks, spin_until_ready
+from codemode.sandbox import SandboxSession
+from codemode.sandbox.spin import (
+    SPIN_MAX_S,
+    SPIN_MIN_S,
+    SPIN_S,
+    SpareCpu,
+    SpinBudget,
+    runnable_tasks,
+    spin_until_ready,
+)
 from codemode.testing import ManualClock
 
 
@@ -100,3 +109,46 @@ def test_output_ready_first_is_taken_and_the_spin_goes_on_for_the_bridge(
         assert spin_until_ready(selector, seconds=3600, take=take)
         assert taken == [b"2\n", b"3\n"] and selector.looks == 3
         assert pair[0].recv(10) == b"done", "the answer is left to the caller"
+
+
+def test_the_spin_follows_the_sandboxs_recent_answers() -> None:
+    budget = SpinBudget()
+    assert budget.seconds() == SPIN_S, "before any answer: the default"
+    for _ in range(8):
+        budget.answered(200e-6)
+    assert budget.seconds() == pytest.approx(300e-6), "1.5 times the median answer"
+    for _ in range(8):
+        budget.answered(20e-6)
+    assert budget.seconds() == SPIN_MIN_S, "never below the floor"
+    for _ in range(4):
+        budget.answered(330e-6)
+    assert budget.seconds() == pytest.approx(1.5 * (20e-6 + 330e-6) / 2), "the last 8 count"
+    for _ in range(8):
+        budget.answered(400e-6)  # within reach of the longest spin, 1.5 times beyond it
+    assert budget.seconds() == SPIN_MAX_S, "capped"
+
+
+def test_answers_slower_than_the_longest_spin_mean_no_spin() -> None:
+    budget = SpinBudget()
+    for _ in range(5):
+        budget.answered(0.05)  # executions that run for 50 ms: a spin would only hold the GIL
+    assert budget.seconds() == 0.0
+    for _ in range(8):
+        budget.answered(100e-6)  # quick ones again
+    assert budget.seconds() == pytest.approx(150e-6)
+
+
+def test_a_sandbox_whose_executions_run_long_stops_spinning(session: SandboxSession) -> None:
+    """The runner records each answer: after executions of 20 ms it spins no more (it would
+    hold the CPU and the GIL for nothing), and quick ones count again."""
+    for _ in range(5):
+        assert session.execute("import time; time.sleep(0.02)").status == "ok"
+    sandbox = session.sandbox
+    assert sandbox is not None
+    assert sandbox._spin.seconds() == 0.0
+    for _ in range(8):
+        assert session.execute("x = 1").status == "ok"
+    typical = sandbox._spin.typical
+    # How soon a trivial execution answers unspun depends on the machine; that it is
+    # sooner than a sleep of 20 ms does not.
+    assert typical is not None and typical < 0.02

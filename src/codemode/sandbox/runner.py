@@ -35,7 +35,7 @@ from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.pipes import read_pipe
 from codemode.sandbox.process import GuestProcess
 from codemode.sandbox.result import ExecutionResult, clip_tail
-from codemode.sandbox.spin import SPARE_CPU, spin_until_ready
+from codemode.sandbox.spin import SPARE_CPU, SpinBudget, spin_until_ready
 from codemode.sandbox.watchdog import WATCHDOG, Watched
 from codemode.sandbox.workspace import Snapshot, diff
 from codemode.settings.sandbox import Limits
@@ -88,6 +88,7 @@ class Sandbox:
         # The workspace as the last execution left it (a new sandbox's is empty).
         self.files: Snapshot = {}
         self._pinning = CpuPinning()
+        self._spin = SpinBudget()  # how long to look for an answer before sleeping
         self._live: tuple[BridgeHost, HeadTail] | None = None
         self._on_output: OutputCallback | None = None
         self._modules = ModuleWatch()  # the guest keeps the modules its code imported
@@ -329,7 +330,10 @@ class Sandbox:
         frame = {"op": "exec", "exec": host.execution, "code": code, "stream": stream}
         if self._modules.changed(host.modules):  # the catalog changed since the last one
             frame["modules_changed"] = True
-        spin = SPARE_CPU()  # asked while the guest cannot run: it counts the runner, not it
+        spin_s = self._spin.seconds()
+        # Asked while the guest cannot run: it counts the runner, not it.
+        if spin_s and not SPARE_CPU():
+            spin_s = 0.0
         # Sent while the guest is still stopped, so that its SIGCONT finds the frame waiting:
         # one wake-up of the guest instead of two. (Code larger than the socket's buffer
         # resumes it first, or the send would wait for a reader that cannot run.)
@@ -340,9 +344,10 @@ class Sandbox:
                 outcome.died = True
                 outcome.status, outcome.limit = "limit", "sandbox_gone"
         self.resume()
-        if spin:
+        sent_at = time.monotonic()
+        if spin_s:
             # A warm execution answers within the spin; its output is read on the way.
-            spin_until_ready(self.selector, take=self._took_output)
+            spin_until_ready(self.selector, spin_s, take=self._took_output)
         while outcome.done is None and outcome.status == "ok":
             if watched.breach is not None:
                 break
@@ -378,6 +383,8 @@ class Sandbox:
                 if self.dead and outcome.done is None:  # set by the frame read above
                     outcome.died = True
                     outcome.status, outcome.limit = "limit", "sandbox_exit"
+        if outcome.done is not None:
+            self._spin.answered(time.monotonic() - sent_at)
         if outcome.died or outcome.status not in ("timeout", "cancelled"):
             # A limit passed just before "done" (the watchdog polls) is still a limit, and a
             # death may be the kernel's doing (a cgroup's OOM kill or its pids cap).

@@ -1,32 +1,51 @@
 """Wait for a short execution's answer on the CPU, not asleep, while the machine has a CPU to
-spare.
+spare, and only as long as this sandbox's answers lately took.
 
 A warm execution answers in about 0.1 ms. A thread asleep in epoll is woken by an interrupt,
 and an idle virtual CPU takes tens of microseconds to wake: looking at the bridge for up to
-``SPIN_S`` first took a warm execution from 0.205 to 0.16 ms on this project's 2-vCPU machines.
-On a slower VM the answer comes after 100-300 us, and a spin of 100 us fell asleep just before
-it: 300 us took the warm execution from 0.53 to 0.47 ms there (10 of 10 rounds alternated), at
-the same host CPU (the sleep and the wake-up cost what the longer spin does). An execution
-that runs longer pays the spin once, on a CPU that was idle.
+100 us first took a warm execution from 0.205 to 0.16 ms on this project's 2-vCPU machines.
 On a busy machine the same spin takes the CPU that the guest or others wait for (0.15-0.22 ms
 became 0.19-0.28 ms at load 4), so it spins only while fewer tasks are runnable than there are
 CPUs (the kernel's count of runnable tasks, /proc/loadavg's fourth field: the load average
 itself takes a minute to follow a change).
+
+How long (``SpinBudget``): a slower VM answers after 150-300 us, and a fixed 100 us spin fell
+asleep just before the answer (300 us took the warm execution there from 0.53 to 0.47 ms, 10
+of 10 rounds alternated, at the same host CPU). But a spin holds the GIL between its looks (a
+thread that waits for it wakes too late to take it), and an execution that runs for
+milliseconds gains nothing from one. So each sandbox spins for 1.5 times its recent answers'
+median (``SPIN_MIN_S`` to ``SPIN_MAX_S``), and not at all once they take longer than that.
 """
 
 from __future__ import annotations
 
 import os
 import selectors
+import statistics
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 from codemode.sandbox.proctree import read_small
 
-__all__ = ["SPARE_CPU", "SPIN_S", "SpareCpu", "runnable_tasks", "spin_until_ready"]
+__all__ = [
+    "SPARE_CPU",
+    "SPIN_MAX_S",
+    "SPIN_MIN_S",
+    "SPIN_S",
+    "SpareCpu",
+    "SpinBudget",
+    "runnable_tasks",
+    "spin_until_ready",
+]
 
+#: The spin before a sandbox has answered (its first executions), and its bounds after.
 SPIN_S = 300e-6
+SPIN_MIN_S = 100e-6
+SPIN_MAX_S = 500e-6
+#: The answers a sandbox's spin is sized by (the last ones).
+_ANSWERS_KEPT = 8
 # The count of runnable tasks is read at most this often while it says a CPU is spare, and
 # sooner once it said none was: one busy moment (a sandbox starting beside) must not keep the
 # spin off for the next few hundred executions.
@@ -69,6 +88,32 @@ class SpareCpu:
 
 
 SPARE_CPU = SpareCpu()
+
+
+class SpinBudget:
+    """How long one sandbox's runner spins for the next answer: 1.5 times the median of its
+    last answers (``answered``), within ``SPIN_MIN_S`` and ``SPIN_MAX_S``; none while they
+    take longer than ``SPIN_MAX_S`` (the runner sleeps until the answer instead)."""
+
+    def __init__(self) -> None:
+        self._answers: deque[float] = deque(maxlen=_ANSWERS_KEPT)
+
+    @property
+    def typical(self) -> float | None:
+        """The median of the last answers (None before the first)."""
+        return statistics.median(self._answers) if self._answers else None
+
+    def seconds(self) -> float:
+        typical = self.typical
+        if typical is None:
+            return SPIN_S
+        if typical > SPIN_MAX_S:
+            return 0.0
+        return min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * typical))
+
+    def answered(self, seconds: float) -> None:
+        """An execution answered ``seconds`` after its code was sent."""
+        self._answers.append(seconds)
 
 
 def spin_until_ready(
