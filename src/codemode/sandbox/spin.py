@@ -14,7 +14,10 @@ asleep just before the answer (300 us took the warm execution there from 0.53 to
 of 10 rounds alternated, at the same host CPU). But a spin holds the GIL between its looks (a
 thread that waits for it wakes too late to take it), and an execution that runs for
 milliseconds gains nothing from one. So each sandbox spins for 1.5 times its recent answers'
-median (``SPIN_MIN_S`` to ``SPIN_MAX_S``), and not at all once they take longer than that.
+median (``SPIN_MIN_S`` to ``SPIN_MAX_S``), and not at all once they take longer than that:
+a warm execution 0.459 -> 0.427 ms against a fixed 100 us (8 of 10 rounds), and beside
+executions of 3 ms another thread of the gateway was late for the GIL by 584 us at p99,
+against 684 (100 us) and 870 (300 us).
 """
 
 from __future__ import annotations
