@@ -21,13 +21,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from codemode.bridge.frames import FrameDecoder, MalformedFrame, is_awaitable_call, is_done
+from codemode.bridge.frames import MalformedFrame, is_awaitable_call, is_done
 from codemode.bridge.host import NO_TOOLS, BridgeHost, ToolAccess
 from codemode.errors import SandboxError
 from codemode.sandbox.affinity import CpuPinning
 from codemode.sandbox.cancel import CANCEL_GRACE_S, check_cancel, interrupted_by_us
 from codemode.sandbox.capture import HeadTail
 from codemode.sandbox.facts import Parked
+from codemode.sandbox.incoming import BridgeReader
 from codemode.sandbox.module_watch import ModuleWatch
 from codemode.sandbox.outcome import Measured, Outcome, build_result, settle
 from codemode.sandbox.outgoing import send_frame
@@ -35,7 +36,7 @@ from codemode.sandbox.parallel import ParallelCalls
 from codemode.sandbox.pipes import read_pipe
 from codemode.sandbox.process import GuestProcess
 from codemode.sandbox.result import ExecutionResult, clip_tail
-from codemode.sandbox.spin import SPARE_CPU, SpinBudget, spin_until_ready
+from codemode.sandbox.spin import SpinBudget, spin_until_ready
 from codemode.sandbox.watchdog import WATCHDOG, Watched
 from codemode.sandbox.workspace import Snapshot, diff
 from codemode.settings.sandbox import Limits
@@ -50,7 +51,6 @@ OutputCallback = Callable[[str, bytes], None]
 _F_SETPIPE_SZ = 1031
 _WAKE_INTERVAL_S = 0.05
 _PIPE_BYTES = 1 << 20  # each output pipe's depth
-_RECV_CHUNK = 1 << 16
 _PIN_AFTER_CALLS = 4
 _NO_FILES: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
 
@@ -61,8 +61,7 @@ class Sandbox:
     def __init__(self, process: GuestProcess, limits: Limits) -> None:
         self.process = process
         self.limits = limits
-        self.decoder = FrameDecoder()
-        self._chunk = memoryview(bytearray(_RECV_CHUNK))
+        self.bridge = BridgeReader(process.sock)
         self._pipe_count = bytearray(4)
         self.selector = selectors.DefaultSelector()
         self.executions = 0
@@ -155,31 +154,10 @@ class Sandbox:
         return (head + tail).strip()[-500:] or "no message"
 
     def _read_frames(self, *, to_the_end: bool = False) -> list[dict[str, Any] | MalformedFrame]:
-        frames: list[dict[str, Any] | MalformedFrame] = []
-        decoder = self.decoder
-        sock = self.process.sock
-        while True:
-            # A large frame under way is received straight into its buffer (no copies); the
-            # rest into one reused buffer (``recv(n)`` would allocate n bytes every time).
-            pending = decoder.pending()
-            into = self._chunk if pending is None else pending
-            try:
-                count = sock.recv_into(into)
-            except (BlockingIOError, InterruptedError):
-                return frames
-            except OSError:
-                count = 0
-            if not count:
-                self.dead = True
-                return frames
-            if pending is not None:
-                frames += decoder.filled(count)
-            else:  # decoded before the next receive reuses the buffer
-                frames += decoder.feed(memoryview(into)[:count])
-            if count < len(into) and not to_the_end:
-                # The socket is empty: asking again would only fail. The selector is
-                # level-triggered, so whatever arrives later (its end too) wakes the loop.
-                return frames
+        frames = self.bridge.read(to_the_end=to_the_end)
+        if self.bridge.ended:
+            self.dead = True
+        return frames
 
     def _took_output(self, which: object) -> bool:
         """Read the output pipe ``which`` if it is one (True), else leave it to the loop."""
@@ -330,10 +308,7 @@ class Sandbox:
         frame = {"op": "exec", "exec": host.execution, "code": code, "stream": stream}
         if self._modules.changed(host.modules):  # the catalog changed since the last one
             frame["modules_changed"] = True
-        spin_s = self._spin.seconds()
-        # Asked while the guest cannot run: it counts the runner, not it.
-        if spin_s and not SPARE_CPU():
-            spin_s = 0.0
+        spin_s = self._spin.seconds_now()  # asked while the guest cannot run: see ``spin``
         # Sent while the guest is still stopped, so that its SIGCONT finds the frame waiting:
         # one wake-up of the guest instead of two. (Code larger than the socket's buffer
         # resumes it first, or the send would wait for a reader that cannot run.)

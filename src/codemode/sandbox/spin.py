@@ -114,6 +114,14 @@ class SpinBudget:
             return 0.0
         return min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * typical))
 
+    def seconds_now(self, spare: Callable[[], bool] | None = None) -> float:
+        """``seconds``, or 0 while no CPU is spare (``SPARE_CPU``, asked only when the budget
+        is not 0 already: asked while the guest cannot run, it counts the runner, not it)."""
+        seconds = self.seconds()
+        if seconds and not (spare or SPARE_CPU)():
+            return 0.0
+        return seconds
+
     def answered(self, seconds: float) -> None:
         """An execution answered ``seconds`` after its code was sent."""
         self._answers.append(seconds)
