@@ -104,7 +104,7 @@ def test_tool_calls_are_answered_by_the_gateway(remote: Sandbox):
 
 
 def test_oversized_frames_are_refused_on_the_gateway(remote: Sandbox):
-    remote.decoder.max_frame_bytes = 1 << 16
+    remote.bridge.decoder.max_frame_bytes = 1 << 16
     code = (
         "from servers._runtime import call_tool, ToolError\n"
         "try:\n"
