@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import selectors
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -155,19 +155,17 @@ def test_a_sandbox_whose_executions_run_long_stops_spinning(session: SandboxSess
 
 
 def test_no_spin_while_no_cpu_is_spare_and_no_question_when_none_is_due() -> None:
-    budget = SpinBudget()
+    answers = [False, True, True]
     asked: list[bool] = []
 
-    def spare(answer: bool) -> Callable[[], bool]:
-        def ask() -> bool:
-            asked.append(answer)
-            return answer
+    def spare() -> bool:
+        asked.append(answers[len(asked)])
+        return asked[-1]
 
-        return ask
-
-    assert budget.seconds_now(spare(False)) == 0.0
-    assert budget.seconds_now(spare(True)) == SPIN_S
+    budget = SpinBudget(spare)
+    assert budget.seconds_now() == 0.0
+    assert budget.seconds_now() == SPIN_S
     for _ in range(5):
         budget.answered(0.05)
-    assert budget.seconds_now(spare(True)) == 0.0
+    assert budget.seconds_now() == 0.0
     assert asked == [False, True], "a budget of 0 asks nothing (a read of /proc/loadavg)"

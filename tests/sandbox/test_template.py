@@ -3,6 +3,7 @@ nothing writable; each is a sandbox of its own (namespaces, mounts, limits, secc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import subprocess
@@ -260,8 +261,11 @@ def test_a_cgroup_the_gateway_cannot_open_is_a_clear_error(tmp_path: Path) -> No
     opened.write_text("")
     before = sorted(os.listdir("/proc/self/fd"))
     missing = tmp_path / "gone" / "cgroup.procs"
-    with pytest.raises(SandboxError, match=f"could not open the sandbox's cgroup {missing}") as got:
-        _opened_for_joining([str(opened), str(missing)])
+    with (
+        contextlib.ExitStack() as closer,
+        pytest.raises(SandboxError, match=f"could not open the sandbox's cgroup {missing}") as got,
+    ):
+        _opened_for_joining([str(opened), str(missing)], closer)
     assert "may write to its cgroups" in str(got.value.fix)
     assert sorted(os.listdir("/proc/self/fd")) == before
 
@@ -398,3 +402,25 @@ def test_a_fork_that_cannot_make_its_descriptors_is_a_clear_error_and_leaks_none
         assert sandbox.execute("print(6 * 7)").stdout.strip() == "42"
     finally:
         sandbox.kill()
+
+
+def test_a_request_whose_descriptors_did_not_all_fit_is_refused_and_closed() -> None:
+    """More descriptors than a request holds: the kernel drops the rest (a cgroup to join
+    among them, perhaps), so the template refuses the request, closing those it got, rather
+    than fork a sandbox outside one of its cgroups."""
+    import socket
+
+    from codemode.sandbox.guest import template as guest_template
+
+    host, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with host, template_end, open(os.devnull) as null:
+        too_many = guest_template._REQUEST_FDS + guest_template._MAX_JOINS + 1
+        before = sorted(os.listdir("/proc/self/fd"))
+        socket.send_fds(host, [b"fork"], [null.fileno()] * too_many)
+        assert guest_template._receive(template_end) == []
+        assert sorted(os.listdir("/proc/self/fd")) == before, "a received descriptor stayed open"
+        socket.send_fds(host, [b"fork"], [null.fileno()] * guest_template._REQUEST_FDS)
+        fitting = guest_template._receive(template_end)
+        assert len(fitting) == guest_template._REQUEST_FDS
+        for fd in fitting:
+            os.close(fd)

@@ -98,7 +98,8 @@ class SpinBudget:
     last answers (``answered``), within ``SPIN_MIN_S`` and ``SPIN_MAX_S``; none while they
     take longer than ``SPIN_MAX_S`` (the runner sleeps until the answer instead)."""
 
-    def __init__(self) -> None:
+    def __init__(self, spare: Callable[[], bool] = SPARE_CPU) -> None:
+        self._spare = spare
         self._answers: deque[float] = deque(maxlen=_ANSWERS_KEPT)
 
     @property
@@ -114,11 +115,11 @@ class SpinBudget:
             return 0.0
         return min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * typical))
 
-    def seconds_now(self, spare: Callable[[], bool] | None = None) -> float:
-        """``seconds``, or 0 while no CPU is spare (``SPARE_CPU``, asked only when the budget
-        is not 0 already: asked while the guest cannot run, it counts the runner, not it)."""
+    def seconds_now(self) -> float:
+        """``seconds``, or 0 while no CPU is spare (asked only when the budget is not 0
+        already; asked while the guest cannot run, ``SPARE_CPU`` counts the runner, not it)."""
         seconds = self.seconds()
-        if seconds and not (spare or SPARE_CPU)():
+        if seconds and not self._spare():
             return 0.0
         return seconds
 

@@ -154,18 +154,22 @@ class Forked:
     stderr_fd: int
 
 
-def _opened_for_joining(cgroup_procs: list[str]) -> list[int]:
-    """The ``cgroup.procs`` files of a new sandbox, open for writing. The fork writes ``0``
-    (itself) to each before its guest starts: the kernel checks the right to move it with the
-    credentials of whoever opened the file, here, so no round trip to the host is needed."""
+def _opened_for_joining(cgroup_procs: list[str], closer: contextlib.ExitStack) -> list[int]:
+    """The ``cgroup.procs`` files of a new sandbox, open for writing, each closed by
+    ``closer``. The fork writes ``0`` (itself) to each before its guest starts: the kernel
+    checks the right to move it with the credentials of whoever opened the file, here, so no
+    round trip to the host is needed."""
     opened: list[int] = []
-    try:
-        opened.extend(os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in cgroup_procs)
-    except OSError as error:
-        for fd in opened:
-            os.close(fd)
-        where = f"could not open the sandbox's cgroup {error.filename}: {error.strerror}"
-        raise SandboxError(where, fix="check that the gateway may write to its cgroups") from error
+    for path in cgroup_procs:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        except OSError as error:
+            raise SandboxError(
+                f"could not open the sandbox's cgroup {path}: {error.strerror}",
+                fix="check that the gateway may write to its cgroups",
+            ) from error
+        closer.callback(os.close, fd)
+        opened.append(fd)
     return opened
 
 
@@ -317,9 +321,7 @@ class SandboxTemplate:
             # The fork's ends are closed once sent: its report end above all, or the report
             # socket would not end when the fork dies before it says anything.
             with contextlib.ExitStack() as fork_ends:
-                joins = _opened_for_joining(cgroup_procs)
-                for fd in joins:
-                    fork_ends.callback(os.close, fd)
+                joins = _opened_for_joining(cgroup_procs, fork_ends)
                 try:
                     host_sock, guest_sock = bridge_socketpair()
                     host_ends.enter_context(host_sock)

@@ -164,18 +164,19 @@ def _write(path, text):
 
 
 def _receive(control):
-    """One request: its fds (None when the host closed the socket)."""
+    """One request: its fds (None when the host closed the socket; [] for a request whose
+    fds did not all fit: the kernel dropped the rest, a cgroup to join among them perhaps)."""
     space = _socket.CMSG_SPACE((_REQUEST_FDS + _MAX_JOINS) * 4)
-    data, ancillary, _, _ = control.recvmsg(16, space)
+    data, ancillary, flags, _ = control.recvmsg(16, space)
     fds = []
     for level, kind, payload in ancillary:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
             count = len(payload) // 4
             fds += struct.unpack(f"{count}i", payload[: count * 4])
-    if not data:
+    if not data or flags & _socket.MSG_CTRUNC:
         for fd in fds:
             os.close(fd)
-        return None
+        return [] if data else None
     return fds
 
 
