@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import enum
 import struct
 
 import msgpack
@@ -136,6 +138,18 @@ def test_nesting_cap_is_exact(lists: int, innermost: list[str], refused: bool) -
     assert isinstance(out, MalformedFrame) is refused
 
 
+@pytest.mark.parametrize(("maps", "refused"), [(MAX_DEPTH - 1, False), (MAX_DEPTH, True)])
+def test_nesting_cap_counts_maps_and_lists_alike(maps: int, refused: bool) -> None:
+    # {"args": {"k": ... [{"leaf": 1}] ...}}: maps and lists in turn, among records whose
+    # members hold nothing deeper; the innermost map's member is at depth maps + 1.
+    value: object = {"leaf": 1}
+    for level in range(maps - 1):
+        value = [value] if level % 2 else {"k": value, "n": level}
+    rows = [{"id": i, "tags": ["a"]} for i in range(50)]
+    (out,) = FrameDecoder().feed(encode_frame({"rows": rows, "args": value}))
+    assert isinstance(out, MalformedFrame) is refused
+
+
 def test_a_large_guest_frame_sent_in_runs_is_the_encoded_frame() -> None:
     # Large pieces go out on their own, the small ones between them joined: the bytes on the
     # wire are those of encode_frame, in order, and the host decodes them.
@@ -216,3 +230,90 @@ def test_only_buffers_up_to_the_cap_are_kept_and_a_trim_lets_go(
     assert frames._SPARE.buffer is not None
     trim_heap()
     assert frames._SPARE.buffer is None
+
+
+@pytest.fixture
+def native_wire():
+    """The guest's codec with the C ``msgpack`` in use, as in a sandbox whose site
+    directories hold it (``wire.use_native``); the pure-Python one again after."""
+    assert wire.use_native()
+    try:
+        yield wire
+    finally:
+        wire._native_pack = wire._native_unpack = None
+
+
+@given(st.dictionaries(st.text(max_size=10), json_like, max_size=5))
+def test_the_native_codec_round_trips_as_the_pure_one(value):
+    assert wire.use_native()
+    try:
+        native = wire.encode_frame(value)
+        assert FrameDecoder().feed(native) == [value]
+        assert wire.decode(encode_frame(value)[4:]) == value
+    finally:
+        wire._native_pack = wire._native_unpack = None
+    assert wire.decode(native[4:]) == value  # the pure decoder reads what the library wrote
+
+
+class _Colour(enum.IntEnum):
+    RED = 1
+
+
+# What ``_enc`` converts (a tuple, a key that is no str, subclasses, a set) or passes as it is
+# (a lone surrogate), and long strings it sends on their own: the host gets the same value.
+_CONVERTED = [
+    {"args": {"pair": (1, (2, "x"))}},
+    {"args": {1: "one", None: [2]}},
+    {"args": [{"nested": {2.5: "key"}}]},
+    {"args": {"colour": _Colour.RED, "ordered": collections.OrderedDict(a=1)}},
+    {"args": {"tags": {"only"}, "raw": bytearray(b"\x00\x01")}},
+    {"args": {"text": "lone \ud800 surrogate"}},
+    {"args": {"text": "x" * (1 << 17), "blob": b"\x02" * (1 << 16), "n": 3}},
+]
+
+
+@pytest.mark.parametrize("value", _CONVERTED)
+def test_the_native_codec_leaves_to_the_pure_one_what_it_would_encode_otherwise(
+    native_wire, value
+) -> None:
+    native = native_wire.encode_frame(value)
+    wire._native_pack = None
+    try:
+        pure = wire.encode_frame(value)
+    finally:
+        wire.use_native()
+    assert native == pure
+    sent: list[bytes] = []
+
+    class Socket:
+        def sendall(self, data: bytes) -> None:
+            sent.append(bytes(data))
+
+    native_wire.send_frame(Socket(), value)
+    assert b"".join(sent) == pure
+
+
+def test_the_native_codec_sends_a_large_body_behind_its_length_without_a_copy(
+    native_wire,
+) -> None:
+    rows = [{"id": i, "name": f"row {i}", "score": i / 3} for i in range(5000)]
+    sent: list[bytes] = []
+
+    class Socket:
+        def sendall(self, data: bytes) -> None:
+            sent.append(bytes(data))
+
+    native_wire.send_frame(Socket(), {"op": "call", "args": {"rows": rows}})
+    assert len(sent) == 2 and len(sent[0]) == 4  # the length, then the library's body
+    assert FrameDecoder().feed(b"".join(sent)) == [{"op": "call", "args": {"rows": rows}}]
+
+
+def test_the_native_codec_refuses_what_the_pure_one_refuses(native_wire) -> None:
+    with pytest.raises(wire.WireError, match="cannot send a object"):
+        native_wire.encode_frame({"x": object()})
+    with pytest.raises(wire.WireError, match="64-bit range"):
+        native_wire.encode_frame({"x": 1 << 70})
+    for body in (b"\xc1", b"\xd4\x01\x02", msgpack.packb({"a": 1}) + b"\x00", b"\x81\xa1"):
+        with pytest.raises(wire.WireError):
+            native_wire.decode(body)
+    assert native_wire.decode(msgpack.packb({1: "int key"})) == {1: "int key"}

@@ -85,3 +85,48 @@ def test_a_call_finds_what_was_printed_before_it_read(session: SandboxSession, h
     result = session.execute(code, tools=ToolAccess(tools))
     assert result.status == "ok", result.to_dict()
     assert tools.seen == ["about to delete 3 files\n"]
+
+
+class _Recording:
+    """A tool that keeps the arguments it got and answers with ``answer``."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+        self.arguments: list[dict[str, object]] = []
+
+    def invoke(self, call: ToolCall, *, timeout_s: float) -> object:
+        self.arguments.append(call.arguments)
+        return self.answer
+
+
+_ARGUMENTS_SENT = """
+import collections, enum
+from servers._runtime import call_tool
+class Colour(enum.IntEnum):
+    RED = 1
+rows = [{"id": i, "name": f"row {i}", "score": i / 4} for i in range(3000)]
+plain = call_tool("crm", "save", {"rows": rows, "pair": (1, 2), "flag": True, "blob": b"\\x00"})
+converted = call_tool("crm", "save", {"keys": {1: "a"}, "colour": Colour.RED,
+                                      "ordered": collections.OrderedDict(b=2), "long": "x" * 70000})
+import sys
+wire = sys.modules["_codemode_guest.wire"]
+print(wire._native_pack is not None, plain == converted, len(plain), plain[2999], plain[0])
+"""
+
+
+def test_the_guest_encodes_and_decodes_with_the_hosts_c_msgpack(session: SandboxSession) -> None:
+    # The sandbox's site directories hold codemode's msgpack: the guest's codec uses it, and
+    # what arrives on either side is what the pure-Python codec sent (a tuple as a list, a key
+    # that is no str as a str, a subclass as its base type, a long string on its own).
+    answer = [{"id": i, "name": f"row {i}", "tags": ["a", "b"], "n": None} for i in range(3000)]
+    tools = _Recording(answer)
+    result = session.execute(_ARGUMENTS_SENT, tools=ToolAccess(tools))
+    assert result.status == "ok", result.render_text()
+    expected_last = {"id": 2999, "name": "row 2999", "tags": ["a", "b"], "n": None}
+    assert result.stdout.split(" ", 3)[:3] == ["True", "True", "3000"]
+    assert repr(expected_last) in result.stdout
+    first, second = tools.arguments
+    assert first["rows"] == [{"id": i, "name": f"row {i}", "score": i / 4} for i in range(3000)]
+    assert (first["pair"], first["flag"], first["blob"]) == ([1, 2], True, b"\x00")
+    assert second == {"keys": {"1": "a"}, "colour": 1, "ordered": {"b": 2}, "long": "x" * 70000}
+    assert type(second["colour"]) is int

@@ -227,6 +227,7 @@ def prepare(argv):
     site.setquit()
     for path in paths:
         site.addsitedir(path)
+    wire.use_native()  # the host's C MessagePack, where the site directories hold it
     # The code's own modules in the workspace import like a script's neighbours do.
     sys.path.insert(1, workspace)
     return fd, workspace, isolated
