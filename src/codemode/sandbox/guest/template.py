@@ -68,6 +68,10 @@ _REQUEST_FDS = 4
 _MAX_JOINS = 8
 
 _libc = ctypes.CDLL(None, use_errno=True)
+# Looked up here, once: ctypes makes a function's object on its first lookup, and in a fork
+# that first lookup (and the pages it writes, copied from the template's) costs each sandbox.
+for _name in ("mount", "unshare", "setns", "sethostname", "prctl", "capset"):
+    getattr(_libc, _name)
 
 
 class _Fprog(ctypes.Structure):
@@ -84,6 +88,20 @@ class _CapData(ctypes.Structure):
         ("permitted", ctypes.c_uint32),
         ("inheritable", ctypes.c_uint32),
     ]
+
+
+class _Seal:
+    """What the last steps of every fork take, made once in the template: the highest
+    capability number (a constant of the kernel; read in each fork it cost about 0.3 ms),
+    ``capset``'s arguments and the seccomp program."""
+
+    def __init__(self, program):
+        with open("/proc/sys/kernel/cap_last_cap") as file:
+            self.last_cap = int(file.read())
+        self.header = _CapHeader(_CAPABILITY_VERSION_3, 0)
+        self.no_capabilities = (_CapData * 2)()
+        self.program = program  # the bytes ``fprog`` points to
+        self.fprog = _Fprog(len(program) // 8, program)
 
 
 class Config:
@@ -180,7 +198,7 @@ def _receive(control):
     return fds
 
 
-def _sandbox(config, program, fds, own_pids):
+def _sandbox(config, seal, fds, own_pids):
     """In the fork, pid 1 of its new pid namespace: become a sandbox, then serve as its guest
     (the module's steps 1 to 4)."""
     bridge, stdout, stderr, report = fds[:_REQUEST_FDS]
@@ -209,7 +227,7 @@ def _sandbox(config, program, fds, own_pids):
         except OSError as error:
             raise OSError(error.errno, f"joining the sandbox's cgroups: {error.strerror}") from None
         os.close(fd)
-    _guest(config, program, bridge, stdout, stderr, _socket.socket(fileno=report))
+    _guest(config, seal, bridge, stdout, stderr, _socket.socket(fileno=report))
 
 
 def _fork_sandbox(own_pids, stderr):
@@ -234,7 +252,7 @@ def _fork_sandbox(own_pids, stderr):
     return pid
 
 
-def _guest(config, program, bridge, stdout, stderr, report_socket):
+def _guest(config, seal, bridge, stdout, stderr, report_socket):
     os.setsid()
     if _libc.unshare(_NEWCGROUP) != 0:
         _fail("unshare(CLONE_NEWCGROUP)")
@@ -266,20 +284,17 @@ def _guest(config, program, bridge, stdout, stderr, report_socket):
     os.dup2(bridge, BRIDGE_FD)
     for limit, value in config.rlimits:
         resource.setrlimit(limit, (value, value))
-    with open("/proc/sys/kernel/cap_last_cap") as file:
-        last = int(file.read())
-    for capability in range(last + 1):
+    for capability in range(seal.last_cap + 1):
         if _libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
             _fail("dropping the capability bounding set")
     if _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0:
         _fail("clearing ambient capabilities")
-    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
-    if _libc.capset(ctypes.byref(header), ctypes.byref((_CapData * 2)())) != 0:
+    if _libc.capset(ctypes.byref(seal.header), ctypes.byref(seal.no_capabilities)) != 0:
         _fail("capset")
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         _fail("no_new_privs")
-    fprog = _Fprog(len(program) // 8, program)
-    if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    fprog = ctypes.byref(seal.fprog)
+    if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, fprog, 0, 0) != 0:
         _fail("seccomp")
     # The host reads this process's pid (as the host sees it) from the message's credentials.
     report_socket.sendall(b"sealed")
@@ -297,6 +312,7 @@ def main(argv):
             break
         program += chunk
     os.close(config.seccomp)
+    seal = _Seal(program)
     _, config.workspace, _ = guest_main.prepare(config.guest_args)
     # A proc instance no sandbox can reach (each one's /tmp covers it): the kernel lets a
     # user namespace mount a new /proc only where an uncovered one exists.
@@ -340,7 +356,7 @@ def main(argv):
         pid = _fork_sandbox(own_pids, fds[2])
         if pid == 0:
             try:
-                _sandbox(config, program, fds, own_pids)
+                _sandbox(config, seal, fds, own_pids)
             except BaseException as error:
                 os.write(fds[2], f"the sandbox could not start: {error}\n".encode())
             os._exit(70)
