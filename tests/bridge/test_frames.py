@@ -317,3 +317,22 @@ def test_the_native_codec_refuses_what_the_pure_one_refuses(native_wire) -> None
         with pytest.raises(wire.WireError):
             native_wire.decode(body)
     assert native_wire.decode(msgpack.packb({1: "int key"})) == {1: "int key"}
+
+
+def test_a_msgpack_that_does_not_round_trip_the_bridge_is_not_used(monkeypatch) -> None:
+    # A site directory with another release (one without these options) leaves the guest on
+    # its own codec rather than failing every frame.
+    frame = encode_frame({"a": [1]})
+
+    def old_packb(obj, **options):
+        if "datetime" in options:
+            raise TypeError("packb() got an unexpected keyword argument 'datetime'")
+        return msgpack.packb(obj)
+
+    monkeypatch.setattr(msgpack, "packb", old_packb)
+    try:
+        assert wire.use_native() is False
+        assert wire._native_pack is None and wire._native_unpack is None
+        assert wire.decode(frame[4:]) == {"a": [1]}
+    finally:
+        wire._native_pack = wire._native_unpack = None
