@@ -19,6 +19,7 @@ __all__ = [
     "collect_and_trim",
     "collection_paused",
     "freeze_startup_objects",
+    "heap_blocks_up_to",
     "keep_large_blocks_in_heap",
     "limit_arenas",
     "paused_for",
@@ -32,10 +33,12 @@ _M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
 # The gateway's threads (event loop, sandbox starters, workers) share this many arenas.
 GATEWAY_ARENAS = 2
-#: Blocks below this size come from the heap (``keep_large_blocks_in_heap``).
-HEAP_BLOCKS_UP_TO = 4 << 20
-#: Free memory at the top of the heap kept for the next large value before it goes back.
-HEAP_TOP_KEPT = 16 << 20
+#: Blocks below this size come from the heap (``keep_large_blocks_in_heap``): glibc's
+#: largest (``DEFAULT_MMAP_THRESHOLD_MAX`` on 64-bit systems).
+HEAP_BLOCKS_UP_TO = 32 << 20
+#: Free memory at the top of the heap kept for the next large value before it goes back
+#: (twice the largest block, as glibc's own adjustment keeps).
+HEAP_TOP_KEPT = 64 << 20
 
 
 @functools.cache
@@ -137,15 +140,36 @@ def keep_large_blocks_in_heap(up_to: int = HEAP_BLOCKS_UP_TO, kept: int = HEAP_T
     rises after such frees, but with every pattern of sizes differently), so each copy of a
     1 MB value cost 256 page faults: about 1,260 per call on the 1 MB echo of
     ``benchmarks/peers.py`` (P6), 4.2 ms of system time in a 27 ms call; with these settings
-    64 faults and 1.0 ms, and the call 9% faster (two gateways, calls interleaved). Larger
-    values are mapped as before. The memory kept is bounded by ``kept`` per arena, and
-    ``trim_heap`` (an idle gateway) returns it. False where the C library cannot."""
+    64 faults and 1.0 ms, and the call 9% faster (two gateways, calls interleaved). Setting
+    a threshold also ends glibc's own adjustment, so blocks above it are mapped fresh every
+    time: with 4 MiB here, a 10 MB value from a tool to the code and on to another tool
+    (``benchmarks/sandbox.py`` W3) took 27-32 ms where glibc left alone took 15-21, and
+    15-18 ms with 32 MiB. The memory kept is bounded by ``kept`` per arena (glibc's own
+    adjustment keeps as much), and ``trim_heap`` (an idle gateway) returns it. False where
+    the C library cannot."""
     mallopt = _libc_function("mallopt")
-    return (
+    kept_so = (
         mallopt is not None
         and bool(mallopt(_M_MMAP_THRESHOLD, up_to))
         and bool(mallopt(_M_TRIM_THRESHOLD, kept))
     )
+    _kept.blocks_up_to = up_to if kept_so else 0
+    return kept_so
+
+
+class _Kept:
+    """What ``keep_large_blocks_in_heap`` set in this process."""
+
+    blocks_up_to = 0
+
+
+_kept = _Kept()
+
+
+def heap_blocks_up_to() -> int:
+    """The size up to which blocks come from the heap (``keep_large_blocks_in_heap``); 0
+    where this process left malloc as it was (each block of 128 KiB or more mapped fresh)."""
+    return _kept.blocks_up_to
 
 
 class _Pauses:
