@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from codemode.bridge.frames import SLICE_CHARS, encode_frame_parts
+from codemode.bridge.frames import encode_frame_parts, slice_chars
 
 __all__ = ["send_frame"]
 
@@ -36,15 +36,25 @@ def send_frame(
         prefix, body = pieces
         assert isinstance(prefix, bytes) and isinstance(body, bytes)
         return _send_bytes(sock, prefix + body, deadline, wait, blocked)
+    step = slice_chars()
+    # The small pieces between large ones (the prefix, keys, a string's head) go out joined:
+    # each send wakes a waiting guest, to read a few bytes.
+    run: list[bytes] = []
     for piece in pieces:
+        if not isinstance(piece, str) and len(piece) <= _JOINED_BYTES:
+            run.append(piece)
+            continue
+        if run and not _send_bytes(sock, b"".join(run), deadline, wait, blocked):
+            return False
+        run = []
         if isinstance(piece, str):
-            for start in range(0, len(piece), SLICE_CHARS):
-                data = piece[start : start + SLICE_CHARS].encode("ascii")
+            for start in range(0, len(piece), step):
+                data = piece[start : start + step].encode("ascii")
                 if not _send_bytes(sock, data, deadline, wait, blocked):
                     return False
         elif not _send_bytes(sock, piece, deadline, wait, blocked):
             return False
-    return True
+    return not run or _send_bytes(sock, b"".join(run), deadline, wait, blocked)
 
 
 def _send_bytes(
