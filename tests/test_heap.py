@@ -49,74 +49,47 @@ def test_a_collection_before_the_trim_frees_what_only_cycles_held() -> None:
         gc.enable()
 
 
-GROWING_VALUES = """
+# Page faults of values made and copied, in a process of its own (the setting is the
+# process's for good): ``kept`` with the gateway's setting, ``4 MiB`` with blocks of up to 4 MiB
+# kept (a threshold under 10 MB values: glibc's own adjustment ended), else malloc as it is.
+FAULTS_OF_VALUES = """
 import resource, sys
 from codemode.heap import keep_large_blocks_in_heap
-if sys.argv[1] == "kept":
+way, sizes = sys.argv[1], [int(size) for size in sys.argv[2:]]
+if way == "kept":
     assert keep_large_blocks_in_heap()
+elif way == "4 MiB":
+    assert keep_large_blocks_in_heap(4 << 20, 16 << 20)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for step in range(30):  # values of 1 to 4 MiB, each copied once, as a large result is
-    data = b"x" * ((1 << 20) + step * 100_000)
+for size in sizes:  # each value copied once, as a large result is
+    data = b"x" * size
     copy = data + b"y"
     del data, copy
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
 
-def test_large_values_reuse_the_heap_instead_of_fresh_pages() -> None:
+def _faults(way: str, sizes: list[int]) -> int:
     import subprocess
     import sys
 
-    # In processes of their own: the setting is the process's for good.
-    faults = {
-        way: int(
-            subprocess.run(
-                [sys.executable, "-c", GROWING_VALUES, way],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        )
-        for way in ("default", "kept")
-    }
+    argv = [sys.executable, "-c", FAULTS_OF_VALUES, way, *map(str, sizes)]
+    return int(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+
+
+def test_large_values_reuse_the_heap_instead_of_fresh_pages() -> None:
+    sizes = [(1 << 20) + step * 100_000 for step in range(30)]  # 1 to 4 MiB
+    faults = {way: _faults(way, sizes) for way in ("default", "kept")}
     # 30 values of 1 to 4 MiB, twice: about 37,000 pages faulted in by default (each block
     # mapped afresh), under 2,000 once they come from the heap (it grows to the largest).
     assert faults["kept"] * 5 < faults["default"], faults
 
 
-TEN_MB_VALUES = """
-import resource, sys
-from codemode.heap import keep_large_blocks_in_heap
-if sys.argv[1] == "kept":
-    assert keep_large_blocks_in_heap()
-else:  # a threshold under the values: each is mapped afresh, glibc's own adjustment ended
-    assert keep_large_blocks_in_heap(4 << 20, 16 << 20)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for step in range(20):  # a 10 MB value from a tool, copied once, as W3 passes it on
-    data = b"x" * (10_000_000 + step)
-    copy = data + b"y"
-    del data, copy
-print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-"""
-
-
 def test_values_of_ten_mb_reuse_the_heap_too() -> None:
-    import subprocess
-    import sys
-
-    faults = {
-        way: int(
-            subprocess.run(
-                [sys.executable, "-c", TEN_MB_VALUES, way],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        )
-        for way in ("kept", "4 MiB")
-    }
+    sizes = [10_000_000 + step for step in range(20)]  # as W3 passes a value on
+    faults = {way: _faults(way, sizes) for way in ("kept", "4 MiB")}
     # About 98,000 pages faulted in with blocks of up to 4 MiB kept (each 10 MB block mapped
-    # afresh, twice a step), about 5,000 with the gateway's setting (the heap grows once).
+    # afresh, twice a value), about 5,000 with the gateway's setting (the heap grows once).
     assert faults["kept"] * 5 < faults["4 MiB"], faults
 
 

@@ -72,6 +72,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 # that first lookup (and the pages it writes, copied from the template's) costs each sandbox.
 for _name in ("mount", "unshare", "setns", "sethostname", "prctl", "capset"):
     getattr(_libc, _name)
+del _name
 
 
 class _Fprog(ctypes.Structure):

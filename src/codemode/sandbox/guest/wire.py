@@ -218,26 +218,22 @@ def _plain(obj):
     sends it on its own (the library would copy it into its body)."""
     t = type(obj)
     if t is dict:
-        for key, value in obj.items():
+        for key in obj:
             if type(key) is not str:
                 return False
-            t = type(value)
-            if t is str or t is bytes:
-                if len(value) >= _OWN_SEND:
-                    return False
-            elif (t is dict or t is list or t is tuple) and not _plain(value):
+        members = obj.values()
+    elif t is list or t is tuple:
+        members = obj
+    else:
+        return not ((t is str or t is bytes) and len(obj) >= _OWN_SEND)
+    for value in members:  # the leaves here, not in a call each: records hold thousands
+        t = type(value)
+        if t is str or t is bytes:
+            if len(value) >= _OWN_SEND:
                 return False
-        return True
-    if t is list or t is tuple:
-        for value in obj:
-            t = type(value)
-            if t is str or t is bytes:
-                if len(value) >= _OWN_SEND:
-                    return False
-            elif (t is dict or t is list or t is tuple) and not _plain(value):
-                return False
-        return True
-    return not ((t is str or t is bytes) and len(obj) >= _OWN_SEND)
+        elif (t is dict or t is list or t is tuple) and not _plain(value):
+            return False
+    return True
 
 
 def encode_frame(obj):
