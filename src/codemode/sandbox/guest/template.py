@@ -294,8 +294,7 @@ def _guest(config, seal, bridge, stdout, stderr, report_socket):
         _fail("capset")
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         _fail("no_new_privs")
-    fprog = ctypes.byref(seal.fprog)
-    if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, fprog, 0, 0) != 0:
+    if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(seal.fprog), 0, 0) != 0:
         _fail("seccomp")
     # The host reads this process's pid (as the host sees it) from the message's credentials.
     report_socket.sendall(b"sealed")
