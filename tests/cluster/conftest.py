@@ -267,6 +267,9 @@ class Borrowed:
         self.opened.append(session)
         return session
 
+    def expect(self) -> None:
+        self.inner.expect()
+
     def close(self) -> None:
         for session in self.opened:
             session.close()

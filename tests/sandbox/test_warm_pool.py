@@ -286,6 +286,33 @@ def test_an_idle_pool_falls_to_its_idle_floor_and_back_on_the_next_arrival():
     assert WarmTarget(1, idle_after_s=5.0, idle_floor=3).idle_floor == 1, "never above the floor"
 
 
+def test_a_connecting_client_wakes_an_idle_target_without_asking_for_growth():
+    clock = ManualClock()
+    warm = target(clock, idle_after_s=50.0, idle_floor=0)
+    clock.now += 50
+    assert warm.size() == 0
+    warm.wake()
+    assert warm.size() == 2, "the floor holds again"
+    assert warm.recent() == 0, "a wake is no arrival: the target does not grow"
+    clock.now += 50
+    assert warm.size() == 0, "idle again after as long with nothing taken"
+
+
+def test_an_idle_pool_refills_to_its_floor_when_a_session_is_announced(settings):
+    clock = ManualClock()
+    warm = WarmTarget(1, idle_after_s=0.2, idle_floor=0, clock=clock)
+    with SandboxPool(make_backend(settings), 1, target=warm).start() as pool:
+        assert pool.wait_full(60)
+        pool.expect()  # warm already: nothing more starts
+        assert pool.wait_full(60) and pool.ready_count == 1
+        clock.now += 1
+        wait_until(lambda: pool.ready_count == 0)
+        pool.expect()  # before any session asks
+        wait_until(lambda: pool.ready_count == 1)
+        assert warm.recent() == 0
+        assert pool.wait_full(60) and pool.ready_count == 1
+
+
 class _ForkingBackend:
     template = object()
 
@@ -353,7 +380,11 @@ def test_an_idle_pool_with_no_sandbox_left_lets_its_template_rest() -> None:
         taken.kill()
         pool.forget(taken)
         wait_until(lambda: template.pid is None)
-        again = pool.acquire()  # a new template, and a sandbox from it
+        # A client connects: a new template, and the floor's sandbox from it, before any
+        # session asks (it waited for both).
+        pool.expect()
+        wait_until(lambda: template.pid is not None and pool.ready_count == 1)
+        again = pool.acquire()
         assert again.execute("print(2)").stdout == "2\n"
         again.kill()
     backend.close()

@@ -125,6 +125,10 @@ class RaySandboxes:
     def open(self, session_id: str) -> RemoteSession:
         return RemoteSession(self.place, session_id, self.fresh_from)
 
+    def expect(self) -> None:
+        """Nothing: the nodes' agents keep their guests started ahead themselves
+        (``[cluster] warm_per_node``), whatever this gateway hears."""
+
     def _agent(self, node: dict[str, Any], slots: int) -> Any:
         node_id = str(node["NodeID"])
         with self._lock:

@@ -107,6 +107,14 @@ class GatewayHandlers:
         # are served (``quiet_releases``).
         self.releases = QuietReleases(self._release_now)
 
+    def expect_session(self) -> None:
+        """A client connected, listed or searched: its session is likely soon, so the
+        sandboxes get ready for it (a warm pool back from idle). Cheap and never blocking;
+        before the engine started there is nothing to ready."""
+        sandboxes = self.engine.sandboxes
+        if sandboxes is not None:
+            sandboxes.expect()
+
     async def call(self, name: str, arguments: dict[str, Any], caller: Caller) -> Answer:
         answer = await self._call(name, arguments, caller)
         if self.ledger is not None and isinstance(answer, types.CallToolResult):

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 from mcp import types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
@@ -139,6 +139,13 @@ def _client_gone() -> Answer:
     )
 
 
+# Requests that come before a session's first execute (a client connecting, listing,
+# searching) or are one: the sandboxes get ready for a session then
+# (``GatewayHandlers.expect_session``). Not a ``ping``: a client's keep-alive would keep an
+# idle gateway's pool warm forever.
+_ANNOUNCING = frozenset({"initialize", "server/discover", "tools/list", "tools/call"})
+
+
 def build_server(
     engine: Codemode,
     *,
@@ -189,7 +196,16 @@ def build_server(
         except CodemodeError as error:  # unknown, foreign or unservable: the client is told why
             raise MCPError(RESOURCE_NOT_FOUND, str(error)) from None
 
-    return Server(
+    async def announce_sessions(
+        ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        # A client's first execute follows its connecting (or its search) by a few round
+        # trips: a pool back from idle starts its template now, not when the execute asks.
+        if ctx.method in _ANNOUNCING:
+            handlers.expect_session()
+        return await call_next(ctx)
+
+    server: Server[Any] = Server(
         "codemode",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -199,3 +215,5 @@ def build_server(
         on_read_resource=read_resource,
         get_tool_input_schema=schemas.get,
     )
+    server.middleware.append(announce_sessions)
+    return server

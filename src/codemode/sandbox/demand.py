@@ -10,7 +10,8 @@ stopped by the pool, newest first).
 
 With ``idle_after_s``, a pool that nobody took from for that long keeps only ``idle_floor``
 ready sandboxes (the engine passes ``[gateway] idle_release_s``, and 0 where sandboxes fork from
-a template: one starts in a few milliseconds, so an idle gateway holds none ready).
+a template: one starts in a few milliseconds, so an idle gateway holds none ready). A client
+that connects ``wake``s it: the floor holds again before its first session takes a sandbox.
 """
 
 from __future__ import annotations
@@ -107,6 +108,12 @@ class WarmTarget:
             self._arrivals.append(now)
             self._last_arrival = now
             self._forget(now)
+
+    def wake(self) -> None:
+        """A session is likely soon (a client connected): no longer idle, so the floor holds
+        again, as after an arrival; unlike one, it asks for no growth."""
+        with self._lock:
+            self._last_arrival = self._clock()
 
     def floor_now(self) -> int:
         """The floor, or ``idle_floor`` once nothing arrived for ``idle_after_s``."""

@@ -44,11 +44,15 @@ class InProcessSandboxes:
     def __init__(self, *, default_timeout_s: float = 60.0) -> None:
         self.default_timeout_s = default_timeout_s
         self.opened: list[InProcessSandbox] = []
+        self.expected = 0  # sessions announced (``expect``)
 
     def open(self, session_id: str) -> InProcessSandbox:
         sandbox = InProcessSandbox(session_id, self.default_timeout_s)
         self.opened.append(sandbox)
         return sandbox
+
+    def expect(self) -> None:
+        self.expected += 1  # nothing to start: counted, for tests
 
     def close(self) -> None:
         for sandbox in self.opened:

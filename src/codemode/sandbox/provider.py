@@ -77,6 +77,11 @@ class SandboxProvider(Protocol):
 
     def open(self, session_id: str) -> SessionSandbox: ...
 
+    def expect(self) -> None:
+        """A client connected: a session is likely soon. Get ready for it where that is
+        cheap (a warm pool back from idle); never blocks on a start."""
+        ...
+
     def close(self) -> None:
         """Stop every sandbox this provider started."""
         ...
@@ -98,6 +103,9 @@ class PooledSandboxes:
 
     def open(self, session_id: str) -> SandboxSession:
         return SandboxSession(self.pool, session_id)
+
+    def expect(self) -> None:
+        self.pool.expect()
 
     def close(self) -> None:
         self.pool.close()

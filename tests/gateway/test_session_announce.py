@@ -1,0 +1,64 @@
+"""A client's first requests (connecting, listing, searching) announce a session to the
+sandboxes before its first execute: a warm pool back from idle starts its template then, not
+when the execute asks for a sandbox (``GatewayHandlers.expect_session``)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from codemode.catalog.catalog import Catalog
+from codemode.config import CodemodeConfig
+from codemode.engine import Codemode
+from codemode.gateway.handlers import GatewayHandlers
+from codemode.gateway.server import build_server
+from codemode.sandbox.inprocess import InProcessSandboxes
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def engine() -> AsyncIterator[Codemode]:
+    async with Codemode(
+        CodemodeConfig(servers={}),
+        catalog=Catalog([]),
+        sandboxes=InProcessSandboxes(),
+        semantic=False,
+    ) as engine:
+        yield engine
+
+
+# How a client of each era connects: a 2025-era one with `initialize` (its
+# `notifications/initialized` announces nothing), a newer one with `server/discover`.
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_connecting_listing_and_calling_announce_a_session_and_a_ping_does_not(
+    engine: Codemode, mode: str
+) -> None:
+    sandboxes = engine.sandboxes
+    assert isinstance(sandboxes, InProcessSandboxes)
+    server = build_server(engine)
+    async with Client(server, mode=mode) as client:
+        assert sandboxes.expected == 1, "connecting announced nothing"
+        if mode == "legacy":  # the newer protocol has no ping (the SDK warns of it)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.send_ping()
+            assert sandboxes.expected == 1, "a keep-alive would keep an idle pool warm forever"
+        await client.list_tools()
+        assert sandboxes.expected == 2
+        result = await client.call_tool("search", {"query": "anything"})
+        assert not result.is_error
+        assert sandboxes.expected == 3
+        result = await client.call_tool("execute", {"code": "print(1)"})
+        assert not result.is_error
+        assert sandboxes.expected == 4
+
+
+async def test_an_engine_not_started_has_nothing_to_ready() -> None:
+    engine = Codemode(CodemodeConfig(servers={}), catalog=Catalog([]), semantic=False)
+    GatewayHandlers(engine).expect_session()  # no sandboxes yet: nothing to do, nothing raised
+    assert engine.sandboxes is None
