@@ -140,6 +140,7 @@ bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/peers.py
 	$(BIN)/python benchmarks/long_session.py
 	$(BIN)/python benchmarks/first_burst.py
+	$(BIN)/python benchmarks/first_burst.py --idle 5
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/privacy_precision.py
 	$(BIN)/python benchmarks/stdio_reader.py

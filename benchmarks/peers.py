@@ -117,7 +117,9 @@ class Metric:
 # --- the two servers ------------------------------------------------------------------------
 
 
-def codemode_argv(directory: Path, port: int, specs: bool) -> list[str]:
+def codemode_argv(
+    directory: Path, port: int, specs: bool, release_s: float = RELEASE_S
+) -> list[str]:
     config = directory / "codemode.toml"
     if not config.exists():
         config.write_text(
@@ -127,7 +129,7 @@ def codemode_argv(directory: Path, port: int, specs: bool) -> list[str]:
             # ping and echo change nothing: no approval (FastMCP asks for none either).
             'annotations_default = "read_only"\n\n'
             f'[gateway]\nstate_dir = "{directory / "state"}"\nmax_sessions = 200\n'
-            f"idle_release_s = {RELEASE_S}\n"
+            f"idle_release_s = {release_s}\n"
         )
     argv = [sys.executable, "-m", "codemode", "serve", "--config", str(config)]
     # Loopback only, and FastMCP's server asks for no token either.
@@ -174,11 +176,14 @@ def listening(argv: list[str], port: int, log: Path, deadline_s: float) -> Itera
 
 
 @contextlib.contextmanager
-def server(system: str, directory: Path, specs: bool) -> Iterator[tuple[str, int]]:
-    """(URL, pid) of a started server; stopped on exit."""
+def server(
+    system: str, directory: Path, specs: bool, release_s: float = RELEASE_S
+) -> Iterator[tuple[str, int]]:
+    """(URL, pid) of a started server; stopped on exit. ``release_s``: codemode's
+    ``idle_release_s``."""
     port = free_port()
     if system == "codemode":
-        argv = codemode_argv(directory, port, specs)
+        argv = codemode_argv(directory, port, specs, release_s)
     else:
         argv = fastmcp_argv(port, specs)
     log = directory / f"{system}-{port}.log"

@@ -62,3 +62,20 @@ async def test_an_engine_not_started_has_nothing_to_ready() -> None:
     engine = Codemode(CodemodeConfig(servers={}), catalog=Catalog([]), semantic=False)
     GatewayHandlers(engine).expect_session()  # no sandboxes yet: nothing to do, nothing raised
     assert engine.sandboxes is None
+
+
+class _Failing(InProcessSandboxes):
+    def expect(self) -> None:
+        raise RuntimeError("no")
+
+
+async def test_sandboxes_that_fail_to_get_ready_fail_no_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with Codemode(
+        CodemodeConfig(servers={}), catalog=Catalog([]), sandboxes=_Failing(), semantic=False
+    ) as engine:
+        async with Client(build_server(engine), mode="legacy") as client:
+            result = await client.call_tool("execute", {"code": "print(1)"})
+            assert not result.is_error
+    assert "could not get ready for a coming session" in caplog.text

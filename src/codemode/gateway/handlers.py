@@ -110,10 +110,15 @@ class GatewayHandlers:
     def expect_session(self) -> None:
         """A client connected, listed or searched: its session is likely soon, so the
         sandboxes get ready for it (a warm pool back from idle). Cheap and never blocking;
-        before the engine started there is nothing to ready."""
+        before the engine started there is nothing to ready. A provider that fails at it
+        fails no request: the session starts its sandbox when it asks, as before."""
         sandboxes = self.engine.sandboxes
-        if sandboxes is not None:
+        if sandboxes is None:
+            return
+        try:
             sandboxes.expect()
+        except Exception:
+            log.exception("the sandboxes could not get ready for a coming session")
 
     async def call(self, name: str, arguments: dict[str, Any], caller: Caller) -> Answer:
         answer = await self._call(name, arguments, caller)

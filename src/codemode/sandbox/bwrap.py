@@ -319,7 +319,7 @@ class BwrapBackend:
 
     def rest(self) -> None:
         """Stop the template (11 MiB of RSS) while the gateway is idle, unless a sandbox it
-        forked still runs. The next start launches a new one (about 35 ms)."""
+        forked still runs. The next start launches a new one (about 70 ms)."""
         if self.template is not None and self.template.rest():
             log.info("idle: the sandbox template was stopped; the next sandbox starts a new one")
 
