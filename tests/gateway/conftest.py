@@ -49,6 +49,21 @@ def bearer(owner: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[owner]}"}
 
 
+@pytest.fixture
+async def bare_engine() -> AsyncIterator[Any]:
+    """A started engine with no servers and in-process sandboxes (no isolation: honest code
+    only), for tests of the gateway's own wiring."""
+    from codemode.catalog.catalog import Catalog
+    from codemode.config import CodemodeConfig
+    from codemode.engine import Codemode
+    from codemode.sandbox.inprocess import InProcessSandboxes
+
+    sandboxes = InProcessSandboxes()
+    config = CodemodeConfig(servers={})
+    async with Codemode(config, catalog=Catalog([]), sandboxes=sandboxes, semantic=False) as engine:
+        yield engine
+
+
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     # Module scope so a module-scoped async fixture can hold one open client for the module.

@@ -5,7 +5,6 @@ when the execute asks for a sandbox (``GatewayHandlers.expect_session``)."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator
 
 import pytest
 from mcp import Client
@@ -21,26 +20,15 @@ from codemode.sandbox.inprocess import InProcessSandboxes
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-async def engine() -> AsyncIterator[Codemode]:
-    async with Codemode(
-        CodemodeConfig(servers={}),
-        catalog=Catalog([]),
-        sandboxes=InProcessSandboxes(),
-        semantic=False,
-    ) as engine:
-        yield engine
-
-
 # How a client of each era connects: a 2025-era one with `initialize` (its
 # `notifications/initialized` announces nothing), a newer one with `server/discover`.
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_connecting_listing_and_calling_announce_a_session_and_a_ping_does_not(
-    engine: Codemode, mode: str
+    bare_engine: Codemode, mode: str
 ) -> None:
-    sandboxes = engine.sandboxes
+    sandboxes = bare_engine.sandboxes
     assert isinstance(sandboxes, InProcessSandboxes)
-    server = build_server(engine)
+    server = build_server(bare_engine)
     async with Client(server, mode=mode) as client:
         assert sandboxes.expected == 1, "connecting announced nothing"
         if mode == "legacy":  # the newer protocol has no ping (the SDK warns of it)

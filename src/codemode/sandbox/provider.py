@@ -78,8 +78,8 @@ class SandboxProvider(Protocol):
     def open(self, session_id: str) -> SessionSandbox: ...
 
     def expect(self) -> None:
-        """A client connected: a session is likely soon. Get ready for it where that is
-        cheap (a warm pool back from idle); never blocks on a start."""
+        """A client connected, listed or searched: a session is likely soon. Get ready for
+        it where that is cheap (a warm pool back from idle); never waits for a start."""
         ...
 
     def close(self) -> None:
