@@ -11,7 +11,8 @@ stopped by the pool, newest first).
 With ``idle_after_s``, a pool that nobody took from for that long keeps only ``idle_floor``
 ready sandboxes (the engine passes ``[gateway] idle_release_s``, and 0 where sandboxes fork from
 a template: one starts in a few milliseconds, so an idle gateway holds none ready). A client
-that connects ``wake``s it: the floor holds again before its first session takes a sandbox.
+at work (connecting, listing, calling a tool) ``wake``s it and keeps it awake as an arrival
+does: the floor holds again before its next session takes a sandbox.
 """
 
 from __future__ import annotations
