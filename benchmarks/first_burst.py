@@ -77,8 +77,12 @@ async def measure(
         order = systems if index % 2 == 0 else systems[::-1]
         for system in order:
             runs[system].append(await first_burst(system, clients, idle_s))
-    report: dict[str, Any] = {"rounds": rounds, "clients": clients, "idle_s": idle_s}
-    report["systems"] = {}
+    report: dict[str, Any] = {
+        "rounds": rounds,
+        "clients": clients,
+        "idle_s": idle_s,
+        "systems": {},
+    }
     for system, results in runs.items():
         report["systems"][system] = {
             key: statistics.median(result[key] for result in results) for key in results[0]

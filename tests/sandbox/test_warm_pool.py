@@ -291,7 +291,8 @@ def test_a_connecting_client_wakes_an_idle_target_without_asking_for_growth():
     warm = target(clock, idle_after_s=50.0, idle_floor=0)
     clock.now += 50
     assert warm.size() == 0
-    warm.wake()
+    assert warm.wake(), "it says it was idle"
+    assert not warm.wake(), "awake already"
     assert warm.size() == 2, "the floor holds again"
     assert warm.recent() == 0, "a wake is no arrival: the target does not grow"
     clock.now += 50
@@ -311,6 +312,16 @@ def test_an_idle_pool_refills_to_its_floor_when_a_session_is_announced(settings)
         wait_until(lambda: pool.ready_count == 1)
         assert warm.recent() == 0
         assert pool.wait_full(60) and pool.ready_count == 1
+
+
+def test_an_announced_session_wakes_starters_that_would_sleep_until_their_next_look(settings):
+    clock = ManualClock()
+    warm = WarmTarget(1, idle_after_s=30.0, idle_floor=0, clock=clock)
+    clock.now += 31  # idle before the pool starts: its starters look again in 30 s
+    with SandboxPool(make_backend(settings), 1, target=warm).start() as pool:
+        assert pool.wait_full(60) and pool.ready_count == 0
+        pool.expect()
+        wait_until(lambda: pool.ready_count == 1, timeout_s=10.0)
 
 
 class _ForkingBackend:

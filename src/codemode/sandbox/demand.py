@@ -110,11 +110,15 @@ class WarmTarget:
             self._last_arrival = now
             self._forget(now)
 
-    def wake(self) -> None:
-        """A session is likely soon (a client connected): no longer idle, so the floor holds
-        again, as after an arrival; unlike one, it asks for no growth."""
+    def wake(self) -> bool:
+        """A session is likely soon (a client at work): no longer idle, so the floor holds
+        again, as after an arrival; unlike one, it asks for no growth. True when it was idle
+        until now."""
         with self._lock:
-            self._last_arrival = self._clock()
+            now = self._clock()
+            was_idle = self._idle_at(now)
+            self._last_arrival = now
+            return was_idle
 
     def floor_now(self) -> int:
         """The floor, or ``idle_floor`` once nothing arrived for ``idle_after_s``."""
@@ -122,10 +126,13 @@ class WarmTarget:
 
     def idle(self) -> bool:
         """Nothing arrived for ``idle_after_s`` (never, without one)."""
-        if self.idle_after_s is None:
-            return False
         with self._lock:
-            return self._clock() - self._last_arrival >= self.idle_after_s
+            return self._idle_at(self._clock())
+
+    def _idle_at(self, now: float) -> bool:
+        """``idle`` at ``now`` (lock held)."""
+        after = self.idle_after_s
+        return after is not None and now - self._last_arrival >= after
 
     def recent(self) -> int:
         """Sandboxes taken within the window."""

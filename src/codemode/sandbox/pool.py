@@ -12,8 +12,9 @@ runs it: a start begun to refill the queue serves a waiting caller before the qu
 caller waiting for the start begun for it alone let sandboxes sit ready while callers of a
 burst waited for their own.)
 
-A client that connects announces a session (``expect``): a pool that fell to its idle floor
-refills to its floor before that session asks, instead of when it asks.
+A client at work (connecting, listing, calling a tool) announces a session (``expect``): a
+pool that fell to its idle floor refills to its floor before that session asks, instead of
+when it asks.
 
 A refill that only tops up the queue waits until no sandbox has been taken for
 ``REFILL_SETTLE_S``, while the queue still holds a quarter of the target: during a burst its
@@ -121,13 +122,11 @@ class SandboxPool:
         return self
 
     def expect(self) -> None:
-        """A session is likely soon (a client connected). A pool idle at its idle floor goes
+        """A session is likely soon (a client at work). A pool idle at its idle floor goes
         back to its floor and starts what that needs now, the template first where sandboxes
         fork from one (about 70 ms: after an idle spell the first session waited for it); a
         warm pool starts nothing more. Cheap: called on the gateway's event loop."""
-        was_idle = self.target.idle()
-        self.target.wake()
-        if was_idle:
+        if self.target.wake():  # the starters sleep until the target changes: it just did
             with self._cond:
                 self._cond.notify_all()
 
