@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from codemode.heap import paused_for
@@ -56,6 +56,7 @@ from codemode.privacy.cuts import (
 )
 from codemode.privacy.encoded import encoded_runs
 from codemode.privacy.exact import ExactIndex, places_of
+from codemode.privacy.shadows import Shadows
 from codemode.privacy.skeletons import Offsets, skeleton_of
 from codemode.privacy.vault import Vault, VaultEntry
 
@@ -216,6 +217,7 @@ class Recall:
         decode: bool = True,
         digest: bytes | None = None,
         covering: bool = False,
+        shadows: Collection[tuple[int, int]] = (),
     ) -> list[RecallHit]:
         """Every place in ``text`` holding a known value or a fragment of one (may overlap).
 
@@ -231,9 +233,23 @@ class Recall:
         it detected holds them all: a shorter fragment inside it loses to it. A new address
         shares its domain and the end of its local part with hundreds of a CRM's addresses,
         which would each be judged a fragment of it first.
+        ``shadows``: spans of ``text`` the caller's detectors found (sorted, none overlapping),
+        merged after with these hits, the longer span winning: a fragment strictly inside one
+        of them is left out where that changes nothing the merge keeps (``shadows.py``), in
+        text shorter than ``KEPT_MIN_CHARS``.
         """
         covering = covering and len(text) < KEPT_MIN_CHARS
-        return self._find(text, detected, decode, each_place=True, digest=digest, covering=covering)
+        if covering or len(text) >= KEPT_MIN_CHARS:
+            shadows = ()
+        return self._find(
+            text,
+            detected,
+            decode,
+            each_place=True,
+            digest=digest,
+            covering=covering,
+            shadows=shadows,
+        )
 
     def _find(
         self,
@@ -244,6 +260,7 @@ class Recall:
         each_place: bool,
         digest: bytes | None = None,
         covering: bool = False,
+        shadows: Collection[tuple[int, int]] = (),
     ) -> list[RecallHit]:
         """``find``; without ``each_place``, a value matched exactly is one hit (where the
         text's places are kept by ``digest``, every place is: the callers take each value's
@@ -261,7 +278,9 @@ class Recall:
                         del held[next(iter(held))]
             hits = list(kept)
         else:
-            hits = self._find_plain(text, detected, each_place=each_place, covering=covering)
+            hits = self._find_plain(
+                text, detected, each_place=each_place, covering=covering, shadows=shadows
+            )
         if not decode:
             return hits
         for start, end, decoded in self.encoded(text, shortest=MIN_EXACT, digest=digest):
@@ -278,6 +297,7 @@ class Recall:
         *,
         each_place: bool = True,
         covering: bool = False,
+        shadows: Collection[tuple[int, int]] = (),
     ) -> list[RecallHit]:
         hits: list[RecallHit] = []
         if len(text) > FRAGMENT_SCAN_MAX:
@@ -296,7 +316,13 @@ class Recall:
         if covering and hits:
             hits = [hit for hit in hits if _covers(text, hit.start, hit.end)]
         if self._grams:
-            hits.extend(self._fragments(text, covering))
+            shade = Shadows.of(shadows, text, text.lower()) if shadows else None
+            found = list(self._fragments(text, covering, shade))
+            if shade is not None and shade.pruned:
+                spans = [(hit.start, hit.end) for hit in (*hits, *found)]
+                if shade.spoiled or shade.overtaken(spans):
+                    found = list(self._fragments(text, covering))  # as if none were skipped
+            hits.extend(found)
         return hits
 
     def _short_of(self, detected: frozenset[str]) -> list[Known]:
@@ -330,9 +356,11 @@ class Recall:
             seen.setdefault(hit.entry.token, hit.entry)
         return list(seen.values())
 
-    def _fragments(self, text: str, covering: bool = False) -> Iterable[RecallHit]:
+    def _fragments(
+        self, text: str, covering: bool = False, shadows: Shadows | None = None
+    ) -> Iterable[RecallHit]:
         lowered = text.lower()
-        yield from self._runs(text, skeleton_of(lowered), lowered, None, covering)
+        yield from self._runs(text, skeleton_of(lowered), lowered, None, covering, shadows)
         # "maria lopez at globex dot com" (the hint, searched faster, is part of any match)
         if _SPELLED_HINT.search(lowered) is not None and _SPELLED.search(lowered) is not None:
             spelled = _SPELLED.sub(_blank, lowered)
@@ -341,11 +369,18 @@ class Recall:
             yield from (hit for hit in found if not covering or _covers(text, hit.start, hit.end))
 
     def _runs(
-        self, text: str, skel: str, lowered: str, spelled: str | None, covering: bool = False
+        self,
+        text: str,
+        skel: str,
+        lowered: str,
+        spelled: str | None,
+        covering: bool = False,
+        shadows: Shadows | None = None,
     ) -> Iterable[RecallHit]:
         """The fragments in ``text`` (``skel``: the skeleton of ``lowered``, which is ``text``
         lower-cased, or with ``at`` and ``dot`` blanked: ``spelled``); ``covering``: only those
-        that take in all of ``skel``."""
+        that take in all of ``skel``; ``shadows``: skip the runs strictly inside them (and stop
+        once a value skipped so would be judged again: ``Shadows.spoiled``)."""
         size = len(skel)
         if size < MIN_SKELETON:
             return
@@ -391,8 +426,19 @@ class Recall:
                 diagonal = (index, offset - at)
                 if at < runs.get(diagonal, 0):
                     continue
+                if shadows is not None:
+                    # All the value can take in along this diagonal, then the run it does.
+                    low = max(at - offset, 0)
+                    if shadows.skip(index, low, min(at - offset + len(known.skeleton), size)):
+                        continue
                 span = common_run(known, offset, skel, at, _GRAM)
                 runs[diagonal] = span[1]
+                if shadows is not None:
+                    if shadows.skip(index, span[0], span[1]):
+                        continue
+                    if index in shadows.skipped_values:
+                        shadows.spoiled = True  # a skipped run's hit might have stopped this
+                        return
                 if not long_enough(known, span) or (covering and (span[0] != 0 or span[1] != size)):
                     continue
                 if known.local and not may_cut(known, span):

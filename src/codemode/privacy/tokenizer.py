@@ -427,10 +427,12 @@ def _recalled(
     over a fragment of it. A value the detectors find whole is its own value, not a fragment
     of another that it shares letters with (``olivia@olivia-trading.com`` is not a cut of
     ``popescu.olivia@oliviatrading.com``), unless it is written as a piece of it."""
-    hits = recall.find(text, detected=detected, decode=False, digest=digest, covering=covering)
+    spans = {(item.start, item.end): item.value for item in detections}
+    hits = recall.find(
+        text, detected=detected, decode=False, digest=digest, covering=covering, shadows=spans
+    )
     if not hits:
         return []
-    spans = {(item.start, item.end): item.value for item in detections}
     folded: dict[str, str] = {}  # by token: its value case-folded, once per value
     kept: list[RecallHit] = []
     for hit in hits:
