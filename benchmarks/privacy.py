@@ -29,7 +29,11 @@ server, so the flow check reads the argument; new, every origin may go there una
 nothing reads it), records (5,000 contact records, about 900 KiB as JSON,
 returned by a tool through the same wrappers: the first read in a session, which puts every
 contact in the vault, the same records read again, and new contacts read for the tenth time
-in one session: nine reads of others put 90,000 values in the vault). Medians of ``--repeat`` runs; ms per MiB, wall time and
+in one session: nine reads of others put 90,000 values in the vault), notes (2,000 records
+whose note names another contact's address, ``wrote to user5@example5.com about the order``:
+the tenth read of new ones in a session; old, the recall judges every address of the vault
+that ends as the note's does; new, it skips the runs inside what the detectors found,
+``codemode.privacy.shadows``). Medians of ``--repeat`` runs; ms per MiB, wall time and
 this thread's CPU time (on a loaded machine the CPU time is the steadier one).
 """
 
@@ -48,6 +52,7 @@ from codemode.engine.chain import build_invoker_chain
 from codemode.privacy import PrivacySettings, Vault
 from codemode.privacy.detectors import DetectorSet
 from codemode.privacy.fastscan import native_available
+from codemode.privacy.shadows import Shadows
 from codemode.tools import ToolCall
 
 SIZE = 1 << 20
@@ -229,6 +234,7 @@ def run(repeat: int, size: int = SIZE) -> dict[str, dict[str, float]]:
     rows["upper orders (wrappers)"] = echo_row(texts["orders"], repeat, tool="upper")
     rows["save orders (wrappers)"] = save_row(texts["orders"], repeat)
     rows |= records_rows(5000 if size == SIZE else 50, repeat)
+    rows["notes, 10th read of new ones"] = notes_row(2000 if size == SIZE else 50, repeat)
     return rows
 
 
@@ -293,6 +299,47 @@ def records_rows(count: int, repeat: int) -> dict[str, dict[str, float]]:
         "records, first read": {"new_ms": first, "new_cpu_ms": first_cpu},
         "records, read again": {"new_ms": again, "new_cpu_ms": again_cpu},
         "records, 10th read of new ones": {"new_ms": tenth, "new_cpu_ms": tenth_cpu},
+    }
+
+
+def noted_records(count: int, start: int) -> list[dict[str, Any]]:
+    """``contact_records`` whose note names the next contact's address, as a CRM's notes do."""
+    rows = contact_records(count, start)
+    for row in rows:
+        number = int(row["id"][1:]) + 1
+        row["note"] = f"Wrote to user{number}@example{number % 50}.com about the order."
+    return rows
+
+
+def notes_row(count: int, repeat: int) -> dict[str, float]:
+    """The tenth read of new noted records in one session, the recall skipping the runs inside
+    what the detectors found (new) and judging every one (old: ``Shadows`` never made)."""
+    found: dict[str, tuple[float, float]] = {}
+    for label in ("old", "new"):
+        batches = iter([noted_records(count, n * count * 2) for n in range(1, 10 + repeat)])
+        growing = _Records([])
+        invoker = build_invoker_chain(
+            CodemodeConfig(), growing, session="bench", specs=lambda _s, _t: None, approver=None
+        ).invoker
+
+        def new_read(
+            invoker: Any = invoker, growing: _Records = growing, batches: Any = batches
+        ) -> Any:
+            growing.rows = next(batches)
+            return invoker.invoke(ToolCall("crm", "list_contacts", {}), timeout_s=60)
+
+        made = vars(Shadows)["of"]  # the classmethod itself, put back as it was
+        if label == "old":
+            setattr(Shadows, "of", classmethod(lambda *_args: None))  # noqa: B010
+        try:
+            for _ in range(9):
+                new_read()
+            found[label] = median_ms(new_read, repeat)
+        finally:
+            setattr(Shadows, "of", made)  # noqa: B010
+    (old, old_cpu), (new, new_cpu) = found["old"], found["new"]
+    return {"old_ms": old, "new_ms": new, "new/old": new / old, "old_cpu_ms": old_cpu} | {
+        "new_cpu_ms": new_cpu
     }
 
 
