@@ -82,6 +82,26 @@ def test_the_note_is_tokenized_as_it_was_and_costs_the_same_however_many_address
     assert results[0]["note"] == "Called Maria, wrote to <EMAIL_30> about the order."
 
 
+def test_printed_output_naming_new_addresses_is_read_as_quickly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Output the code prints is scanned the same way (``Tokenizer.scan_text``), also when it
+    is longer than the texts whose places the recall keeps (``KEPT_MIN_CHARS``)."""
+    vault = shared_tails(1000)
+    filler = "as agreed on the phone, with the invoice and the delivery notes attached " * 2
+    lines = [f"{n}: wrote to user9999{n}007@example7.com {filler}" for n in range(30)]
+    printed = "\n".join(lines)
+    assert len(printed) > recall_module.KEPT_MIN_CHARS
+    source = TokenSource("<output>", "", "")
+    calls = judged(monkeypatch)
+    scanned = Tokenizer(DetectorSet()).scan_text(printed, vault, source=source)
+    assert calls[0] <= 2
+    monkeypatch.undo()
+    no_shadows(monkeypatch)
+    assert Tokenizer(DetectorSet()).scan_text(printed, vault, source=source) == scanned
+    assert scanned.splitlines()[0] == f"0: wrote to <EMAIL_1000> {filler}"
+
+
 def test_a_longer_value_across_the_address_makes_the_recall_search_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -176,7 +196,7 @@ def tokenized(reads: list[list[dict[str, Any]]]) -> list[Any]:
     results: list[Any] = [
         tokenizer.tokenize(rows, vault, server="crm", tool="list") for rows in reads
     ]
-    printed = "\n".join(row["note"] for row in reads[-1][:20])
+    printed = "\n".join(row["note"] for row in reads[-1])  # longer than KEPT_MIN_CHARS
     results.append(tokenizer.scan_text(printed, vault, source=TokenSource("<output>", "", "")))
     return [results, [(e.token, e.kind, e.value) for e in vault.entries()]]
 

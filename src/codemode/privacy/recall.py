@@ -235,11 +235,11 @@ class Recall:
         which would each be judged a fragment of it first.
         ``shadows``: spans of ``text`` the caller's detectors found (sorted, none overlapping),
         merged after with these hits, the longer span winning: a fragment strictly inside one
-        of them is left out where that changes nothing the merge keeps (``shadows.py``), in
-        text shorter than ``KEPT_MIN_CHARS``.
+        of them is left out where that changes nothing the merge keeps (``shadows.py``; not
+        where the places are kept by ``digest``, nor with ``covering``).
         """
         covering = covering and len(text) < KEPT_MIN_CHARS
-        if covering or len(text) >= KEPT_MIN_CHARS:
+        if covering:
             shadows = ()
         return self._find(
             text,
