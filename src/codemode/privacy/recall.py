@@ -31,7 +31,8 @@ Skeleton matching runs on strings up to ``FRAGMENT_SCAN_MAX`` characters (result
 small strings; printed output is capped) through an index of the values' 8-character pieces;
 longer strings get exact matching only. Runs of hex or base64 are decoded and looked into
 too (``encoded.py``): a value so written is replaced, run and all. This module finds the runs;
-``cuts.py`` says which count.
+``cuts.py`` says which count; ``shadows.py`` which need not be judged (those strictly inside a
+span the tokenizer's detectors found, which it keeps over them).
 """
 
 from __future__ import annotations
