@@ -317,12 +317,14 @@ class Recall:
         if covering and hits:
             hits = [hit for hit in hits if _covers(text, hit.start, hit.end)]
         if self._grams:
-            shade = Shadows.of(shadows, text, text.lower()) if shadows else None
-            found = list(self._fragments(text, covering, shade))
+            lowered = text.lower()
+            shade = Shadows.of(shadows, text, lowered) if shadows else None
+            found = list(self._fragments(text, lowered, covering, shade))
             if shade is not None and shade.pruned:
                 spans = [(hit.start, hit.end) for hit in (*hits, *found)]
                 if shade.spoiled or shade.overtaken(spans):
-                    found = list(self._fragments(text, covering))  # as if none were skipped
+                    # As if none were skipped.
+                    found = list(self._fragments(text, lowered, covering))
             hits.extend(found)
         return hits
 
@@ -358,9 +360,9 @@ class Recall:
         return list(seen.values())
 
     def _fragments(
-        self, text: str, covering: bool = False, shadows: Shadows | None = None
+        self, text: str, lowered: str, covering: bool = False, shadows: Shadows | None = None
     ) -> Iterable[RecallHit]:
-        lowered = text.lower()
+        """The fragments in ``text`` (``lowered``: the same, lower-cased)."""
         yield from self._runs(text, skeleton_of(lowered), lowered, None, covering, shadows)
         # "maria lopez at globex dot com" (the hint, searched faster, is part of any match)
         if _SPELLED_HINT.search(lowered) is not None and _SPELLED.search(lowered) is not None:
