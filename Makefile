@@ -116,6 +116,7 @@ $(BENCH_STAMP): $(STAMP)
 bench: setup third-party $(BENCH_STAMP)
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/engine.py
+	$(BIN)/python benchmarks/floors.py
 	$(BIN)/python benchmarks/honest.py
 	$(BIN)/python benchmarks/idle.py
 	$(BIN)/python benchmarks/checks.py

@@ -10,7 +10,8 @@ idle memory of one sandbox (RSS of its processes)
 
 Baselines: a plain `python -I -S` subprocess and in-process exec; for W2, two plain Python
 processes trading a small JSON frame over a socket pair on one CPU (this machine's floor for a
-round trip between processes: VMs differ by several times in it). Medians of repeated runs.
+round trip between processes: VMs differ by several times in it; `benchmarks/floors.py` has
+this and the other targets' floors). Medians of repeated runs.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import struct
 import subprocess
 import sys
 import time
@@ -31,6 +30,9 @@ from codemode.bridge.host import ToolAccess
 from codemode.sandbox import BwrapBackend, SandboxPool, SandboxSession, SandboxSettings
 from codemode.sandbox.isolation import require_isolation
 from codemode.tools import ToolCall
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from floors import round_trip_us  # this machine's floor for W2
 
 
 class HostTools:
@@ -64,58 +66,6 @@ def timed(fn: Any, repeat: int) -> list[float]:
         fn()
         out.append(time.perf_counter() - start)
     return out
-
-
-def floor_round_trip_us(calls: int = 2000) -> float:
-    """p50 of a small frame's round trip between two plain Python processes on one CPU over a
-    socket pair (JSON each way, a 4-byte length before it): what a tool call costs on this
-    machine with no sandbox, no policy and no bridge, arranged as the runner arranges a chatty
-    execution (both sides pinned to one CPU). W2 is read against it: VMs differ by
-    several times in what a wake-up and a cold cache cost."""
-    frame = {"op": "call", "server": "math", "tool": "add", "args": {"a": 1, "b": 1}, "id": 1}
-    length = struct.Struct(">I")
-
-    def send(sock: socket.socket, value: Any) -> None:
-        body = json.dumps(value).encode()
-        sock.sendall(length.pack(len(body)) + body)
-
-    def receive(sock: socket.socket) -> Any:
-        data = sock.recv(65536)
-        (size,) = length.unpack_from(data)
-        while len(data) < size + 4:
-            data += sock.recv(65536)
-        return json.loads(data[4:])
-
-    cpu = {min(os.sched_getaffinity(0))} if hasattr(os, "sched_setaffinity") else None
-    host, guest = socket.socketpair()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the other process
-        try:
-            host.close()
-            if cpu is not None:
-                os.sched_setaffinity(0, cpu)
-            while (request := receive(guest)) is not None:
-                send(guest, {"op": "reply", "id": request["id"], "ok": True, "value": 2})
-        finally:
-            os._exit(0)
-    guest.close()
-    allowed = os.sched_getaffinity(0) if cpu is not None else None
-    try:
-        if cpu is not None:
-            os.sched_setaffinity(0, cpu)
-        samples = []
-        for number in range(calls):
-            started = time.perf_counter()
-            send(host, {**frame, "id": number})
-            receive(host)
-            samples.append(time.perf_counter() - started)
-        send(host, None)
-    finally:
-        if allowed is not None:
-            os.sched_setaffinity(0, allowed)
-        host.close()
-        os.waitpid(child, 0)
-    return median_of(samples) * 1e6
 
 
 def machine_cpu_s() -> float | None:
@@ -210,7 +160,7 @@ def main() -> int:
     rows: list[tuple[str, str, str, str]] = []
     numbers: dict[str, float] = {}
     # Before any thread starts: the measurement forks.
-    floors = [floor_round_trip_us(200 if args.smoke else 2000) for _ in range(reps(5, 3))]
+    floors = [round_trip_us(200 if args.smoke else 2000) for _ in range(reps(5, 3))]
 
     backend = BwrapBackend(SandboxSettings(pool_size=2))
     pool = SandboxPool(backend, size=2).start()
