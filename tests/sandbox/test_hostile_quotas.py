@@ -14,10 +14,13 @@ import ctypes
 import errno
 import os
 import signal
+import threading
+import time
 
 import pytest
 
 from codemode.sandbox import SandboxSession
+from codemode.sandbox.watchdog import Watched
 
 pytestmark = pytest.mark.hostile
 
@@ -270,6 +273,27 @@ time.sleep(60)
 def test_socket_buffers_count_as_memory(low_memory_session: SandboxSession, host) -> None:
     """1,440 sockets, each with its send buffer full, in six processes: kernel memory in no
     process's RSS; past a 192 MiB limit, held by the kernel or the host's watch."""
+    result = low_memory_session.execute(SOCKET_BUFFERS, timeout_s=30)
+    assert (result.status, result.limit) == ("limit", "memory"), result.to_dict()
+    host.next_execution_works(low_memory_session)
+
+
+def test_a_late_tick_leaves_the_next_execution_its_own_limit(
+    low_memory_session: SandboxSession, host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watchdog tick that listed an execution, then waited (for the GIL, on a busy machine)
+    until the next execution had filled the sandbox: the limit the result names is the next
+    execution's own ("memory"), not a kill in the ended one's name ("sandbox_exit", seen once
+    in CI where only the host's watch holds memory)."""
+    check = Watched.check
+
+    def late_check(self: Watched) -> str | None:
+        if threading.current_thread().name == "codemode-sandbox-watchdog":
+            time.sleep(0.15)
+        return check(self)
+
+    monkeypatch.setattr(Watched, "check", late_check)
+    low_memory_session.execute("import time; time.sleep(0.06)")  # a tick lists it
     result = low_memory_session.execute(SOCKET_BUFFERS, timeout_s=30)
     assert (result.status, result.limit) == ("limit", "memory"), result.to_dict()
     host.next_execution_works(low_memory_session)

@@ -3,6 +3,12 @@
 The execution loop can wait inside a tool call for a long time; the limits must hold meanwhile,
 so they are checked here, every ``interval_s``, whatever the loop is doing. A breach is
 recorded first and the sandbox killed second, so the result names the limit that was hit.
+
+A check reads the sandbox, not the execution: one the watchdog took up just before an execution
+ended must not run on into the next execution of the same sandbox, find that one's usage past
+a limit and kill the sandbox under the ended execution's name (the next result would then read
+"sandbox_exit", its limit lost). So an execution's ``Watched`` ends with it (``unwatch``),
+after any check under way, and checks nothing after that.
 """
 
 from __future__ import annotations
@@ -45,11 +51,18 @@ class Watched:
         self.breach: str | None = None
         self.peak_memory_bytes = 0
         self._lock = threading.Lock()
+        self._ended = False
+
+    def end(self) -> None:
+        """The execution is over: a check under way finishes first, later ones do nothing."""
+        with self._lock:
+            self._ended = True
 
     def check(self) -> str | None:
-        """Read the meter; on a breach, record it and kill the sandbox. Any thread."""
+        """Read the meter; on a breach, record it and kill the sandbox. Any thread; nothing
+        once ended (the sandbox may be running its next execution by then)."""
         with self._lock:
-            if self.breach is not None:
+            if self.breach is not None or self._ended:
                 return self.breach
             usage = self.meter.usage()
             if usage.memory_bytes is not None:
@@ -92,8 +105,10 @@ class Watchdog:
                 self._cond.notify_all()
 
     def unwatch(self, watched: Watched) -> None:
+        """Stop watching ``watched`` and end it: a tick's list may still hold it."""
         with self._cond:
             self._watched.discard(watched)
+        watched.end()
 
     def _run(self) -> None:
         quiet = 0
